@@ -1,0 +1,147 @@
+// Package phases runs rsag's experiments (contracts, timing, memory) over a
+// Backend. It holds the whole experiment and no C: the NCCL backend (ncclx)
+// and the MPI backend (mpibackend) implement the interfaces defined here.
+package phases
+
+import "fmt"
+
+// DType is an element type of a collective buffer.
+type DType int
+
+const (
+	Int64 DType = iota
+	Float32
+)
+
+// Size is the element size in bytes.
+func (d DType) Size() int {
+	switch d {
+	case Int64:
+		return 8
+	case Float32:
+		return 4
+	}
+	panic(fmt.Sprintf("phases: unknown dtype %d", int(d)))
+}
+
+func (d DType) String() string {
+	switch d {
+	case Int64:
+		return "int64"
+	case Float32:
+		return "float32"
+	}
+	return fmt.Sprintf("DType(%d)", int(d))
+}
+
+// Op is a reduction operation.
+type Op int
+
+const (
+	Sum Op = iota
+	Max
+)
+
+func (o Op) String() string {
+	switch o {
+	case Sum:
+		return "sum"
+	case Max:
+		return "max"
+	}
+	return fmt.Sprintf("Op(%d)", int(o))
+}
+
+// Buffer is memory a Backend allocated (device memory for NCCL, host memory
+// for MPI), or a view into such memory.
+type Buffer interface {
+	// Count is the number of elements.
+	Count() int
+	DType() DType
+}
+
+// Bytes is the size of b in bytes.
+func Bytes(b Buffer) int64 { return int64(b.Count()) * int64(b.DType().Size()) }
+
+// MemoryStats is a backend's own accounting of the buffers it allocated,
+// the equivalent of torch.cuda.memory_allocated and max_memory_allocated.
+type MemoryStats struct {
+	LiveBytes int64 // allocated through Alloc and not yet freed
+	PeakBytes int64 // the most LiveBytes reached since the last ResetPeak
+	// DeviceUsedBytes is the device's own count of used memory (total - free
+	// from cuMemGetInfo), which includes the library's internal buffers; -1
+	// when the backend has no such count.
+	DeviceUsedBytes int64
+}
+
+// Library names a shared library a backend loaded.
+type Library struct {
+	Name    string // "nccl", "cuda", "mpi"
+	Path    string // the file that was loaded, "" when linked at build time
+	Version string
+}
+
+// Info describes a backend on one rank, for the report header.
+type Info struct {
+	Backend   string // "nccl" or "mpi"
+	Host      string
+	Device    string // GPU name, or "host memory"
+	BusID     string // PCI bus id of the GPU, "" for host memory
+	Driver    string // CUDA driver version, "" when none
+	Libraries []Library
+}
+
+// Backend moves data between ranks. Each process owns one Backend, which
+// stands for one rank; every method is called from the main goroutine.
+type Backend interface {
+	Info() Info
+	Rank() int
+	WorldSize() int
+
+	// Alloc returns a buffer of count elements whose contents are undefined.
+	Alloc(dtype DType, count int) (Buffer, error)
+	// View returns count elements of b starting at element offset. The view
+	// shares b's memory, is not counted by Memory and must not be freed.
+	View(b Buffer, offset, count int) (Buffer, error)
+	// Free releases a buffer returned by Alloc.
+	Free(b Buffer) error
+	Memory() (MemoryStats, error)
+	// ResetPeak makes PeakBytes equal to LiveBytes.
+	ResetPeak()
+
+	// Fill sets every element of b to the element whose bytes are elem
+	// (len(elem) == b.DType().Size()).
+	Fill(b Buffer, elem []byte) error
+	// Write copies src (len(src) == Bytes(b)) into b.
+	Write(b Buffer, src []byte) error
+	// Read copies b into dst (len(dst) == Bytes(b)).
+	Read(b Buffer, dst []byte) error
+
+	// AllReduce, ReduceScatter and AllGather check their buffers with
+	// CheckShapes before calling the library. A send buffer that is a view
+	// of recv at the place the collective reads or writes (offset 0 for
+	// AllReduce, rank*recv.Count() for ReduceScatter, rank*send.Count() for
+	// AllGather) is an in-place operation.
+	AllReduce(send, recv Buffer, op Op) error
+	ReduceScatter(send, recv Buffer, op Op) error
+	AllGather(send, recv Buffer) error
+
+	// Synchronize waits until the work queued on this rank has finished.
+	Synchronize() error
+	// Time synchronises, then runs op once between two timestamps (device
+	// events on a GPU) and returns the elapsed time in microseconds.
+	Time(op func() error) (float64, error)
+
+	Close() error
+}
+
+// Comm is the host-side communication the phases need between ranks,
+// independent of the backend that moves the payload.
+type Comm interface {
+	Rank() int
+	Size() int
+	Barrier() error
+	// AllTrue returns whether ok is true on every rank, and the ranks where
+	// it is false.
+	AllTrue(ok bool) (bool, []int, error)
+}

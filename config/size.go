@@ -1,0 +1,60 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Size is a byte count. It reads TOML integers and strings with a binary
+// suffix ("1K", "256M", "1G" are 1024, 268435456 and 1073741824 bytes), so
+// config files and -set values share one parser.
+type Size int64
+
+var sizeSuffixes = map[string]int64{"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10,
+	"M": 1 << 20, "MB": 1 << 20, "MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30}
+
+// UnmarshalText parses "268435456", "256M" or "1 GiB".
+func (s *Size) UnmarshalText(text []byte) error {
+	v, err := ParseSize(string(text))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// ParseSize parses a byte count with an optional K, M or G suffix (powers of 1024).
+func ParseSize(text string) (Size, error) {
+	t := strings.TrimSpace(text)
+	i := len(t)
+	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') {
+		i--
+	}
+	num, suffix := strings.TrimSpace(t[:i]), strings.ToUpper(strings.TrimSpace(t[i:]))
+	mult, ok := sizeSuffixes[suffix]
+	if !ok || num == "" {
+		return 0, fmt.Errorf("%q is not a byte size: write a whole number of bytes, optionally with K, M or G (powers of 1024), e.g. 65536 or \"64K\"", text)
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a byte size: %v", text, err.(*strconv.NumError).Err)
+	}
+	if n != 0 && mult > 1 && n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q is too large a byte size", text)
+	}
+	return Size(n * mult), nil
+}
+
+// String writes the size the way people read it: 1K, 64K, 256M, or bytes.
+func (s Size) String() string {
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if int64(s) >= u.mult && int64(s)%u.mult == 0 {
+			return fmt.Sprintf("%d%s", int64(s)/u.mult, u.suffix)
+		}
+	}
+	return strconv.FormatInt(int64(s), 10)
+}

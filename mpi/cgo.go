@@ -1,0 +1,225 @@
+package mpi
+
+// This file holds every call into C. cgo declarations are per file, so
+// keeping them together keeps the rest of the package plain Go. All calls
+// go to MPI_COMM_WORLD; every one returns MPI's code, which check turns into
+// an *Error.
+
+/*
+#include <mpi.h>
+
+// MPI_IN_PLACE is a sentinel pointer (1 in Open MPI, -1 in MPICH) that Go
+// cannot hold as an unsafe.Pointer, so C substitutes it.
+static void *rsag_send(void *send, int in_place) { return in_place ? MPI_IN_PLACE : send; }
+
+static int rsag_init(int *provided) {
+	return MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, provided);
+}
+static int rsag_errors_return(void) {
+	return MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+}
+static int rsag_split_shared(int key, MPI_Comm *local) {
+	return MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, key, MPI_INFO_NULL, local);
+}
+static int rsag_barrier(void) { return MPI_Barrier(MPI_COMM_WORLD); }
+static int rsag_bcast(void *buf, int count, MPI_Datatype dt, int root) {
+	return MPI_Bcast(buf, count, dt, root, MPI_COMM_WORLD);
+}
+static int rsag_gather(void *send, int count, void *recv, MPI_Datatype dt, int root) {
+	return MPI_Gather(send, count, dt, recv, count, dt, root, MPI_COMM_WORLD);
+}
+static int rsag_gatherv(void *send, int count, void *recv, int *counts, int *displs, int root) {
+	return MPI_Gatherv(send, count, MPI_BYTE, recv, counts, displs, MPI_BYTE, root, MPI_COMM_WORLD);
+}
+static int rsag_allgather(void *send, int count, void *recv, MPI_Datatype dt, int in_place) {
+	return MPI_Allgather(rsag_send(send, in_place), count, dt, recv, count, dt, MPI_COMM_WORLD);
+}
+static int rsag_allgatherv(void *send, int count, void *recv, int *counts, int *displs) {
+	return MPI_Allgatherv(send, count, MPI_BYTE, recv, counts, displs, MPI_BYTE, MPI_COMM_WORLD);
+}
+static int rsag_allreduce(void *send, void *recv, int count, MPI_Datatype dt, MPI_Op op, int in_place) {
+	return MPI_Allreduce(rsag_send(send, in_place), recv, count, dt, op, MPI_COMM_WORLD);
+}
+static int rsag_reduce_scatter_block(void *send, void *recv, int count, MPI_Datatype dt, MPI_Op op, int in_place) {
+	return MPI_Reduce_scatter_block(rsag_send(send, in_place), recv, count, dt, op, MPI_COMM_WORLD);
+}
+static int rsag_abort(int code) { return MPI_Abort(MPI_COMM_WORLD, code); }
+*/
+import "C"
+
+import (
+	"strings"
+	"unsafe"
+
+	gompi "github.com/sbromberger/gompi"
+)
+
+// Counts and displacements are passed to C as []int32; this fails to compile
+// where a C int is not 32 bits.
+var _ [4]byte = [unsafe.Sizeof(C.int(0))]byte{}
+
+// datatypes maps each Datatype to MPI's handle. Adding a type is one line
+// here and one constant in collectives.go.
+var datatypes = [...]struct {
+	name   string
+	size   int
+	handle C.MPI_Datatype
+}{
+	Byte:    {"MPI_BYTE", 1, C.MPI_BYTE},
+	Int32:   {"MPI_INT32_T", 4, C.MPI_INT32_T},
+	Int64:   {"MPI_INT64_T", 8, C.MPI_INT64_T},
+	Float32: {"MPI_FLOAT", 4, C.MPI_FLOAT},
+	Float64: {"MPI_DOUBLE", 8, C.MPI_DOUBLE},
+}
+
+// ops maps each Op to MPI's handle.
+var ops = [...]struct {
+	name   string
+	handle C.MPI_Op
+}{
+	Sum: {"MPI_SUM", C.MPI_SUM},
+	Max: {"MPI_MAX", C.MPI_MAX},
+}
+
+// check turns an MPI return code into an *Error naming op, or nil.
+func check(op string, rc C.int) error {
+	if rc == C.MPI_SUCCESS {
+		return nil
+	}
+	return &Error{Op: op, Code: int(rc), Msg: errorString(rc)}
+}
+
+func errorString(rc C.int) string {
+	buf := make([]byte, C.MPI_MAX_ERROR_STRING+1)
+	var n C.int
+	if C.MPI_Error_string(rc, (*C.char)(unsafe.Pointer(&buf[0])), &n) != C.MPI_SUCCESS {
+		return "unknown MPI error"
+	}
+	return strings.TrimSpace(string(buf[:n]))
+}
+
+// empty stands in for the data pointer of a zero-length buffer: MPI accepts
+// any pointer with a count of 0, but some implementations reject NULL.
+var empty [1]byte
+
+func ptr(b []byte) unsafe.Pointer {
+	if len(b) == 0 {
+		return unsafe.Pointer(&empty[0])
+	}
+	return unsafe.Pointer(&b[0])
+}
+
+func flag(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// state reports MPI_Initialized and MPI_Finalized, which MPI allows at any time.
+func state() (initialized, finalized bool, err error) {
+	var i, f C.int
+	if err := check("MPI_Initialized", C.MPI_Initialized(&i)); err != nil {
+		return false, false, err
+	}
+	if err := check("MPI_Finalized", C.MPI_Finalized(&f)); err != nil {
+		return false, false, err
+	}
+	return i != 0, f != 0, nil
+}
+
+// initialize calls MPI_Init_thread asking for MPI_THREAD_FUNNELED: the Go
+// runtime has other threads, but only the main one (locked by package main)
+// calls MPI. gompi.Start would drop MPI_Init's return code.
+func initialize() error {
+	var provided C.int
+	return check("MPI_Init_thread", C.rsag_init(&provided))
+}
+
+func errorsReturn() error {
+	return check("MPI_Comm_set_errhandler", C.rsag_errors_return())
+}
+
+func worldRankSize() (rank, size int) { return gompi.WorldRank(), gompi.WorldSize() }
+
+// sharedRankSize returns this process's rank and size within the processes
+// that share its memory (its node), ordered by world rank.
+func sharedRankSize(worldRank int) (rank, size int, err error) {
+	var local C.MPI_Comm
+	if err := check("MPI_Comm_split_type", C.rsag_split_shared(C.int(worldRank), &local)); err != nil {
+		return 0, 0, err
+	}
+	var r, s C.int
+	err = check("MPI_Comm_rank", C.MPI_Comm_rank(local, &r))
+	if err == nil {
+		err = check("MPI_Comm_size", C.MPI_Comm_size(local, &s))
+	}
+	if ferr := check("MPI_Comm_free", C.MPI_Comm_free(&local)); err == nil {
+		err = ferr
+	}
+	return int(r), int(s), err
+}
+
+func processorName() (string, error) {
+	buf := make([]byte, C.MPI_MAX_PROCESSOR_NAME+1)
+	var n C.int
+	if err := check("MPI_Get_processor_name", C.MPI_Get_processor_name((*C.char)(unsafe.Pointer(&buf[0])), &n)); err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+func libraryVersion() (string, error) {
+	buf := make([]byte, C.MPI_MAX_LIBRARY_VERSION_STRING+1)
+	var n C.int
+	if err := check("MPI_Get_library_version", C.MPI_Get_library_version((*C.char)(unsafe.Pointer(&buf[0])), &n)); err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+func finalize() error { return check("MPI_Finalize", C.MPI_Finalize()) }
+
+func abort(code int) { C.rsag_abort(C.int(code)) }
+
+func wtime() float64 { return gompi.WorldTime() }
+
+func barrier() error { return check("MPI_Barrier", C.rsag_barrier()) }
+
+func bcast(buf unsafe.Pointer, count int, dt Datatype, root int) error {
+	return check("MPI_Bcast", C.rsag_bcast(buf, C.int(count), datatypes[dt].handle, C.int(root)))
+}
+
+// gather collects count elements from every rank into recv on root.
+func gather(send unsafe.Pointer, count int, recv unsafe.Pointer, dt Datatype, root int) error {
+	return check("MPI_Gather", C.rsag_gather(send, C.int(count), recv, datatypes[dt].handle, C.int(root)))
+}
+
+// gatherv collects bytes; counts and displs matter on root only, where they
+// have one entry per rank.
+func gatherv(send []byte, recv []byte, counts, displs []int32, root int) error {
+	var c, d *C.int
+	if len(counts) > 0 {
+		c, d = (*C.int)(unsafe.Pointer(&counts[0])), (*C.int)(unsafe.Pointer(&displs[0]))
+	}
+	return check("MPI_Gatherv", C.rsag_gatherv(ptr(send), C.int(len(send)), ptr(recv), c, d, C.int(root)))
+}
+
+func allgather(send unsafe.Pointer, count int, recv unsafe.Pointer, dt Datatype, inPlace bool) error {
+	return check("MPI_Allgather", C.rsag_allgather(send, C.int(count), recv, datatypes[dt].handle, flag(inPlace)))
+}
+
+func allgatherv(send []byte, recv []byte, counts, displs []int32) error {
+	return check("MPI_Allgatherv", C.rsag_allgatherv(ptr(send), C.int(len(send)), ptr(recv),
+		(*C.int)(unsafe.Pointer(&counts[0])), (*C.int)(unsafe.Pointer(&displs[0]))))
+}
+
+func allreduce(send, recv unsafe.Pointer, count int, dt Datatype, op Op, inPlace bool) error {
+	return check("MPI_Allreduce", C.rsag_allreduce(send, recv, C.int(count),
+		datatypes[dt].handle, ops[op].handle, flag(inPlace)))
+}
+
+func reduceScatterBlock(send, recv unsafe.Pointer, recvCount int, dt Datatype, op Op, inPlace bool) error {
+	return check("MPI_Reduce_scatter_block", C.rsag_reduce_scatter_block(send, recv, C.int(recvCount),
+		datatypes[dt].handle, ops[op].handle, flag(inPlace)))
+}

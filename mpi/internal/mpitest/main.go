@@ -1,0 +1,394 @@
+// Command mpitest checks package mpi on several ranks with exact expected
+// values. mpi's TestMpirun runs it under mpirun; it exits non-zero (through
+// MPI_Abort, which ends every rank at once) on the first mismatch.
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+
+	"rsag/mpi"
+)
+
+func init() { runtime.LockOSThread() }
+
+func main() {
+	size := flag.Int("size", 0, "the world size the test expects (0: any of at least 2)")
+	flag.Parse()
+	c, err := mpi.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mpitest:", err)
+		os.Exit(1)
+	}
+	k := &checker{c: c}
+	k.world(*size)
+	k.bcast()
+	k.bcastBlob()
+	k.gather()
+	k.allGather()
+	k.allTrue()
+	k.maxFloat64()
+	for _, dt := range []mpi.Datatype{mpi.Int64, mpi.Float32} {
+		for _, op := range []mpi.Op{mpi.Sum, mpi.Max} {
+			k.allreduce(dt, op)
+			k.reduceScatterBlock(dt, op)
+		}
+		k.allgather(dt)
+	}
+	k.argErrors()
+	k.finalize()
+	if c.Rank() == 0 {
+		fmt.Printf("mpitest: ok on %d ranks\n", c.Size())
+	}
+}
+
+type checker struct{ c *mpi.Comm }
+
+// fail ends the whole job: a rank that stopped on its own would leave the
+// others waiting in the next collective.
+func (k *checker) fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "mpitest: rank %d: FAIL: %s\n", k.c.Rank(), fmt.Sprintf(format, args...))
+	k.c.Abort(1)
+}
+
+func (k *checker) must(err error, what string) {
+	if err != nil {
+		k.fail("%s: %v", what, err)
+	}
+}
+
+func (k *checker) world(want int) {
+	c := k.c
+	if c.Size() < 2 || (want != 0 && c.Size() != want) {
+		k.fail("world size %d, want %d (at least 2)", c.Size(), want)
+	}
+	if c.Rank() < 0 || c.Rank() >= c.Size() || c.Host() == "" {
+		k.fail("rank %d of %d on host %q", c.Rank(), c.Size(), c.Host())
+	}
+	// Every rank learns every rank's host and local rank and size; on each
+	// host, the ranks in world order must have local ranks 0, 1, ... and
+	// all report the host's rank count as their local size.
+	all, err := c.AllGather([]byte(fmt.Sprintf("%s\x00%d\x00%d", c.Host(), c.LocalRank(), c.LocalSize())))
+	k.must(err, "AllGather of hosts")
+	next := map[string]int{}
+	type local struct{ rank, size int }
+	seen := make([]local, len(all))
+	for r, b := range all {
+		f := strings.Split(string(b), "\x00")
+		lr, _ := strconv.Atoi(f[1])
+		ls, _ := strconv.Atoi(f[2])
+		if lr != next[f[0]] {
+			k.fail("rank %d on %s has local rank %d, want %d", r, f[0], lr, next[f[0]])
+		}
+		next[f[0]]++
+		seen[r] = local{lr, ls}
+	}
+	for r, b := range all {
+		host, _, _ := strings.Cut(string(b), "\x00")
+		if seen[r].size != next[host] {
+			k.fail("rank %d on %s has local size %d, want %d", r, host, seen[r].size, next[host])
+		}
+	}
+}
+
+func (k *checker) bcast() {
+	c := k.c
+	root := 1
+	// Five bytes broadcast into a longer slice: the guard bytes after them
+	// must survive (gompi's BcastBytes moved four times the bytes asked).
+	buf := bytes.Repeat([]byte{0xEE}, 13)
+	want := []byte{10, 11, 12, 13, 14}
+	if c.Rank() == root {
+		copy(buf, want)
+	} else {
+		clear(buf[:5])
+	}
+	k.must(c.Bcast(buf[:5], root), "Bcast")
+	if !bytes.Equal(buf[:5], want) || !bytes.Equal(buf[5:], bytes.Repeat([]byte{0xEE}, 8)) {
+		k.fail("Bcast of 5 bytes from rank %d: got % x", root, buf)
+	}
+	k.must(c.Bcast(nil, 0), "Bcast of nil")
+	k.must(c.Bcast([]byte{}, c.Size()-1), "Bcast of 0 bytes")
+}
+
+func (k *checker) bcastBlob() {
+	c := k.c
+	root := c.Size() - 1
+	want := []byte(fmt.Sprintf("blob from rank %d", root))
+	var data []byte
+	if c.Rank() == root {
+		data = want
+	}
+	got, err := c.BcastBlob(data, root)
+	k.must(err, "BcastBlob")
+	if !bytes.Equal(got, want) {
+		k.fail("BcastBlob from rank %d: got %q, want %q", root, got, want)
+	}
+	for _, empty := range [][]byte{nil, {}} {
+		got, err := c.BcastBlob(empty, 0)
+		k.must(err, "BcastBlob of 0 bytes")
+		if len(got) != 0 {
+			k.fail("BcastBlob of 0 bytes: got %d bytes", len(got))
+		}
+	}
+}
+
+// contribution is rank r's data for Gather and AllGather: 3r bytes, so
+// rank 0 sends none and the lengths differ.
+func contribution(r int) []byte {
+	b := make([]byte, 3*r)
+	for i := range b {
+		b[i] = byte(r*10 + i)
+	}
+	return b
+}
+
+func (k *checker) checkGathered(what string, got [][]byte, want func(r int) []byte) {
+	if len(got) != k.c.Size() {
+		k.fail("%s: got %d slices, want %d", what, len(got), k.c.Size())
+	}
+	for r, b := range got {
+		if !bytes.Equal(b, want(r)) {
+			k.fail("%s: rank %d's data is % x, want % x", what, r, b, want(r))
+		}
+	}
+}
+
+func (k *checker) gather() {
+	c := k.c
+	root := 1
+	got, err := c.Gather(contribution(c.Rank()), root)
+	k.must(err, "Gather")
+	if c.Rank() == root {
+		k.checkGathered("Gather", got, contribution)
+	} else if got != nil {
+		k.fail("Gather on a non-root rank returned %d slices, want nil", len(got))
+	}
+	got, err = c.Gather(nil, 0)
+	k.must(err, "Gather of nothing")
+	if c.Rank() == 0 {
+		k.checkGathered("Gather of nothing", got, func(int) []byte { return nil })
+	}
+}
+
+func (k *checker) allGather() {
+	c := k.c
+	got, err := c.AllGather(contribution(c.Rank()))
+	k.must(err, "AllGather")
+	k.checkGathered("AllGather", got, contribution)
+	got, err = c.AllGather(nil)
+	k.must(err, "AllGather of nothing")
+	k.checkGathered("AllGather of nothing", got, func(int) []byte { return nil })
+}
+
+func (k *checker) allTrue() {
+	c := k.c
+	n := c.Size()
+	cases := []struct {
+		name string
+		ok   func(r int) bool
+	}{
+		{"all true", func(int) bool { return true }},
+		{"last rank false", func(r int) bool { return r != n-1 }},
+		{"even ranks false", func(r int) bool { return r%2 == 1 }},
+	}
+	for _, tc := range cases {
+		var want []int
+		for r := range n {
+			if !tc.ok(r) {
+				want = append(want, r)
+			}
+		}
+		all, bad, err := c.AllTrue(tc.ok(c.Rank()))
+		k.must(err, "AllTrue "+tc.name)
+		if all != (len(want) == 0) || !slices.Equal(bad, want) {
+			k.fail("AllTrue %s: got %v %v, want %v %v", tc.name, all, bad, len(want) == 0, want)
+		}
+	}
+}
+
+func (k *checker) maxFloat64() {
+	c := k.c
+	got, err := c.MaxFloat64(float64(c.Rank())*1.5 - 7)
+	k.must(err, "MaxFloat64")
+	if want := float64(c.Size()-1)*1.5 - 7; got != want {
+		k.fail("MaxFloat64: got %v, want %v", got, want)
+	}
+	got, err = c.MaxFloat64(-float64(c.Rank()) - 0.25)
+	k.must(err, "MaxFloat64 of negatives")
+	if got != -0.25 {
+		k.fail("MaxFloat64 of negatives: got %v, want -0.25", got)
+	}
+}
+
+// value is rank r's element i: small integers, exact in float32 and in any
+// sum of a few of them, whose sign changes with the rank so that MAX is not
+// always the last rank's value.
+func value(r, i int) int64 { return int64((i-3)*(r+1) + (r%2)*5) }
+
+func reduce(op mpi.Op, n, i int) int64 {
+	acc := value(0, i)
+	for r := 1; r < n; r++ {
+		switch op {
+		case mpi.Sum:
+			acc += value(r, i)
+		case mpi.Max:
+			acc = max(acc, value(r, i))
+		}
+	}
+	return acc
+}
+
+func encode(dt mpi.Datatype, vals []int64) []byte {
+	b := make([]byte, len(vals)*dt.Size())
+	for i, v := range vals {
+		switch dt {
+		case mpi.Int64:
+			binary.NativeEndian.PutUint64(b[8*i:], uint64(v))
+		case mpi.Float32:
+			binary.NativeEndian.PutUint32(b[4*i:], math.Float32bits(float32(v)))
+		}
+	}
+	return b
+}
+
+func decode(dt mpi.Datatype, b []byte) []float64 {
+	out := make([]float64, len(b)/dt.Size())
+	for i := range out {
+		switch dt {
+		case mpi.Int64:
+			out[i] = float64(int64(binary.NativeEndian.Uint64(b[8*i:])))
+		case mpi.Float32:
+			out[i] = float64(math.Float32frombits(binary.NativeEndian.Uint32(b[4*i:])))
+		}
+	}
+	return out
+}
+
+func (k *checker) expect(what string, dt mpi.Datatype, got []byte, want []int64) {
+	g := decode(dt, got)
+	for i, w := range want {
+		if g[i] != float64(w) {
+			k.fail("%s %s: element %d is %v, want %d (got %v)", what, dt, i, g[i], w, g)
+		}
+	}
+}
+
+func values(r, from, n int) []int64 {
+	v := make([]int64, n)
+	for i := range v {
+		v[i] = value(r, from+i)
+	}
+	return v
+}
+
+func (k *checker) allreduce(dt mpi.Datatype, op mpi.Op) {
+	c := k.c
+	const count = 7
+	want := make([]int64, count)
+	for i := range want {
+		want[i] = reduce(op, c.Size(), i)
+	}
+	what := fmt.Sprintf("Allreduce %s", op)
+	send, recv := encode(dt, values(c.Rank(), 0, count)), make([]byte, count*dt.Size())
+	k.must(c.Allreduce(send, recv, count, dt, op), what)
+	k.expect(what, dt, recv, want)
+	k.expect(what+" (input unchanged)", dt, send, values(c.Rank(), 0, count))
+
+	inPlace := encode(dt, values(c.Rank(), 0, count))
+	k.must(c.Allreduce(nil, inPlace, count, dt, op), what+" in place")
+	k.expect(what+" in place", dt, inPlace, want)
+
+	k.must(c.Allreduce(nil, nil, 0, dt, op), what+" of 0 elements")
+	k.must(c.Allreduce([]byte{}, []byte{}, 0, dt, op), what+" of 0 elements out of place")
+}
+
+func (k *checker) reduceScatterBlock(dt mpi.Datatype, op mpi.Op) {
+	c := k.c
+	const block = 4
+	n, r := c.Size(), c.Rank()
+	want := make([]int64, block)
+	for i := range want {
+		want[i] = reduce(op, n, r*block+i)
+	}
+	what := fmt.Sprintf("ReduceScatterBlock %s", op)
+	send, recv := encode(dt, values(r, 0, n*block)), make([]byte, block*dt.Size())
+	k.must(c.ReduceScatterBlock(send, recv, block, dt, op), what)
+	k.expect(what, dt, recv, want)
+
+	// In place the whole input is in recv and the block lands at its start.
+	inPlace := encode(dt, values(r, 0, n*block))
+	k.must(c.ReduceScatterBlock(nil, inPlace, block, dt, op), what+" in place")
+	k.expect(what+" in place", dt, inPlace[:block*dt.Size()], want)
+}
+
+func (k *checker) allgather(dt mpi.Datatype) {
+	c := k.c
+	const block = 3
+	n, r := c.Size(), c.Rank()
+	var want []int64
+	for q := range n {
+		want = append(want, values(q, 0, block)...)
+	}
+	send, recv := encode(dt, values(r, 0, block)), make([]byte, n*block*dt.Size())
+	k.must(c.Allgather(send, recv, block, dt), "Allgather")
+	k.expect("Allgather", dt, recv, want)
+
+	// In place each rank's block already sits at rank*block; the rest is a
+	// sentinel that must be overwritten.
+	filler := make([]int64, n*block)
+	for i := range filler {
+		filler[i] = -99
+	}
+	copy(filler[r*block:], values(r, 0, block))
+	inPlace := encode(dt, filler)
+	k.must(c.Allgather(nil, inPlace, block, dt), "Allgather in place")
+	k.expect("Allgather in place", dt, inPlace, want)
+}
+
+// argErrors checks errors found before MPI is called; they happen on every
+// rank alike, so no rank is left waiting in a collective.
+func (k *checker) argErrors() {
+	c := k.c
+	b := make([]byte, 64)
+	bad := []struct {
+		name string
+		err  error
+	}{
+		{"short recv", c.Allreduce(b[:16], b[32:40], 2, mpi.Int64, mpi.Sum)},
+		{"short send", c.Allreduce(b[:8], b[32:48], 2, mpi.Int64, mpi.Sum)},
+		{"overlap", c.Allreduce(b[:16], b[8:24], 2, mpi.Int64, mpi.Sum)},
+		{"unknown datatype", c.Allreduce(b[:8], b[8:16], 1, mpi.Datatype(99), mpi.Sum)},
+		{"unknown op", c.Allreduce(b[:8], b[8:16], 1, mpi.Int64, mpi.Op(99))},
+		{"negative count", c.Allgather(b[:8], b[8:], -1, mpi.Int64)},
+		{"short in-place reduce-scatter", c.ReduceScatterBlock(nil, b[:8], 1, mpi.Int64, mpi.Sum)},
+		{"bad root", c.Bcast(b, c.Size())},
+	}
+	for _, tc := range bad {
+		if tc.err == nil {
+			k.fail("%s: no error", tc.name)
+		}
+	}
+}
+
+func (k *checker) finalize() {
+	c := k.c
+	k.must(c.Barrier(), "Barrier")
+	k.must(c.Finalize(), "Finalize")
+	if err := c.Barrier(); err == nil {
+		fmt.Fprintf(os.Stderr, "mpitest: rank %d: FAIL: Barrier after Finalize: no error\n", c.Rank())
+		os.Exit(1)
+	}
+	if err := c.Finalize(); err == nil {
+		fmt.Fprintf(os.Stderr, "mpitest: rank %d: FAIL: second Finalize: no error\n", c.Rank())
+		os.Exit(1)
+	}
+}

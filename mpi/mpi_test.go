@@ -1,0 +1,260 @@
+package mpi
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"rsag/mpi/mpitesting"
+)
+
+// The tests share one MPI world: a process started without mpirun is a
+// singleton of size 1, and MPI starts once per process.
+var world *Comm
+
+func TestMain(m *testing.M) {
+	runtime.LockOSThread()
+	removeSessionDir, err := mpitesting.IsolateSessionDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mpi tests:", err)
+		os.Exit(1)
+	}
+	c, err := Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mpi tests: Start:", err)
+		removeSessionDir()
+		os.Exit(1)
+	}
+	world = c
+	code := m.Run()
+	if err := c.Finalize(); err != nil {
+		fmt.Fprintln(os.Stderr, "mpi tests: Finalize:", err)
+		code = 1
+	}
+	removeSessionDir()
+	os.Exit(code)
+}
+
+// TestMpirun checks the collectives on 3 ranks, with exact values, through
+// internal/mpitest.
+func TestMpirun(t *testing.T) {
+	mpitesting.Run(t, "rsag/mpi/internal/mpitest", 3, 60*time.Second, "-size=3")
+}
+
+func TestSingleton(t *testing.T) {
+	c := world
+	if c.Rank() != 0 || c.Size() != 1 || c.LocalRank() != 0 || c.LocalSize() != 1 {
+		t.Fatalf("rank %d of %d, local %d of %d; want a singleton", c.Rank(), c.Size(), c.LocalRank(), c.LocalSize())
+	}
+	if c.Host() == "" {
+		t.Error("Host is empty")
+	}
+	if v := LibraryVersion(); v == "" || strings.Contains(v, "\n") {
+		t.Errorf("LibraryVersion = %q, want one non-empty line", v)
+	}
+	if err := c.Barrier(); err != nil {
+		t.Error(err)
+	}
+	if a, b := Wtime(), Wtime(); b < a {
+		t.Errorf("Wtime went back: %v then %v", a, b)
+	}
+}
+
+func TestStartTwice(t *testing.T) {
+	if c, err := Start(); err == nil || c != nil {
+		t.Fatalf("second Start: %v, %v; want an error", c, err)
+	}
+}
+
+func TestBcast(t *testing.T) {
+	buf := []byte{1, 2, 3}
+	if err := world.Bcast(buf, 0); err != nil || !bytes.Equal(buf, []byte{1, 2, 3}) {
+		t.Errorf("Bcast: %v, % x", err, buf)
+	}
+	for _, b := range [][]byte{nil, {}} {
+		if err := world.Bcast(b, 0); err != nil {
+			t.Errorf("Bcast of %#v: %v", b, err)
+		}
+	}
+	if err := world.Bcast(buf, 1); err == nil {
+		t.Error("Bcast from root 1 of a singleton: no error")
+	}
+}
+
+func TestBcastBlob(t *testing.T) {
+	for _, data := range [][]byte{nil, {}, []byte("config")} {
+		got, err := world.BcastBlob(data, 0)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("BcastBlob(%q) = %q, %v", data, got, err)
+		}
+	}
+	if _, err := world.BcastBlob(nil, -1); err == nil {
+		t.Error("BcastBlob from root -1: no error")
+	}
+}
+
+func TestGather(t *testing.T) {
+	for _, data := range [][]byte{nil, {}, []byte("row")} {
+		got, err := world.Gather(data, 0)
+		if err != nil || len(got) != 1 || !bytes.Equal(got[0], data) {
+			t.Errorf("Gather(%q) = %q, %v", data, got, err)
+		}
+		got, err = world.AllGather(data)
+		if err != nil || len(got) != 1 || !bytes.Equal(got[0], data) {
+			t.Errorf("AllGather(%q) = %q, %v", data, got, err)
+		}
+	}
+}
+
+func TestSplitCapacity(t *testing.T) {
+	buf := []byte("aabbb")
+	parts := split(buf, []int32{2, 0, 3}, []int32{0, 2, 2})
+	if len(parts) != 3 || string(parts[0]) != "aa" || len(parts[1]) != 0 || string(parts[2]) != "bbb" {
+		t.Fatalf("split = %q", parts)
+	}
+	_ = append(parts[0], 'X') // must not overwrite the next rank's bytes
+	if string(buf) != "aabbb" {
+		t.Errorf("append to one part changed the buffer to %q", buf)
+	}
+}
+
+func TestAllTrue(t *testing.T) {
+	if all, bad, err := world.AllTrue(true); err != nil || !all || bad != nil {
+		t.Errorf("AllTrue(true) = %v %v %v", all, bad, err)
+	}
+	if all, bad, err := world.AllTrue(false); err != nil || all || !slices.Equal(bad, []int{0}) {
+		t.Errorf("AllTrue(false) = %v %v %v", all, bad, err)
+	}
+}
+
+func TestMaxFloat64(t *testing.T) {
+	for _, v := range []float64{-3.5, 0, 1e300, math.Inf(-1)} {
+		if got, err := world.MaxFloat64(v); err != nil || got != v {
+			t.Errorf("MaxFloat64(%v) = %v, %v", v, got, err)
+		}
+	}
+}
+
+func int64s(vals ...int64) []byte {
+	b := make([]byte, 8*len(vals))
+	for i, v := range vals {
+		binary.NativeEndian.PutUint64(b[8*i:], uint64(v))
+	}
+	return b
+}
+
+// On one rank every collective copies its input; what is tested here is the
+// plumbing: counts, in place, and the checks on the buffers.
+func TestHostCollectives(t *testing.T) {
+	in := int64s(5, -7, 9)
+	for _, op := range []Op{Sum, Max} {
+		recv := make([]byte, len(in))
+		if err := world.Allreduce(in, recv, 3, Int64, op); err != nil || !bytes.Equal(recv, in) {
+			t.Errorf("Allreduce %s: %v, % x", op, err, recv)
+		}
+		buf := slices.Clone(in)
+		if err := world.Allreduce(nil, buf, 3, Int64, op); err != nil || !bytes.Equal(buf, in) {
+			t.Errorf("Allreduce %s in place: %v, % x", op, err, buf)
+		}
+		clear(recv)
+		if err := world.ReduceScatterBlock(in, recv, 3, Int64, op); err != nil || !bytes.Equal(recv, in) {
+			t.Errorf("ReduceScatterBlock %s: %v, % x", op, err, recv)
+		}
+		buf = slices.Clone(in)
+		if err := world.ReduceScatterBlock(nil, buf, 3, Int64, op); err != nil || !bytes.Equal(buf, in) {
+			t.Errorf("ReduceScatterBlock %s in place: %v, % x", op, err, buf)
+		}
+	}
+	recv := make([]byte, len(in))
+	if err := world.Allgather(in, recv, 3, Int64); err != nil || !bytes.Equal(recv, in) {
+		t.Errorf("Allgather: %v, % x", err, recv)
+	}
+	buf := slices.Clone(in)
+	if err := world.Allgather(nil, buf, 3, Int64); err != nil || !bytes.Equal(buf, in) {
+		t.Errorf("Allgather in place: %v, % x", err, buf)
+	}
+	f := make([]byte, 8)
+	binary.NativeEndian.PutUint32(f, math.Float32bits(2.5))
+	binary.NativeEndian.PutUint32(f[4:], math.Float32bits(-1))
+	out := make([]byte, 8)
+	if err := world.Allreduce(f, out, 2, Float32, Sum); err != nil || !bytes.Equal(out, f) {
+		t.Errorf("Allreduce float32: %v, % x", err, out)
+	}
+	for _, err := range []error{
+		world.Allreduce(nil, nil, 0, Int64, Sum),
+		world.ReduceScatterBlock([]byte{}, []byte{}, 0, Float32, Max),
+		world.Allgather(nil, nil, 0, Int64),
+	} {
+		if err != nil {
+			t.Errorf("zero count: %v", err)
+		}
+	}
+}
+
+func TestHostCollectiveErrors(t *testing.T) {
+	b := make([]byte, 64)
+	cases := []struct {
+		name, want string
+		err        error
+	}{
+		{"short recv", "recv has 8 bytes, the call writes 16", world.Allreduce(b[:16], b[32:40], 2, Int64, Sum)},
+		{"short send", "send has 8 bytes, the call reads 16", world.Allgather(b[:8], b[32:48], 2, Int64)},
+		{"overlap", "overlap", world.Allreduce(b[:16], b[8:24], 2, Int64, Sum)},
+		{"same slice", "overlap", world.ReduceScatterBlock(b[:8], b[:8], 1, Int64, Sum)},
+		{"unknown datatype", "unknown datatype Datatype(99)", world.Allreduce(b[:8], b[8:16], 1, Datatype(99), Sum)},
+		{"unknown op", "unknown op Op(-1)", world.Allreduce(b[:8], b[8:16], 1, Int64, Op(-1))},
+		{"negative count", "count -1 does not fit", world.Allgather(b[:8], b[8:], -1, Int64)},
+		{"huge count", "does not fit an MPI count", world.Allreduce(nil, b, math.MaxInt32+1, Byte, Sum)},
+	}
+	for _, tc := range cases {
+		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, tc.err, tc.want)
+		}
+	}
+}
+
+// TestMPIError makes MPI itself fail, past the Go-side checks: with
+// MPI_ERRORS_RETURN set at Start the call returns, and the code becomes an
+// *Error carrying MPI's own message.
+func TestMPIError(t *testing.T) {
+	err := bcast(ptr([]byte{1}), 1, Byte, 7)
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("MPI_Bcast from root 7 of 1: %v (%T), want an *Error", err, err)
+	}
+	if e.Op != "MPI_Bcast" || e.Code == 0 || e.Msg == "" {
+		t.Errorf("error = %+v", e)
+	}
+	want := fmt.Sprintf("MPI_Bcast: %s (code %d)", e.Msg, e.Code)
+	if e.Error() != want {
+		t.Errorf("Error() = %q, want %q", e.Error(), want)
+	}
+	t.Logf("MPI's error: %v", err)
+}
+
+func TestErrorString(t *testing.T) {
+	e := &Error{Op: "MPI_Allgatherv", Code: 6, Msg: "MPI_ERR_TRUNCATE: message truncated"}
+	if got, want := e.Error(), "MPI_Allgatherv: MPI_ERR_TRUNCATE: message truncated (code 6)"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+func TestDatatypes(t *testing.T) {
+	sizes := map[Datatype]int{Byte: 1, Int32: 4, Int64: 8, Float32: 4, Float64: 8, Datatype(-1): 0, Datatype(len(datatypes)): 0}
+	for dt, want := range sizes {
+		if dt.Size() != want {
+			t.Errorf("%s.Size() = %d, want %d", dt, dt.Size(), want)
+		}
+	}
+	if Int64.String() != "MPI_INT64_T" || Float32.String() != "MPI_FLOAT" || Max.String() != "MPI_MAX" {
+		t.Errorf("names: %s %s %s", Int64, Float32, Max)
+	}
+}

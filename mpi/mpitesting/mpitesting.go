@@ -1,0 +1,87 @@
+// Package mpitesting runs test programs under mpirun, for the tests of the
+// packages that use MPI: one process cannot test a collective beyond a
+// singleton, so each such package has a small main package that checks
+// exact values on several ranks and exits non-zero on any mismatch.
+package mpitesting
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// sessionDirVar is Open MPI's orte_tmpdir_base, where a job keeps its
+// session directory; other MPIs ignore it. Open MPI 4 creates
+// /tmp/ompi.<host>.<uid> for every job with a race: two jobs starting at
+// once, as when go test runs packages in parallel, can fail in orte_init
+// with "mkdir ... File exists". Each test job gets a directory of its own.
+const sessionDirVar = "OMPI_MCA_orte_tmpdir_base"
+
+// IsolateSessionDir gives the MPI job this process is about to start (the
+// singleton of a TestMain) a session directory of its own; see
+// sessionDirVar. Call it before MPI starts, and the returned function after
+// MPI has finalized.
+func IsolateSessionDir() (remove func(), err error) {
+	dir, err := os.MkdirTemp("", "rsag-ompi-")
+	if err != nil {
+		return nil, err
+	}
+	// With cgo, os.Setenv also sets the C environment, which MPI reads.
+	if err := os.Setenv(sessionDirVar, dir); err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	return func() { _ = os.RemoveAll(dir) }, nil
+}
+
+// Run builds the main package pkg (an import path) and runs it under mpirun
+// on np ranks with args. t fails when the build fails, when the program exits
+// non-zero, or when it is still running after timeout, so that a hang fails
+// the test instead of hanging it. Run skips t when mpirun is not on PATH.
+func Run(t *testing.T, pkg string, np int, timeout time.Duration, args ...string) {
+	t.Helper()
+	mpirun, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Skipf("mpirun is not on PATH, so %s cannot run on %d ranks: install an MPI (Open MPI: mpirun, mpicc)", pkg, np)
+	}
+	// go test puts its own go command first on PATH (Go 1.19 on); the build
+	// inherits the environment, CGO_CFLAGS and CGO_LDFLAGS included.
+	bin := filepath.Join(t.TempDir(), path.Base(pkg))
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", pkg, err, out)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	argv := append([]string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(np), bin}, args...)
+	cmd := exec.CommandContext(ctx, mpirun, argv...)
+	cmd.Env = append(os.Environ(), sessionDirVar+"="+t.TempDir())
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	// On a timeout mpirun gets SIGTERM, which it forwards to the ranks before
+	// exiting (Open MPI gives each rank a process group of its own, so mpirun
+	// is the one to signal); after WaitDelay it is killed. mpirun runs in a
+	// process group of its own so that anything else it started goes too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	start := time.Now()
+	err = cmd.Run()
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever is left of the group; ESRCH when none
+	}
+	t.Logf("mpirun -np %d %s (%.1f s):\n%s", np, path.Base(pkg), time.Since(start).Seconds(), out.Bytes())
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("%s on %d ranks was still running after %s (a hang?)", pkg, np, timeout)
+	}
+	if err != nil {
+		t.Fatalf("%s on %d ranks: %v", pkg, np, err)
+	}
+}

@@ -1,0 +1,102 @@
+// Package mpibackend is rsag's Backend for CPU clusters: buffers in host
+// memory, collectives through MPI (package mpi). It is a real backend, not a
+// stand-in: it runs the same experiment as the NCCL backend on machines
+// without GPUs.
+//
+// Buffers are anonymous memory mappings, unmapped by Free, so that memory is
+// returned when the experiment says so rather than when the garbage
+// collector runs, and Memory counts exactly the bytes of the buffers that
+// Alloc returned and Free has not released.
+package mpibackend
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"rsag/mpi"
+	"rsag/phases"
+)
+
+var (
+	_ phases.Backend = (*Backend)(nil)
+	// The phases' host-side Comm is the world communicator itself.
+	_ phases.Comm = (*mpi.Comm)(nil)
+)
+
+// Backend is one rank's MPI backend. Like MPI itself, it is used from the
+// main goroutine only.
+type Backend struct {
+	comm        *mpi.Comm
+	rank, world int
+
+	live      map[*region]struct{} // every mapping Alloc made and Free has not released
+	liveBytes int64
+	peakBytes int64
+	closed    bool
+}
+
+// New returns the backend of this rank of c.
+func New(c *mpi.Comm) (*Backend, error) {
+	if c == nil {
+		return nil, errors.New("mpibackend: New: no communicator")
+	}
+	return newBackend(c, c.Rank(), c.Size()), nil
+}
+
+// newBackend lets tests give a backend a rank and world size other than
+// the communicator's, to check what the backend decides before MPI is called.
+func newBackend(c *mpi.Comm, rank, world int) *Backend {
+	return &Backend{comm: c, rank: rank, world: world, live: map[*region]struct{}{}}
+}
+
+func (be *Backend) Info() phases.Info {
+	return phases.Info{
+		Backend:   "mpi",
+		Host:      be.comm.Host(),
+		Device:    "host memory",
+		Libraries: []phases.Library{{Name: "mpi", Version: mpi.LibraryVersion()}},
+	}
+}
+
+func (be *Backend) Rank() int      { return be.rank }
+func (be *Backend) WorldSize() int { return be.world }
+
+// Synchronize does nothing: MPI's blocking collectives have finished when
+// they return.
+func (be *Backend) Synchronize() error { return nil }
+
+// Time returns the wall-clock time of one call of op in microseconds, read
+// from the monotonic clock.
+func (be *Backend) Time(op func() error) (float64, error) {
+	if err := be.Synchronize(); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	err := op()
+	elapsed := time.Since(start)
+	if err != nil {
+		return 0, err
+	}
+	return float64(elapsed.Nanoseconds()) / 1e3, nil
+}
+
+// Close releases the buffers still allocated. Buffers left over are a leak
+// in the caller, so Close reports them as an error after releasing them.
+func (be *Backend) Close() error {
+	if be.closed {
+		return errors.New("mpibackend: Close: already closed")
+	}
+	be.closed = true
+	n, bytes := len(be.live), be.liveBytes
+	var errs []error
+	for r := range be.live {
+		if err := be.release(r); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if n > 0 {
+		errs = append([]error{fmt.Errorf("mpibackend: Close: %d buffers (%d bytes) were still allocated; released them", n, bytes)}, errs...)
+	}
+	return errors.Join(errs...)
+}

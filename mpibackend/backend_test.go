@@ -1,0 +1,466 @@
+package mpibackend
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"rsag/mpi"
+	"rsag/mpi/mpitesting"
+	"rsag/phases"
+)
+
+// The tests share one MPI world: a process started without mpirun is a
+// singleton of size 1, and MPI starts once per process.
+var world *mpi.Comm
+
+func TestMain(m *testing.M) {
+	runtime.LockOSThread()
+	removeSessionDir, err := mpitesting.IsolateSessionDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mpibackend tests:", err)
+		os.Exit(1)
+	}
+	c, err := mpi.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mpibackend tests: Start:", err)
+		removeSessionDir()
+		os.Exit(1)
+	}
+	world = c
+	code := m.Run()
+	if err := c.Finalize(); err != nil {
+		fmt.Fprintln(os.Stderr, "mpibackend tests: Finalize:", err)
+		code = 1
+	}
+	removeSessionDir()
+	os.Exit(code)
+}
+
+// TestMpirun checks the three collectives on 3 ranks, out of place and in
+// place, int64 and float32, sum and max, with exact values, through
+// internal/mpitest.
+func TestMpirun(t *testing.T) {
+	mpitesting.Run(t, "rsag/mpibackend/internal/mpitest", 3, 60*time.Second, "-size=3")
+}
+
+func newTest(t *testing.T) *Backend {
+	t.Helper()
+	be, err := New(world)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !be.closed {
+			if err := be.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		}
+	})
+	return be
+}
+
+func alloc(t *testing.T, be *Backend, dt phases.DType, count int) phases.Buffer {
+	t.Helper()
+	b, err := be.Alloc(dt, count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func free(t *testing.T, be *Backend, b phases.Buffer) {
+	t.Helper()
+	if err := be.Free(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantMemory(t *testing.T, be *Backend, live, peak int64) {
+	t.Helper()
+	m, err := be.Memory()
+	if err != nil || m.LiveBytes != live || m.PeakBytes != peak || m.DeviceUsedBytes != -1 {
+		t.Fatalf("Memory = %+v, %v; want live %d, peak %d, device -1", m, err, live, peak)
+	}
+}
+
+func int64s(vals ...int64) []byte {
+	b := make([]byte, 8*len(vals))
+	for i, v := range vals {
+		binary.NativeEndian.PutUint64(b[8*i:], uint64(v))
+	}
+	return b
+}
+
+func read(t *testing.T, be *Backend, b phases.Buffer) []byte {
+	t.Helper()
+	out := make([]byte, phases.Bytes(b))
+	if err := be.Read(b, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestInfo(t *testing.T) {
+	be := newTest(t)
+	info := be.Info()
+	if info.Backend != "mpi" || info.Device != "host memory" || info.Host != world.Host() ||
+		len(info.Libraries) != 1 || info.Libraries[0].Name != "mpi" || info.Libraries[0].Version == "" {
+		t.Errorf("Info = %+v", info)
+	}
+	if be.Rank() != 0 || be.WorldSize() != 1 {
+		t.Errorf("rank %d of %d, want a singleton", be.Rank(), be.WorldSize())
+	}
+}
+
+func TestAccounting(t *testing.T) {
+	be := newTest(t)
+	wantMemory(t, be, 0, 0)
+	a := alloc(t, be, phases.Int64, 100)  // 800 bytes
+	b := alloc(t, be, phases.Float32, 10) // 40
+	wantMemory(t, be, 840, 840)
+	v, err := be.View(a, 10, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMemory(t, be, 840, 840) // views are not counted
+	free(t, be, a)
+	wantMemory(t, be, 40, 840)
+	be.ResetPeak()
+	wantMemory(t, be, 40, 40)
+	c := alloc(t, be, phases.Float32, 1000) // 4000
+	wantMemory(t, be, 4040, 4040)
+	free(t, be, c)
+	wantMemory(t, be, 40, 4040)
+	d := alloc(t, be, phases.Int64, 1) // 8, below the peak
+	wantMemory(t, be, 48, 4040)
+	free(t, be, b)
+	free(t, be, d)
+	wantMemory(t, be, 0, 4040)
+	be.ResetPeak()
+	wantMemory(t, be, 0, 0)
+	if err := be.Free(v); err == nil {
+		t.Error("Free of a view of a freed buffer: no error")
+	}
+}
+
+func TestAllocErrors(t *testing.T) {
+	be := newTest(t)
+	for _, tc := range []struct {
+		dt    phases.DType
+		count int
+	}{{phases.Int64, 0}, {phases.Float32, -1}, {phases.DType(9), 4}, {phases.Int64, math.MaxInt/8 + 1}} {
+		if b, err := be.Alloc(tc.dt, tc.count); err == nil {
+			t.Errorf("Alloc(%s, %d) = %v, want an error", tc.dt, tc.count, b)
+		}
+	}
+	wantMemory(t, be, 0, 0)
+}
+
+func TestFreeErrors(t *testing.T) {
+	be := newTest(t)
+	a := alloc(t, be, phases.Int64, 4)
+	v, err := be.View(a, 0, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Free(v); err == nil || !strings.Contains(err.Error(), "view") {
+		t.Errorf("Free of a view: %v", err)
+	}
+	wantMemory(t, be, 32, 32)
+	free(t, be, a)
+	if err := be.Free(a); err == nil || !strings.Contains(err.Error(), "freed") {
+		t.Errorf("double Free: %v", err)
+	}
+	wantMemory(t, be, 0, 32)
+	// Every use of freed memory, through the buffer or a view, is an error.
+	buf := make([]byte, 32)
+	for name, err := range map[string]error{
+		"Read":          be.Read(a, buf),
+		"Write":         be.Write(v, buf),
+		"Fill":          be.Fill(a, buf[:8]),
+		"AllReduce":     be.AllReduce(a, v, phases.Sum),
+		"ReduceScatter": be.ReduceScatter(v, a, phases.Sum),
+		"AllGather":     be.AllGather(a, v),
+	} {
+		if err == nil || !strings.Contains(err.Error(), "freed") {
+			t.Errorf("%s after Free: %v", name, err)
+		}
+	}
+	if _, err := be.View(a, 0, 1); err == nil {
+		t.Error("View of a freed buffer: no error")
+	}
+}
+
+type fakeBuffer struct{}
+
+func (fakeBuffer) Count() int          { return 1 }
+func (fakeBuffer) DType() phases.DType { return phases.Int64 }
+
+func TestForeignBuffers(t *testing.T) {
+	be, other := newTest(t), newTest(t)
+	theirs := alloc(t, other, phases.Int64, 1)
+	for _, b := range []phases.Buffer{theirs, fakeBuffer{}, nil, (*buffer)(nil)} {
+		if err := be.Free(b); err == nil {
+			t.Errorf("Free(%#v): no error", b)
+		}
+		if err := be.Write(b, make([]byte, 8)); err == nil {
+			t.Errorf("Write(%#v): no error", b)
+		}
+	}
+	mine := alloc(t, be, phases.Int64, 1)
+	if err := be.AllReduce(theirs, mine, phases.Sum); err == nil {
+		t.Error("AllReduce from another backend's buffer: no error")
+	}
+	if err := be.AllReduce(nil, mine, phases.Sum); err == nil {
+		t.Error("AllReduce from nil: no error")
+	}
+	free(t, be, mine)
+	free(t, other, theirs)
+}
+
+func TestViews(t *testing.T) {
+	be := newTest(t)
+	a := alloc(t, be, phases.Int64, 10)
+	if err := be.Write(a, int64s(0, 1, 2, 3, 4, 5, 6, 7, 8, 9)); err != nil {
+		t.Fatal(err)
+	}
+	v, err := be.View(a, 3, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Count() != 4 || v.DType() != phases.Int64 || !bytes.Equal(read(t, be, v), int64s(3, 4, 5, 6)) {
+		t.Errorf("View(3, 4) = %d %s % x", v.Count(), v.DType(), read(t, be, v))
+	}
+	vv, err := be.View(v, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(read(t, be, vv), int64s(4, 5)) {
+		t.Errorf("view of a view = % x", read(t, be, vv))
+	}
+	if err := be.Write(vv, int64s(-4, -5)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(read(t, be, a), int64s(0, 1, 2, 3, -4, -5, 6, 7, 8, 9)) {
+		t.Errorf("write through a view: % x", read(t, be, a))
+	}
+	for _, r := range [][2]int{{-1, 2}, {0, -1}, {0, 11}, {10, 1}, {5, 6}, {1, math.MaxInt}} {
+		if _, err := be.View(a, r[0], r[1]); err == nil {
+			t.Errorf("View(%d, %d) of 10 elements: no error", r[0], r[1])
+		}
+	}
+	if _, err := be.View(a, 10, 0); err != nil {
+		t.Errorf("empty View at the end: %v", err)
+	}
+	wantMemory(t, be, 80, 80)
+	free(t, be, a)
+}
+
+func TestFill(t *testing.T) {
+	be := newTest(t)
+	for _, count := range []int{1, 2, 7, 1000, 4099} {
+		a := alloc(t, be, phases.Int64, count)
+		if err := be.Fill(a, int64s(-2)); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(t, be, a); !bytes.Equal(got, bytes.Repeat(int64s(-2), count)) {
+			t.Errorf("Fill of %d int64: wrong contents", count)
+		}
+		free(t, be, a)
+	}
+	f := alloc(t, be, phases.Float32, 9)
+	one := binary.NativeEndian.AppendUint32(nil, math.Float32bits(1.5))
+	zero := make([]byte, 4)
+	if err := be.Fill(f, zero); err != nil {
+		t.Fatal(err)
+	}
+	v, err := be.View(f, 2, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Fill(v, one); err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Join([][]byte{bytes.Repeat(zero, 2), bytes.Repeat(one, 5), bytes.Repeat(zero, 2)}, nil)
+	if got := read(t, be, f); !bytes.Equal(got, want) {
+		t.Errorf("Fill of a view: % x, want % x", got, want)
+	}
+	for _, elem := range [][]byte{nil, make([]byte, 8), make([]byte, 3)} {
+		if err := be.Fill(f, elem); err == nil {
+			t.Errorf("Fill of float32 with %d bytes: no error", len(elem))
+		}
+	}
+	free(t, be, f)
+}
+
+func TestReadWriteLengths(t *testing.T) {
+	be := newTest(t)
+	a := alloc(t, be, phases.Float32, 3)
+	for _, n := range []int{0, 11, 13, 24} {
+		if err := be.Write(a, make([]byte, n)); err == nil {
+			t.Errorf("Write of %d bytes into 12: no error", n)
+		}
+		if err := be.Read(a, make([]byte, n)); err == nil {
+			t.Errorf("Read of 12 bytes into %d: no error", n)
+		}
+	}
+	free(t, be, a)
+}
+
+// On a singleton every collective copies its input: what is tested here is
+// the plumbing, out of place and in place, and the shape checks.
+func TestCollectivesSingleton(t *testing.T) {
+	be := newTest(t)
+	const n = 1003 // not divisible by most world sizes, by any count on 1
+	in := make([]byte, 8*n)
+	for i := range n {
+		binary.NativeEndian.PutUint64(in[8*i:], uint64(i*7-500))
+	}
+	send, recv := alloc(t, be, phases.Int64, n), alloc(t, be, phases.Int64, n)
+	run := map[string]func(s, r phases.Buffer) error{
+		"all-reduce sum":     func(s, r phases.Buffer) error { return be.AllReduce(s, r, phases.Sum) },
+		"all-reduce max":     func(s, r phases.Buffer) error { return be.AllReduce(s, r, phases.Max) },
+		"reduce-scatter sum": func(s, r phases.Buffer) error { return be.ReduceScatter(s, r, phases.Sum) },
+		"reduce-scatter max": func(s, r phases.Buffer) error { return be.ReduceScatter(s, r, phases.Max) },
+		"all-gather":         be.AllGather,
+	}
+	for name, f := range run {
+		if err := be.Write(send, in); err != nil {
+			t.Fatal(err)
+		}
+		if err := be.Fill(recv, int64s(0)); err != nil {
+			t.Fatal(err)
+		}
+		if err := f(send, recv); err != nil || !bytes.Equal(read(t, be, recv), in) {
+			t.Errorf("%s out of place: %v", name, err)
+		}
+		if err := f(send, send); err != nil || !bytes.Equal(read(t, be, send), in) {
+			t.Errorf("%s in place on the same buffer: %v", name, err)
+		}
+		v, err := be.View(send, 0, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f(v, send); err != nil || !bytes.Equal(read(t, be, send), in) {
+			t.Errorf("%s in place through a view: %v", name, err)
+		}
+	}
+	var shape *phases.ShapeError
+	short := alloc(t, be, phases.Int64, n-1)
+	if err := be.AllReduce(send, short, phases.Sum); !errors.As(err, &shape) {
+		t.Errorf("all-reduce of %d into %d: %v, want a *phases.ShapeError", n, n-1, err)
+	}
+	f := alloc(t, be, phases.Float32, n)
+	if err := be.AllGather(send, f); !errors.As(err, &shape) {
+		t.Errorf("all-gather of int64 into float32: %v, want a *phases.ShapeError", err)
+	}
+	if err := be.AllReduce(send, recv, phases.Op(7)); err == nil || !strings.Contains(err.Error(), "unknown reduction") {
+		t.Errorf("all-reduce with Op(7): %v", err)
+	}
+	for _, b := range []phases.Buffer{send, recv, short, f} {
+		free(t, be, b)
+	}
+}
+
+// TestWorldShapes gives the backend a world of 4 (rank 1) on the singleton:
+// every call here must fail in the backend's own checks, before MPI, whose
+// world is 1, is reached.
+func TestWorldShapes(t *testing.T) {
+	be := newBackend(world, 1, 4)
+	t.Cleanup(func() { _ = be.Close() })
+	send, recv := alloc(t, be, phases.Int64, 1003), alloc(t, be, phases.Int64, 250)
+	err := be.ReduceScatter(send, recv, phases.Sum)
+	var shape *phases.ShapeError
+	if !errors.As(err, &shape) || shape.World != 4 || !strings.Contains(err.Error(), "pad the input to 1004") {
+		t.Errorf("reduce-scatter of 1003 on 4 ranks: %v", err)
+	}
+	if _, ok := err.(*phases.ShapeError); !ok {
+		t.Errorf("reduce-scatter of 1003: error is %T, want the *phases.ShapeError unchanged", err)
+	}
+	big := alloc(t, be, phases.Int64, 1003*4)
+	if err := be.AllGather(send, recv); !errors.As(err, &shape) {
+		t.Errorf("all-gather of 1003 into 250 on 4 ranks: %v", err)
+	}
+
+	// Overlaps that are not the in-place layout of rank 1.
+	full := alloc(t, be, phases.Int64, 20)
+	at := func(off, n int) phases.Buffer {
+		v, err := be.View(full, off, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	bad := map[string]error{
+		"reduce-scatter output at rank 0's place": be.ReduceScatter(full, at(0, 5), phases.Sum),
+		"reduce-scatter output off by one":        be.ReduceScatter(full, at(6, 5), phases.Sum),
+		"all-gather input at rank 2's place":      be.AllGather(at(10, 5), full),
+		"all-reduce shifted by 2":                 be.AllReduce(at(0, 5), at(2, 5), phases.Sum),
+	}
+	for name, err := range bad {
+		if err == nil || !strings.Contains(err.Error(), "overlaps") {
+			t.Errorf("%s: %v, want an overlap error", name, err)
+		}
+	}
+	if err := be.Close(); err == nil || !strings.Contains(err.Error(), "4 buffers") {
+		t.Errorf("Close with 4 buffers live: %v", err)
+	}
+	_ = big
+}
+
+func TestClose(t *testing.T) {
+	be, err := New(world)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := alloc(t, be, phases.Int64, 3)
+	alloc(t, be, phases.Float32, 5)
+	err = be.Close()
+	if err == nil || err.Error() != "mpibackend: Close: 2 buffers (44 bytes) were still allocated; released them" {
+		t.Errorf("Close with 2 buffers live: %v", err)
+	}
+	wantMemory(t, be, 0, 44)
+	if err := be.Read(a, make([]byte, 24)); err == nil {
+		t.Error("Read after Close: no error")
+	}
+	if _, err := be.Alloc(phases.Int64, 1); err == nil {
+		t.Error("Alloc after Close: no error")
+	}
+	if err := be.Close(); err == nil {
+		t.Error("second Close: no error")
+	}
+	clean, err := New(world)
+	if err != nil {
+		t.Fatal(err)
+	}
+	free(t, clean, alloc(t, clean, phases.Int64, 1))
+	if err := clean.Close(); err != nil {
+		t.Errorf("Close with nothing live: %v", err)
+	}
+	if _, err := New(nil); err == nil {
+		t.Error("New(nil): no error")
+	}
+}
+
+func TestTime(t *testing.T) {
+	be := newTest(t)
+	us, err := be.Time(func() error { time.Sleep(3 * time.Millisecond); return nil })
+	if err != nil || us < 3000 || us > 3e6 {
+		t.Errorf("Time of a 3 ms sleep = %v us, %v", us, err)
+	}
+	boom := errors.New("boom")
+	if _, err := be.Time(func() error { return boom }); !errors.Is(err, boom) {
+		t.Errorf("Time of a failing op: %v", err)
+	}
+	if err := be.Synchronize(); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,258 @@
+// Command mpitest checks the MPI backend's collectives on several ranks with
+// exact expected values: out of place and in place, int64 and float32, sum
+// and max, and AllReduce == ReduceScatter + AllGather on one buffer.
+// mpibackend's TestMpirun runs it under mpirun; it exits non-zero (through
+// MPI_Abort, which ends every rank at once) on the first mismatch.
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"strings"
+
+	"rsag/mpi"
+	"rsag/mpibackend"
+	"rsag/phases"
+)
+
+func init() { runtime.LockOSThread() }
+
+func main() {
+	size := flag.Int("size", 0, "the world size the test expects (0: any of at least 2)")
+	flag.Parse()
+	c, err := mpi.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mpitest:", err)
+		os.Exit(1)
+	}
+	be, err := mpibackend.New(c)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mpitest:", err)
+		c.Abort(1)
+	}
+	k := &checker{c: c, be: be, n: c.Size(), r: c.Rank()}
+	if k.n < 2 || (*size != 0 && k.n != *size) {
+		k.fail("world size %d, want %d (at least 2)", k.n, *size)
+	}
+	if be.Rank() != k.r || be.WorldSize() != k.n {
+		k.fail("backend rank %d of %d, comm rank %d of %d", be.Rank(), be.WorldSize(), k.r, k.n)
+	}
+	for _, dt := range []phases.DType{phases.Int64, phases.Float32} {
+		for _, op := range []phases.Op{phases.Sum, phases.Max} {
+			k.allReduce(dt, op)
+			k.reduceScatter(dt, op)
+			k.equivalence(dt, op)
+		}
+		k.allGather(dt)
+	}
+	k.errors()
+	m, err := be.Memory()
+	k.must(err, "Memory")
+	if m.LiveBytes != 0 {
+		k.fail("%d bytes still live at the end", m.LiveBytes)
+	}
+	k.must(be.Close(), "Close")
+	k.must(c.Finalize(), "Finalize")
+	if k.r == 0 {
+		fmt.Printf("mpitest: backend ok on %d ranks\n", k.n)
+	}
+}
+
+type checker struct {
+	c    *mpi.Comm
+	be   *mpibackend.Backend
+	n, r int
+}
+
+// fail ends the whole job: a rank that stopped on its own would leave the
+// others waiting in the next collective.
+func (k *checker) fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "mpitest: rank %d: FAIL: %s\n", k.r, fmt.Sprintf(format, args...))
+	k.c.Abort(1)
+}
+
+func (k *checker) must(err error, what string) {
+	if err != nil {
+		k.fail("%s: %v", what, err)
+	}
+}
+
+// value is rank r's element i: small integers, exact in float32 and in any
+// sum of a few of them, whose sign changes with the rank so that MAX is not
+// always the last rank's value.
+func value(r, i int) int64 { return int64((i%11-5)*(r+1) + (r%2)*7) }
+
+func values(r, from, count int) []int64 {
+	v := make([]int64, count)
+	for i := range v {
+		v[i] = value(r, from+i)
+	}
+	return v
+}
+
+func reduced(op phases.Op, n, from, count int) []int64 {
+	out := values(0, from, count)
+	for r := 1; r < n; r++ {
+		for i, v := range values(r, from, count) {
+			switch op {
+			case phases.Sum:
+				out[i] += v
+			case phases.Max:
+				out[i] = max(out[i], v)
+			}
+		}
+	}
+	return out
+}
+
+func encode(dt phases.DType, vals []int64) []byte {
+	b := make([]byte, len(vals)*dt.Size())
+	for i, v := range vals {
+		switch dt {
+		case phases.Int64:
+			binary.NativeEndian.PutUint64(b[8*i:], uint64(v))
+		case phases.Float32:
+			binary.NativeEndian.PutUint32(b[4*i:], math.Float32bits(float32(v)))
+		}
+	}
+	return b
+}
+
+func (k *checker) alloc(dt phases.DType, count int) phases.Buffer {
+	b, err := k.be.Alloc(dt, count)
+	k.must(err, "Alloc")
+	return b
+}
+
+func (k *checker) view(b phases.Buffer, off, count int) phases.Buffer {
+	v, err := k.be.View(b, off, count)
+	k.must(err, "View")
+	return v
+}
+
+func (k *checker) write(b phases.Buffer, vals []int64) {
+	k.must(k.be.Write(b, encode(b.DType(), vals)), "Write")
+}
+
+func (k *checker) free(bs ...phases.Buffer) {
+	for _, b := range bs {
+		k.must(k.be.Free(b), "Free")
+	}
+}
+
+// expect compares b's bytes with the encoding of want: exact, bit for bit.
+func (k *checker) expect(what string, b phases.Buffer, want []int64) {
+	got := make([]byte, phases.Bytes(b))
+	k.must(k.be.Read(b, got), "Read")
+	if w := encode(b.DType(), want); string(got) != string(w) {
+		k.fail("%s %s: got % x, want % x (%v)", what, b.DType(), got, w, want)
+	}
+}
+
+func (k *checker) allReduce(dt phases.DType, op phases.Op) {
+	const count = 13
+	what := fmt.Sprintf("all-reduce %s", op)
+	want := reduced(op, k.n, 0, count)
+	send, recv := k.alloc(dt, count), k.alloc(dt, count)
+	k.write(send, values(k.r, 0, count))
+	k.must(k.be.Fill(recv, make([]byte, dt.Size())), "Fill")
+	k.must(k.be.AllReduce(send, recv, op), what)
+	k.expect(what, recv, want)
+	k.expect(what+" (input unchanged)", send, values(k.r, 0, count))
+
+	k.write(send, values(k.r, 0, count))
+	k.must(k.be.AllReduce(send, send, op), what+" in place")
+	k.expect(what+" in place", send, want)
+
+	k.write(send, values(k.r, 0, count))
+	k.must(k.be.AllReduce(k.view(send, 0, count), send, op), what+" in place through a view")
+	k.expect(what+" in place through a view", send, want)
+	k.free(send, recv)
+}
+
+func (k *checker) reduceScatter(dt phases.DType, op phases.Op) {
+	const block = 5
+	what := fmt.Sprintf("reduce-scatter %s", op)
+	want := reduced(op, k.n, k.r*block, block)
+	send, recv := k.alloc(dt, k.n*block), k.alloc(dt, block)
+	k.write(send, values(k.r, 0, k.n*block))
+	k.must(k.be.ReduceScatter(send, recv, op), what)
+	k.expect(what, recv, want)
+	k.expect(what+" (input unchanged)", send, values(k.r, 0, k.n*block))
+
+	// In place the output is the view of the input at rank x block.
+	k.write(send, values(k.r, 0, k.n*block))
+	shard := k.view(send, k.r*block, block)
+	k.must(k.be.ReduceScatter(send, shard, op), what+" in place")
+	k.expect(what+" in place", shard, want)
+	k.free(send, recv)
+}
+
+func (k *checker) allGather(dt phases.DType) {
+	const block = 4
+	var want []int64
+	for q := range k.n {
+		want = append(want, values(q, 100, block)...)
+	}
+	send, recv := k.alloc(dt, block), k.alloc(dt, k.n*block)
+	k.write(send, values(k.r, 100, block))
+	k.must(k.be.Fill(recv, encode(dt, []int64{-99})), "Fill")
+	k.must(k.be.AllGather(send, recv), "all-gather")
+	k.expect("all-gather", recv, want)
+
+	// In place the input is the view of the output at rank x block; the
+	// rest of the output holds a sentinel that must be overwritten.
+	k.must(k.be.Fill(recv, encode(dt, []int64{-99})), "Fill")
+	mine := k.view(recv, k.r*block, block)
+	k.write(mine, values(k.r, 100, block))
+	k.must(k.be.AllGather(mine, recv), "all-gather in place")
+	k.expect("all-gather in place", recv, want)
+	k.free(send, recv)
+}
+
+// equivalence is the experiment in miniature: AllReduce of a buffer equals
+// ReduceScatter in place followed by AllGather in place on another.
+func (k *checker) equivalence(dt phases.DType, op phases.Op) {
+	const block = 6
+	count := k.n * block
+	direct, decomposed := k.alloc(dt, count), k.alloc(dt, count)
+	k.write(direct, values(k.r, 7, count))
+	k.write(decomposed, values(k.r, 7, count))
+	k.must(k.be.AllReduce(direct, direct, op), "all-reduce")
+	shard := k.view(decomposed, k.r*block, block)
+	k.must(k.be.ReduceScatter(decomposed, shard, op), "reduce-scatter in place")
+	k.must(k.be.AllGather(shard, decomposed), "all-gather in place")
+	want := reduced(op, k.n, 7, count)
+	k.expect(fmt.Sprintf("all-reduce %s", op), direct, want)
+	k.expect(fmt.Sprintf("reduce-scatter + all-gather %s", op), decomposed, want)
+	k.free(direct, decomposed)
+}
+
+// errors checks calls the backend rejects before MPI; every rank rejects
+// them alike, so none is left waiting in a collective.
+func (k *checker) errors() {
+	const block = 5
+	full := k.alloc(phases.Int64, k.n*block)
+	next := (k.r + 1) % k.n
+	var shape *phases.ShapeError
+	odd, shard := k.alloc(phases.Int64, k.n*block+1), k.alloc(phases.Int64, block)
+	if err := k.be.ReduceScatter(odd, shard, phases.Sum); !errors.As(err, &shape) {
+		k.fail("reduce-scatter of %d elements on %d ranks: %v, want a *phases.ShapeError", k.n*block+1, k.n, err)
+	}
+	bad := map[string]error{
+		"reduce-scatter into the next rank's place": k.be.ReduceScatter(full, k.view(full, next*block, block), phases.Sum),
+		"all-gather from the next rank's place":     k.be.AllGather(k.view(full, next*block, block), full),
+		"all-reduce onto a shifted view":            k.be.AllReduce(k.view(full, 0, block), k.view(full, 1, block), phases.Sum),
+	}
+	for name, err := range bad {
+		if err == nil || !strings.Contains(err.Error(), "overlaps") {
+			k.fail("%s: %v, want an overlap error", name, err)
+		}
+	}
+	k.free(full, odd, shard)
+}

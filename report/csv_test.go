@@ -1,0 +1,143 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The seed's reference CSVs from a real 2 x H200 run, beside the checkout.
+const seedDir = "../../shared/reference/seed-2xH200"
+
+func readSeed(t *testing.T, name string) (raw []byte, records [][]string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(seedDir, name))
+	if err != nil {
+		t.Fatalf("the seed's reference files are needed beside the checkout: %v", err)
+	}
+	records, err = csv.NewReader(bytes.NewReader(raw)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw, records
+}
+
+func atoi(t *testing.T, s string) int64 {
+	t.Helper()
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// Our per-rank files must be the seed's byte for byte: re-encoding the
+// seed's own rows through our writer gives back the same file.
+func TestPerRankFilesMatchTheSeedByteForByte(t *testing.T) {
+	for _, rank := range []string{"0", "1"} {
+		raw, recs := readSeed(t, "rank"+rank+"_contracts.csv")
+		var contracts []ContractRow
+		for _, r := range recs[1:] {
+			contracts = append(contracts, ContractRow{Rank: int(atoi(t, r[0])), Name: r[1], Correct: r[2] == "True", Detail: r[3], Host: "ignored"})
+		}
+		assertSame(t, "contracts", raw, contracts)
+
+		raw, recs = readSeed(t, "rank"+rank+"_timings.csv")
+		var timings []TimingRow
+		for _, r := range recs[1:] {
+			d, err := strconv.ParseFloat(r[4], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			timings = append(timings, TimingRow{Rank: int(atoi(t, r[0])), SizeBytes: atoi(t, r[1]), Mode: r[2],
+				Cycle: int(atoi(t, r[3])), DurationUS: d, Correct: r[5] == "True", Host: "ignored"})
+		}
+		assertSame(t, "timings", raw, timings)
+
+		raw, recs = readSeed(t, "rank"+rank+"_memory.csv")
+		var memory []MemoryRow
+		for _, r := range recs[1:] {
+			memory = append(memory, MemoryRow{Rank: int(atoi(t, r[0])), Mode: r[1], PayloadBytes: atoi(t, r[2]),
+				BaselineBytes: atoi(t, r[3]), SteadyDeltaBytes: atoi(t, r[4]), PeakDeltaBytes: atoi(t, r[5]),
+				Correct: r[6] == "True", Host: "ignored", AnalyticPeak: 7})
+		}
+		assertSame(t, "memory", raw, memory)
+	}
+}
+
+func assertSame[R any](t *testing.T, what string, want []byte, rows []R) {
+	t.Helper()
+	var got bytes.Buffer
+	if err := WriteCSV(&got, rows, SeedColumns, true); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Errorf("%s: our encoding differs from the seed's file:\n got %q\nwant %q", what, firstDiffLine(got.String(), string(want)), "")
+	}
+}
+
+func firstDiffLine(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := range min(len(al), len(bl)) {
+		if al[i] != bl[i] {
+			return al[i] + " <> " + bl[i]
+		}
+	}
+	return "(lengths differ)"
+}
+
+func TestCombinedColumnsExtendTheSeeds(t *testing.T) {
+	for _, c := range []struct {
+		row  any
+		seed string
+	}{
+		{ContractRow{}, "rank,name,correct,detail"},
+		{TimingRow{}, "rank,size_bytes,mode,cycle,duration_us,correct"},
+		{MemoryRow{}, "rank,mode,payload_bytes,baseline_bytes,steady_delta_bytes,peak_delta_bytes,correct"},
+	} {
+		seed := strings.Join(Header(c.row, SeedColumns), ",")
+		all := strings.Join(Header(c.row, AllColumns), ",")
+		if seed != c.seed || !strings.HasPrefix(all, seed+",host") {
+			t.Errorf("%T: seed columns %q, all %q", c.row, seed, all)
+		}
+	}
+}
+
+func TestPyFloat(t *testing.T) {
+	for f, want := range map[float64]string{1000: "1000.0", 78.33600044250488: "78.33600044250488", 0.5: "0.5",
+		1e-05: "1e-05", 1e16: "1e+16", 0: "0.0", -2: "-2.0"} {
+		if got := PyFloat(f); got != want {
+			t.Errorf("PyFloat(%v) = %q, want %q", f, got, want)
+		}
+	}
+}
+
+func TestSummarizeTimings(t *testing.T) {
+	var rows []TimingRow
+	for i, d := range []float64{10, 30, 20, 40} {
+		rows = append(rows, TimingRow{Rank: i % 2, SizeBytes: 1 << 20, Mode: "direct", DurationUS: d})
+		rows = append(rows, TimingRow{Rank: i % 2, SizeBytes: 1 << 20, Mode: "decomposed", DurationUS: 2 * d})
+	}
+	s := SummarizeTimings(rows, 4)
+	if len(s) != 1 {
+		t.Fatalf("want one size, got %d", len(s))
+	}
+	got := s[0]
+	// Median of 10,20,30,40 is 25; algbw = 1 MiB / 25 us = 41.94304 GB/s; busbw x 2*3/4.
+	if got.DirectMedian != 25 || got.DirectMin != 10 || got.DirectMax != 40 || got.DecompMedian != 50 || got.Ratio != 2 {
+		t.Errorf("statistics wrong: %+v", got)
+	}
+	if d := got.DirectAlgBW - 41.94304; d > 1e-9 || d < -1e-9 {
+		t.Errorf("algbw %v", got.DirectAlgBW)
+	}
+	if d := got.DirectBusBW - 41.94304*1.5; d > 1e-9 || d < -1e-9 {
+		t.Errorf("busbw %v", got.DirectBusBW)
+	}
+	if d := got.DecompBusBW - 41.94304/2*1.5; d > 1e-9 || d < -1e-9 {
+		t.Errorf("decomposed busbw %v", got.DecompBusBW)
+	}
+}

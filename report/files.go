@@ -1,0 +1,81 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Phases says which phases ran, so that a disabled phase leaves no file.
+type Phases struct{ Contracts, Timing, Memory bool }
+
+// WriteRankFiles writes this rank's rank{r}_{contracts,timings,memory}.csv
+// with exactly the seed's columns.
+func WriteRankFiles(dir string, rank int, rows Rows, ran Phases) error {
+	name := func(kind string) string { return filepath.Join(dir, fmt.Sprintf("rank%d_%s.csv", rank, kind)) }
+	return writeSet(name, rows, ran, SeedColumns)
+}
+
+// WriteCombined writes contracts.csv, timings.csv and memory.csv holding
+// every rank's rows in rank order, with our columns after the seed's.
+func WriteCombined(dir string, all []Rows, ran Phases) error {
+	name := func(kind string) string { return filepath.Join(dir, kind+".csv") }
+	return writeSet(name, Merge(all), ran, AllColumns)
+}
+
+// Merge concatenates every rank's rows in rank order.
+func Merge(all []Rows) Rows {
+	var merged Rows
+	for _, r := range all {
+		merged.Contracts = append(merged.Contracts, r.Contracts...)
+		merged.Timings = append(merged.Timings, r.Timings...)
+		merged.Memory = append(merged.Memory, r.Memory...)
+	}
+	return merged
+}
+
+func writeSet(name func(string) string, rows Rows, ran Phases, cols Columns) error {
+	var errs []error
+	if ran.Contracts {
+		errs = append(errs, writeFile(name("contracts"), func(b *bytes.Buffer) error { return WriteCSV(b, rows.Contracts, cols, true) }))
+	}
+	if ran.Timing {
+		errs = append(errs, writeFile(name("timings"), func(b *bytes.Buffer) error { return WriteCSV(b, rows.Timings, cols, true) }))
+	}
+	if ran.Memory {
+		errs = append(errs, writeFile(name("memory"), func(b *bytes.Buffer) error { return WriteCSV(b, rows.Memory, cols, true) }))
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFile writes to a temporary file beside path and renames it into
+// place, so that a reader never sees a half-written file.
+func writeFile(path string, fill func(*bytes.Buffer) error) error {
+	var b bytes.Buffer
+	if err := fill(&b); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	_, werr := tmp.Write(b.Bytes())
+	cerr := tmp.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing %s: %w", path, werr)
+	}
+	return nil
+}

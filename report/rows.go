@@ -1,0 +1,81 @@
+// Package report writes rsag's results. Rows are plain structs whose field
+// order is the CSV column order:
+//
+//	rank{r}_contracts.csv, contracts.csv: rank,name,correct,detail[,host]
+//	rank{r}_timings.csv, timings.csv:     rank,size_bytes,mode,cycle,duration_us,correct[,host]
+//	rank{r}_memory.csv, memory.csv:       rank,mode,payload_bytes,baseline_bytes,steady_delta_bytes,
+//	                                      peak_delta_bytes,correct[,host,analytic_steady_bytes,
+//	                                      analytic_peak_bytes,device_steady_delta_bytes,device_peak_delta_bytes]
+//
+// The per-rank files have exactly the seed's columns, order and spelling
+// (True/False, Python's float repr, CRLF line ends) so that notebooks written for the seed
+// keep working; the combined files that rank 0 writes add the bracketed
+// columns after them. CSV, tables and any later format are separate writers
+// over the same rows.
+package report
+
+import (
+	"rsag/phases"
+)
+
+// ContractRow is one contract on one rank.
+type ContractRow struct {
+	Rank    int    `csv:"rank"`
+	Name    string `csv:"name"`
+	Correct bool   `csv:"correct"`
+	Detail  string `csv:"detail"`
+	Host    string `csv:"host,extra"`
+}
+
+// TimingRow is one timed sample on one rank.
+type TimingRow struct {
+	Rank       int     `csv:"rank"`
+	SizeBytes  int64   `csv:"size_bytes"`
+	Mode       string  `csv:"mode"`
+	Cycle      int     `csv:"cycle"`
+	DurationUS float64 `csv:"duration_us"`
+	Correct    bool    `csv:"correct"`
+	Host       string  `csv:"host,extra"`
+}
+
+// MemoryRow is one buffer-lifetime strategy on one rank.
+type MemoryRow struct {
+	Rank              int    `csv:"rank"`
+	Mode              string `csv:"mode"`
+	PayloadBytes      int64  `csv:"payload_bytes"`
+	BaselineBytes     int64  `csv:"baseline_bytes"`
+	SteadyDeltaBytes  int64  `csv:"steady_delta_bytes"`
+	PeakDeltaBytes    int64  `csv:"peak_delta_bytes"`
+	Correct           bool   `csv:"correct"`
+	Host              string `csv:"host,extra"`
+	AnalyticSteady    int64  `csv:"analytic_steady_bytes,extra"`
+	AnalyticPeak      int64  `csv:"analytic_peak_bytes,extra"`
+	DeviceSteadyDelta int64  `csv:"device_steady_delta_bytes,extra"`
+	DevicePeakDelta   int64  `csv:"device_peak_delta_bytes,extra"`
+}
+
+// Rows is everything one rank produced.
+type Rows struct {
+	Contracts []ContractRow
+	Timings   []TimingRow
+	Memory    []MemoryRow
+}
+
+// FromResults turns one rank's phase results into rows.
+func FromResults(rank int, host string, c []phases.ContractResult, t []phases.TimingSample, m []phases.MemoryResult) Rows {
+	var r Rows
+	for _, x := range c {
+		r.Contracts = append(r.Contracts, ContractRow{Rank: rank, Name: x.Name, Correct: x.Correct, Detail: x.Detail, Host: host})
+	}
+	for _, x := range t {
+		r.Timings = append(r.Timings, TimingRow{Rank: rank, SizeBytes: x.SizeBytes, Mode: x.Mode, Cycle: x.Cycle,
+			DurationUS: x.DurationUS, Correct: x.Correct, Host: host})
+	}
+	for _, x := range m {
+		r.Memory = append(r.Memory, MemoryRow{Rank: rank, Mode: x.Mode, PayloadBytes: x.PayloadBytes,
+			BaselineBytes: x.BaselineBytes, SteadyDeltaBytes: x.SteadyDeltaBytes, PeakDeltaBytes: x.PeakDeltaBytes,
+			Correct: x.Correct, Host: host, AnalyticSteady: x.AnalyticSteady, AnalyticPeak: x.AnalyticPeak,
+			DeviceSteadyDelta: x.DeviceSteadyDelta, DevicePeakDelta: x.DevicePeakDelta})
+	}
+	return r
+}

@@ -1,0 +1,111 @@
+/*
+ * abi.h: rsag's own declarations of the few CUDA driver and NCCL types and
+ * calls that package ncclx uses, so that building needs neither cuda.h nor
+ * nccl.h. Written by hand against the documented ABI of CUDA 13 (cuda.h) and
+ * NCCL 2.28 (nccl.h); every call goes through a function pointer found with
+ * dlsym, via one trampoline per call (no symbol is resolved by the linker).
+ *
+ * All enums below are plain C enums whose values fit in int, so on the 64-bit
+ * Linux ABIs (x86-64, aarch64) they are passed as int.
+ */
+#ifndef RSAG_NCCLX_ABI_H
+#define RSAG_NCCLX_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* CUDA driver API (cuda.h). */
+typedef int CUresult;                   /* enum cudaError_enum; 0 is CUDA_SUCCESS */
+typedef int CUdevice;                   /* CUdevice_v1 */
+typedef unsigned long long CUdeviceptr; /* CUdeviceptr_v2: 64-bit device address */
+typedef struct CUctx_st *CUcontext;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+
+/* NCCL (nccl.h). cudaStream_t is the same handle as CUstream. */
+typedef int ncclResult_t;   /* 0 is ncclSuccess */
+typedef int ncclDataType_t; /* ncclInt64 = 4, ncclFloat32 = 7 */
+typedef int ncclRedOp_t;    /* ncclSum = 0, ncclMax = 2 */
+typedef struct ncclComm *ncclComm_t;
+typedef struct { char internal[128]; } ncclUniqueId; /* NCCL_UNIQUE_ID_BYTES */
+
+/* Trampolines: f is the address dlsym returned for the name in the comment. */
+
+/* cuGetErrorName, cuGetErrorString */
+static inline CUresult call_cuGetErrorText(void *f, CUresult r, const char **s) { return ((CUresult (*)(CUresult, const char **))f)(r, s); }
+/* cuInit */
+static inline CUresult call_cuInit(void *f, unsigned int flags) { return ((CUresult (*)(unsigned int))f)(flags); }
+/* cuDriverGetVersion, cuDeviceGetCount */
+static inline CUresult call_cuGetInt(void *f, int *v) { return ((CUresult (*)(int *))f)(v); }
+/* cuDeviceGet */
+static inline CUresult call_cuDeviceGet(void *f, CUdevice *d, int ordinal) { return ((CUresult (*)(CUdevice *, int))f)(d, ordinal); }
+/* cuDeviceGetName, cuDeviceGetPCIBusId */
+static inline CUresult call_cuDeviceGetString(void *f, char *s, int len, CUdevice d) { return ((CUresult (*)(char *, int, CUdevice))f)(s, len, d); }
+/* cuDevicePrimaryCtxRetain */
+static inline CUresult call_cuDevicePrimaryCtxRetain(void *f, CUcontext *c, CUdevice d) { return ((CUresult (*)(CUcontext *, CUdevice))f)(c, d); }
+/* cuDevicePrimaryCtxRelease_v2 */
+static inline CUresult call_cuDevicePrimaryCtxRelease(void *f, CUdevice d) { return ((CUresult (*)(CUdevice))f)(d); }
+/* cuCtxSetCurrent */
+static inline CUresult call_cuCtxSetCurrent(void *f, CUcontext c) { return ((CUresult (*)(CUcontext))f)(c); }
+/* cuCtxSynchronize */
+static inline CUresult call_cuCtxSynchronize(void *f) { return ((CUresult (*)(void))f)(); }
+/* cuMemGetInfo_v2 */
+static inline CUresult call_cuMemGetInfo(void *f, size_t *free_, size_t *total) { return ((CUresult (*)(size_t *, size_t *))f)(free_, total); }
+/* cuMemAlloc_v2 */
+static inline CUresult call_cuMemAlloc(void *f, CUdeviceptr *p, size_t n) { return ((CUresult (*)(CUdeviceptr *, size_t))f)(p, n); }
+/* cuMemFree_v2 */
+static inline CUresult call_cuMemFree(void *f, CUdeviceptr p) { return ((CUresult (*)(CUdeviceptr))f)(p); }
+/* cuMemAllocHost_v2 */
+static inline CUresult call_cuMemAllocHost(void *f, void **p, size_t n) { return ((CUresult (*)(void **, size_t))f)(p, n); }
+/* cuMemFreeHost */
+static inline CUresult call_cuMemFreeHost(void *f, void *p) { return ((CUresult (*)(void *))f)(p); }
+/* cuMemcpyHtoDAsync_v2 */
+static inline CUresult call_cuMemcpyHtoDAsync(void *f, CUdeviceptr dst, const void *src, size_t n, CUstream s) { return ((CUresult (*)(CUdeviceptr, const void *, size_t, CUstream))f)(dst, src, n, s); }
+/* cuMemcpyDtoHAsync_v2 */
+static inline CUresult call_cuMemcpyDtoHAsync(void *f, void *dst, CUdeviceptr src, size_t n, CUstream s) { return ((CUresult (*)(void *, CUdeviceptr, size_t, CUstream))f)(dst, src, n, s); }
+/* cuMemsetD8Async */
+static inline CUresult call_cuMemsetD8Async(void *f, CUdeviceptr dst, unsigned char v, size_t n, CUstream s) { return ((CUresult (*)(CUdeviceptr, unsigned char, size_t, CUstream))f)(dst, v, n, s); }
+/* cuMemsetD32Async */
+static inline CUresult call_cuMemsetD32Async(void *f, CUdeviceptr dst, unsigned int v, size_t n, CUstream s) { return ((CUresult (*)(CUdeviceptr, unsigned int, size_t, CUstream))f)(dst, v, n, s); }
+/* cuStreamCreate */
+static inline CUresult call_cuStreamCreate(void *f, CUstream *s, unsigned int flags) { return ((CUresult (*)(CUstream *, unsigned int))f)(s, flags); }
+/* cuStreamDestroy_v2, cuStreamSynchronize */
+static inline CUresult call_cuStreamOp(void *f, CUstream s) { return ((CUresult (*)(CUstream))f)(s); }
+/* cuEventCreate */
+static inline CUresult call_cuEventCreate(void *f, CUevent *e, unsigned int flags) { return ((CUresult (*)(CUevent *, unsigned int))f)(e, flags); }
+/* cuEventRecord */
+static inline CUresult call_cuEventRecord(void *f, CUevent e, CUstream s) { return ((CUresult (*)(CUevent, CUstream))f)(e, s); }
+/* cuEventSynchronize, cuEventDestroy_v2 */
+static inline CUresult call_cuEventOp(void *f, CUevent e) { return ((CUresult (*)(CUevent))f)(e); }
+/* cuEventElapsedTime_v2 (or cuEventElapsedTime before CUDA 12.8) */
+static inline CUresult call_cuEventElapsedTime(void *f, float *ms, CUevent a, CUevent b) { return ((CUresult (*)(float *, CUevent, CUevent))f)(ms, a, b); }
+
+/* ncclGetVersion */
+static inline ncclResult_t call_ncclGetVersion(void *f, int *v) { return ((ncclResult_t (*)(int *))f)(v); }
+/* ncclGetUniqueId: writes the 128 bytes of the id to out. */
+static inline ncclResult_t call_ncclGetUniqueId(void *f, void *out) { return ((ncclResult_t (*)(ncclUniqueId *))f)((ncclUniqueId *)out); }
+/* ncclCommInitRank: the id is passed by value, as nccl.h declares it. */
+static inline ncclResult_t call_ncclCommInitRank(void *f, ncclComm_t *c, int nranks, const void *id, int rank) {
+	ncclUniqueId v;
+	const char *p = (const char *)id;
+	for (int i = 0; i < (int)sizeof v.internal; i++) v.internal[i] = p[i];
+	return ((ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int))f)(c, nranks, v, rank);
+}
+/* ncclCommDestroy, ncclCommAbort */
+static inline ncclResult_t call_ncclCommOp(void *f, ncclComm_t c) { return ((ncclResult_t (*)(ncclComm_t))f)(c); }
+/* ncclCommGetAsyncError */
+static inline ncclResult_t call_ncclCommGetAsyncError(void *f, ncclComm_t c, ncclResult_t *r) { return ((ncclResult_t (*)(ncclComm_t, ncclResult_t *))f)(c, r); }
+/* ncclAllReduce (count), ncclReduceScatter (recvcount) */
+static inline ncclResult_t call_ncclReduceOp(void *f, CUdeviceptr send, CUdeviceptr recv, size_t count, ncclDataType_t t, ncclRedOp_t op, ncclComm_t c, CUstream s) {
+	return ((ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, CUstream))f)((const void *)(uintptr_t)send, (void *)(uintptr_t)recv, count, t, op, c, s);
+}
+/* ncclAllGather (sendcount) */
+static inline ncclResult_t call_ncclAllGather(void *f, CUdeviceptr send, CUdeviceptr recv, size_t count, ncclDataType_t t, ncclComm_t c, CUstream s) {
+	return ((ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, CUstream))f)((const void *)(uintptr_t)send, (void *)(uintptr_t)recv, count, t, c, s);
+}
+/* ncclGetErrorString */
+static inline const char *call_ncclGetErrorString(void *f, ncclResult_t r) { return ((const char *(*)(ncclResult_t))f)(r); }
+/* ncclGetLastError */
+static inline const char *call_ncclGetLastError(void *f, ncclComm_t c) { return ((const char *(*)(ncclComm_t))f)(c); }
+
+#endif

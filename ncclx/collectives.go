@@ -1,0 +1,115 @@
+package ncclx
+
+import "rsag/phases"
+
+// The collectives check shapes with phases.CheckShapes (NCCL cannot see
+// buffer sizes) and then queue one NCCL call on the backend's stream; they
+// return when it is queued, like NCCL. In-place needs nothing here: the
+// caller passes a send buffer that is a view of recv at NCCL's in-place
+// offset (AllReduce: recv itself; ReduceScatter: recv == send + rank*recvcount;
+// AllGather: send == recv + rank*sendcount) and NCCL recognises the aliasing.
+// This is the timed path: no allocation, map or fmt unless something fails.
+
+func (b *Backend) AllReduce(send, recv phases.Buffer, op phases.Op) error {
+	if err := phases.CheckShapes(phases.AllReduceColl, send, recv, b.world); err != nil {
+		return err
+	}
+	s, r, t, o, err := b.operands("all-reduce", send, recv, op)
+	if err != nil {
+		return err
+	}
+	if err := b.nc.allReduceOn(s.ptr, r.ptr, s.count, t, o, b.comm, b.stream); err != nil {
+		return b.errorf("%w", err)
+	}
+	return nil
+}
+
+func (b *Backend) ReduceScatter(send, recv phases.Buffer, op phases.Op) error {
+	if err := phases.CheckShapes(phases.ReduceScatterColl, send, recv, b.world); err != nil {
+		return err
+	}
+	s, r, t, o, err := b.operands("reduce-scatter", send, recv, op)
+	if err != nil {
+		return err
+	}
+	if err := b.nc.reduceScatterOn(s.ptr, r.ptr, r.count, t, o, b.comm, b.stream); err != nil {
+		return b.errorf("%w", err)
+	}
+	return nil
+}
+
+func (b *Backend) AllGather(send, recv phases.Buffer) error {
+	if err := phases.CheckShapes(phases.AllGatherColl, send, recv, b.world); err != nil {
+		return err
+	}
+	s, r, t, _, err := b.operands("all-gather", send, recv, phases.Sum)
+	if err != nil {
+		return err
+	}
+	if err := b.nc.allGatherOn(s.ptr, r.ptr, s.count, t, b.comm, b.stream); err != nil {
+		return b.errorf("%w", err)
+	}
+	return nil
+}
+
+// operands checks both buffers and maps the element type and operation.
+func (b *Backend) operands(what string, send, recv phases.Buffer, op phases.Op) (s, r *deviceBuffer, t ncclDataType, o ncclRedOp, err error) {
+	if s, err = b.buffer(send, what, " input"); err != nil {
+		return
+	}
+	if r, err = b.buffer(recv, what, " output"); err != nil {
+		return
+	}
+	if b.comm == nil {
+		err = b.errorf("%s: the communicator was aborted or closed", what)
+		return
+	}
+	var ok bool
+	if t, ok = ncclDType(s.dtype); !ok {
+		err = b.errorf("%s: NCCL has no mapping for %v", what, s.dtype)
+		return
+	}
+	if o, ok = ncclOp(op); !ok {
+		err = b.errorf("%s: NCCL has no mapping for %v", what, op)
+	}
+	return
+}
+
+// Synchronize waits for the work queued on the stream. When that fails, the
+// communicator's asynchronous error (if any) says why.
+func (b *Backend) Synchronize() error {
+	if err := b.cu.syncStream(b.stream); err != nil {
+		if aerr := b.AsyncError(); aerr != nil {
+			return b.errorf("%w (NCCL reports: %v)", err, aerr)
+		}
+		return b.errorf("%w", err)
+	}
+	return nil
+}
+
+// Time waits for the stream, records the start event, runs op, records the
+// end event, waits for it and returns the events' elapsed time in
+// microseconds: what the seed measured with torch.cuda.Event(enable_timing)
+// around one call. One cgo call per CUDA call, nothing allocated.
+func (b *Backend) Time(op func() error) (float64, error) {
+	if err := b.cu.syncStream(b.stream); err != nil {
+		return 0, b.errorf("timing: %w", err)
+	}
+	if err := b.cu.record(b.start, b.stream); err != nil {
+		return 0, b.errorf("timing: %w", err)
+	}
+	if err := op(); err != nil {
+		return 0, err
+	}
+	if err := b.cu.record(b.end, b.stream); err != nil {
+		return 0, b.errorf("timing: %w", err)
+	}
+	if err := b.cu.syncEvent(b.end); err != nil {
+		return 0, b.errorf("timing: %w", err)
+	}
+	ms, err := b.cu.elapsed(b.start, b.end)
+	if err != nil {
+		return 0, b.errorf("timing: %w", err)
+	}
+	return float64(ms) * 1000, nil
+}

@@ -1,0 +1,294 @@
+package ncclx
+
+/*
+#include <stdlib.h>
+#include "abi.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"unsafe"
+)
+
+// cudaLibrary is the CUDA driver's versioned soname. Tests point it at a
+// fake driver.
+var cudaLibrary = "libcuda.so.1"
+
+// CUDA constants used here (cuda.h, CUDA 13).
+const (
+	cuStreamNonBlocking  = 0x1 // CU_STREAM_NON_BLOCKING
+	cuEventDefault       = 0x0 // CU_EVENT_DEFAULT: timing enabled, spin on sync
+	cudaSuccess          = 0   // CUDA_SUCCESS
+	cudaErrorOOM         = 2   // CUDA_ERROR_OUT_OF_MEMORY
+	cudaErrorStubLibrary = 34  // CUDA_ERROR_STUB_LIBRARY
+)
+
+type (
+	cuDevice  = C.CUdevice
+	cuContext = C.CUcontext
+	cuStream  = C.CUstream
+	cuEvent   = C.CUevent
+	devPtr    = C.CUdeviceptr
+)
+
+// cudaAPI is the CUDA driver's function table, filled by dlsym at load.
+type cudaAPI struct {
+	lib  *library
+	path string // the file loaded, links resolved
+
+	getErrorName, getErrorString                             unsafe.Pointer
+	init, driverGetVersion, deviceGetCount, deviceGet        unsafe.Pointer
+	deviceGetName, deviceGetPCIBusID                         unsafe.Pointer
+	primaryCtxRetain, primaryCtxRelease                      unsafe.Pointer
+	ctxSetCurrent, ctxSynchronize                            unsafe.Pointer
+	memGetInfo, memAlloc, memFree, memAllocHost, memFreeHost unsafe.Pointer
+	memcpyHtoDAsync, memcpyDtoHAsync                         unsafe.Pointer
+	memsetD8Async, memsetD32Async                            unsafe.Pointer
+	streamCreate, streamDestroy, streamSynchronize           unsafe.Pointer
+	eventCreate, eventRecord, eventSynchronize               unsafe.Pointer
+	eventElapsedTime, eventDestroy                           unsafe.Pointer
+	elapsedName                                              string // which elapsed-time symbol was bound
+
+	ms *C.float // C memory for cuEventElapsedTime's result: the hot path allocates nothing
+}
+
+func (c *cudaAPI) table() []symbol {
+	return []symbol{
+		sym(&c.getErrorName, "cuGetErrorName"),
+		sym(&c.getErrorString, "cuGetErrorString"),
+		sym(&c.init, "cuInit"),
+		sym(&c.driverGetVersion, "cuDriverGetVersion"),
+		sym(&c.deviceGetCount, "cuDeviceGetCount"),
+		sym(&c.deviceGet, "cuDeviceGet"),
+		sym(&c.deviceGetName, "cuDeviceGetName"),
+		sym(&c.deviceGetPCIBusID, "cuDeviceGetPCIBusId"),
+		sym(&c.primaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+		sym(&c.primaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+		sym(&c.ctxSetCurrent, "cuCtxSetCurrent"),
+		sym(&c.ctxSynchronize, "cuCtxSynchronize"),
+		sym(&c.memGetInfo, "cuMemGetInfo_v2"),
+		sym(&c.memAlloc, "cuMemAlloc_v2"),
+		sym(&c.memFree, "cuMemFree_v2"),
+		sym(&c.memAllocHost, "cuMemAllocHost_v2"),
+		sym(&c.memFreeHost, "cuMemFreeHost"),
+		sym(&c.memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
+		sym(&c.memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
+		sym(&c.memsetD8Async, "cuMemsetD8Async"),
+		sym(&c.memsetD32Async, "cuMemsetD32Async"),
+		sym(&c.streamCreate, "cuStreamCreate"),
+		sym(&c.streamDestroy, "cuStreamDestroy_v2"),
+		sym(&c.streamSynchronize, "cuStreamSynchronize"),
+		sym(&c.eventCreate, "cuEventCreate"),
+		sym(&c.eventRecord, "cuEventRecord"),
+		sym(&c.eventSynchronize, "cuEventSynchronize"),
+		sym(&c.eventDestroy, "cuEventDestroy_v2"),
+		// CUDA 13's cuda.h maps cuEventElapsedTime to the _v2 ABI name; drivers
+		// before 12.8 have only the unversioned one, with the same signature.
+		{names: []string{"cuEventElapsedTime_v2", "cuEventElapsedTime"}, ptr: &c.eventElapsedTime, found: &c.elapsedName},
+	}
+}
+
+// loadCUDA opens the driver, binds every symbol and runs cuInit(0).
+func loadCUDA() (*cudaAPI, error) {
+	lib, err := dlopen("cuda", cudaLibrary)
+	if err != nil {
+		err.(*LoadError).Hint = "this node has no NVIDIA driver (or it is not on the loader path); " +
+			"run on a GPU node, or use the MPI backend"
+		return nil, err
+	}
+	c := &cudaAPI{lib: lib}
+	t := c.table()
+	if err := lib.bind(t); err != nil {
+		err.(*LoadError).Hint = "the NVIDIA driver is too old for rsag (it needs the CUDA 12.x/13.x driver API)"
+		return nil, err
+	}
+	c.path = lib.path(t)
+	if err := c.check("cuInit", C.call_cuInit(c.init, 0)); err != nil {
+		if err.(*Error).Code == cudaErrorStubLibrary {
+			return nil, fmt.Errorf("initialising the CUDA driver (%s): %w: this is the CUDA toolkit's stub "+
+				"libcuda, not the driver: remove the toolkit's lib64/stubs directory from LD_LIBRARY_PATH", c.path, err)
+		}
+		return nil, fmt.Errorf("initialising the CUDA driver (%s): %w: check nvidia-smi, the GPU allocation "+
+			"(CUDA_VISIBLE_DEVICES=%q) and that the driver matches its kernel module", c.path, err, os.Getenv("CUDA_VISIBLE_DEVICES"))
+	}
+	c.ms = (*C.float)(C.malloc(C.sizeof_float))
+	return c, nil
+}
+
+// check turns a CUresult into nil or an *Error holding the driver's own
+// name and description of it.
+func (c *cudaAPI) check(op string, r C.CUresult) error {
+	if r == cudaSuccess {
+		return nil
+	}
+	return c.newError(op, int(r))
+}
+
+func (c *cudaAPI) newError(op string, code int) *Error {
+	e := &Error{Lib: "cuda", Op: op, Code: code, Name: CUResult(code).String()}
+	if c == nil {
+		return e
+	}
+	var s *C.char
+	if c.getErrorName != nil && C.call_cuGetErrorText(c.getErrorName, C.CUresult(code), &s) == cudaSuccess && s != nil {
+		e.Name = C.GoString(s)
+	}
+	s = nil
+	if c.getErrorString != nil && C.call_cuGetErrorText(c.getErrorString, C.CUresult(code), &s) == cudaSuccess && s != nil {
+		e.Msg = C.GoString(s)
+	}
+	return e
+}
+
+func (c *cudaAPI) driverVersion() (int, error) {
+	var v C.int
+	err := c.check("cuDriverGetVersion", C.call_cuGetInt(c.driverGetVersion, &v))
+	return int(v), err
+}
+
+func (c *cudaAPI) deviceCount() (int, error) {
+	var n C.int
+	err := c.check("cuDeviceGetCount", C.call_cuGetInt(c.deviceGetCount, &n))
+	return int(n), err
+}
+
+func (c *cudaAPI) device(ordinal int) (cuDevice, error) {
+	var d C.CUdevice
+	err := c.check("cuDeviceGet", C.call_cuDeviceGet(c.deviceGet, &d, C.int(ordinal)))
+	return d, err
+}
+
+func (c *cudaAPI) deviceString(op string, f unsafe.Pointer, d cuDevice) (string, error) {
+	var buf [256]C.char
+	if err := c.check(op, C.call_cuDeviceGetString(f, &buf[0], C.int(len(buf)), d)); err != nil {
+		return "", err
+	}
+	return C.GoString(&buf[0]), nil
+}
+
+func (c *cudaAPI) deviceName(d cuDevice) (string, error) {
+	return c.deviceString("cuDeviceGetName", c.deviceGetName, d)
+}
+
+func (c *cudaAPI) deviceBusID(d cuDevice) (string, error) {
+	return c.deviceString("cuDeviceGetPCIBusId", c.deviceGetPCIBusID, d)
+}
+
+func (c *cudaAPI) retainPrimary(d cuDevice) (cuContext, error) {
+	var ctx C.CUcontext
+	err := c.check("cuDevicePrimaryCtxRetain", C.call_cuDevicePrimaryCtxRetain(c.primaryCtxRetain, &ctx, d))
+	return ctx, err
+}
+
+func (c *cudaAPI) releasePrimary(d cuDevice) error {
+	return c.check("cuDevicePrimaryCtxRelease_v2", C.call_cuDevicePrimaryCtxRelease(c.primaryCtxRelease, d))
+}
+
+func (c *cudaAPI) setCurrent(ctx cuContext) error {
+	return c.check("cuCtxSetCurrent", C.call_cuCtxSetCurrent(c.ctxSetCurrent, ctx))
+}
+
+func (c *cudaAPI) ctxSync() error {
+	return c.check("cuCtxSynchronize", C.call_cuCtxSynchronize(c.ctxSynchronize))
+}
+
+func (c *cudaAPI) memInfo() (free, total int64, err error) {
+	var f, t C.size_t
+	err = c.check("cuMemGetInfo_v2", C.call_cuMemGetInfo(c.memGetInfo, &f, &t))
+	return int64(f), int64(t), err
+}
+
+func (c *cudaAPI) alloc(n int64) (devPtr, error) {
+	var p C.CUdeviceptr
+	err := c.check("cuMemAlloc_v2", C.call_cuMemAlloc(c.memAlloc, &p, C.size_t(n)))
+	return p, err
+}
+
+func (c *cudaAPI) free(p devPtr) error {
+	return c.check("cuMemFree_v2", C.call_cuMemFree(c.memFree, p))
+}
+
+func (c *cudaAPI) allocHost(n int) (unsafe.Pointer, error) {
+	var p unsafe.Pointer
+	err := c.check("cuMemAllocHost_v2", C.call_cuMemAllocHost(c.memAllocHost, &p, C.size_t(n)))
+	return p, err
+}
+
+func (c *cudaAPI) freeHost(p unsafe.Pointer) error {
+	return c.check("cuMemFreeHost", C.call_cuMemFreeHost(c.memFreeHost, p))
+}
+
+// htod and dtoh copy between pinned host memory (C memory) and the device,
+// queued on s.
+func (c *cudaAPI) htod(dst devPtr, src unsafe.Pointer, n int, s cuStream) error {
+	return c.check("cuMemcpyHtoDAsync_v2", C.call_cuMemcpyHtoDAsync(c.memcpyHtoDAsync, dst, src, C.size_t(n), s))
+}
+
+func (c *cudaAPI) dtoh(dst unsafe.Pointer, src devPtr, n int, s cuStream) error {
+	return c.check("cuMemcpyDtoHAsync_v2", C.call_cuMemcpyDtoHAsync(c.memcpyDtoHAsync, dst, src, C.size_t(n), s))
+}
+
+func (c *cudaAPI) memsetD8(dst devPtr, v uint8, n int, s cuStream) error {
+	return c.check("cuMemsetD8Async", C.call_cuMemsetD8Async(c.memsetD8Async, dst, C.uchar(v), C.size_t(n), s))
+}
+
+func (c *cudaAPI) memsetD32(dst devPtr, v uint32, n int, s cuStream) error {
+	return c.check("cuMemsetD32Async", C.call_cuMemsetD32Async(c.memsetD32Async, dst, C.uint(v), C.size_t(n), s))
+}
+
+func (c *cudaAPI) newStream() (cuStream, error) {
+	var s C.CUstream
+	err := c.check("cuStreamCreate", C.call_cuStreamCreate(c.streamCreate, &s, cuStreamNonBlocking))
+	return s, err
+}
+
+func (c *cudaAPI) destroyStream(s cuStream) error {
+	return c.check("cuStreamDestroy_v2", C.call_cuStreamOp(c.streamDestroy, s))
+}
+
+func (c *cudaAPI) syncStream(s cuStream) error {
+	if r := C.call_cuStreamOp(c.streamSynchronize, s); r != cudaSuccess {
+		return c.newError("cuStreamSynchronize", int(r))
+	}
+	return nil
+}
+
+func (c *cudaAPI) newEvent() (cuEvent, error) {
+	var e C.CUevent
+	err := c.check("cuEventCreate", C.call_cuEventCreate(c.eventCreate, &e, cuEventDefault))
+	return e, err
+}
+
+func (c *cudaAPI) destroyEvent(e cuEvent) error {
+	return c.check("cuEventDestroy_v2", C.call_cuEventOp(c.eventDestroy, e))
+}
+
+func (c *cudaAPI) record(e cuEvent, s cuStream) error {
+	if r := C.call_cuEventRecord(c.eventRecord, e, s); r != cudaSuccess {
+		return c.newError("cuEventRecord", int(r))
+	}
+	return nil
+}
+
+func (c *cudaAPI) syncEvent(e cuEvent) error {
+	if r := C.call_cuEventOp(c.eventSynchronize, e); r != cudaSuccess {
+		return c.newError("cuEventSynchronize", int(r))
+	}
+	return nil
+}
+
+// elapsed returns the milliseconds between two recorded events.
+func (c *cudaAPI) elapsed(start, end cuEvent) (float32, error) {
+	if r := C.call_cuEventElapsedTime(c.eventElapsedTime, c.ms, start, end); r != cudaSuccess {
+		return 0, c.newError(c.elapsedName, int(r))
+	}
+	return float32(*c.ms), nil
+}
+
+// formatDriverVersion writes cuDriverGetVersion's 1000*major + 10*minor
+// (13000 -> "13.0", 12080 -> "12.8").
+func formatDriverVersion(v int) string {
+	return fmt.Sprintf("%d.%d", v/1000, v%1000/10)
+}

@@ -1,0 +1,19 @@
+// Package ncclx is rsag's NCCL backend: it binds the CUDA driver API
+// (libcuda.so.1) and NCCL (libnccl.so.2) at run time and implements
+// phases.Backend with one GPU, one stream and one NCCL communicator per rank.
+//
+// Binding follows go-nvml and k8s-device-plugin's internal/cuda, without
+// go-nvml's unresolved-symbol linker trick: abi.h declares by hand the few
+// types and calls used (no CUDA or NCCL header is needed to build), dl.go
+// opens the versioned sonames with dlopen and looks every symbol up at load
+// time into a table of function pointers (a missing symbol is named in the
+// error), and every call goes through a small C trampoline in abi.h. NCCL is
+// loaded from $RSAG_NCCL_LIBRARY when set.
+//
+// Every CUresult or ncclResult_t other than success becomes an *Error with
+// the library's own name and text for it; CUResult and NCCLResult name codes
+// even when no library is loaded.
+//
+// CUDA's current context is per OS thread: all calls must come from the
+// goroutine that called New, which main keeps locked to its thread.
+package ncclx

@@ -1,0 +1,246 @@
+package ncclx
+
+import (
+	"encoding/binary"
+	"errors"
+	"unsafe"
+
+	"rsag/phases"
+)
+
+// deviceBuffer is device memory from Alloc, or a view into it.
+type deviceBuffer struct {
+	owner *Backend
+	ptr   devPtr // device address of element 0; 0 for an empty allocation
+	count int
+	dtype phases.DType
+	root  *deviceBuffer // the allocation a view looks into; nil for an allocation
+	freed bool          // allocations only
+}
+
+func (d *deviceBuffer) Count() int          { return d.count }
+func (d *deviceBuffer) DType() phases.DType { return d.dtype }
+func (d *deviceBuffer) bytes() int          { return d.count * d.dtype.Size() }
+
+// buffer checks that buf is live device memory of this backend; what and
+// role (e.g. "all-reduce", " input") name it in the error, and are joined
+// only then because the collectives call this on the timed path.
+func (b *Backend) buffer(buf phases.Buffer, what, role string) (*deviceBuffer, error) {
+	d, ok := buf.(*deviceBuffer)
+	if !ok || d == nil || d.owner != b {
+		return nil, b.errorf("%s%s: the buffer was not allocated by this NCCL backend", what, role)
+	}
+	r := d
+	if d.root != nil {
+		r = d.root
+	}
+	if r.freed {
+		return nil, b.errorf("%s%s: the buffer was already freed", what, role)
+	}
+	return d, nil
+}
+
+// FreeMemory returns the device's free and total bytes (cuMemGetInfo).
+func (b *Backend) FreeMemory() (free, total int64, err error) {
+	free, total, err = b.cu.memInfo()
+	if err != nil {
+		return 0, 0, b.errorf("%w", err)
+	}
+	return free, total, nil
+}
+
+// Alloc allocates count elements with cuMemAlloc. A request larger than the
+// device's free memory is refused with a *MemoryError before CUDA sees it.
+func (b *Backend) Alloc(dtype phases.DType, count int) (phases.Buffer, error) {
+	if _, ok := ncclDType(dtype); !ok {
+		return nil, b.errorf("alloc: unsupported element type %v", dtype)
+	}
+	if count < 0 {
+		return nil, b.errorf("alloc: negative count %d", count)
+	}
+	d := &deviceBuffer{owner: b, count: count, dtype: dtype}
+	n := int64(count) * int64(dtype.Size())
+	if n > 0 {
+		free, total, err := b.FreeMemory()
+		if err != nil {
+			return nil, err
+		}
+		merr := &MemoryError{Host: b.host, Device: b.ordinal, Requested: n, Free: free, Total: total}
+		if n > free {
+			return nil, b.errorf("alloc %d x %v: %w", count, dtype, merr)
+		}
+		p, err := b.cu.alloc(n)
+		if err != nil {
+			var ce *Error
+			if errors.As(err, &ce) && ce.Code == cudaErrorOOM {
+				merr.Err = err
+				return nil, b.errorf("alloc %d x %v: %w", count, dtype, merr)
+			}
+			return nil, b.errorf("alloc %d x %v: %w", count, dtype, err)
+		}
+		d.ptr = p
+	}
+	b.allocs[d] = struct{}{}
+	b.live += n
+	if b.live > b.peak {
+		b.peak = b.live
+	}
+	return d, nil
+}
+
+// View returns count elements of buf from element offset, sharing its memory.
+func (b *Backend) View(buf phases.Buffer, offset, count int) (phases.Buffer, error) {
+	d, err := b.buffer(buf, "view", "")
+	if err != nil {
+		return nil, err
+	}
+	if offset < 0 || count < 0 || offset > d.count || count > d.count-offset {
+		return nil, b.errorf("view [%d, %d) out of a buffer of %d elements", offset, offset+count, d.count)
+	}
+	root := d.root
+	if root == nil {
+		root = d
+	}
+	return &deviceBuffer{owner: b, ptr: d.ptr + devPtr(offset*d.dtype.Size()), count: count, dtype: d.dtype, root: root}, nil
+}
+
+// Free releases an allocation after the work queued on it has finished.
+func (b *Backend) Free(buf phases.Buffer) error {
+	d, err := b.buffer(buf, "free", "")
+	if err != nil {
+		return err
+	}
+	if d.root != nil {
+		return b.errorf("free: the buffer is a view; free the buffer it views instead")
+	}
+	if d.ptr != 0 {
+		// The stream may still use the memory; cuMemFree must not race it.
+		if err := b.cu.syncStream(b.stream); err != nil {
+			return b.errorf("free: %w", err)
+		}
+		if err := b.cu.free(d.ptr); err != nil {
+			return b.errorf("free: %w", err)
+		}
+	}
+	d.freed = true
+	delete(b.allocs, d)
+	b.live -= int64(d.bytes())
+	return nil
+}
+
+// Memory is the exact bytes live and at peak through Alloc, and the device's
+// used bytes (total - free, which includes NCCL's and CUDA's own memory).
+func (b *Backend) Memory() (phases.MemoryStats, error) {
+	free, total, err := b.FreeMemory()
+	if err != nil {
+		return phases.MemoryStats{}, err
+	}
+	return phases.MemoryStats{LiveBytes: b.live, PeakBytes: b.peak, DeviceUsedBytes: total - free}, nil
+}
+
+func (b *Backend) ResetPeak() { b.peak = b.live }
+
+// stagingSlice is the pinned staging buffer seen as bytes.
+func (b *Backend) stagingSlice() []byte { return unsafe.Slice((*byte)(b.staging), stagingBytes) }
+
+// Fill queues a fill of buf with elem on the stream. 1- and 4-byte elements
+// are a device memset; an 8-byte element whose halves are equal (0, -1) is a
+// 32-bit memset of twice the count; any other 8-byte element is copied from
+// a pinned buffer holding the pattern, which is then waited for.
+// Element bytes are little-endian, as on every CUDA host and device.
+func (b *Backend) Fill(buf phases.Buffer, elem []byte) error {
+	d, err := b.buffer(buf, "fill", "")
+	if err != nil {
+		return err
+	}
+	size := d.dtype.Size()
+	if len(elem) != size {
+		return b.errorf("fill: element of %d bytes for %v (%d bytes)", len(elem), d.dtype, size)
+	}
+	if d.count == 0 {
+		return nil
+	}
+	switch size {
+	case 1:
+		err = b.cu.memsetD8(d.ptr, elem[0], d.count, b.stream)
+	case 4:
+		err = b.cu.memsetD32(d.ptr, binary.LittleEndian.Uint32(elem), d.count, b.stream)
+	case 8:
+		lo, hi := binary.LittleEndian.Uint32(elem[:4]), binary.LittleEndian.Uint32(elem[4:])
+		if lo == hi {
+			err = b.cu.memsetD32(d.ptr, lo, 2*d.count, b.stream)
+		} else {
+			err = b.fillPattern(d, elem)
+		}
+	default:
+		return b.errorf("fill: unsupported element size %d", size)
+	}
+	if err != nil {
+		return b.errorf("fill: %w", err)
+	}
+	return nil
+}
+
+func (b *Backend) fillPattern(d *deviceBuffer, elem []byte) error {
+	total := d.bytes()
+	chunk := min(total, stagingBytes) // both multiples of the element size
+	st := b.stagingSlice()
+	for i := 0; i < chunk; i += len(elem) {
+		copy(st[i:], elem)
+	}
+	// Every copy reads the same pattern, so they are queued back to back and
+	// waited for once, before anything else may reuse the staging buffer.
+	for off := 0; off < total; off += chunk {
+		if err := b.cu.htod(d.ptr+devPtr(off), b.staging, min(chunk, total-off), b.stream); err != nil {
+			return err
+		}
+	}
+	return b.cu.syncStream(b.stream)
+}
+
+// Write copies src into buf through the pinned staging buffer, after the
+// work already queued on the stream, and returns when the copy is done.
+func (b *Backend) Write(buf phases.Buffer, src []byte) error {
+	d, err := b.buffer(buf, "write", "")
+	if err != nil {
+		return err
+	}
+	if len(src) != d.bytes() {
+		return b.errorf("write: %d bytes into a buffer of %d bytes", len(src), d.bytes())
+	}
+	st := b.stagingSlice()
+	for off := 0; off < len(src); off += stagingBytes {
+		n := copy(st, src[off:])
+		if err := b.cu.htod(d.ptr+devPtr(off), b.staging, n, b.stream); err != nil {
+			return b.errorf("write: %w", err)
+		}
+		if err := b.cu.syncStream(b.stream); err != nil {
+			return b.errorf("write: %w", err)
+		}
+	}
+	return nil
+}
+
+// Read copies buf into dst through the pinned staging buffer, after the work
+// already queued on the stream (so it sees the result of a collective).
+func (b *Backend) Read(buf phases.Buffer, dst []byte) error {
+	d, err := b.buffer(buf, "read", "")
+	if err != nil {
+		return err
+	}
+	if len(dst) != d.bytes() {
+		return b.errorf("read: %d bytes from a buffer of %d bytes", len(dst), d.bytes())
+	}
+	st := b.stagingSlice()
+	for off := 0; off < len(dst); off += stagingBytes {
+		n := min(stagingBytes, len(dst)-off)
+		if err := b.cu.dtoh(b.staging, d.ptr+devPtr(off), n, b.stream); err != nil {
+			return b.errorf("read: %w", err)
+		}
+		if err := b.cu.syncStream(b.stream); err != nil {
+			return b.errorf("read: %w", err)
+		}
+		copy(dst[off:off+n], st[:n])
+	}
+	return nil
+}

@@ -1,0 +1,40 @@
+# rsag: `make run` installs what is missing, builds and runs the default
+# config on 4 ranks; `make test` runs everything CI runs.
+
+GO      ?= go
+NP      ?= 4
+CONFIG  ?= configs/ch7.toml
+OUTPUT  ?= results/ch7
+ARGS    ?=
+BIN     := bin/rsag
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
+# cgo flags come from the user's own mpicc, not from paths we assume.
+export CGO_ENABLED := 1
+export CGO_CFLAGS   = $(shell scripts/mpi-cgo-flags.sh cflags)
+export CGO_LDFLAGS  = $(shell scripts/mpi-cgo-flags.sh ldflags)
+
+.PHONY: run build test vet deps clean
+
+run: build
+	scripts/mpirun.sh $(NP) ./$(BIN) -config $(CONFIG) -output-dir $(OUTPUT) $(ARGS)
+
+build: deps
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .
+
+deps:
+	@scripts/install-deps.sh
+	@$(GO) mod download
+
+vet: deps
+	$(GO) vet ./...
+
+# The end-to-end and Slurm tests run the binary built here under mpirun and
+# under a local one-node Slurm cluster.
+test: build vet
+	RSAG_BIN=$(CURDIR)/$(BIN) RSAG_SLURM_TESTS=1 $(GO) test -count=1 -timeout 20m ./...
+
+clean:
+	rm -rf bin results

@@ -1,0 +1,177 @@
+// Package e2e runs the real rsag binary under mpirun on the MPI backend and
+// checks what a user gets: files, rows, values, messages and exit codes.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"rsag/internal/outcheck"
+)
+
+var rsagBin string
+
+// TestMain uses the binary the Makefile built (RSAG_BIN), or builds one.
+func TestMain(m *testing.M) {
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		fmt.Println("e2e: mpirun not found; install Open MPI (make deps) to run the end-to-end tests")
+		os.Exit(1)
+	}
+	rsagBin = os.Getenv("RSAG_BIN")
+	if rsagBin == "" {
+		dir, err := os.MkdirTemp("", "rsag-e2e")
+		if err != nil {
+			panic(err)
+		}
+		defer os.RemoveAll(dir)
+		rsagBin = filepath.Join(dir, "rsag")
+		out, err := exec.Command("go", "build", "-o", rsagBin, "..").CombinedOutput()
+		if err != nil {
+			fmt.Printf("e2e: building rsag: %v\n%s", err, out)
+			os.Exit(1)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+	took           time.Duration
+}
+
+// mpirun starts rsag on np ranks and fails the test if it outlives limit:
+// a hang is a failure, never a stuck CI.
+func mpirun(t *testing.T, np int, limit time.Duration, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "../scripts/mpirun.sh", append([]string{fmt.Sprint(np), rsagBin}, args...)...)
+	cmd.WaitDelay = 10 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
+	if ctx.Err() != nil {
+		t.Fatalf("rsag on %d ranks did not finish within %v (hang?)\nstdout:\n%s\nstderr:\n%s", np, limit, r.stdout, r.stderr)
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		r.code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+var smoke = outcheck.Expect{SizesBytes: []int64{3360, 215040, 1075200}, Cycles: 4, PayloadBytes: 1075200,
+	MemoryModes: outcheck.AllMemoryModes}
+
+func TestSmokeOnTwoThreeAndFourRanks(t *testing.T) {
+	for _, np := range []int{2, 3, 4} {
+		t.Run(fmt.Sprintf("np%d", np), func(t *testing.T) {
+			dir := t.TempDir()
+			r := mpirun(t, np, 2*time.Minute, "-config", "../configs/smoke.toml", "-output-dir", dir, "-backend", "mpi")
+			if r.code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+			}
+			want := smoke
+			want.World = np
+			if err := outcheck.Check(dir, want); err != nil {
+				t.Fatalf("%v\nstdout:\n%s", err, r.stdout)
+			}
+			for _, s := range []string{"contracts_per_rank=5 timings_per_rank=24 memory_modes_per_rank=5",
+				"Contracts", "Timings", "Memory", fmt.Sprintf("5/%d", np), "backend mpi"} {
+				if !strings.Contains(r.stdout, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, r.stdout)
+				}
+			}
+		})
+	}
+}
+
+// The seed's own run on the MPI backend: 4 ranks, its five sizes up to
+// 256 MiB, 10 cycles, the 256 MiB memory study.
+func TestCh7OnFourRanks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the full ch7 run moves 256 MiB buffers")
+	}
+	dir := t.TempDir()
+	r := mpirun(t, 4, 8*time.Minute, "-config", "../configs/ch7.toml", "-output-dir", dir, "-backend", "mpi")
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	want := outcheck.Expect{World: 4, SizesBytes: []int64{1024, 65536, 1048576, 16777216, 268435456}, Cycles: 10,
+		PayloadBytes: 268435456, MemoryModes: outcheck.AllMemoryModes}
+	if err := outcheck.Check(dir, want); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.stdout, "contracts_per_rank=5 timings_per_rank=100 memory_modes_per_rank=5") {
+		t.Errorf("closing line missing:\n%s", r.stdout)
+	}
+	t.Logf("ch7 on 4 MPI ranks took %v", r.took)
+}
+
+// Every bad input ends every rank quickly with a non-zero exit and a message
+// that names the problem, before any collective runs.
+func TestBadInputsFailOnEveryRank(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.toml")
+	if err := os.WriteFile(bad, []byte("[timing]\nsizes_byte = [1024]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notDir := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(notDir, nil, 0o644)
+	cases := []struct {
+		name string
+		np   int
+		args []string
+		want string
+	}{
+		{"unknown key", 4, []string{"-config", bad}, `timing.sizes_byte: unknown key: did you mean "timing.sizes_bytes"?`},
+		{"missing file", 3, []string{"-config", "no/such.toml"}, "cannot read the config"},
+		{"required ranks", 2, []string{"-config", "../configs/ch7.toml", "-backend", "mpi"}, "requires exactly 4 ranks but the job has 2"},
+		{"not divisible", 3, []string{"-config", "../configs/ch7.toml", "-set", "required_ranks=3"}, "1024 bytes does not divide by 3 ranks"},
+		{"bad backend", 2, []string{"-config", "../configs/smoke.toml", "-backend", "gloo"}, `"gloo" is not a backend`},
+		{"nccl without GPU", 2, []string{"-config", "../configs/smoke.toml", "-backend", "nccl"}, "backend nccl cannot run here"},
+		{"unwritable output", 2, []string{"-config", "../configs/smoke.toml", "-output-dir", filepath.Join(notDir, "out")}, "is not writable on rank(s) [0 1]"},
+		{"bad -set", 2, []string{"-config", "../configs/smoke.toml", "-set", "timing.cycles=0"}, "timing.cycles: 0: use at least 1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := t.TempDir()
+			args := append([]string{"-output-dir", out}, c.args...)
+			r := mpirun(t, c.np, 60*time.Second, args...)
+			if r.code == 0 {
+				t.Fatalf("exit 0 for a bad input\n%s", r.stdout)
+			}
+			for rank := 0; rank < c.np; rank++ {
+				prefix := fmt.Sprintf("rsag: rank %d (", rank)
+				line := lineWith(r.stderr, prefix)
+				if !strings.Contains(line, c.want) {
+					t.Errorf("rank %d: want a line %q... containing %q; stderr:\n%s", rank, prefix, c.want, r.stderr)
+				}
+			}
+			if entries, _ := os.ReadDir(out); len(entries) > 0 {
+				t.Errorf("a failed run left files in the output dir: %v", entries)
+			}
+		})
+	}
+}
+
+func lineWith(text, prefix string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return ""
+}

@@ -1,0 +1,179 @@
+// Package outcheck checks an rsag output directory the way a user's notebook
+// reads it: every file present with the seed's columns, the right number of
+// rows, every contract and check passed, and memory deltas equal to their
+// analytic values. The end-to-end and Slurm tests share it. Its expected
+// values are written out here, independently of the code under test.
+package outcheck
+
+import (
+	"encoding/csv"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Expect describes the run that produced the directory.
+type Expect struct {
+	World        int
+	SizesBytes   []int64
+	Cycles       int
+	PayloadBytes int64
+	MemoryModes  []string // in order
+}
+
+var (
+	contractHeader = []string{"rank", "name", "correct", "detail"}
+	timingHeader   = []string{"rank", "size_bytes", "mode", "cycle", "duration_us", "correct"}
+	memoryHeader   = []string{"rank", "mode", "payload_bytes", "baseline_bytes", "steady_delta_bytes", "peak_delta_bytes", "correct"}
+	contractNames  = []string{"exact-sum-equivalence", "wrong-shard-order-rejected", "wrong-reduction-op-rejected",
+		"padding-and-trim-equivalence", "nondivisible-without-padding-rejected"}
+)
+
+// AllMemoryModes are the seed's four strategies and rs-ag-in-place.
+var AllMemoryModes = []string{"allreduce-full", "reduce-scatter-shard", "rs-ag-naive-lifetime",
+	"rs-ag-optimized-lifetime", "rs-ag-in-place"}
+
+// Analytic returns a mode's steady and peak deltas for payload n on w ranks.
+func Analytic(mode string, n int64, w int) (steady, peak int64) {
+	s := n / int64(w)
+	switch mode {
+	case "allreduce-full", "rs-ag-in-place":
+		return n, n
+	case "reduce-scatter-shard":
+		return s, n + s
+	case "rs-ag-naive-lifetime":
+		return n, 2*n + s
+	case "rs-ag-optimized-lifetime":
+		return n, n + s
+	}
+	return -1, -1
+}
+
+// Check returns the first problem found in dir, or nil.
+func Check(dir string, e Expect) error {
+	for r := 0; r < e.World; r++ {
+		if err := checkRank(dir, r, e); err != nil {
+			return err
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		header  []string
+		perRank int
+	}{
+		{"contracts.csv", contractHeader, len(contractNames)},
+		{"timings.csv", timingHeader, len(e.SizesBytes) * e.Cycles * 2},
+		{"memory.csv", memoryHeader, len(e.MemoryModes)},
+	} {
+		recs, err := read(filepath.Join(dir, c.name))
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(recs[0][:len(c.header)], c.header) || recs[0][len(c.header)] != "host" {
+			return fmt.Errorf("%s: header %v, want the seed's columns then host", c.name, recs[0])
+		}
+		if got, want := len(recs)-1, c.perRank*e.World; got != want {
+			return fmt.Errorf("%s: %d rows, want %d (every rank's)", c.name, got, want)
+		}
+		for _, row := range recs[1:] {
+			if row[len(c.header)] == "" {
+				return fmt.Errorf("%s: a row has no host: %v", c.name, row)
+			}
+		}
+	}
+	return nil
+}
+
+func checkRank(dir string, r int, e Expect) error {
+	rank := strconv.Itoa(r)
+	file := func(kind string) string { return filepath.Join(dir, fmt.Sprintf("rank%d_%s.csv", r, kind)) }
+
+	recs, err := readWithHeader(file("contracts"), contractHeader)
+	if err != nil {
+		return err
+	}
+	if len(recs) != len(contractNames) {
+		return fmt.Errorf("rank %d: %d contracts, want %d", r, len(recs), len(contractNames))
+	}
+	for i, row := range recs {
+		if row[0] != rank || row[1] != contractNames[i] || row[2] != "True" {
+			return fmt.Errorf("rank %d contract %d: %v, want %s True", r, i, row, contractNames[i])
+		}
+	}
+	if !strings.HasPrefix(recs[3][3], "logical=") || recs[4][3] == "" {
+		return fmt.Errorf("rank %d: contract details %q, %q", r, recs[3][3], recs[4][3])
+	}
+
+	recs, err = readWithHeader(file("timings"), timingHeader)
+	if err != nil {
+		return err
+	}
+	if want := len(e.SizesBytes) * e.Cycles * 2; len(recs) != want {
+		return fmt.Errorf("rank %d: %d timing rows, want %d", r, len(recs), want)
+	}
+	i := 0
+	for _, size := range e.SizesBytes {
+		for cycle := 0; cycle < e.Cycles; cycle++ {
+			order := []string{"direct", "decomposed"}
+			if cycle%2 == 1 {
+				order = []string{"decomposed", "direct"}
+			}
+			for _, mode := range order {
+				row := recs[i]
+				i++
+				d, err := strconv.ParseFloat(row[4], 64)
+				if row[0] != rank || row[1] != strconv.FormatInt(size, 10) || row[2] != mode ||
+					row[3] != strconv.Itoa(cycle) || err != nil || d <= 0 || row[5] != "True" {
+					return fmt.Errorf("rank %d timing row %d: %v, want size %d %s cycle %d, positive, True", r, i, row, size, mode, cycle)
+				}
+			}
+		}
+	}
+
+	recs, err = readWithHeader(file("memory"), memoryHeader)
+	if err != nil {
+		return err
+	}
+	if len(recs) != len(e.MemoryModes) {
+		return fmt.Errorf("rank %d: %d memory rows, want %d", r, len(recs), len(e.MemoryModes))
+	}
+	for i, row := range recs {
+		steady, peak := Analytic(e.MemoryModes[i], e.PayloadBytes, e.World)
+		want := []string{rank, e.MemoryModes[i], strconv.FormatInt(e.PayloadBytes, 10), row[3],
+			strconv.FormatInt(steady, 10), strconv.FormatInt(peak, 10), "True"}
+		if !slices.Equal(row, want) {
+			return fmt.Errorf("rank %d memory row: %v, want %v", r, row, want)
+		}
+	}
+	return nil
+}
+
+func readWithHeader(path string, header []string) ([][]string, error) {
+	recs, err := read(path)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(recs[0], header) {
+		return nil, fmt.Errorf("%s: header %v, want %v", path, recs[0], header)
+	}
+	return recs[1:], nil
+}
+
+func read(path string) ([][]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("%s is empty", path)
+	}
+	return recs, nil
+}

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"rsag/config"
+	"rsag/mpi"
+	"rsag/phases"
+	"rsag/report"
+)
+
+// job is one run of rsag on this rank.
+type job struct {
+	opts    options
+	comm    *mpi.Comm
+	out     io.Writer // rank 0's tables and progress
+	backend phases.Backend
+}
+
+// sharedError is an error every rank reached together (a bad config, a check
+// that failed somewhere and was agreed on), so every rank can exit cleanly
+// with the same code instead of aborting the job.
+type sharedError struct {
+	err  error
+	code int
+}
+
+func (e *sharedError) Error() string { return e.err.Error() }
+func (e *sharedError) Unwrap() error { return e.err }
+
+func shared(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &sharedError{err: err, code: code}
+}
+
+func (j *job) printf(format string, args ...any) {
+	if j.comm.Rank() == 0 {
+		fmt.Fprintf(j.out, format, args...)
+	}
+}
+
+func (j *job) run() error {
+	cfg, err := j.loadConfig()
+	if err != nil {
+		return shared(exitBadArgs, err)
+	}
+	if err := j.checkOutputDir(); err != nil {
+		return shared(exitBadArgs, err)
+	}
+	if err := j.openBackend(cfg.Backend); err != nil {
+		return err
+	}
+	defer j.backend.Close()
+	if err := j.printHeader(cfg); err != nil {
+		return err
+	}
+
+	contracts, timings, memory, phaseErr := j.runPhases(cfg)
+	var shErr *sharedError
+	if phaseErr != nil && !errors.As(phaseErr, &shErr) {
+		return phaseErr
+	}
+	rows := report.FromResults(j.comm.Rank(), j.comm.Host(), contracts, timings, memory)
+	ran := report.Phases{Contracts: cfg.Contracts.Enabled, Timing: cfg.Timing.Enabled, Memory: cfg.Memory.Enabled}
+	if err := j.writeResults(rows, ran); err != nil {
+		return err
+	}
+	return phaseErr
+}
+
+// loadConfig has rank 0 read the file and broadcast its bytes, so every rank
+// parses and validates the same bytes and fails, if it fails, alike.
+func (j *job) loadConfig() (config.Config, error) {
+	var msg []byte
+	if j.comm.Rank() == 0 {
+		data, err := os.ReadFile(j.opts.configPath)
+		if err != nil {
+			msg = append([]byte{1}, fmt.Sprintf("cannot read the config: %v (give an existing TOML file with -config, e.g. configs/smoke.toml)", err)...)
+		} else {
+			msg = append([]byte{0}, data...)
+		}
+	}
+	msg, err := j.comm.BcastBlob(msg, 0)
+	if err != nil {
+		return config.Config{}, err
+	}
+	if len(msg) == 0 {
+		return config.Config{}, errors.New("config broadcast arrived empty")
+	}
+	if msg[0] == 1 {
+		return config.Config{}, errors.New(string(msg[1:]))
+	}
+	cfg, err := config.Parse(j.opts.configPath, msg[1:], j.opts.sets)
+	if err != nil {
+		return cfg, err
+	}
+	return cfg, cfg.Validate(j.comm.Size())
+}
+
+// checkOutputDir makes sure every rank can write its files before any
+// collective runs.
+func (j *job) checkOutputDir() error {
+	dir := j.opts.outputDir
+	err := os.MkdirAll(dir, 0o755)
+	if err == nil {
+		var f *os.File
+		if f, err = os.CreateTemp(dir, ".rsag-write-test*"); err == nil {
+			f.Close()
+			err = os.Remove(f.Name())
+		}
+	}
+	ok, bad, cerr := j.comm.AllTrue(err == nil)
+	if cerr != nil {
+		return cerr
+	}
+	if !ok {
+		why := "another rank could not write there"
+		if err != nil {
+			why = err.Error()
+		}
+		return fmt.Errorf("output dir %s is not writable on rank(s) %v: %s; choose another with -output-dir", dir, bad, why)
+	}
+	return nil
+}
+
+// printHeader gathers every rank's backend description and prints it.
+func (j *job) printHeader(cfg config.Config) error {
+	info := j.backend.Info()
+	data, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	all, err := j.comm.Gather(data, 0)
+	if err != nil || j.comm.Rank() != 0 {
+		return err
+	}
+	infos := make([]phases.Info, len(all))
+	for r, d := range all {
+		if err := json.Unmarshal(d, &infos[r]); err != nil {
+			return fmt.Errorf("rank %d's description: %w", r, err)
+		}
+	}
+	j.printf("rsag %s (commit %s): backend %s, %d ranks, config %s\n", version, commit, info.Backend, j.comm.Size(), j.opts.configPath)
+	for _, lib := range info.Libraries {
+		j.printf("  %s %s %s\n", lib.Name, lib.Version, lib.Path)
+	}
+	if info.Driver != "" {
+		j.printf("  driver %s\n", info.Driver)
+	}
+	return report.RanksTable(j.out, infos)
+}
+
+// runPhases runs the enabled phases in order. A check that failed on any
+// rank stops the run as a sharedError; a backend failure is returned as is.
+func (j *job) runPhases(cfg config.Config) (c []phases.ContractResult, t []phases.TimingSample, m []phases.MemoryResult, err error) {
+	progress := func(line string) { j.printf("%s\n", line) }
+	if cfg.Contracts.Enabled {
+		if c, err = phases.RunContracts(j.backend); err != nil {
+			return c, t, m, fmt.Errorf("contracts on rank %d: %w", j.comm.Rank(), err)
+		}
+		var failed []string
+		for _, r := range c {
+			if !r.Correct {
+				failed = append(failed, r.Name)
+			}
+		}
+		ok, bad, err := j.comm.AllTrue(len(failed) == 0)
+		if err != nil {
+			return c, t, m, err
+		}
+		if !ok {
+			return c, t, m, shared(exitFailed, fmt.Errorf("contracts failed on rank(s) %v (here: %s)", bad, orNone(failed)))
+		}
+		progress(fmt.Sprintf("contracts: %d held on every rank", len(c)))
+	}
+	if err := j.comm.Barrier(); err != nil {
+		return c, t, m, err
+	}
+	if cfg.Timing.Enabled {
+		sizes := make([]int64, len(cfg.Timing.SizesBytes))
+		for i, s := range cfg.Timing.SizesBytes {
+			sizes[i] = int64(s)
+		}
+		t, err = phases.RunTiming(j.backend, j.comm, phases.TimingConfig{SizesBytes: sizes,
+			Warmups: cfg.Timing.Warmups, Cycles: cfg.Timing.Cycles}, progress)
+		if err != nil {
+			return c, t, m, checkShared(err)
+		}
+	}
+	if cfg.Memory.Enabled {
+		m, err = phases.RunMemory(j.backend, j.comm, int64(cfg.Memory.PayloadBytes), cfg.Memory.Modes, progress)
+		if err != nil {
+			return c, t, m, checkShared(err)
+		}
+	}
+	return c, t, m, nil
+}
+
+// checkShared marks a check failure that every rank agreed on as shared.
+func checkShared(err error) error {
+	var ce *phases.CheckError
+	if errors.As(err, &ce) && ce.Ranks != nil {
+		return shared(exitFailed, err)
+	}
+	return err
+}
+
+// writeResults writes this rank's files, then gathers every rank's rows to
+// rank 0 for the combined files and the summary tables.
+func (j *job) writeResults(rows report.Rows, ran report.Phases) error {
+	dir := j.opts.outputDir
+	werr := report.WriteRankFiles(dir, j.comm.Rank(), rows, ran)
+	ok, bad, err := j.comm.AllTrue(werr == nil)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if werr == nil {
+			werr = errors.New("another rank could not write its files")
+		}
+		return shared(exitFailed, fmt.Errorf("writing results in %s failed on rank(s) %v: %w", dir, bad, werr))
+	}
+	data, err := json.Marshal(rows)
+	if err != nil {
+		return err
+	}
+	gathered, err := j.comm.Gather(data, 0)
+	if err != nil || j.comm.Rank() != 0 {
+		return err
+	}
+	all := make([]report.Rows, len(gathered))
+	for r, d := range gathered {
+		if err := json.Unmarshal(d, &all[r]); err != nil {
+			return fmt.Errorf("rank %d's rows: %w", r, err)
+		}
+	}
+	if err := report.WriteCombined(dir, all, ran); err != nil {
+		return err
+	}
+	return j.printSummary(all, ran)
+}
+
+func (j *job) printSummary(all []report.Rows, ran report.Phases) error {
+	merged := report.Merge(all)
+	world := len(all)
+	if ran.Contracts {
+		if err := report.ContractsTable(j.out, merged.Contracts, world); err != nil {
+			return err
+		}
+	}
+	if ran.Timing && len(merged.Timings) > 0 {
+		if err := report.TimingsTable(j.out, merged.Timings, world); err != nil {
+			return err
+		}
+	}
+	if ran.Memory && len(merged.Memory) > 0 {
+		if err := report.MemoryTable(j.out, merged.Memory); err != nil {
+			return err
+		}
+	}
+	abs, _ := filepath.Abs(j.opts.outputDir)
+	j.printf("results in %s\n%s\n", abs, report.ClosingLine(all[0]))
+	return nil
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,70 @@
+// Command rsag proves, on the ranks it is started on, that AllReduce equals
+// ReduceScatter followed by AllGather, times both and measures their memory.
+//
+// main is thin: flags -> MPI -> config -> backend -> phases -> report -> exit
+// code. Every step returns an error and only main exits.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+
+	"rsag/mpi"
+)
+
+// Set at build time with -ldflags "-X main.version=... -X main.commit=...".
+var (
+	version = "dev"
+	commit  = "unknown"
+)
+
+// MPI, CUDA and NCCL keep per-thread state (the current context, dlerror),
+// so every call stays on the main goroutine's OS thread.
+func init() { runtime.LockOSThread() }
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailed  = 1 // a check failed or something broke
+	exitBadArgs = 2 // bad flags or config
+)
+
+func main() {
+	opts, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(exitOK)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rsag:", err)
+		os.Exit(exitBadArgs)
+	}
+	if opts.version {
+		fmt.Printf("rsag %s (commit %s, %s)\n", version, commit, runtime.Version())
+		os.Exit(exitOK)
+	}
+
+	comm, err := mpi.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rsag: starting MPI:", err)
+		os.Exit(exitFailed)
+	}
+	j := &job{opts: opts, comm: comm, out: os.Stdout}
+	err = j.run()
+	if err == nil {
+		comm.Finalize()
+		os.Exit(exitOK)
+	}
+	fmt.Fprintf(os.Stderr, "rsag: rank %d (%s): %v\n", comm.Rank(), comm.Host(), err)
+	var shared *sharedError
+	if !errors.As(err, &shared) {
+		// Only this rank knows: the others may be waiting in a collective,
+		// so end the whole job rather than let it hang.
+		j.abortBackend()
+		comm.Abort(exitFailed)
+	}
+	comm.Finalize()
+	os.Exit(shared.code)
+}

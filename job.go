@@ -62,6 +62,9 @@ func (j *job) run() error {
 	if err := j.printHeader(cfg); err != nil {
 		return err
 	}
+	if err := j.checkFits(cfg); err != nil {
+		return err
+	}
 
 	contracts, timings, memory, phaseErr := j.runPhases(cfg)
 	var shErr *sharedError
@@ -131,6 +134,31 @@ func (j *job) checkOutputDir() error {
 	return nil
 }
 
+// checkFits refuses, on every rank alike, a run whose largest phase does
+// not fit in the free device memory of some rank, before any collective.
+func (j *job) checkFits(cfg config.Config) error {
+	world := j.comm.Size()
+	var err error
+	if cfg.Timing.Enabled {
+		err = phases.CheckFits(j.backend, phases.TimingFootprint(world, cfg.Timing.Sizes()), "timing at the largest of timing.sizes_bytes")
+	}
+	if err == nil && cfg.Memory.Enabled {
+		err = phases.CheckFits(j.backend, phases.MemoryFootprint(world, int64(cfg.Memory.PayloadBytes), cfg.Memory.Modes),
+			"the memory phase at memory.payload_bytes")
+	}
+	ok, bad, cerr := j.comm.AllTrue(err == nil)
+	if cerr != nil {
+		return cerr
+	}
+	if ok {
+		return nil
+	}
+	if err == nil {
+		err = errors.New("the run does not fit in another rank's device memory")
+	}
+	return shared(exitBadArgs, fmt.Errorf("payload too large on rank(s) %v: %w", bad, err))
+}
+
 // printHeader gathers every rank's backend description and prints it.
 func (j *job) printHeader(cfg config.Config) error {
 	info := j.backend.Info()
@@ -185,11 +213,7 @@ func (j *job) runPhases(cfg config.Config) (c []phases.ContractResult, t []phase
 		return c, t, m, err
 	}
 	if cfg.Timing.Enabled {
-		sizes := make([]int64, len(cfg.Timing.SizesBytes))
-		for i, s := range cfg.Timing.SizesBytes {
-			sizes[i] = int64(s)
-		}
-		t, err = phases.RunTiming(j.backend, j.comm, phases.TimingConfig{SizesBytes: sizes,
+		t, err = phases.RunTiming(j.backend, j.comm, phases.TimingConfig{SizesBytes: cfg.Timing.Sizes(),
 			Warmups: cfg.Timing.Warmups, Cycles: cfg.Timing.Cycles}, progress)
 		if err != nil {
 			return c, t, m, checkShared(err)

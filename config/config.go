@@ -40,6 +40,15 @@ type Timing struct {
 	Cycles     int    `toml:"cycles"`
 }
 
+// Sizes returns the sizes in bytes.
+func (t Timing) Sizes() []int64 {
+	out := make([]int64, len(t.SizesBytes))
+	for i, s := range t.SizesBytes {
+		out[i] = int64(s)
+	}
+	return out
+}
+
 type Memory struct {
 	Enabled      bool `toml:"enabled"`
 	PayloadBytes Size `toml:"payload_bytes"`

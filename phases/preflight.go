@@ -1,0 +1,55 @@
+package phases
+
+import (
+	"fmt"
+	"slices"
+)
+
+// FreeMemoryReporter is a backend that can say how much memory its buffers
+// may take (cuMemGetInfo on a GPU), so that a payload too large is refused
+// before any collective runs rather than failing half way.
+type FreeMemoryReporter interface {
+	FreeMemory() (free, total int64, err error)
+}
+
+// TimingFootprint is the most memory the timing phase holds at once: for
+// the largest size N, the direct buffer, the decomposition's input and
+// output (N each) and its shard (N/W).
+func TimingFootprint(world int, sizes []int64) int64 {
+	if len(sizes) == 0 {
+		return 0
+	}
+	n := slices.Max(sizes)
+	return 3*n + n/int64(world)
+}
+
+// MemoryFootprint is the largest analytic peak among the named modes.
+func MemoryFootprint(world int, payload int64, modes []string) int64 {
+	var peak int64
+	for _, name := range modes {
+		if m, ok := findMode(name); ok {
+			peak = max(peak, m.peak(payload, payload/int64(world)))
+		}
+	}
+	return peak
+}
+
+// CheckFits returns an error when need bytes do not fit in the free memory
+// the backend reports; nil when they do or the backend cannot tell.
+func CheckFits(be Backend, need int64, what string) error {
+	fm, ok := be.(FreeMemoryReporter)
+	if !ok || need == 0 {
+		return nil
+	}
+	free, total, err := fm.FreeMemory()
+	if err != nil {
+		return err
+	}
+	if need > free {
+		return fmt.Errorf("%s needs %d bytes (%.2f GiB) of device memory at once but %s has %d bytes (%.2f GiB) free of %d: lower the sizes or the payload in the config, or free the GPU of other processes",
+			what, need, gib(need), be.Info().Device, free, gib(free), total)
+	}
+	return nil
+}
+
+func gib(b int64) float64 { return float64(b) / (1 << 30) }

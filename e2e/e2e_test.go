@@ -90,7 +90,7 @@ func TestSmokeOnTwoThreeAndFourRanks(t *testing.T) {
 				t.Fatalf("%v\nstdout:\n%s", err, r.stdout)
 			}
 			for _, s := range []string{"contracts_per_rank=5 timings_per_rank=24 memory_modes_per_rank=5",
-				"Contracts", "Timings", "Memory", fmt.Sprintf("5/%d", np), "backend mpi"} {
+				"Contracts", "Timings", "Memory", fmt.Sprintf("%d/%d", np, np), "backend mpi"} {
 				if !strings.Contains(r.stdout, s) {
 					t.Errorf("stdout lacks %q:\n%s", s, r.stdout)
 				}

@@ -175,7 +175,10 @@ func libraryVersion() (string, error) {
 	if err := check("MPI_Get_library_version", C.MPI_Get_library_version((*C.char)(unsafe.Pointer(&buf[0])), &n)); err != nil {
 		return "", err
 	}
-	return string(buf[:n]), nil
+	// Open MPI counts the terminating NUL in n; cut at the first NUL so it
+	// never reaches a report.
+	v, _, _ := strings.Cut(string(buf[:n]), "\x00")
+	return v, nil
 }
 
 func finalize() error { return check("MPI_Finalize", C.MPI_Finalize()) }

@@ -57,7 +57,7 @@ func TestSingleton(t *testing.T) {
 	if c.Host() == "" {
 		t.Error("Host is empty")
 	}
-	if v := LibraryVersion(); v == "" || strings.Contains(v, "\n") {
+	if v := LibraryVersion(); v == "" || strings.ContainsAny(v, "\n\x00") {
 		t.Errorf("LibraryVersion = %q, want one non-empty line", v)
 	}
 	if err := c.Barrier(); err != nil {

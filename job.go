@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"rsag/config"
 	"rsag/mpi"
@@ -21,6 +22,7 @@ type job struct {
 	comm    *mpi.Comm
 	out     io.Writer // rank 0's tables and progress
 	backend phases.Backend
+	started time.Time
 }
 
 // sharedError is an error every rank reached together (a bad config, a check
@@ -177,6 +179,7 @@ func (j *job) printHeader(cfg config.Config) error {
 		}
 	}
 	j.printf("rsag %s (commit %s): backend %s, %d ranks, config %s\n", version, commit, info.Backend, j.comm.Size(), j.opts.configPath)
+	j.printf("  mpi %s\n", mpi.LibraryVersion())
 	for _, lib := range info.Libraries {
 		j.printf("  %s %s %s\n", lib.Name, lib.Version, lib.Path)
 	}
@@ -291,7 +294,7 @@ func (j *job) printSummary(all []report.Rows, ran report.Phases) error {
 		}
 	}
 	abs, _ := filepath.Abs(j.opts.outputDir)
-	j.printf("results in %s\n%s\n", abs, report.ClosingLine(all[0]))
+	j.printf("results in %s (%.1f s since rank 0 started)\n%s\n", abs, time.Since(j.started).Seconds(), report.ClosingLine(all[0]))
 	return nil
 }
 

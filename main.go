@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"time"
 
 	"rsag/mpi"
 )
@@ -33,6 +34,7 @@ const (
 )
 
 func main() {
+	started := time.Now()
 	opts, err := parseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(exitOK)
@@ -51,7 +53,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "rsag: starting MPI:", err)
 		os.Exit(exitFailed)
 	}
-	j := &job{opts: opts, comm: comm, out: os.Stdout}
+	j := &job{opts: opts, comm: comm, out: os.Stdout, started: started}
 	err = j.run()
 	if err == nil {
 		comm.Finalize()

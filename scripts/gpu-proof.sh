@@ -14,7 +14,7 @@ step() { echo; echo "=== $*"; }
 step machine
 date -u; hostname; nvidia-smi -L; nvidia-smi topo -m; ./bin/rsag -version; mpirun --version | head -1
 
-for i in 1 2; do
+for i in 1 2 3; do
   step "ch7 run $i: $np ranks, default sizes"
   rm -rf "$out/ch7-$i"
   start=$(date +%s%N)
@@ -36,5 +36,5 @@ timeout 120 "${mpirun[@]}" --oversubscribe -np $((np + 1)) ./bin/rsag -config co
 step "bad input: RSAG_NCCL_LIBRARY names a missing file"
 timeout 120 "${mpirun[@]}" -np "$np" -x RSAG_NCCL_LIBRARY=/nonexistent/libnccl.so.2 ./bin/rsag -config configs/smoke.toml -backend nccl -output-dir "$out/nolib"; echo "exit $?"
 
-tar czf "$out/results.tgz" -C "$out" ch7-1 ch7-2 smoke 2>/dev/null
+tar czf "$out/results.tgz" -C "$out" ch7-1 ch7-2 ch7-3 smoke 2>/dev/null
 rm -rf "$out"/ch7-* "$out/smoke" "$out/big" "$out/over" "$out/nolib"

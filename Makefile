@@ -16,7 +16,7 @@ export CGO_ENABLED := 1
 export CGO_CFLAGS   = $(shell scripts/mpi-cgo-flags.sh cflags)
 export CGO_LDFLAGS  = $(shell scripts/mpi-cgo-flags.sh ldflags)
 
-.PHONY: run build test vet deps clean
+.PHONY: run build test vet deps env clean
 
 run: build
 	scripts/mpirun.sh $(NP) ./$(BIN) -config $(CONFIG) -output-dir $(OUTPUT) $(ARGS)
@@ -35,6 +35,10 @@ vet: deps
 # under a local one-node Slurm cluster.
 test: build vet
 	RSAG_BIN=$(CURDIR)/$(BIN) RSAG_SLURM_TESTS=1 $(GO) test -count=1 -timeout 20m ./...
+
+# For plain go commands in a shell: eval "$$(make -s env)"
+env:
+	@echo export CGO_ENABLED=1 CGO_CFLAGS=\"$(CGO_CFLAGS)\" CGO_LDFLAGS=\"$(CGO_LDFLAGS)\"
 
 clean:
 	rm -rf bin results

@@ -23,10 +23,14 @@ type Config struct {
 	Backend string `toml:"backend"`
 	// RequiredRanks, when set, is the exact world size the run needs (the
 	// seed's chapter requires 4); 0 means any world size of at least 2.
-	RequiredRanks int       `toml:"required_ranks"`
-	Contracts     Contracts `toml:"contracts"`
-	Timing        Timing    `toml:"timing"`
-	Memory        Memory    `toml:"memory"`
+	RequiredRanks int `toml:"required_ranks"`
+	// TimeoutS is the watchdog's deadline in seconds for every collective
+	// and every synchronisation: a rank that waits longer aborts the job,
+	// naming what it waited for. 180 is the seed's process-group timeout.
+	TimeoutS  int       `toml:"timeout_s"`
+	Contracts Contracts `toml:"contracts"`
+	Timing    Timing    `toml:"timing"`
+	Memory    Memory    `toml:"memory"`
 }
 
 type Contracts struct {
@@ -63,11 +67,15 @@ var Backends = []string{"auto", "nccl", "mpi"}
 // order followed by ours.
 var MemoryModes = phases.MemoryModeNames()
 
+// DefaultTimeoutS is the seed's process-group timeout (timedelta(seconds=180)).
+const DefaultTimeoutS = 180
+
 // Default is the seed's run: its five sizes, 3 warmups, 10 cycles and a
 // 256 MiB memory payload, every phase on.
 func Default() Config {
 	return Config{
 		Backend:   "auto",
+		TimeoutS:  DefaultTimeoutS,
 		Contracts: Contracts{Enabled: true},
 		Timing: Timing{Enabled: true, Warmups: 3, Cycles: 10,
 			SizesBytes: []Size{1024, 65536, 1048576, 16777216, 268435456}},
@@ -204,6 +212,9 @@ func (c *Config) check() error {
 	}
 	if !contains(Backends, c.Backend) {
 		return bad("backend", "%q is not a backend: use one of %s", c.Backend, strings.Join(Backends, ", "))
+	}
+	if c.TimeoutS <= 0 {
+		return bad("timeout_s", "%d is not a deadline: give the seconds any collective may take before the job is aborted, at least 1 (default %d)", c.TimeoutS, DefaultTimeoutS)
 	}
 	if c.Timing.Enabled {
 		if len(c.Timing.SizesBytes) == 0 {

@@ -54,6 +54,17 @@ func TestCh7ReproducesTheSeed(t *testing.T) {
 	}
 }
 
+func TestTimeoutDefaultAndOverride(t *testing.T) {
+	cfg, err := Parse("x.toml", nil, nil)
+	if err != nil || cfg.TimeoutS != 180 {
+		t.Fatalf("default timeout_s = %d, %v; want 180 (the seed's process-group timeout)", cfg.TimeoutS, err)
+	}
+	cfg, err = Parse("x.toml", []byte("timeout_s = 30\n"), []string{"timeout_s=2"})
+	if err != nil || cfg.TimeoutS != 2 {
+		t.Fatalf("timeout_s = %d, %v; want 2 from -set", cfg.TimeoutS, err)
+	}
+}
+
 func TestSetOverrides(t *testing.T) {
 	cfg, err := Parse("x.toml", nil, []string{"required_ranks=2", "timing.sizes_bytes=[1024, \"64K\"]",
 		"backend=mpi", "memory.payload_bytes=\"2M\"", "timing.enabled=false"})
@@ -66,38 +77,45 @@ func TestSetOverrides(t *testing.T) {
 	}
 }
 
+// badInputs are bad configs and -set flags, each with the key it must name
+// and the fix it must say; they also seed FuzzParse.
+var badInputs = []struct {
+	name, file string
+	sets       []string
+	world      int
+	key, want  string
+}{
+	{"unknown key", "[timing]\nsizes_byte = [1024]\n", nil, 2, "timing.sizes_byte", `did you mean "timing.sizes_bytes"`},
+	{"unknown table", "[timming]\nwarmups = 1\n", nil, 2, "timming.warmups", `did you mean "timing.warmups"`},
+	{"unknown top key", "backnd = \"mpi\"\n", nil, 2, "backnd", `did you mean "backend"`},
+	{"wrong type", "[timing]\nwarmups = \"three\"\n", nil, 2, "timing.warmups", "takes an integer"},
+	{"wrong list type", "[timing]\nsizes_bytes = 1024\n", nil, 2, "timing.sizes_bytes", "list of byte sizes"},
+	{"bad size text", "[memory]\npayload_bytes = \"12Q\"\n", nil, 2, "memory.payload_bytes", "not a byte size"},
+	{"syntax", "[timing\n", nil, 2, "", "line 2: expected"},
+	{"zero cycles", "[timing]\ncycles = 0\n", nil, 2, "timing.cycles", "at least 1"},
+	{"negative warmups", "[timing]\nwarmups = -1\n", nil, 2, "timing.warmups", "negative"},
+	{"negative size", "[timing]\nsizes_bytes = [-1024]\n", nil, 2, "timing.sizes_bytes", "not a positive size"},
+	{"empty sizes", "[timing]\nsizes_bytes = []\n", nil, 2, "timing.sizes_bytes", "is empty"},
+	{"zero payload", "[memory]\npayload_bytes = 0\n", nil, 2, "memory.payload_bytes", "not a positive size"},
+	{"unknown mode", "[memory]\nmodes = [\"all\"]\n", nil, 2, "memory.modes", "not a memory mode"},
+	{"unknown backend", "backend = \"gloo\"\n", nil, 2, "backend", "use one of auto, nccl, mpi"},
+	{"zero required ranks", "required_ranks = 0\n", nil, 2, "required_ranks", "at least 2"},
+	{"required ranks mismatch", "required_ranks = 4\n", nil, 3, "required_ranks", "mpirun -np 4"},
+	{"not divisible", "[timing]\nsizes_bytes = [1000]\n", nil, 3, "timing.sizes_bytes", "use a multiple of 12, e.g. 996 or 1008"},
+	{"payload not divisible", "[memory]\npayload_bytes = 1000\n", nil, 16, "memory.payload_bytes", "multiple of 64"},
+	{"one rank", "", nil, 1, "", "needs at least 2"},
+	{"zero timeout", "timeout_s = 0\n", nil, 2, "timeout_s", "at least 1 (default 180)"},
+	{"negative timeout", "", []string{"timeout_s=-5"}, 2, "timeout_s", "is not a deadline"},
+	{"timeout as text", "timeout_s = \"3m\"\n", nil, 2, "timeout_s", "takes an integer"},
+	{"all disabled", "[contracts]\nenabled=false\n[timing]\nenabled=false\n[memory]\nenabled=false\n", nil, 2, "enabled", "enable at least one"},
+	{"bad -set", "", []string{"timing.warmups"}, 2, "", "expected section.key=value"},
+	{"unknown -set key", "", []string{"timing.warmup=3"}, 2, "timing.warmup", `did you mean "timing.warmups"`},
+	{"wrong -set type", "", []string{"timing.cycles=[1]"}, 2, "timing.cycles", "takes an integer"},
+}
+
 // Every bad input names the key at fault and says what to do.
 func TestBadInputs(t *testing.T) {
-	cases := []struct {
-		name, file string
-		sets       []string
-		world      int
-		key, want  string
-	}{
-		{"unknown key", "[timing]\nsizes_byte = [1024]\n", nil, 2, "timing.sizes_byte", `did you mean "timing.sizes_bytes"`},
-		{"unknown table", "[timming]\nwarmups = 1\n", nil, 2, "timming.warmups", `did you mean "timing.warmups"`},
-		{"unknown top key", "backnd = \"mpi\"\n", nil, 2, "backnd", `did you mean "backend"`},
-		{"wrong type", "[timing]\nwarmups = \"three\"\n", nil, 2, "timing.warmups", "takes an integer"},
-		{"wrong list type", "[timing]\nsizes_bytes = 1024\n", nil, 2, "timing.sizes_bytes", "list of byte sizes"},
-		{"bad size text", "[memory]\npayload_bytes = \"12Q\"\n", nil, 2, "memory.payload_bytes", "not a byte size"},
-		{"syntax", "[timing\n", nil, 2, "", "line 2: expected"},
-		{"zero cycles", "[timing]\ncycles = 0\n", nil, 2, "timing.cycles", "at least 1"},
-		{"negative warmups", "[timing]\nwarmups = -1\n", nil, 2, "timing.warmups", "negative"},
-		{"negative size", "[timing]\nsizes_bytes = [-1024]\n", nil, 2, "timing.sizes_bytes", "not a positive size"},
-		{"empty sizes", "[timing]\nsizes_bytes = []\n", nil, 2, "timing.sizes_bytes", "is empty"},
-		{"zero payload", "[memory]\npayload_bytes = 0\n", nil, 2, "memory.payload_bytes", "not a positive size"},
-		{"unknown mode", "[memory]\nmodes = [\"all\"]\n", nil, 2, "memory.modes", "not a memory mode"},
-		{"unknown backend", "backend = \"gloo\"\n", nil, 2, "backend", "use one of auto, nccl, mpi"},
-		{"zero required ranks", "required_ranks = 0\n", nil, 2, "required_ranks", "at least 2"},
-		{"required ranks mismatch", "required_ranks = 4\n", nil, 3, "required_ranks", "mpirun -np 4"},
-		{"not divisible", "[timing]\nsizes_bytes = [1000]\n", nil, 3, "timing.sizes_bytes", "use a multiple of 12, e.g. 996 or 1008"},
-		{"payload not divisible", "[memory]\npayload_bytes = 1000\n", nil, 16, "memory.payload_bytes", "multiple of 64"},
-		{"one rank", "", nil, 1, "", "needs at least 2"},
-		{"all disabled", "[contracts]\nenabled=false\n[timing]\nenabled=false\n[memory]\nenabled=false\n", nil, 2, "enabled", "enable at least one"},
-		{"bad -set", "", []string{"timing.warmups"}, 2, "", "expected section.key=value"},
-		{"unknown -set key", "", []string{"timing.warmup=3"}, 2, "timing.warmup", `did you mean "timing.warmups"`},
-		{"wrong -set type", "", []string{"timing.cycles=[1]"}, 2, "timing.cycles", "takes an integer"},
-	}
+	cases := badInputs
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := Parse("bad.toml", []byte(c.file), c.sets)

@@ -6,7 +6,7 @@ NP      ?= 4
 CONFIG  ?= configs/ch7.toml
 OUTPUT  ?= results/ch7
 ARGS    ?=
-BIN     := bin/rsag
+BIN     := rsag
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
@@ -41,4 +41,4 @@ env:
 	@echo export CGO_ENABLED=1 CGO_CFLAGS=\"$(CGO_CFLAGS)\" CGO_LDFLAGS=\"$(CGO_LDFLAGS)\"
 
 clean:
-	rm -rf bin results
+	rm -rf rsag results

@@ -73,9 +73,6 @@ func mpirun(t *testing.T, np int, limit time.Duration, args ...string) result {
 	return r
 }
 
-var smoke = outcheck.Expect{SizesBytes: []int64{3360, 215040, 1075200}, Cycles: 4, PayloadBytes: 1075200,
-	MemoryModes: outcheck.AllMemoryModes}
-
 func TestSmokeOnTwoThreeAndFourRanks(t *testing.T) {
 	for _, np := range []int{2, 3, 4} {
 		t.Run(fmt.Sprintf("np%d", np), func(t *testing.T) {
@@ -84,9 +81,7 @@ func TestSmokeOnTwoThreeAndFourRanks(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 			}
-			want := smoke
-			want.World = np
-			if err := outcheck.Check(dir, want); err != nil {
+			if err := outcheck.Check(dir, outcheck.Smoke(np)); err != nil {
 				t.Fatalf("%v\nstdout:\n%s", err, r.stdout)
 			}
 			for _, s := range []string{"contracts_per_rank=5 timings_per_rank=24 memory_modes_per_rank=5",

@@ -12,29 +12,29 @@ mpirun=(mpirun --allow-run-as-root --bind-to none)
 step() { echo; echo "=== $*"; }
 
 step machine
-date -u; hostname; nvidia-smi -L; nvidia-smi topo -m; ./bin/rsag -version; mpirun --version | head -1
+date -u; hostname; nvidia-smi -L; nvidia-smi topo -m; ./rsag -version; mpirun --version | head -1
 
 for i in 1 2 3; do
   step "ch7 run $i: $np ranks, default sizes"
   rm -rf "$out/ch7-$i"
   start=$(date +%s%N)
-  timeout 300 "${mpirun[@]}" -np "$np" ./bin/rsag -config configs/ch7.toml -set required_ranks="$np" -output-dir "$out/ch7-$i"
+  timeout 300 "${mpirun[@]}" -np "$np" ./rsag -config configs/ch7.toml -set required_ranks="$np" -output-dir "$out/ch7-$i"
   rc=$?
   end=$(date +%s%N)
   echo "ch7 run $i: exit $rc, wall $(( (end - start) / 1000000 )) ms"
 done
 
 step "symbols bound at load (LD_BIND_NOW=1), smoke config on nccl"
-LD_BIND_NOW=1 timeout 120 "${mpirun[@]}" -np "$np" ./bin/rsag -config configs/smoke.toml -backend nccl -output-dir "$out/smoke" | tail -3
+LD_BIND_NOW=1 timeout 120 "${mpirun[@]}" -np "$np" ./rsag -config configs/smoke.toml -backend nccl -output-dir "$out/smoke" | tail -3
 
 step "bad input: payload larger than free device memory"
-timeout 120 "${mpirun[@]}" -np "$np" ./bin/rsag -config configs/smoke.toml -backend nccl -set 'memory.payload_bytes="400G"' -set timing.enabled=false -output-dir "$out/big"; echo "exit $?"
+timeout 120 "${mpirun[@]}" -np "$np" ./rsag -config configs/smoke.toml -backend nccl -set 'memory.payload_bytes="400G"' -set timing.enabled=false -output-dir "$out/big"; echo "exit $?"
 
 step "bad input: more ranks than GPUs"
-timeout 120 "${mpirun[@]}" --oversubscribe -np $((np + 1)) ./bin/rsag -config configs/smoke.toml -backend nccl -output-dir "$out/over"; echo "exit $?"
+timeout 120 "${mpirun[@]}" --oversubscribe -np $((np + 1)) ./rsag -config configs/smoke.toml -backend nccl -output-dir "$out/over"; echo "exit $?"
 
 step "bad input: RSAG_NCCL_LIBRARY names a missing file"
-timeout 120 "${mpirun[@]}" -np "$np" -x RSAG_NCCL_LIBRARY=/nonexistent/libnccl.so.2 ./bin/rsag -config configs/smoke.toml -backend nccl -output-dir "$out/nolib"; echo "exit $?"
+timeout 120 "${mpirun[@]}" -np "$np" -x RSAG_NCCL_LIBRARY=/nonexistent/libnccl.so.2 ./rsag -config configs/smoke.toml -backend nccl -output-dir "$out/nolib"; echo "exit $?"
 
 tar czf "$out/results.tgz" -C "$out" ch7-1 ch7-2 ch7-3 smoke 2>/dev/null
 rm -rf "$out"/ch7-* "$out/smoke" "$out/big" "$out/over" "$out/nolib"

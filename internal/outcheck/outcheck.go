@@ -36,6 +36,12 @@ var (
 var AllMemoryModes = []string{"allreduce-full", "reduce-scatter-shard", "rs-ag-naive-lifetime",
 	"rs-ag-optimized-lifetime", "rs-ag-in-place"}
 
+// Smoke is what configs/smoke.toml asks of a run on world ranks.
+func Smoke(world int) Expect {
+	return Expect{World: world, SizesBytes: []int64{3360, 215040, 1075200}, Cycles: 4, PayloadBytes: 1075200,
+		MemoryModes: AllMemoryModes}
+}
+
 // Analytic returns a mode's steady and peak deltas for payload n on w ranks.
 func Analytic(mode string, n int64, w int) (steady, peak int64) {
 	s := n / int64(w)

@@ -1,0 +1,499 @@
+#!/bin/bash
+# local-cluster.sh — a throw-away Slurm 22.05 cluster on this one host (Debian
+# packages), for testing slurm/ch7.sbatch in CI and by hand. Run as root.
+#
+# Usage:
+#   slurm/local-cluster.sh start    install slurm-wlm and munge if missing, start
+#                                   munged, slurmctld and slurmd, wait (bounded)
+#                                   until every node is idle. Idempotent: a
+#                                   healthy cluster with the same config is left
+#                                   alone; a half-started one, or one whose
+#                                   config changed, is torn down and started
+#                                   afresh (never `scontrol reconfigure`d).
+#   slurm/local-cluster.sh stop     cancel all jobs, stop every process this
+#                                   script started (daemons, step daemons, job
+#                                   tasks), delete all state. Bounded (~70 s at
+#                                   worst); succeeds even if start half-failed
+#                                   or nothing runs.
+#   slurm/local-cluster.sh status   daemon pids and `sinfo`; exit 0 only when
+#                                   the cluster is up and every node usable.
+#   slurm/local-cluster.sh env      print SLURM_CONF=<path>, for clients:
+#                                   eval "export $(slurm/local-cluster.sh env)"
+#
+# Environment:
+#   RSAG_SLURM_DIR    everything the cluster writes lives here (config, munge
+#                     socket, state, spool, per-step tmp, logs, pid files);
+#                     `stop` deletes it. Default /var/lib/rsag-slurm.
+#   RSAG_SLURM_WAIT   seconds `start` waits for the nodes to become idle (60).
+#   RSAG_SLURM_NODES  number of nodes (1). More than 1 emulates a multi-node
+#                     cluster on this host — one slurmd per node, named HOST,
+#                     HOST-2, ... (Debian's slurmd supports this) — so that
+#                     the Slurm side of `sbatch -N 2 ...` can be tried.
+#                     Caveat: this is not faithful for Open MPI. The emulated
+#                     nodes share /dev/shm, so shared memory between "nodes"
+#                     breaks (mpirun: segfaults in btl_vader; use
+#                     OMPI_MCA_btl=self,tcp), and node locality is inconsistent
+#                     (MPI_Comm_split_type(SHARED) gives 4 and 5 for 4+4
+#                     ranks; rsag crashes there under srun, hangs under
+#                     mpirun). Plain collectives across them do work.
+#
+# What it sets up (facts that matter, learnt the hard way):
+#   * Debian's slurm-wlm and munge (apt-get update && install if missing; the
+#     packages' init scripts are kept from starting daemons meanwhile).
+#   * munged runs as the munge user with the stock key /etc/munge/munge.key
+#     (created if missing; munge:munge, mode 0400) but with its own socket,
+#     pid, seed and log files under $RSAG_SLURM_DIR/munge, so that a system
+#     munged, if any, is left alone; slurm.conf points Slurm at that socket
+#     (AuthInfo=socket=...).
+#   * slurm.conf names this host (`hostname -s`, address 127.0.0.1) with CPUs=4
+#     per node and SlurmdParameters=config_overrides, so 4 tasks fit on a 2-core
+#     box; SlurmUser=root, proctrack/linuxproc, task/none, select/cons_tres
+#     (CR_CPU), partition `debug` (default, no time limit). No accounting
+#     (slurmdbd): `sacct` does not work, use `scontrol show job -o ID`;
+#     MinJobAge=3600 keeps finished jobs visible to it for an hour.
+#   * MpiDefault=none; `srun --mpi=pmix` works through Debian's mpi_pmix_v4
+#     plugin. Its per-step directories go under TmpFS=$RSAG_SLURM_DIR/tmp/%n:
+#     in /tmp, one left behind by a step that `stop` killed makes the step with
+#     the same job/step id fail to launch in the next cluster (job ids restart
+#     at 1) — and srun then exits 0 (see ch7.sbatch).
+#   * No GresTypes: there are no GPUs; submit with --gpus-per-node=0.
+#   * Clients find the config through SLURM_CONF (see `env`). In addition
+#     /etc/slurm/slurm.conf is made a symlink to it when that file does not
+#     exist yet (and removed again by `stop`), so plain `sbatch` works too.
+#   * Daemons are started directly (no systemd) with RSAG_SLURM_OWNER=<dir> in
+#     their environment; slurmstepd inherits it and job tasks carry
+#     SLURM_CLUSTER_NAME/SLURM_CONF of this cluster, which is how `stop` finds
+#     what is left when pid files or the controller are gone.
+set -uo pipefail
+
+DIR=${RSAG_SLURM_DIR:-/var/lib/rsag-slurm}
+WAIT=${RSAG_SLURM_WAIT:-60}
+NODES=${RSAG_SLURM_NODES:-1}
+CONF=$DIR/etc/slurm.conf
+MUNGE_DIR=$DIR/munge
+MUNGE_SOCKET=$MUNGE_DIR/munge.socket.2
+MUNGE_KEY=/etc/munge/munge.key
+CLUSTER=rsaglocal
+PARTITION=debug
+SYS_CONF=/etc/slurm/slurm.conf
+MARK=RSAG_SLURM_OWNER=$DIR
+
+export SLURM_CONF=$CONF
+
+log() { echo "local-cluster: $*"; }
+err() { echo "local-cluster: ERROR: $*" >&2; }
+
+need_root() {
+	if [[ $(id -u) -ne 0 ]]; then
+		err "must run as root (it starts munged, slurmctld and slurmd)"
+		exit 1
+	fi
+}
+
+# node_names: this cluster's node names, one a line.
+node_names() {
+	local host i
+	host=$(hostname -s)
+	echo "$host"
+	for ((i = 2; i <= NODES; i++)); do echo "$host-$i"; done
+}
+
+# ---------------------------------------------------------------- install ---
+
+install_packages() {
+	local missing=() c
+	for c in slurmctld slurmd sbatch srun sinfo scontrol munged munge; do
+		command -v "$c" >/dev/null 2>&1 || missing+=("$c")
+	done
+	[[ ${#missing[@]} -eq 0 ]] && return 0
+	log "installing slurm-wlm and munge (missing: ${missing[*]})"
+	# Keep the packages' init scripts from starting system daemons.
+	local own_policy=0 rc=0
+	if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 755 /usr/sbin/policy-rc.d
+		own_policy=1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q || rc=$?
+	if [[ $rc -eq 0 ]]; then
+		apt-get install -y -q slurm-wlm munge || rc=$?
+	fi
+	[[ $own_policy -eq 1 ]] && rm -f /usr/sbin/policy-rc.d
+	if [[ $rc -ne 0 ]]; then
+		err "apt-get failed (exit $rc) installing slurm-wlm munge"
+		exit 1
+	fi
+	for c in "${missing[@]}"; do
+		if ! command -v "$c" >/dev/null 2>&1; then
+			err "$c still missing after installing slurm-wlm and munge"
+			exit 1
+		fi
+	done
+}
+
+# ----------------------------------------------------------------- config ---
+
+write_conf() { # $1: output file
+	local host nodes i=0 n
+	host=$(hostname -s)
+	nodes=$(node_names | paste -sd,)
+	cat >"$1" <<EOF
+# Generated by slurm/local-cluster.sh — a throw-away test cluster. Do not edit:
+# 'local-cluster.sh stop && local-cluster.sh start' rewrites it.
+ClusterName=$CLUSTER
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=6817
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$MUNGE_SOCKET
+StateSaveLocation=$DIR/state
+SlurmdSpoolDir=$DIR/spool/%n
+# Where the pmix plugin makes its per-step directories (spmix_appdir_*).
+TmpFS=$DIR/tmp/%n
+SlurmctldPidFile=$DIR/run/slurmctld.pid
+SlurmdPidFile=$DIR/run/slurmd-%n.pid
+SlurmctldLogFile=$DIR/log/slurmctld.log
+SlurmdLogFile=$DIR/log/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+MpiDefault=none
+SwitchType=switch/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SchedulerType=sched/backfill
+ReturnToService=2
+MinJobAge=3600
+KillWait=5
+InactiveLimit=0
+SlurmctldTimeout=30
+SlurmdTimeout=60
+MailProg=/bin/true
+SlurmdParameters=config_overrides
+EOF
+	for n in $(node_names); do
+		echo "NodeName=$n NodeHostname=$host NodeAddr=127.0.0.1 Port=$((6818 + i)) CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=1000 State=UNKNOWN" >>"$1"
+		i=$((i + 1))
+	done
+	echo "PartitionName=$PARTITION Nodes=$nodes Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO" >>"$1"
+}
+
+# --------------------------------------------------------------- processes ---
+
+# alive_pid PID: the process exists and is not a zombie (here pid 1 reaps
+# daemonized processes late, so they linger as zombies for a while).
+alive_pid() {
+	local st
+	st=$({ awk '/^State:/ {print $2}' "/proc/$1/status"; } 2>/dev/null) || return 1
+	[[ -n $st && $st != Z && $st != X ]]
+}
+
+# pid_of NAME [NODE]: the pid in NAME's pid file ($DIR/run/NAME.pid,
+# $DIR/run/slurmd-NODE.pid, or munged's) if that process is alive and is
+# indeed NAME; empty otherwise.
+pid_of() {
+	local name=$1 file pid
+	case $name in
+	munged) file=$MUNGE_DIR/munged.pid ;;
+	slurmd) file=$DIR/run/slurmd-$2.pid ;;
+	*) file=$DIR/run/$name.pid ;;
+	esac
+	[[ -r $file ]] || return 0
+	pid=$(tr -dc '0-9' <"$file")
+	[[ -n $pid ]] || return 0
+	alive_pid "$pid" || return 0
+	if { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -q "$name"; then
+		echo "$pid"
+	fi
+}
+
+# marked_pids: live processes whose environment carries $MARK (our daemons and
+# the slurmstepds they forked) or that are tasks of a job of this cluster
+# (SLURM_CLUSTER_NAME=$CLUSTER together with our SLURM_CONF), except this
+# script and its ancestors.
+marked_pids() {
+	local keep=" " p=$$ pid env vars
+	while [[ -n $p && $p -gt 1 ]]; do
+		keep+="$p "
+		p=$({ awk '/^PPid:/ {print $2}' "/proc/$p/status"; } 2>/dev/null)
+	done
+	for env in /proc/[0-9]*/environ; do
+		pid=${env#/proc/}
+		pid=${pid%/environ}
+		[[ $keep == *" $pid "* ]] && continue
+		vars=$({ tr '\0' '\n' <"$env"; } 2>/dev/null) || continue
+		if grep -qxF "$MARK" <<<"$vars" ||
+			{ grep -qxF "SLURM_CLUSTER_NAME=$CLUSTER" <<<"$vars" &&
+				grep -qxF "SLURM_CONF=$CONF" <<<"$vars"; }; then
+			alive_pid "$pid" && echo "$pid"
+		fi
+	done
+}
+
+# kill_wait SECONDS PID...: SIGTERM, wait up to SECONDS, then SIGKILL.
+kill_wait() {
+	local secs=$1
+	shift
+	[[ $# -eq 0 ]] && return 0
+	kill -TERM "$@" 2>/dev/null
+	local i p alive=()
+	for ((i = 0; i < secs * 5; i++)); do
+		alive=()
+		for p in "$@"; do alive_pid "$p" && alive+=("$p"); done
+		[[ ${#alive[@]} -eq 0 ]] && return 0
+		sleep 0.2
+	done
+	log "SIGKILL ${alive[*]}"
+	kill -KILL "${alive[@]}" 2>/dev/null
+	sleep 0.2
+	return 0
+}
+
+# --------------------------------------------------------------------- stop ---
+
+do_stop() {
+	local pid pids f
+	# 1. Cancel jobs while the controller still answers (bounded).
+	if [[ -n $(pid_of slurmctld) && -r $CONF ]] && timeout 5 scontrol ping >/dev/null 2>&1; then
+		local jobs
+		jobs=$(timeout 5 squeue -h -o %i 2>/dev/null | tr '\n' ' ')
+		if [[ -n ${jobs// /} ]]; then
+			log "cancelling jobs: $jobs"
+			# shellcheck disable=SC2086
+			timeout 10 scancel $jobs >/dev/null 2>&1
+			local end=$((SECONDS + 10))
+			while ((SECONDS < end)); do
+				[[ -z $(timeout 3 squeue -h -t R,CG,CF -o %i 2>/dev/null) ]] && break
+				sleep 0.2
+			done
+		fi
+	fi
+	# 2. Daemons: slurmds, then the controller.
+	pids=""
+	for f in "$DIR"/run/slurmd-*.pid; do
+		[[ -e $f ]] || continue
+		f=${f##*/slurmd-}
+		pids+="$(pid_of slurmd "${f%.pid}") "
+	done
+	if [[ -n ${pids// /} ]]; then
+		log "stopping slurmd ($pids)"
+		# shellcheck disable=SC2086
+		kill_wait 10 $pids
+	fi
+	pid=$(pid_of slurmctld)
+	[[ -n $pid ]] && { log "stopping slurmctld ($pid)"; kill_wait 10 "$pid"; }
+	# 3. Anything else we started: step daemons, orphaned job tasks, a daemon
+	#    whose pid file was lost. munged goes last (the others need it).
+	local munged
+	munged=$(pid_of munged)
+	pids=$(marked_pids | grep -vxF "${munged:-none}" | tr '\n' ' ')
+	if [[ -n ${pids// /} ]]; then
+		log "stopping leftover processes: $pids"
+		# shellcheck disable=SC2086
+		kill_wait 5 $pids
+	fi
+	pids=$(marked_pids | tr '\n' ' ')
+	if [[ -n ${pids// /} ]]; then
+		log "stopping munged ($pids)"
+		# shellcheck disable=SC2086
+		kill_wait 5 $pids
+	fi
+	# 4. Files.
+	if [[ -L $SYS_CONF && $(readlink "$SYS_CONF") == "$CONF" ]]; then
+		rm -f "$SYS_CONF"
+	fi
+	if [[ -d $DIR ]]; then
+		case $DIR in
+		/ | /var | /var/lib | /etc | /tmp | /usr | /root | "") err "refusing to remove $DIR" ;;
+		*) rm -rf --one-file-system "$DIR" ;;
+		esac
+	fi
+	pids=$(marked_pids | tr '\n' ' ')
+	if [[ -n ${pids// /} ]]; then
+		err "processes still alive after stop: $pids"
+		return 1
+	fi
+	log "stopped"
+	return 0
+}
+
+# ------------------------------------------------------------------- status ---
+
+node_state() { # NODE: the node's state as sinfo shows it (idle, down*, ...)
+	timeout 5 sinfo -h -N -n "$1" -o %t 2>/dev/null | head -n1
+}
+
+healthy() {
+	[[ -n $(pid_of munged) && -n $(pid_of slurmctld) ]] || return 1
+	timeout 5 scontrol ping >/dev/null 2>&1 || return 1
+	local n
+	for n in $(node_names); do
+		[[ -n $(pid_of slurmd "$n") ]] || return 1
+		case $(node_state "$n") in
+		idle | mix | alloc | comp) ;;
+		*) return 1 ;;
+		esac
+	done
+}
+
+do_status() {
+	local n
+	for n in munged slurmctld; do
+		printf '%-16s %s\n' "$n" "$(pid_of $n)"
+	done
+	for n in $(node_names); do
+		printf '%-16s %s\n' "slurmd $n" "$(pid_of slurmd "$n")"
+	done
+	if [[ -r $CONF ]]; then
+		echo "SLURM_CONF=$CONF"
+		timeout 5 sinfo 2>&1
+	else
+		echo "not started (no $CONF)"
+	fi
+	healthy
+}
+
+# -------------------------------------------------------------------- start ---
+
+start_munge() {
+	mkdir -p "$MUNGE_DIR"
+	chown munge:munge "$MUNGE_DIR"
+	chmod 0755 "$MUNGE_DIR"
+	if [[ ! -s $MUNGE_KEY ]]; then
+		log "creating $MUNGE_KEY"
+		mkdir -p /etc/munge
+		chown munge:munge /etc/munge
+		chmod 0700 /etc/munge
+		dd if=/dev/urandom of="$MUNGE_KEY" bs=1024 count=1 status=none
+	fi
+	chown munge:munge "$MUNGE_KEY"
+	chmod 0400 "$MUNGE_KEY"
+	env "$MARK" runuser -u munge -- munged \
+		--socket="$MUNGE_SOCKET" --key-file="$MUNGE_KEY" \
+		--pid-file="$MUNGE_DIR/munged.pid" --seed-file="$MUNGE_DIR/munged.seed" \
+		--log-file="$MUNGE_DIR/munged.log" >>"$DIR/log/munged.out" 2>&1 || {
+		err "munged failed to start:"
+		tail -n 20 "$DIR/log/munged.out" "$MUNGE_DIR/munged.log" >&2 2>/dev/null
+		return 1
+	}
+	local i
+	for ((i = 0; i < 50; i++)); do
+		if munge -n --socket="$MUNGE_SOCKET" 2>/dev/null | unmunge --socket="$MUNGE_SOCKET" >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	err "munge does not work (munge -n | unmunge on $MUNGE_SOCKET):"
+	tail -n 20 "$MUNGE_DIR/munged.log" >&2 2>/dev/null
+	return 1
+}
+
+start_slurm() {
+	local i n
+	env "$MARK" slurmctld -f "$CONF" >>"$DIR/log/slurmctld.out" 2>&1 || {
+		err "slurmctld failed to start:"
+		tail -n 20 "$DIR/log/slurmctld.out" "$DIR/log/slurmctld.log" >&2 2>/dev/null
+		return 1
+	}
+	for ((i = 0; i < 100; i++)); do
+		timeout 5 scontrol ping >/dev/null 2>&1 && break
+		sleep 0.2
+	done
+	if ! timeout 5 scontrol ping >/dev/null 2>&1; then
+		err "slurmctld does not answer 'scontrol ping':"
+		tail -n 20 "$DIR/log/slurmctld.log" >&2 2>/dev/null
+		return 1
+	fi
+	for n in $(node_names); do
+		mkdir -p "$DIR/spool/$n" "$DIR/tmp/$n"
+		chmod 1777 "$DIR/tmp/$n"
+		env "$MARK" slurmd -f "$CONF" -N "$n" >>"$DIR/log/slurmd-$n.out" 2>&1 || {
+			err "slurmd for node $n failed to start:"
+			tail -n 20 "$DIR/log/slurmd-$n.out" "$DIR/log/slurmd-$n.log" >&2 2>/dev/null
+			return 1
+		}
+	done
+	local state all_idle
+	for ((i = 0; i < WAIT * 2; i++)); do
+		all_idle=1
+		for n in $(node_names); do
+			state=$(node_state "$n")
+			case $state in
+			idle) ;;
+			down* | drain* | drng* | fail*)
+				# A node left down by an earlier life of the controller.
+				timeout 5 scontrol update NodeName="$n" State=RESUME >/dev/null 2>&1
+				all_idle=0
+				;;
+			*) all_idle=0 ;;
+			esac
+		done
+		[[ $all_idle -eq 1 ]] && return 0
+		sleep 0.5
+	done
+	err "nodes not idle after ${WAIT}s:"
+	timeout 5 sinfo -N -l >&2 2>&1
+	echo "--- slurmctld.log" >&2
+	tail -n 20 "$DIR/log/slurmctld.log" >&2 2>/dev/null
+	for n in $(node_names); do
+		echo "--- slurmd-$n.log" >&2
+		tail -n 20 "$DIR/log/slurmd-$n.log" >&2 2>/dev/null
+	done
+	return 1
+}
+
+do_start() {
+	if ! [[ $NODES =~ ^[1-9][0-9]*$ ]]; then
+		err "RSAG_SLURM_NODES=$NODES: want a positive number"
+		return 2
+	fi
+	install_packages
+	local new nodes
+	nodes=$(node_names | paste -sd,)
+	new=$(mktemp)
+	write_conf "$new"
+	if [[ -r $CONF ]] && cmp -s "$new" "$CONF" && healthy; then
+		rm -f "$new"
+		log "already running (nodes $nodes idle); SLURM_CONF=$CONF"
+		return 0
+	fi
+	# Not running, half running, or the config changed: restart from scratch.
+	if [[ -d $DIR ]]; then
+		log "cleaning up an earlier cluster in $DIR"
+		do_stop >/dev/null || true
+	fi
+	mkdir -p "$DIR"/{etc,state,spool,log,run,tmp}
+	chmod 0755 "$DIR"
+	mv "$new" "$CONF"
+	chmod 0644 "$CONF"
+	if [[ ! -e $SYS_CONF && ! -L $SYS_CONF ]] || [[ -L $SYS_CONF && $(readlink "$SYS_CONF") == "$CONF" ]]; then
+		mkdir -p "$(dirname "$SYS_CONF")"
+		ln -sfn "$CONF" "$SYS_CONF"
+	fi
+	if start_munge && start_slurm; then
+		log "up: nodes $nodes idle in partition $PARTITION; SLURM_CONF=$CONF"
+		return 0
+	fi
+	err "start failed; logs are in $DIR/log and $MUNGE_DIR (run '$0 stop' to clean up)"
+	return 1
+}
+
+# --------------------------------------------------------------------- main ---
+
+case ${1:-} in
+start) need_root; do_start ;;
+stop) need_root; do_stop ;;
+status) do_status ;;
+env) echo "SLURM_CONF=$CONF" ;;
+*)
+	echo "usage: $0 start|stop|status|env" >&2
+	exit 2
+	;;
+esac

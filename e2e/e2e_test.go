@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"rsag/internal/outcheck"
+	"rsag/mpi/mpitesting"
 )
 
 var rsagBin string
@@ -25,6 +26,13 @@ func TestMain(m *testing.M) {
 		fmt.Println("e2e: mpirun not found; install Open MPI (make deps) to run the end-to-end tests")
 		os.Exit(1)
 	}
+	// Open MPI's session directory races between jobs that start at once
+	// (go test runs packages in parallel): this package's jobs get their own.
+	removeSessionDir, err := mpitesting.IsolateSessionDir()
+	if err != nil {
+		panic(err)
+	}
+	defer removeSessionDir()
 	rsagBin = os.Getenv("RSAG_BIN")
 	if rsagBin == "" {
 		dir, err := os.MkdirTemp("", "rsag-e2e")
@@ -39,7 +47,9 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeSessionDir()
+	os.Exit(code)
 }
 
 type result struct {

@@ -69,13 +69,13 @@ static inline CUresult call_cuMemsetD8Async(void *f, CUdeviceptr dst, unsigned c
 static inline CUresult call_cuMemsetD32Async(void *f, CUdeviceptr dst, unsigned int v, size_t n, CUstream s) { return ((CUresult (*)(CUdeviceptr, unsigned int, size_t, CUstream))f)(dst, v, n, s); }
 /* cuStreamCreate */
 static inline CUresult call_cuStreamCreate(void *f, CUstream *s, unsigned int flags) { return ((CUresult (*)(CUstream *, unsigned int))f)(s, flags); }
-/* cuStreamDestroy_v2, cuStreamSynchronize */
+/* cuStreamDestroy_v2, cuStreamSynchronize, cuStreamQuery */
 static inline CUresult call_cuStreamOp(void *f, CUstream s) { return ((CUresult (*)(CUstream))f)(s); }
 /* cuEventCreate */
 static inline CUresult call_cuEventCreate(void *f, CUevent *e, unsigned int flags) { return ((CUresult (*)(CUevent *, unsigned int))f)(e, flags); }
 /* cuEventRecord */
 static inline CUresult call_cuEventRecord(void *f, CUevent e, CUstream s) { return ((CUresult (*)(CUevent, CUstream))f)(e, s); }
-/* cuEventSynchronize, cuEventDestroy_v2 */
+/* cuEventSynchronize, cuEventQuery, cuEventDestroy_v2 */
 static inline CUresult call_cuEventOp(void *f, CUevent e) { return ((CUresult (*)(CUevent))f)(e); }
 /* cuEventElapsedTime_v2 (or cuEventElapsedTime before CUDA 12.8) */
 static inline CUresult call_cuEventElapsedTime(void *f, float *ms, CUevent a, CUevent b) { return ((CUresult (*)(float *, CUevent, CUevent))f)(ms, a, b); }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"rsag/phases"
@@ -50,6 +52,13 @@ type Backend struct {
 	live, peak int64
 	allocs     map[*deviceBuffer]struct{}
 	closed     bool
+
+	// abortAsked is set from another goroutine (the watchdog, a signal);
+	// the main goroutine's next device wait aborts the communicator and
+	// closes abortDone.
+	abortAsked atomic.Bool
+	abortDone  chan struct{}
+	abortOnce  sync.Once
 }
 
 var _ phases.Backend = (*Backend)(nil)
@@ -100,7 +109,7 @@ func tooFewGPUs(host string, gpus, localSize int) error {
 func New(boot Bootstrap) (*Backend, error) {
 	b := &Backend{
 		rank: boot.Rank(), world: boot.Size(), host: boot.Host(), ordinal: boot.LocalRank(),
-		allocs: map[*deviceBuffer]struct{}{},
+		allocs: map[*deviceBuffer]struct{}{}, abortDone: make(chan struct{}),
 	}
 	if err := b.open(boot); err != nil {
 		_ = b.Close()
@@ -117,6 +126,9 @@ func (b *Backend) open(boot Bootstrap) error {
 	if b.nc, err = loadNCCL(); err != nil {
 		return b.errorf("%w", err)
 	}
+	// Every wait for the device polls, so that NCCL's asynchronous errors
+	// and an abort asked for by the watchdog end it.
+	b.cu.poll = b.pollAbort
 	n, err := b.cu.deviceCount()
 	if err != nil {
 		return b.errorf("%w", err)
@@ -247,6 +259,41 @@ func (b *Backend) Abort() {
 		_ = b.nc.abort(b.comm)
 		b.comm = nil
 	}
+	b.abortOnce.Do(func() { close(b.abortDone) })
+}
+
+// RequestAbort asks, from any goroutine, for the communicator to be aborted.
+// NCCL and CUDA calls stay on the main goroutine's thread (the context is
+// current there), so the abort happens at the main goroutine's next poll of
+// a device wait, which is where it waits for a collective that does not
+// end; the returned channel is closed once it has. A main goroutine blocked
+// elsewhere (in MPI) never polls: the caller bounds its wait.
+func (b *Backend) RequestAbort() <-chan struct{} {
+	b.abortAsked.Store(true)
+	return b.abortDone
+}
+
+// ErrAborted is returned by a device wait that ended because an abort was
+// asked for.
+var ErrAborted = errors.New("the NCCL communicator was aborted while waiting for the device (watchdog or signal)")
+
+// pollAbort runs inside every device wait, on the main goroutine: it aborts
+// the communicator when an abort was asked for or NCCL reports an
+// asynchronous error (a peer that died, a network failure), and ends the
+// wait with that reason.
+func (b *Backend) pollAbort() error {
+	if b.abortAsked.Load() {
+		b.Abort()
+		return b.errorf("%w", ErrAborted)
+	}
+	if b.comm == nil {
+		return nil
+	}
+	if err := b.nc.asyncError(b.comm); err != nil {
+		b.Abort()
+		return b.errorf("%w; the communicator was aborted", err)
+	}
+	return nil
 }
 
 // Close waits for the GPU, destroys the communicator, frees buffers still

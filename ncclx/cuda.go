@@ -9,6 +9,7 @@ import "C"
 import (
 	"fmt"
 	"os"
+	"time"
 	"unsafe"
 )
 
@@ -23,6 +24,7 @@ const (
 	cudaSuccess          = 0   // CUDA_SUCCESS
 	cudaErrorOOM         = 2   // CUDA_ERROR_OUT_OF_MEMORY
 	cudaErrorStubLibrary = 34  // CUDA_ERROR_STUB_LIBRARY
+	cudaErrorNotReady    = 600 // CUDA_ERROR_NOT_READY: cuStreamQuery/cuEventQuery while work is pending
 )
 
 type (
@@ -47,9 +49,15 @@ type cudaAPI struct {
 	memcpyHtoDAsync, memcpyDtoHAsync                         unsafe.Pointer
 	memsetD8Async, memsetD32Async                            unsafe.Pointer
 	streamCreate, streamDestroy, streamSynchronize           unsafe.Pointer
+	streamQuery, eventQuery                                  unsafe.Pointer
 	eventCreate, eventRecord, eventSynchronize               unsafe.Pointer
 	eventElapsedTime, eventDestroy                           unsafe.Pointer
 	elapsedName                                              string // which elapsed-time symbol was bound
+
+	// poll, when set, is called while a wait polls the device; an error
+	// stops the wait and is returned. The backend sets it to check NCCL's
+	// asynchronous error and an abort asked for by the watchdog.
+	poll func() error
 
 	ms *C.float // C memory for cuEventElapsedTime's result: the hot path allocates nothing
 }
@@ -80,6 +88,8 @@ func (c *cudaAPI) table() []symbol {
 		sym(&c.streamCreate, "cuStreamCreate"),
 		sym(&c.streamDestroy, "cuStreamDestroy_v2"),
 		sym(&c.streamSynchronize, "cuStreamSynchronize"),
+		sym(&c.streamQuery, "cuStreamQuery"),
+		sym(&c.eventQuery, "cuEventQuery"),
 		sym(&c.eventCreate, "cuEventCreate"),
 		sym(&c.eventRecord, "cuEventRecord"),
 		sym(&c.eventSynchronize, "cuEventSynchronize"),
@@ -248,11 +258,27 @@ func (c *cudaAPI) destroyStream(s cuStream) error {
 	return c.check("cuStreamDestroy_v2", C.call_cuStreamOp(c.streamDestroy, s))
 }
 
+// syncStream waits for the work queued on s. With a poll hook it polls
+// cuStreamQuery instead of blocking in cuStreamSynchronize (see pause).
 func (c *cudaAPI) syncStream(s cuStream) error {
-	if r := C.call_cuStreamOp(c.streamSynchronize, s); r != cudaSuccess {
-		return c.newError("cuStreamSynchronize", int(r))
+	if c.poll == nil {
+		if r := C.call_cuStreamOp(c.streamSynchronize, s); r != cudaSuccess {
+			return c.newError("cuStreamSynchronize", int(r))
+		}
+		return nil
 	}
-	return nil
+	for i := 0; ; i++ {
+		r := C.call_cuStreamOp(c.streamQuery, s)
+		if r == cudaSuccess {
+			return nil
+		}
+		if r != cudaErrorNotReady {
+			return c.newError("cuStreamQuery", int(r))
+		}
+		if err := c.pause(i); err != nil {
+			return err
+		}
+	}
 }
 
 func (c *cudaAPI) newEvent() (cuEvent, error) {
@@ -272,9 +298,48 @@ func (c *cudaAPI) record(e cuEvent, s cuStream) error {
 	return nil
 }
 
+// syncEvent waits for e, polling cuEventQuery when there is a poll hook.
 func (c *cudaAPI) syncEvent(e cuEvent) error {
-	if r := C.call_cuEventOp(c.eventSynchronize, e); r != cudaSuccess {
-		return c.newError("cuEventSynchronize", int(r))
+	if c.poll == nil {
+		if r := C.call_cuEventOp(c.eventSynchronize, e); r != cudaSuccess {
+			return c.newError("cuEventSynchronize", int(r))
+		}
+		return nil
+	}
+	for i := 0; ; i++ {
+		r := C.call_cuEventOp(c.eventQuery, e)
+		if r == cudaSuccess {
+			return nil
+		}
+		if r != cudaErrorNotReady {
+			return c.newError("cuEventQuery", int(r))
+		}
+		if err := c.pause(i); err != nil {
+			return err
+		}
+	}
+}
+
+// spinPolls is how many queries a wait makes back to back before it starts
+// sleeping between them: about the first millisecond, which covers the
+// collectives the timing phase measures without adding wake-up latency.
+const spinPolls = 4096
+
+// pause runs between two queries of a wait: the poll hook every 64th time
+// (it costs a cgo call), and after spinPolls a 50 us sleep, so a collective
+// that never ends costs a core at most briefly. This is NCCL's own
+// recommendation for a waiter that can abort: query the stream and
+// ncclCommGetAsyncError in a loop, and call ncclCommAbort on error, all on
+// the thread that owns the communicator, rather than block in
+// cuStreamSynchronize, which nothing but the device can end.
+func (c *cudaAPI) pause(i int) error {
+	if i%64 == 0 {
+		if err := c.poll(); err != nil {
+			return err
+		}
+	}
+	if i >= spinPolls {
+		time.Sleep(50 * time.Microsecond)
 	}
 	return nil
 }

@@ -25,7 +25,8 @@ const uniqueIDBytes = 128
 
 // NCCL enum values used here (nccl.h, NCCL 2.28).
 const (
-	ncclSuccess = 0 // ncclResult_t
+	ncclSuccess    = 0 // ncclResult_t
+	ncclInProgress = 7
 
 	ncclInt64   = 4 // ncclDataType_t
 	ncclFloat32 = 7
@@ -165,11 +166,15 @@ func (n *ncclAPI) abort(comm ncclComm) error {
 }
 
 // asyncError returns the communicator's asynchronous error (a failed peer,
-// a network error), nil when there is none.
+// a network error), nil when there is none. ncclInProgress is not an error:
+// a non-blocking communicator reports it while an operation is under way.
 func (n *ncclAPI) asyncError(comm ncclComm) error {
 	var r C.ncclResult_t
 	if err := n.check("ncclCommGetAsyncError", C.call_ncclCommGetAsyncError(n.commGetAsyncError, comm, &r), comm); err != nil {
 		return err
+	}
+	if r == ncclInProgress {
+		return nil
 	}
 	return n.check("ncclCommGetAsyncError", r, comm)
 }

@@ -4,6 +4,9 @@
  * ABI of abi.h. Environment knobs (read at call time):
  *   RSAG_FAKE_CUDA_DEVICES  device count (default 1)
  *   RSAG_FAKE_CUDA_INIT     the CUresult cuInit returns (default 0)
+ *   RSAG_FAKE_CUDA_HANG     1: queued work never finishes (cuStreamQuery and
+ *                           cuEventQuery say CUDA_ERROR_NOT_READY), like a
+ *                           collective whose peer never arrives
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -124,6 +127,7 @@ CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUstream s)
 CUresult cuStreamCreate(CUstream *s, unsigned int flags) { (void)flags; *s = malloc(1); return 0; }
 CUresult cuStreamDestroy_v2(CUstream s) { free(s); return 0; }
 CUresult cuStreamSynchronize(CUstream s) { return s ? 0 : 400; }
+CUresult cuStreamQuery(CUstream s) { return !s ? 400 : env_int("RSAG_FAKE_CUDA_HANG", 0) ? 600 : 0; }
 
 CUresult cuEventCreate(CUevent *e, unsigned int flags) {
 	(void)flags;
@@ -136,6 +140,7 @@ CUresult cuEventRecord(CUevent e, CUstream s) {
 	return 0;
 }
 CUresult cuEventSynchronize(CUevent e) { return e ? 0 : 400; }
+CUresult cuEventQuery(CUevent e) { return !e ? 400 : env_int("RSAG_FAKE_CUDA_HANG", 0) ? 600 : 0; }
 CUresult cuEventDestroy_v2(CUevent e) { free(e); return 0; }
 
 CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b) {

@@ -31,7 +31,13 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) { free(comm); return 0; }
 ncclResult_t ncclCommAbort(ncclComm_t comm) { free(comm); return 0; }
-ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *r) { (void)comm; *r = 0; return 0; }
+/* RSAG_FAKE_NCCL_ASYNC_ERROR: the ncclResult_t the communicator reports (default 0). */
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *r) {
+	(void)comm;
+	const char *s = getenv("RSAG_FAKE_NCCL_ASYNC_ERROR");
+	*r = s ? atoi(s) : 0;
+	return 0;
+}
 
 static size_t type_size(int t) {
 	switch (t) {

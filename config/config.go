@@ -31,26 +31,14 @@ type Config struct {
 	Contracts Contracts `toml:"contracts"`
 	Timing    Timing    `toml:"timing"`
 	Memory    Memory    `toml:"memory"`
+	// RunTables are the [[run]] tables, each a set of timing keys (and a
+	// name) that override [timing]; Runs holds them resolved.
+	RunTables []toml.Primitive `toml:"run" json:"-"`
+	Runs      []Run            `toml:"-" json:"runs"`
 }
 
 type Contracts struct {
 	Enabled bool `toml:"enabled"`
-}
-
-type Timing struct {
-	Enabled    bool   `toml:"enabled"`
-	SizesBytes []Size `toml:"sizes_bytes"`
-	Warmups    int    `toml:"warmups"`
-	Cycles     int    `toml:"cycles"`
-}
-
-// Sizes returns the sizes in bytes.
-func (t Timing) Sizes() []int64 {
-	out := make([]int64, len(t.SizesBytes))
-	for i, s := range t.SizesBytes {
-		out[i] = int64(s)
-	}
-	return out
 }
 
 type Memory struct {
@@ -78,7 +66,9 @@ func Default() Config {
 		TimeoutS:  DefaultTimeoutS,
 		Contracts: Contracts{Enabled: true},
 		Timing: Timing{Enabled: true, Warmups: 3, Cycles: 10,
-			SizesBytes: []Size{1024, 65536, 1048576, 16777216, 268435456}},
+			SizesBytes: []Size{1024, 65536, 1048576, 16777216, 268435456},
+			DTypes:     []string{"float32"}, Ops: []string{"sum"}, Placements: []string{"out-of-place"},
+			Methods: []string{"per-op"}, Batch: 20},
 		Memory: Memory{Enabled: true, PayloadBytes: 268435456, Modes: append([]string(nil), MemoryModes...)},
 	}
 }
@@ -103,35 +93,50 @@ func (e *Error) Error() string {
 // what needs no world size; Validate checks the rest.
 func Parse(name string, data []byte, sets []string) (Config, error) {
 	cfg := Default()
-	if err := decode(&cfg, name, string(data)); err != nil {
+	md, err := toml.Decode(string(data), &cfg)
+	if err != nil {
+		return cfg, decodeError(name, err)
+	}
+	if err := checkDecoded(&cfg, md, name, false); err != nil {
 		return cfg, err
 	}
+	rangeKeys := func(md toml.MetaData) bool {
+		return md.IsDefined("timing", "min_bytes") || md.IsDefined("timing", "max_bytes")
+	}
+	if md.IsDefined("timing", "sizes_bytes") && rangeKeys(md) {
+		return cfg, &Error{Source: name, Key: "timing.sizes_bytes", Msg: "given together with min_bytes/max_bytes: use either a list of sizes or a range"}
+	}
+	cfg.Timing.keepSizeForm(md.IsDefined("timing", "sizes_bytes"), rangeKeys(md))
 	for _, set := range sets {
 		doc, err := setToTOML(set)
 		if err != nil {
 			return cfg, err
 		}
-		if err := decode(&cfg, "-set "+set, doc); err != nil {
+		smd, err := toml.Decode(doc, &cfg)
+		if err != nil {
+			return cfg, decodeError("-set "+set, err)
+		}
+		if err := checkDecoded(&cfg, smd, "-set "+set, true); err != nil {
 			return cfg, err
 		}
+		cfg.Timing.keepSizeForm(smd.IsDefined("timing", "sizes_bytes"), rangeKeys(smd))
+	}
+	if err := cfg.resolveRuns(md, name); err != nil {
+		return cfg, err
+	}
+	if undecoded := md.Undecoded(); len(undecoded) > 0 {
+		return cfg, unknownKeyOf(name, undecoded)
 	}
 	return cfg, cfg.check()
 }
 
-func decode(cfg *Config, source, doc string) error {
-	md, err := toml.Decode(doc, cfg)
-	if err != nil {
-		return decodeError(source, err)
-	}
-	if undecoded := md.Undecoded(); len(undecoded) > 0 {
-		// Report the deepest key: "timming.sizes_bytes" suggests better than "timming".
-		key := undecoded[0]
-		for _, k := range undecoded {
-			if len(k) > len(key) {
-				key = k
-			}
+// checkDecoded rejects explicit zero world sizes and, for -set documents
+// (which hold no [[run]] tables to decode later), unknown keys.
+func checkDecoded(cfg *Config, md toml.MetaData, source string, final bool) error {
+	if final {
+		if undecoded := md.Undecoded(); len(undecoded) > 0 {
+			return unknownKeyOf(source, undecoded)
 		}
-		return unknownKey(source, key.String())
 	}
 	// A key given explicitly as 0 is an error even where 0 is the default.
 	if md.IsDefined("required_ranks") && cfg.RequiredRanks < 2 {
@@ -139,6 +144,18 @@ func decode(cfg *Config, source, doc string) error {
 			Msg: fmt.Sprintf("%d is not a world size: give the exact number of ranks the run needs (at least 2), or leave the key out to accept any", cfg.RequiredRanks)}
 	}
 	return nil
+}
+
+// unknownKeyOf reports the deepest undecoded key: "timming.sizes_bytes"
+// suggests better than "timming".
+func unknownKeyOf(source string, undecoded []toml.Key) error {
+	key := undecoded[0]
+	for _, k := range undecoded {
+		if len(k) > len(key) {
+			key = k
+		}
+	}
+	return unknownKey(source, key.String())
 }
 
 func unknownKey(source, key string) error {
@@ -217,19 +234,8 @@ func (c *Config) check() error {
 		return bad("timeout_s", "%d is not a deadline: give the seconds any collective may take before the job is aborted, at least 1 (default %d)", c.TimeoutS, DefaultTimeoutS)
 	}
 	if c.Timing.Enabled {
-		if len(c.Timing.SizesBytes) == 0 {
-			return bad("timing.sizes_bytes", "is empty: list at least one size in bytes, e.g. [1024, 1048576], or set timing.enabled = false")
-		}
-		for _, s := range c.Timing.SizesBytes {
-			if s <= 0 {
-				return bad("timing.sizes_bytes", "%d is not a positive size: every size must be at least ranks x 4 bytes", s)
-			}
-		}
-		if c.Timing.Warmups < 0 {
-			return bad("timing.warmups", "%d is negative: use 0 or more warm-up iterations (the seed used 3)", c.Timing.Warmups)
-		}
-		if c.Timing.Cycles <= 0 {
-			return bad("timing.cycles", "%d: use at least 1 measured cycle (the seed used 10)", c.Timing.Cycles)
+		if err := c.checkRuns(); err != nil {
+			return err
 		}
 	}
 	if c.Memory.Enabled {
@@ -280,10 +286,8 @@ func (c *Config) Validate(world int) error {
 			s, world, Float32Size, unit, unit, lo, lo+unit)
 	}
 	if c.Timing.Enabled {
-		for _, s := range c.Timing.SizesBytes {
-			if err := divisible("timing.sizes_bytes", s); err != nil {
-				return err
-			}
+		if err := c.validateRuns(world); err != nil {
+			return err
 		}
 	}
 	if c.Memory.Enabled {
@@ -323,6 +327,8 @@ func keyTypes() map[string]string {
 			f := t.Field(i)
 			name := prefix + f.Tag.Get("toml")
 			switch {
+			case name == "run" || name == "-":
+				continue
 			case f.Type.Kind() == reflect.Struct:
 				walk(name+".", f.Type)
 			case f.Type == reflect.TypeOf(Size(0)):
@@ -335,27 +341,36 @@ func keyTypes() map[string]string {
 				out[name] = "true or false"
 			case f.Type.Kind() == reflect.Int:
 				out[name] = "an integer"
+			case f.Type.Kind() == reflect.Float64:
+				out[name] = "a number"
 			default:
 				out[name] = "a string"
 			}
 		}
 	}
 	walk("", reflect.TypeOf(Config{}))
+	// [[run]] tables take a name and every [timing] key but enabled.
+	out["run.name"] = "a string"
+	for k, v := range out {
+		if leaf, ok := strings.CutPrefix(k, "timing."); ok && leaf != "enabled" {
+			out["run."+leaf] = v
+		}
+	}
 	return out
 }
 
 // closestKey suggests the known key nearest to an unknown one, by edit
 // distance over the dotted name and over its last part.
 func closestKey(key string) string {
-	best, bestDist := "", 4
+	best, bestDist, bestFull := "", 4, 0
 	leaf := key[strings.LastIndex(key, ".")+1:]
 	for _, k := range KnownKeys() {
-		d := editDistance(key, k)
-		if kl := k[strings.LastIndex(k, ".")+1:]; editDistance(leaf, kl)+1 < d {
-			d = editDistance(leaf, kl) + 1
-		}
-		if d < bestDist {
-			best, bestDist = k, d
+		full := editDistance(key, k)
+		d := min(full, editDistance(leaf, k[strings.LastIndex(k, ".")+1:])+1)
+		// On a tie the key closer as a whole wins: timming.warmups is
+		// timing.warmups, not run.warmups.
+		if d < bestDist || (d == bestDist && best != "" && full < bestFull) {
+			best, bestDist, bestFull = k, d, full
 		}
 	}
 	return best

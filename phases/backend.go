@@ -3,55 +3,6 @@
 // and the MPI backend (mpibackend) implement the interfaces defined here.
 package phases
 
-import "fmt"
-
-// DType is an element type of a collective buffer.
-type DType int
-
-const (
-	Int64 DType = iota
-	Float32
-)
-
-// Size is the element size in bytes.
-func (d DType) Size() int {
-	switch d {
-	case Int64:
-		return 8
-	case Float32:
-		return 4
-	}
-	panic(fmt.Sprintf("phases: unknown dtype %d", int(d)))
-}
-
-func (d DType) String() string {
-	switch d {
-	case Int64:
-		return "int64"
-	case Float32:
-		return "float32"
-	}
-	return fmt.Sprintf("DType(%d)", int(d))
-}
-
-// Op is a reduction operation.
-type Op int
-
-const (
-	Sum Op = iota
-	Max
-)
-
-func (o Op) String() string {
-	switch o {
-	case Sum:
-		return "sum"
-	case Max:
-		return "max"
-	}
-	return fmt.Sprintf("Op(%d)", int(o))
-}
-
 // Buffer is memory a Backend allocated (device memory for NCCL, host memory
 // for MPI), or a view into such memory.
 type Buffer interface {
@@ -126,12 +77,37 @@ type Backend interface {
 	ReduceScatter(send, recv Buffer, op Op) error
 	AllGather(send, recv Buffer) error
 
+	// Supports says whether the backend can run collectives on d with o,
+	// and if not, why, in words a user can act on.
+	Supports(d DType, o Op) error
+
 	// Synchronize waits until the work queued on this rank has finished.
 	Synchronize() error
 	// Time synchronises, then runs op once between two timestamps (device
 	// events on a GPU) and returns the elapsed time in microseconds.
 	Time(op func() error) (float64, error)
+	// TimeBatch synchronises, then runs op n times back to back between two
+	// timestamps and returns the total elapsed time in microseconds (the
+	// nccl-tests method: divide by n).
+	TimeBatch(n int, op func() error) (float64, error)
 
+	Close() error
+}
+
+// GraphTimer is a backend that can capture operations into a replayable
+// graph (CUDA graphs on NCCL), which removes the launch overhead from what
+// is timed.
+type GraphTimer interface {
+	// CaptureGraph records n back-to-back runs of op into a graph. The
+	// buffers op uses must stay allocated until the graph is closed.
+	CaptureGraph(n int, op func() error) (Graph, error)
+}
+
+// Graph is a captured sequence of operations.
+type Graph interface {
+	// Time synchronises, replays the graph once between two timestamps and
+	// returns the elapsed time in microseconds.
+	Time() (float64, error)
 	Close() error
 }
 

@@ -13,9 +13,12 @@ import (
 type Columns int
 
 const (
-	// SeedColumns are the seed's columns only: the per-rank files.
+	// SeedColumns are the seed's columns only: the per-rank files of a run
+	// that is the seed's.
 	SeedColumns Columns = iota
-	// AllColumns adds ours after them: the combined files.
+	// SweepColumns add the sweep's case columns: the per-rank files of a sweep.
+	SweepColumns
+	// AllColumns add ours after them: the combined files.
 	AllColumns
 )
 
@@ -24,17 +27,23 @@ func Header(row any, cols Columns) []string {
 	var h []string
 	t := reflect.TypeOf(row)
 	for i := 0; i < t.NumField(); i++ {
-		name, extra := tag(t.Field(i))
-		if cols == AllColumns || !extra {
+		if name, ok := tag(t.Field(i), cols); ok {
 			h = append(h, name)
 		}
 	}
 	return h
 }
 
-func tag(f reflect.StructField) (name string, extra bool) {
+// tag returns a field's column name and whether cols includes it.
+func tag(f reflect.StructField, cols Columns) (name string, included bool) {
 	name, opt, _ := strings.Cut(f.Tag.Get("csv"), ",")
-	return name, opt == "extra"
+	switch opt {
+	case "sweep":
+		return name, cols >= SweepColumns
+	case "extra":
+		return name, cols == AllColumns
+	}
+	return name, true
 }
 
 // WriteCSV writes rows (a slice of one row type) with a header line.
@@ -61,7 +70,7 @@ func record(row any, cols Columns) []string {
 	v := reflect.ValueOf(row)
 	var out []string
 	for i := 0; i < v.NumField(); i++ {
-		if _, extra := tag(v.Type().Field(i)); extra && cols == SeedColumns {
+		if _, ok := tag(v.Type().Field(i), cols); !ok {
 			continue
 		}
 		out = append(out, formatValue(v.Field(i)))

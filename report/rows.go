@@ -33,9 +33,17 @@ type TimingRow struct {
 	SizeBytes  int64   `csv:"size_bytes"`
 	Mode       string  `csv:"mode"`
 	Cycle      int     `csv:"cycle"`
-	DurationUS float64 `csv:"duration_us"`
+	DurationUS float64 `csv:"duration_us"` // per operation: batched and graph samples are divided by Batch
 	Correct    bool    `csv:"correct"`
-	Host       string  `csv:"host,extra"`
+	// The sweep's case, written in the per-rank file too when the config
+	// sweeps beyond the seed's single case (float32, sum, out-of-place, per-op).
+	Run       string `csv:"run,sweep"`
+	DType     string `csv:"dtype,sweep"`
+	Op        string `csv:"op,sweep"`
+	Placement string `csv:"placement,sweep"`
+	Method    string `csv:"method,sweep"`
+	Batch     int    `csv:"batch,sweep"`
+	Host      string `csv:"host,extra"`
 }
 
 // MemoryRow is one buffer-lifetime strategy on one rank.

@@ -1,0 +1,315 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"rsag/phases"
+)
+
+// SummaryFile is rank 0's machine-readable record of a run: what ran, where,
+// and the statistics of every case. docs/summary-schema.md documents every
+// field and docs/summary.schema.json is its JSON Schema; a change that is not
+// an addition of an optional field raises SummarySchemaVersion.
+const SummaryFile = "summary.json"
+
+// SummarySchemaVersion is summary.json's schema_version.
+const SummarySchemaVersion = 1
+
+// Summary is summary.json. Field order is the file's key order.
+type Summary struct {
+	SchemaVersion int          `json:"schema_version"`
+	RSAG          SummaryBuild `json:"rsag"`
+	Status        string       `json:"status"`           // "complete" or "failed"
+	Reason        string       `json:"reason,omitempty"` // why it failed
+	Started       string       `json:"started"`          // RFC 3339, UTC
+	Ended         string       `json:"ended"`            // RFC 3339, UTC
+	// Config is the resolved config (after -set and -backend) as a JSON
+	// object; ConfigObject turns a TOML-tagged struct into one.
+	Config      any               `json:"config"`
+	Backend     string            `json:"backend"`
+	WorldSize   int               `json:"world_size"`
+	MPILibrary  string            `json:"mpi_library"`
+	Libraries   []SummaryLibrary  `json:"libraries"` // rank 0's
+	Driver      string            `json:"driver"`    // rank 0's CUDA driver, "" without one
+	Ranks       []SummaryRank     `json:"ranks"`
+	Environment map[string]string `json:"environment"` // rank 0's NCCL_* and UCX_* variables
+	Contracts   []SummaryContract `json:"contracts"`
+	Timing      []TimingStat      `json:"timing"`
+	Ratios      []Ratio           `json:"ratios"`
+	Memory      []SummaryMemory   `json:"memory"`
+	// ChecksPassed is whether every contract, timing check and memory check
+	// held on every rank.
+	ChecksPassed bool `json:"checks_passed"`
+}
+
+// SummaryBuild names the rsag binary that ran.
+type SummaryBuild struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+}
+
+// SummaryLibrary is a shared library the backend loaded.
+type SummaryLibrary struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Path    string `json:"path"` // "" when linked at build time
+}
+
+// SummaryRank is where one rank ran.
+type SummaryRank struct {
+	Rank   int    `json:"rank"`
+	Host   string `json:"host"`
+	Device string `json:"device"`
+	BusID  string `json:"bus_id"`
+}
+
+// SummaryContract is one contract over every rank.
+type SummaryContract struct {
+	Name        string `json:"name"`
+	HeldOn      int    `json:"held_on"` // number of ranks
+	FailedRanks []int  `json:"failed_ranks"`
+}
+
+// SummaryMemory is one memory mode over every rank.
+type SummaryMemory struct {
+	Mode                string              `json:"mode"`
+	PayloadBytes        int64               `json:"payload_bytes"`
+	AnalyticSteadyBytes int64               `json:"analytic_steady_bytes"`
+	AnalyticPeakBytes   int64               `json:"analytic_peak_bytes"`
+	MatchesAnalytic     bool                `json:"matches_analytic"` // on every rank, steady and peak
+	Correct             bool                `json:"correct"`          // on every rank
+	Ranks               []SummaryMemoryRank `json:"ranks"`
+}
+
+// SummaryMemoryRank is one memory mode on one rank. The device deltas are
+// null when the backend has no device count (the MPI backend).
+type SummaryMemoryRank struct {
+	Rank                   int    `json:"rank"`
+	Host                   string `json:"host"`
+	BaselineBytes          int64  `json:"baseline_bytes"`
+	SteadyDeltaBytes       int64  `json:"steady_delta_bytes"`
+	PeakDeltaBytes         int64  `json:"peak_delta_bytes"`
+	DeviceSteadyDeltaBytes *int64 `json:"device_steady_delta_bytes"`
+	DevicePeakDeltaBytes   *int64 `json:"device_peak_delta_bytes"`
+	Correct                bool   `json:"correct"`
+}
+
+// SummaryInput is what rank 0 knows at the end of a run.
+type SummaryInput struct {
+	Version, Commit string
+	Status, Reason  string
+	Started, Ended  time.Time
+	Config          any // a JSON object; see ConfigObject
+	MPILibrary      string
+	Infos           []phases.Info // every rank's, in rank order
+	Environ         []string      // rank 0's os.Environ()
+	Rows            Rows          // every rank's rows (Merge)
+	World           int
+	Discard         int // timing cycles dropped from the start of each case
+}
+
+// NewSummary builds summary.json's content.
+func NewSummary(in SummaryInput) Summary {
+	s := Summary{SchemaVersion: SummarySchemaVersion, RSAG: SummaryBuild{in.Version, in.Commit},
+		Status: in.Status, Reason: in.Reason,
+		Started: in.Started.UTC().Format(time.RFC3339), Ended: in.Ended.UTC().Format(time.RFC3339),
+		Config: in.Config, WorldSize: in.World, MPILibrary: in.MPILibrary,
+		Environment: NetworkEnvironment(in.Environ)}
+	if len(in.Infos) > 0 {
+		s.Backend, s.Driver = in.Infos[0].Backend, in.Infos[0].Driver
+		for _, l := range in.Infos[0].Libraries {
+			s.Libraries = append(s.Libraries, SummaryLibrary{l.Name, l.Version, l.Path})
+		}
+	}
+	for r, in := range in.Infos {
+		s.Ranks = append(s.Ranks, SummaryRank{r, in.Host, in.Device, in.BusID})
+	}
+	s.Contracts = summaryContracts(in.Rows.Contracts)
+	s.Timing = TimingStats(in.Rows.Timings, in.World, in.Discard)
+	s.Ratios = Ratios(s.Timing)
+	s.Memory = summaryMemory(in.Rows.Memory)
+	s.ChecksPassed = allCorrect(in.Rows)
+	return s
+}
+
+func summaryContracts(rows []ContractRow) []SummaryContract {
+	var out []SummaryContract
+	for _, name := range uniqueInOrder(rows, func(r ContractRow) string { return r.Name }) {
+		c := SummaryContract{Name: name, FailedRanks: []int{}}
+		for _, r := range rows {
+			if r.Name != name {
+				continue
+			}
+			if r.Correct {
+				c.HeldOn++
+			} else {
+				c.FailedRanks = append(c.FailedRanks, r.Rank)
+			}
+		}
+		slices.Sort(c.FailedRanks)
+		out = append(out, c)
+	}
+	return out
+}
+
+func summaryMemory(rows []MemoryRow) []SummaryMemory {
+	var out []SummaryMemory
+	for _, mode := range uniqueInOrder(rows, func(r MemoryRow) string { return r.Mode }) {
+		var m *SummaryMemory
+		for _, r := range rows {
+			if r.Mode != mode {
+				continue
+			}
+			if m == nil {
+				m = &SummaryMemory{Mode: mode, PayloadBytes: r.PayloadBytes, AnalyticSteadyBytes: r.AnalyticSteady,
+					AnalyticPeakBytes: r.AnalyticPeak, MatchesAnalytic: true, Correct: true}
+			}
+			mr := SummaryMemoryRank{Rank: r.Rank, Host: r.Host, BaselineBytes: r.BaselineBytes,
+				SteadyDeltaBytes: r.SteadyDeltaBytes, PeakDeltaBytes: r.PeakDeltaBytes, Correct: r.Correct}
+			// The backends report -1 when there is no device count.
+			if r.DeviceSteadyDelta >= 0 {
+				steady, peak := r.DeviceSteadyDelta, r.DevicePeakDelta
+				mr.DeviceSteadyDeltaBytes, mr.DevicePeakDeltaBytes = &steady, &peak
+			}
+			m.Ranks = append(m.Ranks, mr)
+			m.MatchesAnalytic = m.MatchesAnalytic && r.SteadyDeltaBytes == r.AnalyticSteady && r.PeakDeltaBytes == r.AnalyticPeak
+			m.Correct = m.Correct && r.Correct
+		}
+		out = append(out, *m)
+	}
+	return out
+}
+
+func allCorrect(rows Rows) bool {
+	for _, r := range rows.Contracts {
+		if !r.Correct {
+			return false
+		}
+	}
+	for _, r := range rows.Timings {
+		if !r.Correct {
+			return false
+		}
+	}
+	for _, r := range rows.Memory {
+		if !r.Correct {
+			return false
+		}
+	}
+	return true
+}
+
+// NetworkEnvironment picks the NCCL_* and UCX_* variables out of environ
+// (os.Environ's form, KEY=value): they change what the network does, so a
+// result without them cannot be reproduced.
+func NetworkEnvironment(environ []string) map[string]string {
+	env := map[string]string{}
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && (strings.HasPrefix(k, "NCCL_") || strings.HasPrefix(k, "UCX_")) {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// ConfigObject turns a config struct with toml tags into a JSON object
+// with the same keys as the TOML file, by a TOML round trip.
+func ConfigObject(cfg any) (map[string]any, error) {
+	var b bytes.Buffer
+	if err := toml.NewEncoder(&b).Encode(cfg); err != nil {
+		return nil, fmt.Errorf("encoding the config: %w", err)
+	}
+	obj := map[string]any{}
+	if _, err := toml.Decode(b.String(), &obj); err != nil {
+		return nil, fmt.Errorf("decoding the encoded config: %w", err)
+	}
+	return obj, nil
+}
+
+// WriteSummary writes s as dir/summary.json atomically (a temporary file
+// renamed into place). Empty lists are written as [], never null.
+func WriteSummary(dir string, s Summary) error {
+	return writeFile(filepath.Join(dir, SummaryFile), func(b *bytes.Buffer) error {
+		return EncodeSummary(b, s)
+	})
+}
+
+// EncodeSummary writes s as indented JSON.
+func EncodeSummary(b *bytes.Buffer, s Summary) error {
+	s = normalized(s)
+	enc := json.NewEncoder(b)
+	enc.SetIndent("", "  ")
+	return enc.Encode(s)
+}
+
+// normalized replaces nil lists and maps with empty ones, so that readers
+// (and the schema) never see null where a list belongs.
+func normalized(s Summary) Summary {
+	if s.Config == nil {
+		s.Config = map[string]any{}
+	}
+	if s.Libraries == nil {
+		s.Libraries = []SummaryLibrary{}
+	}
+	if s.Ranks == nil {
+		s.Ranks = []SummaryRank{}
+	}
+	if s.Environment == nil {
+		s.Environment = map[string]string{}
+	}
+	if s.Contracts == nil {
+		s.Contracts = []SummaryContract{}
+	}
+	for i := range s.Contracts {
+		if s.Contracts[i].FailedRanks == nil {
+			s.Contracts[i].FailedRanks = []int{}
+		}
+	}
+	if s.Timing == nil {
+		s.Timing = []TimingStat{}
+	}
+	if s.Ratios == nil {
+		s.Ratios = []Ratio{}
+	}
+	if s.Memory == nil {
+		s.Memory = []SummaryMemory{}
+	}
+	for i := range s.Memory {
+		if s.Memory[i].Ranks == nil {
+			s.Memory[i].Ranks = []SummaryMemoryRank{}
+		}
+	}
+	return s
+}
+
+// ReadSummary reads and checks a summary.json: it must be JSON of this
+// schema version. Errors name the file.
+func ReadSummary(path string, data []byte) (Summary, error) {
+	var head struct {
+		SchemaVersion *int `json:"schema_version"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return Summary{}, fmt.Errorf("%s: not a summary.json: %w", path, err)
+	}
+	if head.SchemaVersion == nil {
+		return Summary{}, fmt.Errorf("%s: no schema_version: not an rsag summary.json", path)
+	}
+	if *head.SchemaVersion != SummarySchemaVersion {
+		return Summary{}, fmt.Errorf("%s: schema_version %d, but this rsag reads version %d",
+			path, *head.SchemaVersion, SummarySchemaVersion)
+	}
+	var s Summary
+	if err := json.Unmarshal(data, &s); err != nil {
+		return Summary{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}

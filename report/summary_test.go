@@ -1,0 +1,267 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"rsag/phases"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+const schemaPath = "../docs/summary.schema.json"
+
+// fixedSummary is a summary built from fixed rows: two ranks on two hosts,
+// one failed contract on rank 1, timing from statRows, two memory modes
+// (one without a device count).
+func fixedSummary() Summary {
+	var rows Rows
+	for r := 0; r < 2; r++ {
+		host := []string{"a", "b"}[r]
+		rows.Contracts = append(rows.Contracts,
+			ContractRow{Rank: r, Name: "exact-sum-equivalence", Correct: true, Host: host},
+			ContractRow{Rank: r, Name: "wrong-shard-order-rejected", Correct: r == 0, Host: host})
+		rows.Memory = append(rows.Memory,
+			MemoryRow{Rank: r, Mode: "allreduce-full", PayloadBytes: 1024, SteadyDeltaBytes: 1024, PeakDeltaBytes: 1024,
+				Correct: true, Host: host, AnalyticSteady: 1024, AnalyticPeak: 1024, DeviceSteadyDelta: 2048, DevicePeakDelta: 4096},
+			MemoryRow{Rank: r, Mode: "reduce-scatter-shard", PayloadBytes: 1024, SteadyDeltaBytes: 512, PeakDeltaBytes: 1536,
+				Correct: true, Host: host, AnalyticSteady: 512, AnalyticPeak: 1536, DeviceSteadyDelta: -1, DevicePeakDelta: -1})
+	}
+	rows.Timings = statRows()
+	return NewSummary(SummaryInput{
+		Version: "v1.2.3", Commit: "abc1234", Status: "complete",
+		Started: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), Ended: time.Date(2026, 11, 29, 10, 1, 30, 0, time.UTC),
+		Config:     map[string]any{"backend": "nccl", "timing": map[string]any{"cycles": 4, "sizes_bytes": []int{1048576}}},
+		MPILibrary: "Open MPI v4.1.4",
+		Infos: []phases.Info{
+			{Backend: "nccl", Host: "a", Device: "NVIDIA H200", BusID: "0000:19:00.0", Driver: "12.8",
+				Libraries: []phases.Library{{Name: "nccl", Path: "/usr/lib/libnccl.so.2", Version: "2.26.2"}}},
+			{Backend: "nccl", Host: "b", Device: "NVIDIA H200", BusID: "0000:3b:00.0", Driver: "12.8"},
+		},
+		Environ: []string{"HOME=/root", "NCCL_DEBUG=INFO", "UCX_NET_DEVICES=mlx5_0:1", "XNCCL_NOT=1", "NCCL_ALGO=Ring"},
+		Rows:    rows, World: 2, Discard: 1,
+	})
+}
+
+func TestSummaryGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := EncodeSummary(&b, fixedSummary()); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "summary.golden.json")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./report -run Golden -update)", err)
+	}
+	if !bytes.Equal(b.Bytes(), want) {
+		t.Errorf("summary.json differs from %s (if intended, rerun with -update and review the diff):\n%s",
+			golden, firstDifference(string(want), b.String()))
+	}
+}
+
+func TestSummaryFields(t *testing.T) {
+	s := fixedSummary()
+	if s.Backend != "nccl" || s.Driver != "12.8" || len(s.Libraries) != 1 || s.Libraries[0].Version != "2.26.2" {
+		t.Errorf("rank 0's backend description: %+v", s)
+	}
+	if len(s.Ranks) != 2 || s.Ranks[1] != (SummaryRank{1, "b", "NVIDIA H200", "0000:3b:00.0"}) {
+		t.Errorf("ranks: %+v", s.Ranks)
+	}
+	wantEnv := map[string]string{"NCCL_DEBUG": "INFO", "UCX_NET_DEVICES": "mlx5_0:1", "NCCL_ALGO": "Ring"}
+	if !reflect.DeepEqual(s.Environment, wantEnv) {
+		t.Errorf("environment = %v, want %v", s.Environment, wantEnv)
+	}
+	wantC := []SummaryContract{{"exact-sum-equivalence", 2, []int{}}, {"wrong-shard-order-rejected", 1, []int{1}}}
+	if !reflect.DeepEqual(s.Contracts, wantC) {
+		t.Errorf("contracts = %+v, want %+v", s.Contracts, wantC)
+	}
+	if s.ChecksPassed {
+		t.Error("a failed contract (and a False timing sample) must fail checks_passed")
+	}
+	if len(s.Timing) != 2 || len(s.Ratios) != 1 || s.Ratios[0].Ratio != 1.5 {
+		t.Errorf("timing %d cases, ratios %+v", len(s.Timing), s.Ratios)
+	}
+	m := s.Memory
+	if len(m) != 2 || !m[0].MatchesAnalytic || len(m[0].Ranks) != 2 || *m[0].Ranks[1].DevicePeakDeltaBytes != 4096 ||
+		m[1].Ranks[0].DeviceSteadyDeltaBytes != nil {
+		t.Errorf("memory: %+v", m)
+	}
+}
+
+func compileSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	f, err := os.Open(schemaPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatalf("%s: %v", schemaPath, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	if err := c.AddResource("summary.schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("summary.schema.json")
+	if err != nil {
+		t.Fatalf("%s: %v", schemaPath, err)
+	}
+	return sch
+}
+
+func validate(t *testing.T, sch *jsonschema.Schema, data []byte) error {
+	t.Helper()
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sch.Validate(inst)
+}
+
+// The schema has additionalProperties/unevaluatedProperties false and names
+// every field required, so a field added to or removed from the structs
+// without the schema fails here.
+func TestSummaryValidatesAgainstTheSchema(t *testing.T) {
+	sch := compileSchema(t)
+	for name, s := range map[string]Summary{
+		"fixed":  fixedSummary(),
+		"failed": func() Summary { s := fixedSummary(); s.Status, s.Reason = "failed", "contracts failed"; return s }(),
+		"empty":  NewSummary(SummaryInput{Status: "failed", Reason: "no backend", World: 2}),
+	} {
+		var b bytes.Buffer
+		if err := EncodeSummary(&b, s); err != nil {
+			t.Fatal(err)
+		}
+		if err := validate(t, sch, b.Bytes()); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		// Readers that decode strictly into the documented struct lose nothing.
+		dec := json.NewDecoder(bytes.NewReader(b.Bytes()))
+		dec.DisallowUnknownFields()
+		var back Summary
+		if err := dec.Decode(&back); err != nil {
+			t.Errorf("%s: strict decode: %v", name, err)
+		}
+	}
+}
+
+func TestSchemaRejectsWhatItShould(t *testing.T) {
+	sch := compileSchema(t)
+	var b bytes.Buffer
+	if err := EncodeSummary(&b, fixedSummary()); err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range map[string]func(map[string]any){
+		"version 2":        func(m map[string]any) { m["schema_version"] = 2 },
+		"no timing":        func(m map[string]any) { delete(m, "timing") },
+		"unknown field":    func(m map[string]any) { m["extra"] = true },
+		"bad status":       func(m map[string]any) { m["status"] = "running" },
+		"bad time":         func(m map[string]any) { m["started"] = "yesterday" },
+		"stat extra field": func(m map[string]any) { m["timing"].([]any)[0].(map[string]any)["p50_us"] = 1 },
+		"stat no median":   func(m map[string]any) { delete(m["timing"].([]any)[0].(map[string]any), "median_us") },
+		"ratio no run":     func(m map[string]any) { delete(m["ratios"].([]any)[0].(map[string]any), "run") },
+		"env not network":  func(m map[string]any) { m["environment"].(map[string]any)["HOME"] = "/root" },
+	} {
+		var m map[string]any
+		if err := json.Unmarshal(b.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		edit(m)
+		data, _ := json.Marshal(m)
+		if validate(t, sch, data) == nil {
+			t.Errorf("%s: the schema accepted it", name)
+		}
+	}
+}
+
+func TestWriteAndReadSummary(t *testing.T) {
+	dir := t.TempDir()
+	s := fixedSummary()
+	if err := WriteSummary(dir, s); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != SummaryFile {
+		t.Errorf("want only %s, got %v", SummaryFile, entries)
+	}
+	path := filepath.Join(dir, SummaryFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadSummary(path, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.Timing, s.Timing) || back.RSAG != s.RSAG || back.Status != "complete" {
+		t.Errorf("round trip lost data: %+v", back)
+	}
+	for name, c := range map[string]struct{ data, want string }{
+		"not json":   {"{", "not a summary.json"},
+		"no version": {`{"status":"complete"}`, "no schema_version"},
+		"version 2":  {`{"schema_version":2}`, "schema_version 2, but this rsag reads version 1"},
+		"bad field":  {`{"schema_version":1,"timing":"x"}`, "cannot unmarshal"},
+	} {
+		_, err := ReadSummary("x/summary.json", []byte(c.data))
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "x/summary.json") {
+			t.Errorf("%s: err = %v, want the file and %q", name, err, c.want)
+		}
+	}
+}
+
+func TestConfigObject(t *testing.T) {
+	type timing struct {
+		Sizes  []int64 `toml:"sizes_bytes"`
+		Cycles int     `toml:"cycles"`
+	}
+	cfg := struct {
+		Backend string `toml:"backend"`
+		Timing  timing `toml:"timing"`
+	}{"auto", timing{[]int64{1024, 1 << 20}, 10}}
+	obj, err := ConfigObject(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(obj)
+	if want := `{"backend":"auto","timing":{"cycles":10,"sizes_bytes":[1024,1048576]}}`; string(data) != want {
+		t.Errorf("ConfigObject = %s, want %s", data, want)
+	}
+}
+
+// firstDifference names the first line where two texts differ.
+func firstDifference(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			b = g[i]
+		}
+		if a != b {
+			return fmt.Sprintf("line %d:\n want %q\n  got %q", i+1, a, b)
+		}
+	}
+	return "(same lines)"
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"rsag/phases"
 )
 
 // Size is a byte count. It reads TOML integers and strings with a binary
@@ -47,14 +49,4 @@ func ParseSize(text string) (Size, error) {
 }
 
 // String writes the size the way people read it: 1K, 64K, 256M, or bytes.
-func (s Size) String() string {
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
-		if int64(s) >= u.mult && int64(s)%u.mult == 0 {
-			return fmt.Sprintf("%d%s", int64(s)/u.mult, u.suffix)
-		}
-	}
-	return strconv.FormatInt(int64(s), 10)
-}
+func (s Size) String() string { return phases.SizeText(int64(s)) }

@@ -12,11 +12,6 @@ import (
 // reads 4 MiB at a time.
 const checkChunk = 1 << 20
 
-// float32Elem is the bytes of one float32 element of value v.
-func float32Elem(v float32) []byte {
-	return binary.LittleEndian.AppendUint32(nil, math.Float32bits(v))
-}
-
 func int64sToBytes(v []int64) []byte {
 	out := make([]byte, 0, len(v)*8)
 	for _, x := range v {

@@ -262,7 +262,7 @@ func measure(be Backend, mode memoryMode, payloadBytes int64) (r MemoryResult, e
 	a := &arena{be: be}
 	defer a.release(&err)
 	m := &memSession{be: be, a: a, count: int(n / int64(Float32.Size())), world: world,
-		fill: float32Elem(float32(be.Rank() + 1)), devicePeak: base.DeviceUsedBytes}
+		fill: Float32.Elem(Input(Sum, be.Rank())), devicePeak: base.DeviceUsedBytes}
 	result, err := mode.run(m)
 	if err != nil {
 		return r, err
@@ -279,7 +279,7 @@ func measure(be Backend, mode memoryMode, payloadBytes int64) (r MemoryResult, e
 		r.DeviceSteadyDelta = after.DeviceUsedBytes - base.DeviceUsedBytes
 		r.DevicePeakDelta = max(m.devicePeak, after.DeviceUsedBytes) - base.DeviceUsedBytes
 	}
-	bad, err := checkConst(be, result, float32Elem(RankSum(world)))
+	bad, err := checkConst(be, result, Float32.Elem(Expected(Sum, world)))
 	if err != nil {
 		return r, err
 	}

@@ -77,7 +77,8 @@ func FromResults(rank int, host string, c []phases.ContractResult, t []phases.Ti
 	}
 	for _, x := range t {
 		r.Timings = append(r.Timings, TimingRow{Rank: rank, SizeBytes: x.SizeBytes, Mode: x.Mode, Cycle: x.Cycle,
-			DurationUS: x.DurationUS, Correct: x.Correct, Host: host})
+			DurationUS: x.DurationUS, Correct: x.Correct, Run: x.Run, DType: x.DType.String(), Op: x.Op.String(),
+			Placement: string(x.Placement), Method: string(x.Method), Batch: x.Batch, Host: host})
 	}
 	for _, x := range m {
 		r.Memory = append(r.Memory, MemoryRow{Rank: rank, Mode: x.Mode, PayloadBytes: x.PayloadBytes,

@@ -167,19 +167,8 @@ func ClosingLine(rows Rows) string {
 		len(rows.Contracts), len(rows.Timings), len(rows.Memory))
 }
 
-// SizeText writes a byte count as 1K, 64K, 256M when it is a whole number
-// of such units.
-func SizeText(b int64) string {
-	for _, u := range []struct {
-		s string
-		m int64
-	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
-		if b >= u.m && b%u.m == 0 {
-			return fmt.Sprintf("%d%s", b/u.m, u.s)
-		}
-	}
-	return fmt.Sprint(b)
-}
+// SizeText writes a byte count as 1K, 64K, 256M.
+func SizeText(b int64) string { return phases.SizeText(b) }
 
 func rangeText(v []int64) string {
 	lo, hi := slices.Min(v), slices.Max(v)

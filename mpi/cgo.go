@@ -66,8 +66,12 @@ var datatypes = [...]struct {
 	handle C.MPI_Datatype
 }{
 	Byte:    {"MPI_BYTE", 1, C.MPI_BYTE},
+	Int8:    {"MPI_INT8_T", 1, C.MPI_INT8_T},
+	Uint8:   {"MPI_UINT8_T", 1, C.MPI_UINT8_T},
 	Int32:   {"MPI_INT32_T", 4, C.MPI_INT32_T},
+	Uint32:  {"MPI_UINT32_T", 4, C.MPI_UINT32_T},
 	Int64:   {"MPI_INT64_T", 8, C.MPI_INT64_T},
+	Uint64:  {"MPI_UINT64_T", 8, C.MPI_UINT64_T},
 	Float32: {"MPI_FLOAT", 4, C.MPI_FLOAT},
 	Float64: {"MPI_DOUBLE", 8, C.MPI_DOUBLE},
 }
@@ -77,8 +81,20 @@ var ops = [...]struct {
 	name   string
 	handle C.MPI_Op
 }{
-	Sum: {"MPI_SUM", C.MPI_SUM},
-	Max: {"MPI_MAX", C.MPI_MAX},
+	Sum:  {"MPI_SUM", C.MPI_SUM},
+	Prod: {"MPI_PROD", C.MPI_PROD},
+	Max:  {"MPI_MAX", C.MPI_MAX},
+	Min:  {"MPI_MIN", C.MPI_MIN},
+}
+
+// typeSize is MPI_Type_size of dt's handle: what the library itself thinks
+// one element is, which the tests compare with the table's size.
+func typeSize(dt Datatype) (int, error) {
+	var n C.int
+	if err := check("MPI_Type_size", C.MPI_Type_size(datatypes[dt].handle, &n)); err != nil {
+		return 0, err
+	}
+	return int(n), nil
 }
 
 // check turns an MPI return code into an *Error naming op, or nil.

@@ -11,8 +11,12 @@ type Datatype int
 
 const (
 	Byte    Datatype = iota // MPI_BYTE
+	Int8                    // MPI_INT8_T
+	Uint8                   // MPI_UINT8_T
 	Int32                   // MPI_INT32_T
+	Uint32                  // MPI_UINT32_T
 	Int64                   // MPI_INT64_T
+	Uint64                  // MPI_UINT64_T
 	Float32                 // MPI_FLOAT
 	Float64                 // MPI_DOUBLE
 )
@@ -38,8 +42,10 @@ func (d Datatype) String() string {
 type Op int
 
 const (
-	Sum Op = iota // MPI_SUM
-	Max           // MPI_MAX
+	Sum  Op = iota // MPI_SUM
+	Prod           // MPI_PROD
+	Max            // MPI_MAX
+	Min            // MPI_MIN
 )
 
 func (o Op) valid() bool { return o >= 0 && int(o) < len(ops) && ops[o].name != "" }

@@ -155,7 +155,7 @@ func int64s(vals ...int64) []byte {
 // plumbing: counts, in place, and the checks on the buffers.
 func TestHostCollectives(t *testing.T) {
 	in := int64s(5, -7, 9)
-	for _, op := range []Op{Sum, Max} {
+	for _, op := range []Op{Sum, Prod, Max, Min} {
 		recv := make([]byte, len(in))
 		if err := world.Allreduce(in, recv, 3, Int64, op); err != nil || !bytes.Equal(recv, in) {
 			t.Errorf("Allreduce %s: %v, % x", op, err, recv)
@@ -247,14 +247,44 @@ func TestErrorString(t *testing.T) {
 	}
 }
 
+// TestDatatypes checks the tables against MPI itself: every Datatype's size
+// is the library's MPI_Type_size of its handle, and the names are MPI's.
 func TestDatatypes(t *testing.T) {
-	sizes := map[Datatype]int{Byte: 1, Int32: 4, Int64: 8, Float32: 4, Float64: 8, Datatype(-1): 0, Datatype(len(datatypes)): 0}
-	for dt, want := range sizes {
-		if dt.Size() != want {
-			t.Errorf("%s.Size() = %d, want %d", dt, dt.Size(), want)
+	want := []struct {
+		dt   Datatype
+		name string
+		size int
+	}{
+		{Byte, "MPI_BYTE", 1}, {Int8, "MPI_INT8_T", 1}, {Uint8, "MPI_UINT8_T", 1},
+		{Int32, "MPI_INT32_T", 4}, {Uint32, "MPI_UINT32_T", 4}, {Int64, "MPI_INT64_T", 8},
+		{Uint64, "MPI_UINT64_T", 8}, {Float32, "MPI_FLOAT", 4}, {Float64, "MPI_DOUBLE", 8},
+	}
+	if len(want) != len(datatypes) {
+		t.Fatalf("the table has %d datatypes, the test %d", len(datatypes), len(want))
+	}
+	for _, w := range want {
+		if w.dt.String() != w.name || w.dt.Size() != w.size {
+			t.Errorf("%d: %s of %d bytes, want %s of %d", int(w.dt), w.dt, w.dt.Size(), w.name, w.size)
+		}
+		if n, err := typeSize(w.dt); err != nil || n != w.size {
+			t.Errorf("MPI_Type_size(%s) = %d, %v; want %d", w.name, n, err, w.size)
 		}
 	}
-	if Int64.String() != "MPI_INT64_T" || Float32.String() != "MPI_FLOAT" || Max.String() != "MPI_MAX" {
-		t.Errorf("names: %s %s %s", Int64, Float32, Max)
+	for _, dt := range []Datatype{-1, Datatype(len(datatypes))} {
+		if dt.Size() != 0 || dt.String() != fmt.Sprintf("Datatype(%d)", int(dt)) {
+			t.Errorf("unknown %d: size %d, name %s", int(dt), dt.Size(), dt)
+		}
+	}
+	names := map[Op]string{Sum: "MPI_SUM", Prod: "MPI_PROD", Max: "MPI_MAX", Min: "MPI_MIN"}
+	if len(names) != len(ops) {
+		t.Fatalf("the table has %d ops, the test %d", len(ops), len(names))
+	}
+	for op, name := range names {
+		if op.String() != name {
+			t.Errorf("%d: %s, want %s", int(op), op, name)
+		}
+	}
+	if s := Op(len(ops)).String(); s != fmt.Sprintf("Op(%d)", len(ops)) {
+		t.Errorf("unknown op: %s", s)
 	}
 }

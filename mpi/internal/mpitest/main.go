@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"rsag/mpi"
+	"rsag/phases"
 )
 
 func init() { runtime.LockOSThread() }
@@ -43,6 +44,7 @@ func main() {
 		}
 		k.allgather(dt)
 	}
+	k.sweep()
 	k.argErrors()
 	k.finalize()
 	if c.Rank() == 0 {
@@ -352,6 +354,80 @@ func (k *checker) allgather(dt mpi.Datatype) {
 	inPlace := encode(dt, filler)
 	k.must(c.Allgather(nil, inPlace, block, dt), "Allgather in place")
 	k.expect("Allgather in place", dt, inPlace, want)
+}
+
+// sweepTypes and sweepOps are every MPI element type and reduction rsag
+// sweeps, each with the phases type that encodes its values.
+var (
+	sweepTypes = []struct {
+		mpi mpi.Datatype
+		ph  phases.DType
+	}{
+		{mpi.Int8, phases.Int8}, {mpi.Uint8, phases.Uint8}, {mpi.Int32, phases.Int32}, {mpi.Uint32, phases.Uint32},
+		{mpi.Int64, phases.Int64}, {mpi.Uint64, phases.Uint64}, {mpi.Float32, phases.Float32}, {mpi.Float64, phases.Float64},
+	}
+	sweepOps = []struct {
+		mpi mpi.Op
+		ph  phases.Op
+	}{{mpi.Sum, phases.Sum}, {mpi.Prod, phases.Prod}, {mpi.Max, phases.Max}, {mpi.Min, phases.Min}}
+)
+
+// sweep checks every element type with every reduction, out of place and in
+// place, with the harness's own values: each rank contributes
+// phases.Input(op, rank) in every element and must get phases.Expected(op,
+// world) back, bit for bit. All-gather, which has no reduction, gathers
+// rank+1 from every rank.
+func (k *checker) sweep() {
+	c := k.c
+	n, r := c.Size(), c.Rank()
+	const count, block = 5, 3
+	for _, dt := range sweepTypes {
+		if dt.mpi.Size() != dt.ph.Size() {
+			k.fail("%s is %d bytes, %s %d", dt.mpi, dt.mpi.Size(), dt.ph, dt.ph.Size())
+		}
+		for _, op := range sweepOps {
+			if err := phases.CheckExact(dt.ph, op.ph, n); err != nil {
+				continue // not on this world size; never on 3 ranks
+			}
+			what := fmt.Sprintf("%s %s", dt.ph, op.ph)
+			in := dt.ph.Elem(phases.Input(op.ph, r))
+			want := dt.ph.Elem(phases.Expected(op.ph, n))
+
+			send, recv := bytes.Repeat(in, count), bytes.Repeat([]byte{0xA5}, count*len(in))
+			k.must(c.Allreduce(send, recv, count, dt.mpi, op.mpi), "Allreduce "+what)
+			k.expectBytes("Allreduce "+what, recv, bytes.Repeat(want, count))
+			k.expectBytes("Allreduce "+what+" (input unchanged)", send, bytes.Repeat(in, count))
+			buf := bytes.Repeat(in, count)
+			k.must(c.Allreduce(nil, buf, count, dt.mpi, op.mpi), "Allreduce in place "+what)
+			k.expectBytes("Allreduce in place "+what, buf, bytes.Repeat(want, count))
+
+			send, recv = bytes.Repeat(in, n*block), bytes.Repeat([]byte{0xA5}, block*len(in))
+			k.must(c.ReduceScatterBlock(send, recv, block, dt.mpi, op.mpi), "ReduceScatterBlock "+what)
+			k.expectBytes("ReduceScatterBlock "+what, recv, bytes.Repeat(want, block))
+			buf = bytes.Repeat(in, n*block)
+			k.must(c.ReduceScatterBlock(nil, buf, block, dt.mpi, op.mpi), "ReduceScatterBlock in place "+what)
+			k.expectBytes("ReduceScatterBlock in place "+what, buf[:block*len(in)], bytes.Repeat(want, block))
+		}
+
+		var want []byte
+		for q := range n {
+			want = append(want, bytes.Repeat(dt.ph.Elem(float64(q+1)), block)...)
+		}
+		mine := bytes.Repeat(dt.ph.Elem(float64(r+1)), block)
+		recv := bytes.Repeat([]byte{0xA5}, len(want))
+		k.must(c.Allgather(mine, recv, block, dt.mpi), "Allgather "+dt.ph.String())
+		k.expectBytes("Allgather "+dt.ph.String(), recv, want)
+		buf := bytes.Repeat([]byte{0xA5}, len(want))
+		copy(buf[r*len(mine):], mine)
+		k.must(c.Allgather(nil, buf, block, dt.mpi), "Allgather in place "+dt.ph.String())
+		k.expectBytes("Allgather in place "+dt.ph.String(), buf, want)
+	}
+}
+
+func (k *checker) expectBytes(what string, got, want []byte) {
+	if !bytes.Equal(got, want) {
+		k.fail("%s: got % x, want % x", what, got, want)
+	}
 }
 
 // argErrors checks errors found before MPI is called; they happen on every

@@ -260,3 +260,28 @@ func opNames() []string {
 	}
 	return out
 }
+
+// TimingRuns returns the runs as the timing phase takes them. Names were
+// validated by check, so parsing cannot fail here.
+func (c *Config) TimingRuns() []phases.TimingRun {
+	var out []phases.TimingRun
+	for _, r := range c.Runs {
+		tr := phases.TimingRun{Name: r.Name, SizesBytes: r.Sizes(), Batch: r.Batch, Warmups: r.Warmups, Cycles: r.Cycles}
+		for _, n := range r.DTypes {
+			d, _ := phases.ParseDType(n)
+			tr.DTypes = append(tr.DTypes, d)
+		}
+		for _, n := range r.Ops {
+			o, _ := phases.ParseOp(n)
+			tr.Ops = append(tr.Ops, o)
+		}
+		for _, p := range r.Placements {
+			tr.Placements = append(tr.Placements, phases.Placement(p))
+		}
+		for _, m := range r.Methods {
+			tr.Methods = append(tr.Methods, phases.Method(m))
+		}
+		out = append(out, tr)
+	}
+	return out
+}

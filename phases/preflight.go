@@ -13,14 +13,40 @@ type FreeMemoryReporter interface {
 }
 
 // TimingFootprint is the most memory the timing phase holds at once: for
-// the largest size N, the direct buffer, the decomposition's input and
-// output (N each) and its shard (N/W).
-func TimingFootprint(world int, sizes []int64) int64 {
-	if len(sizes) == 0 {
-		return 0
+// the largest size N of any run, out of place, two inputs, two outputs (N
+// each) and a shard (N/W); in place, two buffers of N.
+func TimingFootprint(world int, runs []TimingRun) int64 {
+	var most int64
+	for _, r := range runs {
+		if len(r.SizesBytes) == 0 {
+			continue
+		}
+		n := slices.Max(r.SizesBytes)
+		need := 2 * n
+		if slices.Contains(r.Placements, OutOfPlace) {
+			need = 4*n + n/int64(world)
+		}
+		most = max(most, need)
 	}
-	n := slices.Max(sizes)
-	return 3*n + n/int64(world)
+	return most
+}
+
+// CheckSupport returns an error, naming the run, for the first dtype/op
+// pair or method the backend cannot run.
+func CheckSupport(be Backend, runs []TimingRun) error {
+	for _, r := range runs {
+		for _, d := range r.DTypes {
+			for _, o := range r.Ops {
+				if err := be.Supports(d, o); err != nil {
+					return fmt.Errorf("run %s: %w", r.Name, err)
+				}
+			}
+		}
+		if _, ok := graphTimer(be); !ok && slices.Contains(r.Methods, GraphReplay) {
+			return fmt.Errorf("run %s: the graph method needs CUDA graphs, which the %s backend has not: use per-op or batched, or the nccl backend", r.Name, be.Info().Backend)
+		}
+	}
+	return nil
 }
 
 // MemoryFootprint is the largest analytic peak among the named modes.

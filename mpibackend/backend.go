@@ -81,6 +81,26 @@ func (be *Backend) Time(op func() error) (float64, error) {
 	return float64(elapsed.Nanoseconds()) / 1e3, nil
 }
 
+// TimeBatch returns the wall-clock time of n back-to-back calls of op in
+// microseconds, read from the monotonic clock once before the first and
+// once after the last (the nccl-tests method: the caller divides by n). It
+// stops at the first call that fails and returns that error.
+func (be *Backend) TimeBatch(n int, op func() error) (float64, error) {
+	if n < 1 {
+		return 0, fmt.Errorf("mpibackend: TimeBatch of %d runs: at least one", n)
+	}
+	if err := be.Synchronize(); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for range n {
+		if err := op(); err != nil {
+			return 0, err
+		}
+	}
+	return float64(time.Since(start).Nanoseconds()) / 1e3, nil
+}
+
 // Close releases the buffers still allocated. Buffers left over are a leak
 // in the caller, so Close reports them as an error after releasing them.
 func (be *Backend) Close() error {

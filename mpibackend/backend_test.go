@@ -45,8 +45,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestMpirun checks the three collectives on 3 ranks, out of place and in
-// place, int64 and float32, sum and max, with exact values, through
-// internal/mpitest.
+// place, every element type and reduction MPI has, with exact values, and
+// the refusal of float16, bfloat16 and avg, through internal/mpitest.
 func TestMpirun(t *testing.T) {
 	mpitesting.Run(t, "rsag/mpibackend/internal/mpitest", 3, 60*time.Second, "-size=3")
 }
@@ -156,7 +156,7 @@ func TestAllocErrors(t *testing.T) {
 	for _, tc := range []struct {
 		dt    phases.DType
 		count int
-	}{{phases.Int64, 0}, {phases.Float32, -1}, {phases.DType(9), 4}, {phases.Int64, math.MaxInt/8 + 1}} {
+	}{{phases.Int64, 0}, {phases.Float32, -1}, {phases.DType(99), 4}, {phases.Int64, math.MaxInt/8 + 1}} {
 		if b, err := be.Alloc(tc.dt, tc.count); err == nil {
 			t.Errorf("Alloc(%s, %d) = %v, want an error", tc.dt, tc.count, b)
 		}
@@ -362,7 +362,7 @@ func TestCollectivesSingleton(t *testing.T) {
 	if err := be.AllGather(send, f); !errors.As(err, &shape) {
 		t.Errorf("all-gather of int64 into float32: %v, want a *phases.ShapeError", err)
 	}
-	if err := be.AllReduce(send, recv, phases.Op(7)); err == nil || !strings.Contains(err.Error(), "unknown reduction") {
+	if err := be.AllReduce(send, recv, phases.Op(7)); err == nil || !strings.Contains(err.Error(), "does not know reduction Op(7)") {
 		t.Errorf("all-reduce with Op(7): %v", err)
 	}
 	for _, b := range []phases.Buffer{send, recv, short, f} {
@@ -463,4 +463,177 @@ func TestTime(t *testing.T) {
 	if err := be.Synchronize(); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestTables proves the mapping tables: every phases element type and
+// reduction is either mapped to the MPI handle of the same name and size or
+// listed with the reason MPI cannot run it, never both, never neither.
+func TestTables(t *testing.T) {
+	wantTypes := map[phases.DType]string{
+		phases.Int8: "MPI_INT8_T", phases.Uint8: "MPI_UINT8_T", phases.Int32: "MPI_INT32_T",
+		phases.Uint32: "MPI_UINT32_T", phases.Int64: "MPI_INT64_T", phases.Uint64: "MPI_UINT64_T",
+		phases.Float32: "MPI_FLOAT", phases.Float64: "MPI_DOUBLE",
+		phases.Float16: "", phases.BFloat16: "", // MPI has none
+	}
+	if len(wantTypes) != len(phases.AllDTypes) {
+		t.Fatalf("phases has %d dtypes, the test knows %d", len(phases.AllDTypes), len(wantTypes))
+	}
+	for _, d := range phases.AllDTypes {
+		want, known := wantTypes[d]
+		dt, mapped := datatypes[d]
+		_, unmapped := noDatatype[d]
+		switch {
+		case !known:
+			t.Errorf("%s: not in the test's table", d)
+		case mapped == unmapped:
+			t.Errorf("%s: mapped %v, listed as unsupported %v; want exactly one", d, mapped, unmapped)
+		case want == "" && mapped:
+			t.Errorf("%s maps to %s; MPI has no such type", d, dt)
+		case want != "" && (dt.String() != want || dt.Size() != d.Size()):
+			t.Errorf("%s (%d bytes) maps to %s (%d bytes), want %s", d, d.Size(), dt, dt.Size(), want)
+		}
+	}
+	wantOps := map[phases.Op]string{
+		phases.Sum: "MPI_SUM", phases.Prod: "MPI_PROD", phases.Max: "MPI_MAX", phases.Min: "MPI_MIN", phases.Avg: "",
+	}
+	if len(wantOps) != len(phases.AllOps) {
+		t.Fatalf("phases has %d ops, the test knows %d", len(phases.AllOps), len(wantOps))
+	}
+	for _, o := range phases.AllOps {
+		want, known := wantOps[o]
+		mo, mapped := ops[o]
+		_, unmapped := noOp[o]
+		switch {
+		case !known:
+			t.Errorf("%s: not in the test's table", o)
+		case mapped == unmapped:
+			t.Errorf("%s: mapped %v, listed as unsupported %v; want exactly one", o, mapped, unmapped)
+		case want == "" && mapped:
+			t.Errorf("%s maps to %s; MPI has no such reduction", o, mo)
+		case want != "" && mo.String() != want:
+			t.Errorf("%s maps to %s, want %s", o, mo, want)
+		}
+	}
+}
+
+func TestSupports(t *testing.T) {
+	be := newTest(t)
+	for d := range datatypes {
+		for o := range ops {
+			if err := be.Supports(d, o); err != nil {
+				t.Errorf("Supports(%s, %s): %v", d, o, err)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		d    phases.DType
+		o    phases.Op
+		want string
+	}{
+		{phases.Float16, phases.Sum, "the MPI backend cannot run collectives on float16: MPI has no half-precision type; use the nccl backend or drop float16"},
+		{phases.BFloat16, phases.Max, "the MPI backend cannot run collectives on bfloat16: MPI has no bfloat16 type; use the nccl backend or drop bfloat16"},
+		{phases.Float32, phases.Avg, "the MPI backend cannot reduce with avg: MPI has no average reduction (NCCL's ncclAvg divides by the rank count in the collective itself); use the nccl backend or drop avg"},
+		{phases.Float16, phases.Avg, "float16"}, // the type is named first
+		{phases.DType(99), phases.Sum, "does not know element type DType(99)"},
+		{phases.Int32, phases.Op(99), "does not know reduction Op(99)"},
+	} {
+		err := be.Supports(tc.d, tc.o)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Supports(%s, %s) = %v, want %q", tc.d, tc.o, err, tc.want)
+		}
+	}
+}
+
+// The collectives refuse what Supports refuses, with its words, before MPI;
+// the buffers of a type MPI cannot reduce still allocate, fill and read.
+func TestUnsupportedCollectives(t *testing.T) {
+	be := newTest(t)
+	h := alloc(t, be, phases.Float16, 4)
+	one := phases.Float16.Elem(1)
+	if err := be.Fill(h, one); err != nil || !bytes.Equal(read(t, be, h), bytes.Repeat(one, 4)) {
+		t.Fatalf("Fill of float16: %v", err)
+	}
+	f := alloc(t, be, phases.Float32, 4)
+	cases := []struct {
+		err  error
+		want error
+	}{
+		{be.AllReduce(h, h, phases.Sum), be.Supports(phases.Float16, phases.Sum)},
+		{be.ReduceScatter(h, h, phases.Min), be.Supports(phases.Float16, phases.Min)},
+		{be.AllGather(h, h), be.Supports(phases.Float16, phases.Sum)},
+		{be.AllReduce(f, f, phases.Avg), be.Supports(phases.Float32, phases.Avg)},
+		{be.ReduceScatter(f, f, phases.Avg), be.Supports(phases.Float32, phases.Avg)},
+	}
+	for i, tc := range cases {
+		if tc.err == nil || tc.want == nil || !strings.HasSuffix(tc.err.Error(), tc.want.Error()) {
+			t.Errorf("case %d: %v, want it to end with %v", i, tc.err, tc.want)
+		}
+	}
+	free(t, be, h)
+	free(t, be, f)
+}
+
+// On a singleton every reduction of Input(op, 0) is Expected(op, 1): every
+// mapped type and op, out of place and in place, reaches MPI and comes back.
+func TestEveryTypeAndOpSingleton(t *testing.T) {
+	be := newTest(t)
+	for d := range datatypes {
+		for o := range ops {
+			in, want := d.Elem(phases.Input(o, 0)), d.Elem(phases.Expected(o, 1))
+			send, recv := alloc(t, be, d, 6), alloc(t, be, d, 6)
+			for name, run := range map[string]func() error{
+				"all-reduce":              func() error { return be.AllReduce(send, recv, o) },
+				"all-reduce in place":     func() error { return be.AllReduce(recv, recv, o) },
+				"reduce-scatter":          func() error { return be.ReduceScatter(send, recv, o) },
+				"reduce-scatter in place": func() error { return be.ReduceScatter(recv, recv, o) },
+			} {
+				if err := be.Fill(send, in); err != nil {
+					t.Fatal(err)
+				}
+				if err := be.Fill(recv, in); err != nil {
+					t.Fatal(err)
+				}
+				if err := run(); err != nil || !bytes.Equal(read(t, be, recv), bytes.Repeat(want, 6)) {
+					t.Errorf("%s %s %s: %v, % x", name, d, o, err, read(t, be, recv))
+				}
+			}
+			free(t, be, send)
+			free(t, be, recv)
+		}
+	}
+}
+
+func TestTimeBatch(t *testing.T) {
+	be := newTest(t)
+	calls := 0
+	us, err := be.TimeBatch(3, func() error { calls++; time.Sleep(time.Millisecond); return nil })
+	if err != nil || calls != 3 || us < 3000 || us > 3e6 {
+		t.Errorf("TimeBatch of 3 x 1 ms = %v us, %d calls, %v", us, calls, err)
+	}
+	boom := errors.New("boom")
+	calls = 0
+	if _, err := be.TimeBatch(5, func() error {
+		if calls++; calls == 2 {
+			return boom
+		}
+		return nil
+	}); err != boom || calls != 2 {
+		t.Errorf("TimeBatch with the second run failing: %v after %d calls, want boom after 2", err, calls)
+	}
+	for _, n := range []int{0, -1} {
+		if _, err := be.TimeBatch(n, func() error { return nil }); err == nil {
+			t.Errorf("TimeBatch(%d): no error", n)
+		}
+	}
+	// The timed loop allocates nothing of its own.
+	op := func() error { return nil }
+	if a := testing.AllocsPerRun(100, func() { _, _ = be.TimeBatch(10, op) }); a != 0 {
+		t.Errorf("TimeBatch allocates %v times per call", a)
+	}
+	// A real collective in the batch: 4 all-reduces of a singleton.
+	b := alloc(t, be, phases.Float64, 8)
+	if _, err := be.TimeBatch(4, func() error { return be.AllReduce(b, b, phases.Sum) }); err != nil {
+		t.Error(err)
+	}
+	free(t, be, b)
 }

@@ -8,11 +8,58 @@ import (
 	"rsag/phases"
 )
 
-// datatypes and ops map rsag's element types and reductions to MPI's.
+// datatypes and ops map rsag's element types and reductions to MPI's, by
+// name and not by value (phases' constants are not MPI's). Every
+// phases.DType and phases.Op is in exactly one of each pair of tables: the
+// ones MPI has map to its handle, the others say why MPI cannot run them.
 var (
-	datatypes = map[phases.DType]mpi.Datatype{phases.Int64: mpi.Int64, phases.Float32: mpi.Float32}
-	ops       = map[phases.Op]mpi.Op{phases.Sum: mpi.Sum, phases.Max: mpi.Max}
+	datatypes = map[phases.DType]mpi.Datatype{
+		phases.Int8: mpi.Int8, phases.Uint8: mpi.Uint8,
+		phases.Int32: mpi.Int32, phases.Uint32: mpi.Uint32,
+		phases.Int64: mpi.Int64, phases.Uint64: mpi.Uint64,
+		phases.Float32: mpi.Float32, phases.Float64: mpi.Float64,
+	}
+	noDatatype = map[phases.DType]string{
+		phases.Float16:  "MPI has no half-precision type",
+		phases.BFloat16: "MPI has no bfloat16 type",
+	}
+	ops = map[phases.Op]mpi.Op{
+		phases.Sum: mpi.Sum, phases.Prod: mpi.Prod, phases.Max: mpi.Max, phases.Min: mpi.Min,
+	}
+	noOp = map[phases.Op]string{
+		phases.Avg: "MPI has no average reduction (NCCL's ncclAvg divides by the rank count in the collective itself)",
+	}
 )
+
+// Supports returns nil for the element types and reductions MPI has, and
+// otherwise an error that says why and what to do. The collectives return
+// the same error when called anyway, on every rank alike, before MPI.
+func (be *Backend) Supports(d phases.DType, o phases.Op) error {
+	if err := supportsDType(d); err != nil {
+		return err
+	}
+	return supportsOp(o)
+}
+
+func supportsDType(d phases.DType) error {
+	if _, ok := datatypes[d]; ok {
+		return nil
+	}
+	if why, ok := noDatatype[d]; ok {
+		return fmt.Errorf("the MPI backend cannot run collectives on %s: %s; use the nccl backend or drop %s", d, why, d)
+	}
+	return fmt.Errorf("the MPI backend does not know element type %s", d)
+}
+
+func supportsOp(o phases.Op) error {
+	if _, ok := ops[o]; ok {
+		return nil
+	}
+	if why, ok := noOp[o]; ok {
+		return fmt.Errorf("the MPI backend cannot reduce with %s: %s; use the nccl backend or drop %s", o, why, o)
+	}
+	return fmt.Errorf("the MPI backend does not know reduction %s", o)
+}
 
 // inPlace is where a collective's in-place call has its smaller buffer
 // inside the larger one, NCCL's convention (phases.Backend documents it):
@@ -101,10 +148,10 @@ func (be *Backend) prepare(p inPlace, send, recv phases.Buffer) (call, error) {
 	if err != nil {
 		return call{}, err
 	}
-	dt, ok := datatypes[s.dtype]
-	if !ok {
-		return call{}, fmt.Errorf("mpibackend: %s: unknown element type %s", p.coll.Name, s.dtype)
+	if err := supportsDType(s.dtype); err != nil {
+		return call{}, fmt.Errorf("mpibackend: %s: %w", p.coll.Name, err)
 	}
+	dt := datatypes[s.dtype]
 	in, err := p.classify(spanOf(sendMem, send.Count()), spanOf(recvMem, recv.Count()), s.dtype.Size(), be.rank)
 	if err != nil {
 		return call{}, err
@@ -122,11 +169,10 @@ func spanOf(mem []byte, count int) span {
 }
 
 func mpiOp(coll string, op phases.Op) (mpi.Op, error) {
-	o, ok := ops[op]
-	if !ok {
-		return 0, fmt.Errorf("mpibackend: %s: unknown reduction %s", coll, op)
+	if err := supportsOp(op); err != nil {
+		return 0, fmt.Errorf("mpibackend: %s: %w", coll, err)
 	}
-	return o, nil
+	return ops[op], nil
 }
 
 func wrap(coll string, count int, dt mpi.Datatype, err error) error {

@@ -33,7 +33,10 @@ func (be *Backend) Alloc(dtype phases.DType, count int) (phases.Buffer, error) {
 	if be.closed {
 		return nil, errors.New("mpibackend: Alloc after Close")
 	}
-	if _, ok := datatypes[dtype]; !ok {
+	// Types MPI cannot reduce (float16) still have host memory; only the
+	// collectives refuse them.
+	_, mapped := datatypes[dtype]
+	if _, unmapped := noDatatype[dtype]; !mapped && !unmapped {
 		return nil, fmt.Errorf("mpibackend: Alloc: unknown element type %s", dtype)
 	}
 	if count <= 0 {

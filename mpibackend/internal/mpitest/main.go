@@ -1,11 +1,13 @@
 // Command mpitest checks the MPI backend's collectives on several ranks with
-// exact expected values: out of place and in place, int64 and float32, sum
-// and max, and AllReduce == ReduceScatter + AllGather on one buffer.
+// exact expected values: out of place and in place, every element type and
+// reduction MPI has (and the refusal of those it has not), and AllReduce ==
+// ReduceScatter + AllGather on one buffer.
 // mpibackend's TestMpirun runs it under mpirun; it exits non-zero (through
 // MPI_Abort, which ends every rank at once) on the first mismatch.
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"flag"
@@ -50,6 +52,8 @@ func main() {
 		}
 		k.allGather(dt)
 	}
+	k.sweep()
+	k.unsupported()
 	k.errors()
 	m, err := be.Memory()
 	k.must(err, "Memory")
@@ -231,6 +235,111 @@ func (k *checker) equivalence(dt phases.DType, op phases.Op) {
 	k.expect(fmt.Sprintf("all-reduce %s", op), direct, want)
 	k.expect(fmt.Sprintf("reduce-scatter + all-gather %s", op), decomposed, want)
 	k.free(direct, decomposed)
+}
+
+// sweep checks every element type MPI has with every reduction it has, out
+// of place and in place, through the backend and with the harness's own
+// values: each rank fills its input with phases.Input(op, rank) and every
+// element of the output must be phases.Expected(op, world), bit for bit.
+// It also proves the experiment itself for each pair: AllReduce equals
+// ReduceScatter in place followed by AllGather in place.
+func (k *checker) sweep() {
+	const block = 3
+	count := k.n * block
+	for _, dt := range phases.AllDTypes {
+		for _, op := range phases.AllOps {
+			if k.be.Supports(dt, op) != nil || phases.CheckExact(dt, op, k.n) != nil {
+				continue
+			}
+			what := fmt.Sprintf("%s %s", dt, op)
+			in := dt.Elem(phases.Input(op, k.r))
+			want := bytes.Repeat(dt.Elem(phases.Expected(op, k.n)), count)
+			sentinel := dt.Elem(99)
+
+			send, recv := k.alloc(dt, count), k.alloc(dt, count)
+			k.must(k.be.Fill(send, in), "Fill")
+			k.must(k.be.Fill(recv, sentinel), "Fill")
+			k.must(k.be.AllReduce(send, recv, op), "all-reduce "+what)
+			k.expectBytes("all-reduce "+what, recv, want)
+			k.expectBytes("all-reduce "+what+" (input unchanged)", send, bytes.Repeat(in, count))
+			k.must(k.be.Fill(recv, in), "Fill")
+			k.must(k.be.AllReduce(recv, recv, op), "all-reduce in place "+what)
+			k.expectBytes("all-reduce in place "+what, recv, want)
+
+			shard := k.alloc(dt, block)
+			k.must(k.be.Fill(shard, sentinel), "Fill")
+			k.must(k.be.ReduceScatter(send, shard, op), "reduce-scatter "+what)
+			k.expectBytes("reduce-scatter "+what, shard, want[:block*dt.Size()])
+			k.must(k.be.Fill(recv, in), "Fill")
+			mine := k.view(recv, k.r*block, block)
+			k.must(k.be.ReduceScatter(recv, mine, op), "reduce-scatter in place "+what)
+			k.expectBytes("reduce-scatter in place "+what, mine, want[:block*dt.Size()])
+
+			// The decomposition, in place, against the direct all-reduce.
+			k.must(k.be.Fill(recv, in), "Fill")
+			k.must(k.be.ReduceScatter(recv, mine, op), "reduce-scatter in place "+what)
+			k.must(k.be.AllGather(mine, recv), "all-gather in place "+what)
+			k.expectBytes("reduce-scatter + all-gather "+what, recv, want)
+			k.free(send, recv, shard)
+		}
+
+		// All-gather has no reduction: rank q contributes q+1.
+		var want []byte
+		for q := range k.n {
+			want = append(want, bytes.Repeat(dt.Elem(float64(q+1)), block)...)
+		}
+		if k.be.Supports(dt, phases.Sum) != nil {
+			continue
+		}
+		send, recv := k.alloc(dt, block), k.alloc(dt, count)
+		k.must(k.be.Fill(send, dt.Elem(float64(k.r+1))), "Fill")
+		k.must(k.be.Fill(recv, dt.Elem(99)), "Fill")
+		k.must(k.be.AllGather(send, recv), "all-gather "+dt.String())
+		k.expectBytes("all-gather "+dt.String(), recv, want)
+		k.must(k.be.Fill(recv, dt.Elem(99)), "Fill")
+		mine := k.view(recv, k.r*block, block)
+		k.must(k.be.Fill(mine, dt.Elem(float64(k.r+1))), "Fill")
+		k.must(k.be.AllGather(mine, recv), "all-gather in place "+dt.String())
+		k.expectBytes("all-gather in place "+dt.String(), recv, want)
+		k.free(send, recv)
+	}
+}
+
+func (k *checker) expectBytes(what string, b phases.Buffer, want []byte) {
+	got := make([]byte, phases.Bytes(b))
+	k.must(k.be.Read(b, got), "Read")
+	if !bytes.Equal(got, want) {
+		k.fail("%s: got % x, want % x", what, got, want)
+	}
+}
+
+// unsupported checks that what MPI cannot run is refused on every rank with
+// Supports' words, before MPI: no rank is left waiting in a collective.
+func (k *checker) unsupported() {
+	for _, dt := range []phases.DType{phases.Float16, phases.BFloat16} {
+		want := k.be.Supports(dt, phases.Sum)
+		if want == nil {
+			k.fail("Supports(%s, sum) = nil on the MPI backend", dt)
+		}
+		b := k.alloc(dt, k.n)
+		shard := k.view(b, k.r, 1)
+		for name, err := range map[string]error{
+			"all-reduce":     k.be.AllReduce(b, b, phases.Sum),
+			"reduce-scatter": k.be.ReduceScatter(b, shard, phases.Sum),
+			"all-gather":     k.be.AllGather(shard, b),
+		} {
+			if err == nil || !strings.HasSuffix(err.Error(), want.Error()) {
+				k.fail("%s of %s: %v, want %v", name, dt, err, want)
+			}
+		}
+		k.free(b)
+	}
+	want := k.be.Supports(phases.Float32, phases.Avg)
+	b := k.alloc(phases.Float32, k.n)
+	if err := k.be.AllReduce(b, b, phases.Avg); want == nil || err == nil || !strings.HasSuffix(err.Error(), want.Error()) {
+		k.fail("all-reduce avg: %v, want %v", err, want)
+	}
+	k.free(b)
 }
 
 // errors checks calls the backend rejects before MPI; every rank rejects

@@ -1,0 +1,81 @@
+package phases
+
+// Tracker is told about every blocking step before it starts, so that a
+// watchdog can give each a deadline and say, when one overruns, what was
+// waited for. The watchdog package's *Watchdog implements it.
+type Tracker interface {
+	// Arm starts a step: op is what is about to be waited for, bytes its
+	// payload (-1 when it has none).
+	Arm(op string, bytes int64)
+	// Kick restarts the current step's deadline, keeping its description.
+	Kick()
+}
+
+// Watch returns be with every collective armed on t (named by the
+// collective, sized by its full payload: AllReduce's buffer, ReduceScatter's
+// input, AllGather's output) and every other call that may wait for the
+// device kicking it. The phases run over the watched backend; nothing else
+// changes.
+func Watch(be Backend, t Tracker) Backend { return &watched{Backend: be, t: t} }
+
+type watched struct {
+	Backend
+	t Tracker
+}
+
+func (w *watched) AllReduce(send, recv Buffer, op Op) error {
+	w.t.Arm(AllReduceColl.Name, Bytes(recv))
+	return w.Backend.AllReduce(send, recv, op)
+}
+
+func (w *watched) ReduceScatter(send, recv Buffer, op Op) error {
+	w.t.Arm(ReduceScatterColl.Name, Bytes(send))
+	return w.Backend.ReduceScatter(send, recv, op)
+}
+
+func (w *watched) AllGather(send, recv Buffer) error {
+	w.t.Arm(AllGatherColl.Name, Bytes(recv))
+	return w.Backend.AllGather(send, recv)
+}
+
+// The calls below wait for what is queued on the device (a collective that
+// never ends hangs them), so each restarts the deadline of the last step.
+
+func (w *watched) Synchronize() error { w.t.Kick(); return w.Backend.Synchronize() }
+
+func (w *watched) Time(op func() error) (float64, error) {
+	w.t.Kick()
+	return w.Backend.Time(op)
+}
+
+func (w *watched) TimeBatch(n int, op func() error) (float64, error) {
+	w.t.Kick()
+	return w.Backend.TimeBatch(n, op)
+}
+
+// Unwrap gives the backend under the watch, so that optional interfaces
+// such as GraphTimer can still be found.
+func (w *watched) Unwrap() Backend { return w.Backend }
+
+func (w *watched) Fill(b Buffer, elem []byte) error { w.t.Kick(); return w.Backend.Fill(b, elem) }
+func (w *watched) Write(b Buffer, src []byte) error { w.t.Kick(); return w.Backend.Write(b, src) }
+func (w *watched) Read(b Buffer, dst []byte) error  { w.t.Kick(); return w.Backend.Read(b, dst) }
+func (w *watched) Free(b Buffer) error              { w.t.Kick(); return w.Backend.Free(b) }
+
+// WatchComm returns c with its barriers and agreements armed on t.
+func WatchComm(c Comm, t Tracker) Comm { return &watchedComm{Comm: c, t: t} }
+
+type watchedComm struct {
+	Comm
+	t Tracker
+}
+
+func (w *watchedComm) Barrier() error {
+	w.t.Arm("barrier", -1)
+	return w.Comm.Barrier()
+}
+
+func (w *watchedComm) AllTrue(ok bool) (bool, []int, error) {
+	w.t.Arm("agreement between ranks", -1)
+	return w.Comm.AllTrue(ok)
+}

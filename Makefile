@@ -19,7 +19,7 @@ export CGO_LDFLAGS  = $(shell scripts/mpi-cgo-flags.sh ldflags)
 .PHONY: run build test vet deps env clean
 
 run: build
-	scripts/mpirun.sh $(NP) ./$(BIN) -config $(CONFIG) -output-dir $(OUTPUT) $(ARGS)
+	scripts/mpirun.sh $(NP) ./$(BIN) -config $(CONFIG) -output-dir $(OUTPUT) -overwrite $(ARGS)
 
 build: deps
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .

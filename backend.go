@@ -8,26 +8,34 @@ import (
 	"rsag/ncclx"
 )
 
-// openBackend starts the backend the config names. "auto" takes NCCL when
+// chooseBackend resolves the config's backend. "auto" takes NCCL when
 // every rank's node has the libraries and a GPU for each local rank, and
 // MPI otherwise; the ranks decide together so that all use the same one.
-func (j *job) openBackend(name string) error {
+// It runs before the output dir is touched: a backend that cannot run here
+// is a bad input.
+func (j *job) chooseBackend(name string) (string, error) {
 	if name == "auto" || name == "nccl" {
 		reasons, err := j.probeNCCL()
 		if err != nil {
-			return err
+			return "", err
 		}
 		switch {
 		case len(reasons) == 0:
 			name = "nccl"
 		case name == "nccl":
-			return shared(exitBadArgs, fmt.Errorf("backend nccl cannot run here: %s; fix that, or use -backend mpi", strings.Join(reasons, "; ")))
+			return "", shared(exitBadArgs, fmt.Errorf("backend nccl cannot run here: %s; fix that, or use -backend mpi", strings.Join(reasons, "; ")))
 		default:
 			j.printf("backend auto: using mpi, since %s\n", reasons[0])
 			name = "mpi"
 		}
 	}
+	return name, nil
+}
+
+// openBackend starts the backend chooseBackend chose.
+func (j *job) openBackend(name string) error {
 	var err error
+	j.tr.Arm("start of the "+name+" backend", -1)
 	switch name {
 	case "nccl":
 		j.backend, err = ncclx.New(j.comm)
@@ -49,6 +57,7 @@ func (j *job) probeNCCL() ([]string, error) {
 	if err := ncclx.Probe(j.comm.LocalSize()); err != nil {
 		why = err.Error()
 	}
+	j.tr.Arm("agreement between ranks", -1)
 	all, err := j.comm.AllGather([]byte(why))
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ type options struct {
 	backend    string
 	sets       []string
 	version    bool
+	overwrite  bool // replace the results of an earlier run in outputDir
 }
 
 // setFlags collects repeated -set flags in order.
@@ -23,6 +24,28 @@ type setFlags []string
 
 func (s *setFlags) String() string     { return strings.Join(*s, " ") }
 func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
+
+// onceFlag is a string flag that may be given twice only with the same
+// value: -output-dir a -output-dir b is a contradiction, not "b".
+type onceFlag struct {
+	value *string
+	set   bool
+}
+
+func (f *onceFlag) String() string {
+	if f.value == nil {
+		return ""
+	}
+	return *f.value
+}
+
+func (f *onceFlag) Set(v string) error {
+	if f.set && v != *f.value {
+		return fmt.Errorf("given twice with different values (%q and %q): give it once", *f.value, v)
+	}
+	*f.value, f.set = v, true
+	return nil
+}
 
 const usageText = `rsag proves that AllReduce equals ReduceScatter followed by AllGather on the
 ranks it is started on, times both, and measures their device memory.
@@ -44,9 +67,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fmt.Fprint(stderr, usageText)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.configPath, "config", "configs/ch7.toml", "TOML config `file`")
-	fs.StringVar(&o.outputDir, "output-dir", "results/latest", "`directory` for the CSV files (created if missing)")
-	fs.StringVar(&o.backend, "backend", "", "auto, nccl or mpi (default: the config's backend key, else auto)")
+	o.configPath, o.outputDir = "configs/ch7.toml", "results/latest"
+	fs.Var(&onceFlag{value: &o.configPath}, "config", "TOML config `file` (default configs/ch7.toml)")
+	fs.Var(&onceFlag{value: &o.outputDir}, "output-dir", "`directory` for the results (created if missing; default results/latest)")
+	fs.Var(&onceFlag{value: &o.backend}, "backend", "auto, nccl or mpi (default: the config's backend key, else auto)")
+	fs.BoolVar(&o.overwrite, "overwrite", false, "replace the results of an earlier run in -output-dir (without it, rsag refuses to touch them)")
 	fs.Var(&sets, "set", "override a config key: `section.key=value`, value in TOML syntax, e.g. -set 'timing.sizes_bytes=[1024,65536]' (repeatable)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -54,6 +79,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q: every setting is a flag (see rsag -h)", fs.Arg(0))
+	}
+	if err := checkSets(sets, o.backend); err != nil {
+		return o, err
 	}
 	o.sets = sets
 	if o.backend != "" {
@@ -63,4 +91,26 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-output-dir is empty: give a directory for the results")
 	}
 	return o, nil
+}
+
+// checkSets refuses contradictory overrides: one key set twice to different
+// values, or -set backend=X against -backend Y. Later-wins would silently
+// run something the user did not mean.
+func checkSets(sets []string, backend string) error {
+	seen := map[string]string{}
+	for _, set := range sets {
+		key, value, ok := strings.Cut(set, "=")
+		if !ok {
+			continue // config.Parse names the malformed -set
+		}
+		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+		if prev, dup := seen[key]; dup && prev != value {
+			return fmt.Errorf("-set %s is given twice with different values (%s and %s): give it once", key, prev, value)
+		}
+		seen[key] = value
+	}
+	if v, ok := seen["backend"]; ok && backend != "" && strings.Trim(v, `"'`) != backend {
+		return fmt.Errorf("-backend %s contradicts -set backend=%s: give one of them", backend, v)
+	}
+	return nil
 }

@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"rsag/config"
 	"rsag/mpi"
 	"rsag/phases"
 	"rsag/report"
+	"rsag/watchdog"
 )
 
 // job is one run of rsag on this rank.
@@ -21,9 +23,53 @@ type job struct {
 	opts    options
 	comm    *mpi.Comm
 	out     io.Writer // rank 0's tables and progress
-	backend phases.Backend
+	stderr  io.Writer
+	backend phases.Backend // the backend itself
+	watched phases.Backend // the backend with every collective armed on the watchdog
 	started time.Time
+
+	wd  *watchdog.Watchdog
+	tr  *tracker
+	end *ender
+	log *runLog // rank 0's run.json, once the output dir is ours
 }
+
+// runLog is rank 0's run.json. The main goroutine writes "running" and
+// "complete"; the watchdog and signal goroutines may write "failed" at any
+// moment, so writes are serialised and the first final status wins.
+type runLog struct {
+	mu    sync.Mutex
+	dir   string
+	rec   report.Run
+	final bool
+}
+
+func (l *runLog) write(status, reason string, files []string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.final {
+		return nil
+	}
+	l.rec.Status, l.rec.Reason = status, reason
+	if status != report.StatusRunning {
+		l.final = true
+		l.rec.Ended = time.Now().UTC().Format(time.RFC3339)
+		l.rec.Files = files
+	}
+	return report.WriteRun(l.dir, l.rec)
+}
+
+// fail marks the run failed, on rank 0, when it got as far as run.json.
+func (j *job) fail(reason string) {
+	if j.log != nil {
+		if err := j.log.write(report.StatusFailed, reason, nil); err != nil {
+			fmt.Fprintf(j.stderr, "rsag: rank 0 (%s): marking the run failed: %v\n", j.comm.Host(), err)
+		}
+	}
+}
+
+// phase names the phase the next blocking steps belong to.
+func (j *job) phase(name string) { j.tr.setPhase(name) }
 
 // sharedError is an error every rank reached together (a bad config, a check
 // that failed somewhere and was agreed on), so every rank can exit cleanly
@@ -50,21 +96,37 @@ func (j *job) printf(format string, args ...any) {
 }
 
 func (j *job) run() error {
+	j.phase("startup")
 	cfg, err := j.loadConfig()
 	if err != nil {
 		return shared(exitBadArgs, err)
 	}
+	j.wd.SetTimeout(time.Duration(cfg.TimeoutS) * time.Second)
+	if err := j.loadStall(); err != nil {
+		return shared(exitBadArgs, err)
+	}
+	backend, err := j.chooseBackend(cfg.Backend)
+	if err != nil {
+		return err
+	}
 	if err := j.checkOutputDir(); err != nil {
 		return shared(exitBadArgs, err)
 	}
-	if err := j.openBackend(cfg.Backend); err != nil {
+	if err := j.openBackend(backend); err != nil {
 		return err
 	}
 	defer j.backend.Close()
+	j.watched = phases.Watch(j.backend, j.tr)
+	j.end.setAbort(j.requestAbort)
 	if err := j.printHeader(cfg); err != nil {
 		return err
 	}
 	if err := j.checkFits(cfg); err != nil {
+		return err
+	}
+	// Every input is answered: from here the run writes into the output
+	// dir, and run.json says how far it got.
+	if err := j.startRunLog(cfg, backend); err != nil {
 		return err
 	}
 
@@ -73,12 +135,93 @@ func (j *job) run() error {
 	if phaseErr != nil && !errors.As(phaseErr, &shErr) {
 		return phaseErr
 	}
+	j.phase("results")
 	rows := report.FromResults(j.comm.Rank(), j.comm.Host(), contracts, timings, memory)
 	ran := report.Phases{Contracts: cfg.Contracts.Enabled, Timing: cfg.Timing.Enabled, Memory: cfg.Memory.Enabled}
 	if err := j.writeResults(rows, ran); err != nil {
 		return err
 	}
-	return phaseErr
+	if phaseErr != nil {
+		// Every file is written, with the failed checks marked False; the
+		// run as a whole failed, and run.json says why.
+		j.log.writeFiles(report.StatusFailed, phaseErr.Error(), report.ResultFiles(j.comm.Size(), ran))
+		return phaseErr
+	}
+	if j.log != nil {
+		// Last: every rank's files and the combined ones are in place.
+		if err := j.log.write(report.StatusComplete, "", report.ResultFiles(j.comm.Size(), ran)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFiles is write on rank 0 and nothing elsewhere; errors are printed,
+// since the run has failed already.
+func (l *runLog) writeFiles(status, reason string, files []string) {
+	if l == nil {
+		return
+	}
+	if err := l.write(status, reason, files); err != nil {
+		fmt.Fprintf(os.Stderr, "rsag: rank 0: writing %s: %v\n", report.RunFile, err)
+	}
+}
+
+// loadStall reads the debug stall (RSAG_DEBUG_STALL) on every rank and
+// agrees on it, so that a malformed value ends every rank alike.
+func (j *job) loadStall() error {
+	st, err := parseStall(os.Getenv(stallEnv))
+	j.tr.Arm("agreement between ranks", -1)
+	ok, bad, cerr := j.comm.AllTrue(err == nil)
+	if cerr != nil {
+		return cerr
+	}
+	if !ok {
+		if err == nil {
+			err = fmt.Errorf("%s is malformed on rank(s) %v (see their message)", stallEnv, bad)
+		}
+		return err
+	}
+	j.tr.stall = st
+	return nil
+}
+
+// startRunLog has rank 0 write run.json saying "running"; every rank
+// learns whether it could, so that a failure ends every rank alike.
+func (j *job) startRunLog(cfg config.Config, backend string) error {
+	var err error
+	if j.comm.Rank() == 0 {
+		l := &runLog{dir: j.opts.outputDir, rec: report.Run{Version: version, Commit: commit, Backend: backend,
+			WorldSize: j.comm.Size(), Config: j.opts.configPath, Started: j.started.UTC().Format(time.RFC3339)}}
+		if err = l.write(report.StatusRunning, "", nil); err == nil {
+			j.log = l
+			j.end.setMarkFailed(func(reason string) { j.fail(reason) })
+		}
+	}
+	j.tr.Arm("agreement between ranks", -1)
+	ok, _, cerr := j.comm.AllTrue(err == nil)
+	if cerr != nil {
+		return cerr
+	}
+	if !ok {
+		if err == nil {
+			err = errors.New("rank 0 could not write " + report.RunFile)
+		}
+		return shared(exitFailed, fmt.Errorf("writing %s in %s: %w", report.RunFile, j.opts.outputDir, err))
+	}
+	return nil
+}
+
+// requestAbort asks the backend to abort its communicator, if it can, and
+// returns a channel closed once it has (see ender).
+func (j *job) requestAbort() <-chan struct{} {
+	type aborter interface{ RequestAbort() <-chan struct{} }
+	if a, ok := j.backend.(aborter); ok {
+		return a.RequestAbort()
+	}
+	done := make(chan struct{})
+	close(done)
+	return done
 }
 
 // loadConfig has rank 0 read the file and broadcast its bytes, so every rank
@@ -93,6 +236,7 @@ func (j *job) loadConfig() (config.Config, error) {
 			msg = append([]byte{0}, data...)
 		}
 	}
+	j.tr.Arm("config broadcast", -1)
 	msg, err := j.comm.BcastBlob(msg, 0)
 	if err != nil {
 		return config.Config{}, err
@@ -111,10 +255,17 @@ func (j *job) loadConfig() (config.Config, error) {
 }
 
 // checkOutputDir makes sure every rank can write its files before any
-// collective runs.
+// collective runs, and that no rank would overwrite an earlier run's
+// results without -overwrite.
 func (j *job) checkOutputDir() error {
 	dir := j.opts.outputDir
+	if err := j.checkEarlierResults(); err != nil {
+		return err
+	}
 	err := os.MkdirAll(dir, 0o755)
+	if err == nil && j.opts.overwrite {
+		err = report.RemoveResults(dir)
+	}
 	if err == nil {
 		var f *os.File
 		if f, err = os.CreateTemp(dir, ".rsag-write-test*"); err == nil {
@@ -122,6 +273,7 @@ func (j *job) checkOutputDir() error {
 			err = os.Remove(f.Name())
 		}
 	}
+	j.tr.Arm("agreement between ranks", -1)
 	ok, bad, cerr := j.comm.AllTrue(err == nil)
 	if cerr != nil {
 		return cerr
@@ -132,6 +284,31 @@ func (j *job) checkOutputDir() error {
 			why = err.Error()
 		}
 		return fmt.Errorf("output dir %s is not writable on rank(s) %v: %s; choose another with -output-dir", dir, bad, why)
+	}
+	return nil
+}
+
+// checkEarlierResults refuses, on every rank alike, an output dir that
+// holds an earlier run's results (as any rank sees it), unless -overwrite.
+func (j *job) checkEarlierResults() error {
+	var found []string
+	if !j.opts.overwrite {
+		// A dir that cannot be read is reported by the write check next.
+		found, _ = report.FindResults(j.opts.outputDir)
+	}
+	if len(found) > 3 {
+		found = append(found[:3], fmt.Sprintf("and %d more", len(found)-3))
+	}
+	j.tr.Arm("agreement between ranks", -1)
+	all, err := j.comm.AllGather([]byte(strings.Join(found, ", ")))
+	if err != nil {
+		return err
+	}
+	for r, f := range all {
+		if len(f) > 0 {
+			return fmt.Errorf("output dir %s already holds results of an earlier run (%s, seen by rank %d): "+
+				"pass -overwrite to replace them, or choose another -output-dir", j.opts.outputDir, f, r)
+		}
 	}
 	return nil
 }
@@ -148,6 +325,7 @@ func (j *job) checkFits(cfg config.Config) error {
 		err = phases.CheckFits(j.backend, phases.MemoryFootprint(world, int64(cfg.Memory.PayloadBytes), cfg.Memory.Modes),
 			"the memory phase at memory.payload_bytes")
 	}
+	j.tr.Arm("agreement between ranks", -1)
 	ok, bad, cerr := j.comm.AllTrue(err == nil)
 	if cerr != nil {
 		return cerr
@@ -168,6 +346,7 @@ func (j *job) printHeader(cfg config.Config) error {
 	if err != nil {
 		return err
 	}
+	j.tr.Arm("gather of backend descriptions", -1)
 	all, err := j.comm.Gather(data, 0)
 	if err != nil || j.comm.Rank() != 0 {
 		return err
@@ -193,8 +372,10 @@ func (j *job) printHeader(cfg config.Config) error {
 // rank stops the run as a sharedError; a backend failure is returned as is.
 func (j *job) runPhases(cfg config.Config) (c []phases.ContractResult, t []phases.TimingSample, m []phases.MemoryResult, err error) {
 	progress := func(line string) { j.printf("%s\n", line) }
+	comm := phases.WatchComm(j.comm, j.tr)
 	if cfg.Contracts.Enabled {
-		if c, err = phases.RunContracts(j.backend); err != nil {
+		j.phase("contracts")
+		if c, err = phases.RunContracts(j.watched); err != nil {
 			return c, t, m, fmt.Errorf("contracts on rank %d: %w", j.comm.Rank(), err)
 		}
 		var failed []string
@@ -203,7 +384,7 @@ func (j *job) runPhases(cfg config.Config) (c []phases.ContractResult, t []phase
 				failed = append(failed, r.Name)
 			}
 		}
-		ok, bad, err := j.comm.AllTrue(len(failed) == 0)
+		ok, bad, err := comm.AllTrue(len(failed) == 0)
 		if err != nil {
 			return c, t, m, err
 		}
@@ -212,18 +393,20 @@ func (j *job) runPhases(cfg config.Config) (c []phases.ContractResult, t []phase
 		}
 		progress(fmt.Sprintf("contracts: %d held on every rank", len(c)))
 	}
-	if err := j.comm.Barrier(); err != nil {
+	if err := comm.Barrier(); err != nil {
 		return c, t, m, err
 	}
 	if cfg.Timing.Enabled {
-		t, err = phases.RunTiming(j.backend, j.comm, phases.TimingConfig{SizesBytes: cfg.Timing.Sizes(),
+		j.phase("timing")
+		t, err = phases.RunTiming(j.watched, comm, phases.TimingConfig{SizesBytes: cfg.Timing.Sizes(),
 			Warmups: cfg.Timing.Warmups, Cycles: cfg.Timing.Cycles}, progress)
 		if err != nil {
 			return c, t, m, checkShared(err)
 		}
 	}
 	if cfg.Memory.Enabled {
-		m, err = phases.RunMemory(j.backend, j.comm, int64(cfg.Memory.PayloadBytes), cfg.Memory.Modes, progress)
+		j.phase("memory")
+		m, err = phases.RunMemory(j.watched, comm, int64(cfg.Memory.PayloadBytes), cfg.Memory.Modes, progress)
 		if err != nil {
 			return c, t, m, checkShared(err)
 		}
@@ -245,6 +428,7 @@ func checkShared(err error) error {
 func (j *job) writeResults(rows report.Rows, ran report.Phases) error {
 	dir := j.opts.outputDir
 	werr := report.WriteRankFiles(dir, j.comm.Rank(), rows, ran)
+	j.tr.Arm("agreement between ranks", -1)
 	ok, bad, err := j.comm.AllTrue(werr == nil)
 	if err != nil {
 		return err
@@ -259,6 +443,7 @@ func (j *job) writeResults(rows report.Rows, ran report.Phases) error {
 	if err != nil {
 		return err
 	}
+	j.tr.Arm("gather of result rows", -1)
 	gathered, err := j.comm.Gather(data, 0)
 	if err != nil || j.comm.Rank() != 0 {
 		return err

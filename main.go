@@ -13,7 +13,9 @@ import (
 	"runtime"
 	"time"
 
+	"rsag/config"
 	"rsag/mpi"
+	"rsag/watchdog"
 )
 
 // Set at build time with -ldflags "-X main.version=... -X main.commit=...".
@@ -48,18 +50,33 @@ func main() {
 		os.Exit(exitOK)
 	}
 
+	// SIGINT and SIGTERM end the run cleanly from here on (see ender).
+	end := newEnder(os.Stderr)
+	catchSignals(end)
+
 	comm, err := mpi.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rsag: starting MPI:", err)
 		os.Exit(exitFailed)
 	}
-	j := &job{opts: opts, comm: comm, out: os.Stdout, started: started}
+	end.setWho(comm.Rank(), comm.Host())
+	// Every blocking step from here to MPI_Finalize has a deadline: the
+	// default until the config's timeout_s is known.
+	wd := watchdog.New(config.DefaultTimeoutS*time.Second, func(msg string) { end.end(exitWatchdog, msg, "") })
+	wd.Start()
+	j := &job{opts: opts, comm: comm, out: os.Stdout, stderr: os.Stderr, started: started, wd: wd, end: end,
+		tr: &tracker{wd: wd, rank: comm.Rank(), host: comm.Host(), stderr: os.Stderr}}
 	err = j.run()
+	if end.Ending() {
+		end.waitForEnd() // the watchdog or a signal is ending the process
+	}
 	if err == nil {
+		wd.Arm("MPI finalize", -1)
 		comm.Finalize()
 		os.Exit(exitOK)
 	}
 	fmt.Fprintf(os.Stderr, "rsag: rank %d (%s): %v\n", comm.Rank(), comm.Host(), err)
+	j.fail(err.Error())
 	var shared *sharedError
 	if !errors.As(err, &shared) {
 		// Only this rank knows: the others may be waiting in a collective,
@@ -67,6 +84,7 @@ func main() {
 		j.abortBackend()
 		comm.Abort(exitFailed)
 	}
+	wd.Arm("MPI finalize", -1)
 	comm.Finalize()
 	os.Exit(shared.code)
 }

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestContradictoryFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string // "" means accepted
+	}{
+		{[]string{"-output-dir", "a", "-output-dir", "a"}, ""},
+		{[]string{"-output-dir", "a", "-output-dir", "b"}, `given twice with different values ("a" and "b")`},
+		{[]string{"-config", "x.toml", "--config", "y.toml"}, "given twice with different values"},
+		{[]string{"-backend", "mpi", "-set", "backend=mpi"}, ""},
+		{[]string{"-backend", "mpi", "-set", `backend="nccl"`}, `-backend mpi contradicts -set backend="nccl"`},
+		{[]string{"-set", "timing.cycles=3", "-set", "timing.cycles = 3"}, ""},
+		{[]string{"-set", "timing.cycles=3", "-set", "timing.cycles=4"}, "-set timing.cycles is given twice with different values (3 and 4)"},
+		{[]string{"-overwrite", "-output-dir", "r"}, ""},
+	} {
+		o, err := parseFlags(c.args, io.Discard)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v: %v", c.args, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%v: got %v, want %q", c.args, err, c.want)
+		}
+		if c.want == "" && c.args[0] == "-overwrite" && !o.overwrite {
+			t.Errorf("%v: overwrite not set", c.args)
+		}
+	}
+}
+
+func TestParseStall(t *testing.T) {
+	s, err := parseStall("rank=1,phase=timing,size=65536,seconds=600")
+	if err != nil || s.rank != 1 || s.phase != "timing" || s.bytes != 65536 || s.seconds != 600 || s.op != "" {
+		t.Fatalf("got %+v, %v", s, err)
+	}
+	if s, err := parseStall(""); s != nil || err != nil {
+		t.Errorf("unset: %+v, %v", s, err)
+	}
+	for v, want := range map[string]string{
+		"rank=1,phase=timing":           "seconds is missing",
+		"phase=timing,seconds=5":        "rank is missing",
+		"rank=1,seconds=5":              "phase is missing",
+		"rank=x,phase=timing,seconds=5": `rank: "x" is not a whole number`,
+		"rank=1,phase=timing,sekonds=5": `unknown key "sekonds"`,
+		"rank=1;phase=timing;seconds=5": "is not key=value",
+	} {
+		if _, err := parseStall(v); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), stallEnv) {
+			t.Errorf("%q: got %v, want %q", v, err, want)
+		}
+	}
+}

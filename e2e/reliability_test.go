@@ -1,0 +1,368 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"rsag/internal/outcheck"
+	"rsag/report"
+)
+
+// These tests break a running job the ways clusters do (a stalled rank, a
+// killed rank, the launcher's SIGTERM) and assert that it ends within a
+// bound, exits non-zero, and leaves no output dir that claims completeness.
+
+// job is rsag started under mpirun with its output streamed, so a test can
+// act at a moment of the run.
+type job struct {
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	stdout bytes.Buffer
+	stderr bytes.Buffer
+	lines  chan string // rank 0's stdout, line by line
+	done   chan struct{}
+	err    error
+}
+
+func startJob(t *testing.T, np int, env []string, args ...string) *job {
+	t.Helper()
+	cmd := exec.Command("../scripts/mpirun.sh", append([]string{strconv.Itoa(np), rsagBin}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	// Its own process group, so a test that fails can end every process.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	j := &job{cmd: cmd, lines: make(chan string, 1000), done: make(chan struct{})}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = &lockedWriter{mu: &j.mu, w: &j.stderr}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			j.mu.Lock()
+			j.stdout.WriteString(sc.Text() + "\n")
+			j.mu.Unlock()
+			select {
+			case j.lines <- sc.Text():
+			default:
+			}
+		}
+		j.err = cmd.Wait()
+		close(j.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-j.done:
+		default:
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-j.done
+		}
+	})
+	return j
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (j *job) output() (string, string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.stdout.String(), j.stderr.String()
+}
+
+// waitLine waits for a line of rank 0's stdout containing s.
+func (j *job) waitLine(t *testing.T, s string, limit time.Duration) {
+	t.Helper()
+	deadline := time.After(limit)
+	for {
+		select {
+		case l := <-j.lines:
+			if strings.Contains(l, s) {
+				return
+			}
+		case <-j.done:
+			out, errOut := j.output()
+			t.Fatalf("the job ended before printing %q\nstdout:\n%s\nstderr:\n%s", s, out, errOut)
+		case <-deadline:
+			out, errOut := j.output()
+			t.Fatalf("no %q within %v\nstdout:\n%s\nstderr:\n%s", s, limit, out, errOut)
+		}
+	}
+}
+
+// wait waits at most limit for the job to end and returns its exit code.
+func (j *job) wait(t *testing.T, limit time.Duration) int {
+	t.Helper()
+	select {
+	case <-j.done:
+	case <-time.After(limit):
+		out, errOut := j.output()
+		t.Fatalf("the job did not end within %v\nstdout:\n%s\nstderr:\n%s", limit, out, errOut)
+	}
+	var exit *exec.ExitError
+	if errors.As(j.err, &exit) {
+		return exit.ExitCode()
+	}
+	if j.err != nil {
+		t.Fatal(j.err)
+	}
+	return 0
+}
+
+// rankPID finds the rsag process of a rank among the job's processes by
+// the rank Open MPI puts in each one's environment.
+func rankPID(t *testing.T, rank int) int {
+	t.Helper()
+	want := []byte(fmt.Sprintf("OMPI_COMM_WORLD_RANK=%d\x00", rank))
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		exe, err := os.Readlink(filepath.Join(p, "exe"))
+		if err != nil || filepath.Base(exe) != filepath.Base(rsagBin) {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join(p, "environ"))
+		if err != nil || !bytes.Contains(env, want) {
+			continue
+		}
+		// Only this test's job: the process's own environment names our
+		// session directory.
+		if dir := os.Getenv("OMPI_MCA_orte_tmpdir_base"); dir != "" && !bytes.Contains(env, []byte(dir)) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(p))
+		return pid
+	}
+	t.Fatalf("no rsag process of rank %d found", rank)
+	return 0
+}
+
+// notComplete fails t when dir's run.json claims the run completed.
+func notComplete(t *testing.T, dir string) report.Run {
+	t.Helper()
+	run, err := report.ReadRun(dir)
+	if err == nil && run.Status == report.StatusComplete {
+		t.Errorf("%s says complete after a failed run: %+v", report.RunFile, run)
+	}
+	return run
+}
+
+// longTiming keeps the job in its timing phase for minutes: one small size,
+// millions of cycles.
+var longTiming = []string{"-config", "../configs/smoke.toml", "-backend", "mpi", "-set", "timing.cycles=50000000",
+	"-set", "timing.sizes_bytes=[4096]", "-set", "memory.enabled=false"}
+
+// One rank stalls (the debug hook) in the timing phase; the watchdog ends
+// the job after timeout_s with a message naming the phase, the collective
+// and its size.
+func TestWatchdogEndsAStalledRank(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Now()
+	j := startJob(t, 2, []string{"RSAG_DEBUG_STALL=rank=1,phase=timing,size=215040,seconds=600"},
+		"-config", "../configs/smoke.toml", "-backend", "mpi", "-output-dir", dir, "-set", "timeout_s=2")
+	code := j.wait(t, 60*time.Second)
+	took := time.Since(start)
+	_, stderr := j.output()
+	if code == 0 {
+		t.Fatalf("exit 0 after a stall\n%s", stderr)
+	}
+	if !strings.Contains(stderr, "rsag: rank 1 (") || !strings.Contains(stderr, "debug: RSAG_DEBUG_STALL: stalling before timing all-reduce at 215040 bytes for 600s") {
+		t.Errorf("the stall was not announced:\n%s", stderr)
+	}
+	re := regexp.MustCompile(`rsag: rank [01] \([^)]+\): watchdog: timing all-reduce at 215040 bytes did not finish within 2s \(waited [0-9.]+s\); aborting the job`)
+	if !re.MatchString(stderr) {
+		t.Errorf("no watchdog message matching %s:\n%s", re, stderr)
+	}
+	run := notComplete(t, dir)
+	if run.Status != report.StatusFailed || !strings.Contains(run.Reason, "watchdog: timing all-reduce at 215040 bytes") {
+		t.Errorf("%s: %+v; want failed with the watchdog's reason", report.RunFile, run)
+	}
+	t.Logf("the stalled job ended after %v with exit %d", took.Round(time.Millisecond), code)
+}
+
+// A rank killed with SIGKILL mid-timing ends the job at once: the launcher
+// reports the loss and ends the others, long before timeout_s.
+func TestKilledRankEndsTheJob(t *testing.T) {
+	dir := t.TempDir()
+	j := startJob(t, 4, nil, append([]string{"-output-dir", dir, "-set", "timeout_s=600"}, longTiming...)...)
+	j.waitLine(t, "contracts: 5 held on every rank", 60*time.Second)
+	time.Sleep(time.Second) // into the timing phase
+	if err := syscall.Kill(rankPID(t, 1), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	code := j.wait(t, 30*time.Second)
+	_, stderr := j.output()
+	if code == 0 {
+		t.Fatalf("exit 0 after a rank was killed\n%s", stderr)
+	}
+	run := notComplete(t, dir)
+	t.Logf("ended %v after the kill, exit %d, run.json status %q (%s)", time.Since(killed).Round(time.Millisecond), code, run.Status, run.Reason)
+}
+
+// SIGTERM to mpirun (what Slurm's time limit and scancel send) reaches every
+// rank: rank 0 marks the run failed, every rank exits non-zero.
+func TestSIGTERMStopsTheJobCleanly(t *testing.T) {
+	dir := t.TempDir()
+	j := startJob(t, 4, nil, append([]string{"-output-dir", dir}, longTiming...)...)
+	j.waitLine(t, "contracts: 5 held on every rank", 60*time.Second)
+	time.Sleep(time.Second)
+	if err := j.cmd.Process.Signal(syscall.SIGTERM); err != nil { // mpirun.sh execs mpirun
+		t.Fatal(err)
+	}
+	sent := time.Now()
+	code := j.wait(t, 30*time.Second)
+	_, stderr := j.output()
+	if code == 0 {
+		t.Fatalf("exit 0 after SIGTERM\n%s", stderr)
+	}
+	if !strings.Contains(stderr, "received SIGTERM: stopping") {
+		t.Errorf("no rank said it received SIGTERM:\n%s", stderr)
+	}
+	run := notComplete(t, dir)
+	if run.Status != report.StatusFailed || run.Reason != "signal SIGTERM" {
+		t.Errorf("%s: %+v; want failed, signal SIGTERM", report.RunFile, run)
+	}
+	t.Logf("ended %v after SIGTERM, exit %d", time.Since(sent).Round(time.Millisecond), code)
+}
+
+// A second run into the same directory refuses to touch the first one's
+// results unless -overwrite, which replaces them and nothing else.
+func TestExistingResultsNeedOverwrite(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"-config", "../configs/smoke.toml", "-backend", "mpi", "-output-dir", dir}
+	if r := mpirun(t, 2, time.Minute, args...); r.code != 0 {
+		t.Fatalf("first run: exit %d\n%s", r.code, r.stderr)
+	}
+	first, err := report.ReadRun(dir)
+	if err != nil || first.Status != report.StatusComplete || len(first.Files) != 9 {
+		t.Fatalf("first run's %s: %+v, %v; want complete with 9 files", report.RunFile, first, err)
+	}
+	for _, f := range first.Files {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("%s lists %s: %v", report.RunFile, f, err)
+		}
+	}
+	notes := filepath.Join(dir, "notes.txt")
+	os.WriteFile(notes, []byte("mine"), 0o644)
+
+	r := mpirun(t, 2, time.Minute, args...)
+	if r.code == 0 {
+		t.Fatal("a second run overwrote the first without -overwrite")
+	}
+	for rank := 0; rank < 2; rank++ {
+		line := lineWith(r.stderr, fmt.Sprintf("rsag: rank %d (", rank))
+		if !strings.Contains(line, "already holds results of an earlier run (run.json, ") || !strings.Contains(line, "pass -overwrite") {
+			t.Errorf("rank %d: %q", rank, line)
+		}
+	}
+	if again, _ := report.ReadRun(dir); again.Started != first.Started {
+		t.Errorf("the refused run touched %s: %+v", report.RunFile, again)
+	}
+
+	// A stale file of a bigger earlier run goes too; the user's file stays.
+	os.WriteFile(filepath.Join(dir, "rank7_timings.csv"), []byte("old"), 0o644)
+	r = mpirun(t, 2, time.Minute, append(args, "-overwrite")...)
+	if r.code != 0 {
+		t.Fatalf("-overwrite: exit %d\n%s", r.code, r.stderr)
+	}
+	if err := outcheck.Check(dir, outcheck.Smoke(2)); err != nil {
+		t.Error(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "rank7_timings.csv")); !os.IsNotExist(err) {
+		t.Errorf("-overwrite left an earlier run's rank7_timings.csv: %v", err)
+	}
+	if b, err := os.ReadFile(notes); err != nil || string(b) != "mine" {
+		t.Errorf("-overwrite touched a file that is not rsag's: %q, %v", b, err)
+	}
+}
+
+// Many cycles in one job, with a deadline small enough to trip on any step
+// that stalls, every sample and output checked.
+func TestSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	dir := t.TempDir()
+	const cycles = 1500
+	start := time.Now()
+	r := mpirun(t, 4, 4*time.Minute, "-config", "../configs/smoke.toml", "-backend", "mpi", "-output-dir", dir,
+		"-set", "timeout_s=20", "-set", fmt.Sprintf("timing.cycles=%d", cycles))
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	want := outcheck.Smoke(4)
+	want.Cycles = cycles
+	if err := outcheck.Check(dir, want); err != nil {
+		t.Fatal(err)
+	}
+	if run, err := report.ReadRun(dir); err != nil || run.Status != report.StatusComplete {
+		t.Errorf("%s: %+v, %v", report.RunFile, run, err)
+	}
+	t.Logf("%d cycles x 3 sizes on 4 ranks took %v", cycles, time.Since(start).Round(time.Millisecond))
+}
+
+// Bad flags, contradictions and a bad debug hook fail on every rank before
+// any collective, naming the flag, and leave nothing behind.
+func TestBadFlagsFailOnEveryRank(t *testing.T) {
+	cases := []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"output dir twice", nil, []string{"-output-dir", "elsewhere"}, `invalid value "elsewhere" for flag -output-dir: given twice with different values`},
+		{"backend contradicts -set", nil, []string{"-backend", "mpi", "-set", "backend=nccl"}, "-backend mpi contradicts -set backend=nccl"},
+		{"-set twice", nil, []string{"-set", "timing.cycles=3", "-set", "timing.cycles=5"}, "-set timing.cycles is given twice with different values (3 and 5)"},
+		{"zero timeout", nil, []string{"-set", "timeout_s=0"}, "timeout_s: 0 is not a deadline"},
+		{"bad stall hook", []string{"RSAG_DEBUG_STALL=rank=1,phase=timing,sekonds=5"}, nil, `RSAG_DEBUG_STALL="rank=1,phase=timing,sekonds=5": unknown key "sekonds"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := t.TempDir()
+			args := append([]string{"-config", "../configs/smoke.toml", "-output-dir", out}, c.args...)
+			j := startJob(t, 2, c.env, args...)
+			code := j.wait(t, time.Minute)
+			_, stderr := j.output()
+			if code == 0 {
+				t.Fatalf("exit 0 for a bad input")
+			}
+			lines := 0
+			for _, l := range strings.Split(stderr, "\n") {
+				if strings.Contains(l, c.want) {
+					lines++
+				}
+			}
+			if lines < 2 {
+				t.Errorf("want %q from both ranks; stderr:\n%s", c.want, stderr)
+			}
+			if entries, _ := os.ReadDir(out); len(entries) > 0 {
+				t.Errorf("a refused run left files: %v", entries)
+			}
+		})
+	}
+}

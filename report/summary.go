@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/olekukonko/tablewriter"
 
 	"rsag/phases"
 )
@@ -290,6 +292,10 @@ func normalized(s Summary) Summary {
 	}
 	return s
 }
+
+// Table is an ASCII table in the style of rsag's own tables, for other
+// packages' reporters (rsag compare).
+func Table(w io.Writer, header ...string) *tablewriter.Table { return newTable(w, header...) }
 
 // ReadSummary reads and checks a summary.json: it must be JSON of this
 // schema version. Errors name the file.

@@ -212,16 +212,15 @@ func (j *job) startRunLog(cfg config.Config, backend string) error {
 	return nil
 }
 
-// requestAbort asks the backend to abort its communicator, if it can, and
-// returns a channel closed once it has (see ender).
+// requestAbort asks the backend to abort its communicator, if it has one
+// (NCCL), and returns a channel closed once it has; nil when there is
+// nothing to abort (see ender).
 func (j *job) requestAbort() <-chan struct{} {
 	type aborter interface{ RequestAbort() <-chan struct{} }
 	if a, ok := j.backend.(aborter); ok {
 		return a.RequestAbort()
 	}
-	done := make(chan struct{})
-	close(done)
-	return done
+	return nil
 }
 
 // loadConfig has rank 0 read the file and broadcast its bytes, so every rank

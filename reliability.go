@@ -41,7 +41,7 @@ type ender struct {
 	mu         sync.Mutex
 	who        string                 // "rank 1 (node7)", once MPI has started
 	markFailed func(reason string)    // rank 0, once run.json exists
-	abort      func() <-chan struct{} // once the backend can abort
+	abort      func() <-chan struct{} // once the backend can abort; nil channel: nothing to abort
 
 	once    sync.Once
 	ending  atomic.Bool
@@ -86,9 +86,13 @@ func (e *ender) end(code int, msg, reason string) {
 			mark(reason)
 		}
 		if abort != nil {
-			select {
-			case <-abort():
-			case <-time.After(abortGrace):
+			if done := abort(); done != nil {
+				select {
+				case <-done:
+					fmt.Fprintf(e.stderr, "rsag: %s: communicator aborted\n", who)
+				case <-time.After(abortGrace):
+					fmt.Fprintf(e.stderr, "rsag: %s: the communicator was not aborted within %v (the main thread is not waiting on the device); exiting without it\n", who, abortGrace)
+				}
 			}
 		}
 		e.exit(code)

@@ -93,27 +93,28 @@ func BusFactor(mode string, world int) float64 {
 // discard below the number of cycles. world is the world size that the bus
 // bandwidth factor uses.
 func TimingStats(rows []TimingRow, world int, discard int) []TimingStat {
-	if discard < 0 {
-		discard = 0
-	}
-	type caseRows struct {
-		rows []TimingRow
-	}
-	byCase := map[timingCase]*caseRows{}
+	return timingStats(rows, world, func(string) int { return discard })
+}
+
+// TimingStatsPerRun is TimingStats with each run's own discard (a sweep's
+// [[run]] tables may set their own); a run missing from discard drops none.
+func TimingStatsPerRun(rows []TimingRow, world int, discard map[string]int) []TimingStat {
+	return timingStats(rows, world, func(run string) int { return discard[run] })
+}
+
+func timingStats(rows []TimingRow, world int, discardOf func(run string) int) []TimingStat {
+	byCase := map[timingCase][]TimingRow{}
 	var order []timingCase
 	for _, r := range rows {
 		k := caseOf(r)
-		c, ok := byCase[k]
-		if !ok {
-			c = &caseRows{}
-			byCase[k] = c
+		if _, ok := byCase[k]; !ok {
 			order = append(order, k)
 		}
-		c.rows = append(c.rows, r)
+		byCase[k] = append(byCase[k], r)
 	}
 	var out []TimingStat
 	for _, k := range order {
-		if s, ok := caseStat(k, byCase[k].rows, world, discard); ok {
+		if s, ok := caseStat(k, byCase[k], world, max(0, discardOf(k.Run))); ok {
 			out = append(out, s)
 		}
 	}

@@ -132,3 +132,19 @@ func TestRatios(t *testing.T) {
 		t.Errorf("Ratios = %+v, want %+v", got, want)
 	}
 }
+
+func TestTimingStatsPerRun(t *testing.T) {
+	rows := statRows()
+	for _, r := range statRows() {
+		r.Run = "tuned"
+		rows = append(rows, r)
+	}
+	stats := TimingStatsPerRun(rows, 2, map[string]int{"default": 1, "tuned": 3})
+	if len(stats) != 4 || stats[1].Discarded != 1 || stats[1].MedianUS != 20 ||
+		stats[3].Run != "tuned" || stats[3].Discarded != 3 || stats[3].MedianUS != 40 {
+		t.Errorf("per-run discard: %+v", stats)
+	}
+	if got := TimingStatsPerRun(statRows(), 2, nil); got[1].Discarded != 0 || got[1].MaxUS != 100 {
+		t.Errorf("a run without a discard drops none: %+v", got[1])
+	}
+}

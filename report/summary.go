@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/BurntSushi/toml"
 	"github.com/olekukonko/tablewriter"
 
 	"rsag/phases"
@@ -115,7 +115,9 @@ type SummaryInput struct {
 	Environ         []string      // rank 0's os.Environ()
 	Rows            Rows          // every rank's rows (Merge)
 	World           int
-	Discard         int // timing cycles dropped from the start of each case
+	// Discard is each run's number of timing cycles dropped from the start
+	// of each case (config's timing.discard, per [[run]]); missing: 0.
+	Discard map[string]int
 }
 
 // NewSummary builds summary.json's content.
@@ -135,7 +137,7 @@ func NewSummary(in SummaryInput) Summary {
 		s.Ranks = append(s.Ranks, SummaryRank{r, in.Host, in.Device, in.BusID})
 	}
 	s.Contracts = summaryContracts(in.Rows.Contracts)
-	s.Timing = TimingStats(in.Rows.Timings, in.World, in.Discard)
+	s.Timing = TimingStatsPerRun(in.Rows.Timings, in.World, in.Discard)
 	s.Ratios = Ratios(s.Timing)
 	s.Memory = summaryMemory(in.Rows.Memory)
 	s.ChecksPassed = allCorrect(in.Rows)
@@ -223,18 +225,89 @@ func NetworkEnvironment(environ []string) map[string]string {
 	return env
 }
 
-// ConfigObject turns a config struct with toml tags into a JSON object
-// with the same keys as the TOML file, by a TOML round trip.
+// ConfigObject turns a config struct into a JSON object with the TOML
+// file's keys: a field is named by its toml tag; one that TOML skips
+// (toml:"-", e.g. the resolved runs) by its json tag; one tagged json:"-"
+// (e.g. undecoded TOML) is left out; an embedded struct without a tag is
+// flattened into its parent, as TOML does.
 func ConfigObject(cfg any) (map[string]any, error) {
-	var b bytes.Buffer
-	if err := toml.NewEncoder(&b).Encode(cfg); err != nil {
-		return nil, fmt.Errorf("encoding the config: %w", err)
+	v := reflect.ValueOf(cfg)
+	for v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("config of type %T is not a struct", cfg)
 	}
 	obj := map[string]any{}
-	if _, err := toml.Decode(b.String(), &obj); err != nil {
-		return nil, fmt.Errorf("decoding the encoded config: %w", err)
-	}
+	configFields(v, obj)
 	return obj, nil
+}
+
+func configFields(v reflect.Value, obj map[string]any) {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		tomlName, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		jsonName, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if jsonName == "-" {
+			continue
+		}
+		name := tomlName
+		if name == "-" {
+			name = jsonName
+		}
+		if name == "-" || (name == "" && tomlName == "-") {
+			continue
+		}
+		if name == "" && f.Anonymous && f.Type.Kind() == reflect.Struct {
+			configFields(v.Field(i), obj)
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		obj[name] = configValue(v.Field(i))
+	}
+}
+
+func configValue(v reflect.Value) any {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return nil
+		}
+		return configValue(v.Elem())
+	case reflect.Struct:
+		obj := map[string]any{}
+		configFields(v, obj)
+		return obj
+	case reflect.Slice, reflect.Array:
+		out := make([]any, v.Len())
+		for i := range out {
+			out[i] = configValue(v.Index(i))
+		}
+		return out
+	case reflect.Map:
+		obj := map[string]any{}
+		for _, k := range v.MapKeys() {
+			obj[fmt.Sprint(k.Interface())] = configValue(v.MapIndex(k))
+		}
+		return obj
+	case reflect.Bool:
+		return v.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return v.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return v.Uint()
+	case reflect.Float32, reflect.Float64:
+		return v.Float()
+	case reflect.String:
+		return v.String()
+	}
+	return fmt.Sprint(v.Interface())
 }
 
 // WriteSummary writes s as dir/summary.json atomically (a temporary file

@@ -49,7 +49,7 @@ func fixedSummary() Summary {
 			{Backend: "nccl", Host: "b", Device: "NVIDIA H200", BusID: "0000:3b:00.0", Driver: "12.8"},
 		},
 		Environ: []string{"HOME=/root", "NCCL_DEBUG=INFO", "UCX_NET_DEVICES=mlx5_0:1", "XNCCL_NOT=1", "NCCL_ALGO=Ring"},
-		Rows:    rows, World: 2, Discard: 1,
+		Rows:    rows, World: 2, Discard: map[string]int{"default": 1, "other": 3},
 	})
 }
 
@@ -234,17 +234,34 @@ func TestConfigObject(t *testing.T) {
 		Sizes  []int64 `toml:"sizes_bytes"`
 		Cycles int     `toml:"cycles"`
 	}
+	type run struct {
+		Name string `toml:"name"`
+		timing
+	}
+	type raw struct{ x int }
 	cfg := struct {
-		Backend string `toml:"backend"`
-		Timing  timing `toml:"timing"`
-	}{"auto", timing{[]int64{1024, 1 << 20}, 10}}
-	obj, err := ConfigObject(cfg)
+		Backend  string   `toml:"backend"`
+		Timing   timing   `toml:"timing"`
+		Tables   []raw    `toml:"run" json:"-"`
+		Runs     []run    `toml:"-" json:"runs"`
+		Skipped  int      `toml:"-"`
+		Modes    []string `toml:"modes"`
+		Ratio    float64  `toml:"ratio"`
+		internal int
+	}{Backend: "auto", Timing: timing{[]int64{1024, 1 << 20}, 10}, Tables: []raw{{1}},
+		Runs: []run{{"a", timing{[]int64{64}, 5}}}, Skipped: 3, Ratio: 1.5}
+	obj, err := ConfigObject(&cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	data, _ := json.Marshal(obj)
-	if want := `{"backend":"auto","timing":{"cycles":10,"sizes_bytes":[1024,1048576]}}`; string(data) != want {
-		t.Errorf("ConfigObject = %s, want %s", data, want)
+	want := `{"backend":"auto","modes":[],"ratio":1.5,"runs":[{"cycles":5,"name":"a","sizes_bytes":[64]}],` +
+		`"timing":{"cycles":10,"sizes_bytes":[1024,1048576]}}`
+	if string(data) != want {
+		t.Errorf("ConfigObject =\n %s\nwant\n %s", data, want)
+	}
+	if _, err := ConfigObject(3); err == nil {
+		t.Error("a non-struct config must be an error")
 	}
 }
 

@@ -21,11 +21,14 @@ typedef unsigned long long CUdeviceptr; /* CUdeviceptr_v2: 64-bit device address
 typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef int CUstreamCaptureMode; /* enum CUstreamCaptureMode_enum: GLOBAL 0, THREAD_LOCAL 1, RELAXED 2 */
 
 /* NCCL (nccl.h). cudaStream_t is the same handle as CUstream. */
 typedef int ncclResult_t;   /* 0 is ncclSuccess */
-typedef int ncclDataType_t; /* ncclInt64 = 4, ncclFloat32 = 7 */
-typedef int ncclRedOp_t;    /* ncclSum = 0, ncclMax = 2 */
+typedef int ncclDataType_t; /* ncclInt8 = 0 ... ncclBfloat16 = 9: nccl.go's table */
+typedef int ncclRedOp_t;    /* ncclSum = 0, ncclProd, ncclMax, ncclMin, ncclAvg = 4 */
 typedef struct ncclComm *ncclComm_t;
 typedef struct { char internal[128]; } ncclUniqueId; /* NCCL_UNIQUE_ID_BYTES */
 
@@ -65,6 +68,8 @@ static inline CUresult call_cuMemcpyHtoDAsync(void *f, CUdeviceptr dst, const vo
 static inline CUresult call_cuMemcpyDtoHAsync(void *f, void *dst, CUdeviceptr src, size_t n, CUstream s) { return ((CUresult (*)(void *, CUdeviceptr, size_t, CUstream))f)(dst, src, n, s); }
 /* cuMemsetD8Async */
 static inline CUresult call_cuMemsetD8Async(void *f, CUdeviceptr dst, unsigned char v, size_t n, CUstream s) { return ((CUresult (*)(CUdeviceptr, unsigned char, size_t, CUstream))f)(dst, v, n, s); }
+/* cuMemsetD16Async */
+static inline CUresult call_cuMemsetD16Async(void *f, CUdeviceptr dst, unsigned short v, size_t n, CUstream s) { return ((CUresult (*)(CUdeviceptr, unsigned short, size_t, CUstream))f)(dst, v, n, s); }
 /* cuMemsetD32Async */
 static inline CUresult call_cuMemsetD32Async(void *f, CUdeviceptr dst, unsigned int v, size_t n, CUstream s) { return ((CUresult (*)(CUdeviceptr, unsigned int, size_t, CUstream))f)(dst, v, n, s); }
 /* cuStreamCreate */
@@ -79,6 +84,19 @@ static inline CUresult call_cuEventRecord(void *f, CUevent e, CUstream s) { retu
 static inline CUresult call_cuEventOp(void *f, CUevent e) { return ((CUresult (*)(CUevent))f)(e); }
 /* cuEventElapsedTime_v2 (or cuEventElapsedTime before CUDA 12.8) */
 static inline CUresult call_cuEventElapsedTime(void *f, float *ms, CUevent a, CUevent b) { return ((CUresult (*)(float *, CUevent, CUevent))f)(ms, a, b); }
+
+/* cuStreamBeginCapture_v2 (cuda.h maps cuStreamBeginCapture to it) */
+static inline CUresult call_cuStreamBeginCapture(void *f, CUstream s, CUstreamCaptureMode mode) { return ((CUresult (*)(CUstream, CUstreamCaptureMode))f)(s, mode); }
+/* cuStreamEndCapture */
+static inline CUresult call_cuStreamEndCapture(void *f, CUstream s, CUgraph *g) { return ((CUresult (*)(CUstream, CUgraph *))f)(s, g); }
+/* cuGraphInstantiateWithFlags (CUDA 12's cuda.h maps cuGraphInstantiate to it) */
+static inline CUresult call_cuGraphInstantiateWithFlags(void *f, CUgraphExec *e, CUgraph g, unsigned long long flags) { return ((CUresult (*)(CUgraphExec *, CUgraph, unsigned long long))f)(e, g, flags); }
+/* cuGraphLaunch */
+static inline CUresult call_cuGraphLaunch(void *f, CUgraphExec e, CUstream s) { return ((CUresult (*)(CUgraphExec, CUstream))f)(e, s); }
+/* cuGraphExecDestroy */
+static inline CUresult call_cuGraphExecDestroy(void *f, CUgraphExec e) { return ((CUresult (*)(CUgraphExec))f)(e); }
+/* cuGraphDestroy */
+static inline CUresult call_cuGraphDestroy(void *f, CUgraph g) { return ((CUresult (*)(CUgraph))f)(g); }
 
 /* ncclGetVersion */
 static inline ncclResult_t call_ncclGetVersion(void *f, int *v) { return ((ncclResult_t (*)(int *))f)(v); }

@@ -48,10 +48,12 @@ type Backend struct {
 	comm        ncclComm
 	staging     unsafe.Pointer // stagingBytes of pinned host memory
 
-	info       phases.Info
-	live, peak int64
-	allocs     map[*deviceBuffer]struct{}
-	closed     bool
+	info        phases.Info
+	ncclVersion int // ncclGetVersion's code
+	live, peak  int64
+	allocs      map[*deviceBuffer]struct{}
+	graphs      map[*graph]struct{} // captured and not yet closed
+	closed      bool
 
 	// abortAsked is set from another goroutine (the watchdog, a signal);
 	// the main goroutine's next device wait aborts the communicator and
@@ -61,7 +63,10 @@ type Backend struct {
 	abortOnce  sync.Once
 }
 
-var _ phases.Backend = (*Backend)(nil)
+var (
+	_ phases.Backend    = (*Backend)(nil)
+	_ phases.GraphTimer = (*Backend)(nil)
+)
 
 // Probe reports whether this node can run the NCCL backend with localSize
 // ranks on it: the CUDA driver and NCCL load, cuInit works, and the node has
@@ -109,7 +114,7 @@ func tooFewGPUs(host string, gpus, localSize int) error {
 func New(boot Bootstrap) (*Backend, error) {
 	b := &Backend{
 		rank: boot.Rank(), world: boot.Size(), host: boot.Host(), ordinal: boot.LocalRank(),
-		allocs: map[*deviceBuffer]struct{}{}, abortDone: make(chan struct{}),
+		allocs: map[*deviceBuffer]struct{}{}, graphs: map[*graph]struct{}{}, abortDone: make(chan struct{}),
 	}
 	if err := b.open(boot); err != nil {
 		_ = b.Close()
@@ -214,6 +219,7 @@ func (b *Backend) describe() error {
 	if err != nil {
 		return b.errorf("%w", err)
 	}
+	b.ncclVersion = nv
 	b.info = phases.Info{
 		Backend: "nccl", Host: b.host, Device: name, BusID: bus, Driver: formatDriverVersion(drv),
 		Libraries: []phases.Library{
@@ -238,6 +244,13 @@ func (b *Backend) Info() phases.Info {
 
 func (b *Backend) Rank() int      { return b.rank }
 func (b *Backend) WorldSize() int { return b.world }
+
+// Supports returns nil for every element type and reduction NCCL has, as
+// long as the NCCL loaded is new enough for it (bfloat16 and avg came with
+// NCCL 2.10), and otherwise says why and what to do.
+func (b *Backend) Supports(d phases.DType, o phases.Op) error {
+	return ncclSupports(b.ncclVersion, b.nc.path, d, o)
+}
 
 // AsyncError returns the communicator's asynchronous NCCL error (a peer that
 // died, a network failure), or nil.
@@ -315,6 +328,11 @@ func (b *Backend) Close() error {
 	}
 	if b.ctxRetained {
 		keep(b.cu.ctxSync())
+	}
+	// Graphs hold NCCL's resources for the collectives they captured: they
+	// go before the communicator does.
+	for g := range b.graphs {
+		keep(g.release())
 	}
 	if b.comm != nil {
 		keep(b.nc.destroy(b.comm))

@@ -64,15 +64,13 @@ func (b *Backend) operands(what string, send, recv phases.Buffer, op phases.Op) 
 		err = b.errorf("%s: the communicator was aborted or closed", what)
 		return
 	}
-	var ok bool
-	if t, ok = ncclDType(s.dtype); !ok {
-		err = b.errorf("%s: NCCL has no mapping for %v", what, s.dtype)
+	te, tok := dtypeEnum(s.dtype)
+	oe, ook := opEnum(op)
+	if !tok || !ook || te.since > b.ncclVersion || oe.since > b.ncclVersion {
+		err = b.errorf("%s: %w", what, b.Supports(s.dtype, op))
 		return
 	}
-	if o, ok = ncclOp(op); !ok {
-		err = b.errorf("%s: NCCL has no mapping for %v", what, op)
-	}
-	return
+	return s, r, ncclDataType(te.value), ncclRedOp(oe.value), nil
 }
 
 // Synchronize waits for the work queued on the stream. When that fails, the
@@ -92,15 +90,49 @@ func (b *Backend) Synchronize() error {
 // microseconds: what the seed measured with torch.cuda.Event(enable_timing)
 // around one call. One cgo call per CUDA call, nothing allocated.
 func (b *Backend) Time(op func() error) (float64, error) {
-	if err := b.cu.syncStream(b.stream); err != nil {
-		return 0, b.errorf("timing: %w", err)
-	}
-	if err := b.cu.record(b.start, b.stream); err != nil {
-		return 0, b.errorf("timing: %w", err)
+	if err := b.startTiming(); err != nil {
+		return 0, err
 	}
 	if err := op(); err != nil {
 		return 0, err
 	}
+	return b.endTiming()
+}
+
+// TimeBatch is Time around n back-to-back runs of op (the nccl-tests
+// method: the caller divides by n). It stops at the first run that fails
+// and returns that error unchanged, as Time does.
+func (b *Backend) TimeBatch(n int, op func() error) (float64, error) {
+	if n < 1 {
+		return 0, b.errorf("timing a batch of %d runs: at least one", n)
+	}
+	if err := b.startTiming(); err != nil {
+		return 0, err
+	}
+	for range n {
+		if err := op(); err != nil {
+			return 0, err
+		}
+	}
+	return b.endTiming()
+}
+
+// startTiming waits for the work already queued, so that none of it is
+// timed, and records the start event. Time, TimeBatch and Graph.Time share
+// it and endTiming, so that every method times alike.
+func (b *Backend) startTiming() error {
+	if err := b.cu.syncStream(b.stream); err != nil {
+		return b.errorf("timing: %w", err)
+	}
+	if err := b.cu.record(b.start, b.stream); err != nil {
+		return b.errorf("timing: %w", err)
+	}
+	return nil
+}
+
+// endTiming records the end event after what was queued since startTiming,
+// waits for it and returns the events' elapsed time in microseconds.
+func (b *Backend) endTiming() (float64, error) {
 	if err := b.cu.record(b.end, b.stream); err != nil {
 		return 0, b.errorf("timing: %w", err)
 	}

@@ -25,6 +25,13 @@ const (
 	cudaErrorOOM         = 2   // CUDA_ERROR_OUT_OF_MEMORY
 	cudaErrorStubLibrary = 34  // CUDA_ERROR_STUB_LIBRARY
 	cudaErrorNotReady    = 600 // CUDA_ERROR_NOT_READY: cuStreamQuery/cuEventQuery while work is pending
+
+	// CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: while this thread captures, it
+	// may not make calls unsafe during capture (cuMemAlloc, a synchronous
+	// copy), but other threads may, and NCCL's own threads do. nccl-tests
+	// captures in this mode, as GLOBAL fails when NCCL connects peers
+	// (allocating) inside the capture.
+	cuStreamCaptureModeThreadLocal = 1
 )
 
 type (
@@ -33,6 +40,8 @@ type (
 	cuStream  = C.CUstream
 	cuEvent   = C.CUevent
 	devPtr    = C.CUdeviceptr
+	cuGraph   = C.CUgraph
+	cuExec    = C.CUgraphExec
 )
 
 // cudaAPI is the CUDA driver's function table, filled by dlsym at load.
@@ -47,12 +56,14 @@ type cudaAPI struct {
 	ctxSetCurrent, ctxSynchronize                            unsafe.Pointer
 	memGetInfo, memAlloc, memFree, memAllocHost, memFreeHost unsafe.Pointer
 	memcpyHtoDAsync, memcpyDtoHAsync                         unsafe.Pointer
-	memsetD8Async, memsetD32Async                            unsafe.Pointer
+	memsetD8Async, memsetD16Async, memsetD32Async            unsafe.Pointer
 	streamCreate, streamDestroy, streamSynchronize           unsafe.Pointer
 	streamQuery, eventQuery                                  unsafe.Pointer
 	eventCreate, eventRecord, eventSynchronize               unsafe.Pointer
 	eventElapsedTime, eventDestroy                           unsafe.Pointer
 	elapsedName                                              string // which elapsed-time symbol was bound
+	streamBeginCapture, streamEndCapture, graphInstantiate   unsafe.Pointer
+	graphLaunch, graphExecDestroy, graphDestroy              unsafe.Pointer
 
 	// poll, when set, is called while a wait polls the device; an error
 	// stops the wait and is returned. The backend sets it to check NCCL's
@@ -84,6 +95,7 @@ func (c *cudaAPI) table() []symbol {
 		sym(&c.memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
 		sym(&c.memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
 		sym(&c.memsetD8Async, "cuMemsetD8Async"),
+		sym(&c.memsetD16Async, "cuMemsetD16Async"),
 		sym(&c.memsetD32Async, "cuMemsetD32Async"),
 		sym(&c.streamCreate, "cuStreamCreate"),
 		sym(&c.streamDestroy, "cuStreamDestroy_v2"),
@@ -97,6 +109,16 @@ func (c *cudaAPI) table() []symbol {
 		// CUDA 13's cuda.h maps cuEventElapsedTime to the _v2 ABI name; drivers
 		// before 12.8 have only the unversioned one, with the same signature.
 		{names: []string{"cuEventElapsedTime_v2", "cuEventElapsedTime"}, ptr: &c.eventElapsedTime, found: &c.elapsedName},
+		// CUDA graphs, for the graph timing method. cuda.h maps
+		// cuStreamBeginCapture to the _v2 ABI name (CUDA 10.1 on) and, from
+		// CUDA 12, cuGraphInstantiate to cuGraphInstantiateWithFlags (in the
+		// driver since 11.4); the other names are unversioned.
+		sym(&c.streamBeginCapture, "cuStreamBeginCapture_v2"),
+		sym(&c.streamEndCapture, "cuStreamEndCapture"),
+		sym(&c.graphInstantiate, "cuGraphInstantiateWithFlags"),
+		sym(&c.graphLaunch, "cuGraphLaunch"),
+		sym(&c.graphExecDestroy, "cuGraphExecDestroy"),
+		sym(&c.graphDestroy, "cuGraphDestroy"),
 	}
 }
 
@@ -244,6 +266,10 @@ func (c *cudaAPI) memsetD8(dst devPtr, v uint8, n int, s cuStream) error {
 	return c.check("cuMemsetD8Async", C.call_cuMemsetD8Async(c.memsetD8Async, dst, C.uchar(v), C.size_t(n), s))
 }
 
+func (c *cudaAPI) memsetD16(dst devPtr, v uint16, n int, s cuStream) error {
+	return c.check("cuMemsetD16Async", C.call_cuMemsetD16Async(c.memsetD16Async, dst, C.ushort(v), C.size_t(n), s))
+}
+
 func (c *cudaAPI) memsetD32(dst devPtr, v uint32, n int, s cuStream) error {
 	return c.check("cuMemsetD32Async", C.call_cuMemsetD32Async(c.memsetD32Async, dst, C.uint(v), C.size_t(n), s))
 }
@@ -318,6 +344,43 @@ func (c *cudaAPI) syncEvent(e cuEvent) error {
 			return err
 		}
 	}
+}
+
+// beginCapture starts capturing the work queued on s into a graph.
+func (c *cudaAPI) beginCapture(s cuStream, mode int) error {
+	return c.check("cuStreamBeginCapture_v2", C.call_cuStreamBeginCapture(c.streamBeginCapture, s, C.CUstreamCaptureMode(mode)))
+}
+
+// endCapture ends the capture on s and returns the graph. The graph may be
+// non-nil even with an error (a capture that was invalidated): the caller
+// destroys whatever it gets.
+func (c *cudaAPI) endCapture(s cuStream) (cuGraph, error) {
+	var g C.CUgraph
+	err := c.check("cuStreamEndCapture", C.call_cuStreamEndCapture(c.streamEndCapture, s, &g))
+	return g, err
+}
+
+func (c *cudaAPI) instantiate(g cuGraph) (cuExec, error) {
+	var e C.CUgraphExec
+	err := c.check("cuGraphInstantiateWithFlags", C.call_cuGraphInstantiateWithFlags(c.graphInstantiate, &e, g, 0))
+	return e, err
+}
+
+// launch queues the graph on s; like the collectives, it is timed, so it
+// allocates nothing unless it fails.
+func (c *cudaAPI) launch(e cuExec, s cuStream) error {
+	if r := C.call_cuGraphLaunch(c.graphLaunch, e, s); r != cudaSuccess {
+		return c.newError("cuGraphLaunch", int(r))
+	}
+	return nil
+}
+
+func (c *cudaAPI) destroyExec(e cuExec) error {
+	return c.check("cuGraphExecDestroy", C.call_cuGraphExecDestroy(c.graphExecDestroy, e))
+}
+
+func (c *cudaAPI) destroyGraph(g cuGraph) error {
+	return c.check("cuGraphDestroy", C.call_cuGraphDestroy(c.graphDestroy, g))
 }
 
 // spinPolls is how many queries a wait makes back to back before it starts

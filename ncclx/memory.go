@@ -143,10 +143,11 @@ func (b *Backend) ResetPeak() { b.peak = b.live }
 // stagingSlice is the pinned staging buffer seen as bytes.
 func (b *Backend) stagingSlice() []byte { return unsafe.Slice((*byte)(b.staging), stagingBytes) }
 
-// Fill queues a fill of buf with elem on the stream. 1- and 4-byte elements
-// are a device memset; an 8-byte element whose halves are equal (0, -1) is a
-// 32-bit memset of twice the count; any other 8-byte element is copied from
-// a pinned buffer holding the pattern, which is then waited for.
+// Fill queues a fill of buf with elem on the stream. 1-, 2- and 4-byte
+// elements are a device memset of their width; an 8-byte element whose
+// halves are equal (0, -1) is a 32-bit memset of twice the count; any other
+// 8-byte element is copied from a pinned buffer holding the pattern, which
+// is then waited for.
 // Element bytes are little-endian, as on every CUDA host and device.
 func (b *Backend) Fill(buf phases.Buffer, elem []byte) error {
 	d, err := b.buffer(buf, "fill", "")
@@ -163,6 +164,8 @@ func (b *Backend) Fill(buf phases.Buffer, elem []byte) error {
 	switch size {
 	case 1:
 		err = b.cu.memsetD8(d.ptr, elem[0], d.count, b.stream)
+	case 2:
+		err = b.cu.memsetD16(d.ptr, binary.LittleEndian.Uint16(elem), d.count, b.stream)
 	case 4:
 		err = b.cu.memsetD32(d.ptr, binary.LittleEndian.Uint32(elem), d.count, b.stream)
 	case 8:

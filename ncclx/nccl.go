@@ -23,22 +23,68 @@ const ncclSoname = "libnccl.so.2"
 // uniqueIDBytes is NCCL_UNIQUE_ID_BYTES, the size of ncclUniqueId.
 const uniqueIDBytes = 128
 
-// NCCL enum values used here (nccl.h, NCCL 2.28).
+// NCCL enum values used here, from nccl.h (NCCL 2.28's src/nccl.h.in; a
+// value never changes once NCCL has it).
 const (
 	ncclSuccess    = 0 // ncclResult_t
 	ncclInProgress = 7
 
-	ncclInt64   = 4 // ncclDataType_t
-	ncclFloat32 = 7
+	ncclInt8     = 0 // ncclDataType_t
+	ncclUint8    = 1
+	ncclInt32    = 2
+	ncclUint32   = 3
+	ncclInt64    = 4
+	ncclUint64   = 5
+	ncclFloat16  = 6
+	ncclFloat32  = 7
+	ncclFloat64  = 8
+	ncclBfloat16 = 9
 
-	ncclSum = 0 // ncclRedOp_t
-	ncclMax = 2
+	ncclSum  = 0 // ncclRedOp_t
+	ncclProd = 1
+	ncclMax  = 2
+	ncclMin  = 3
+	ncclAvg  = 4
 )
 
-// ncclDTypes and ncclOps map rsag's types onto NCCL's; -1 is "no mapping".
+// NCCL version codes (ncclGetVersion, X*10000 + Y*100 + Z since 2.9) of
+// what came after NCCL 2.0 and rsag uses.
+const (
+	ncclVersionGraphs  = 20900 // 2.9: collectives can be captured into CUDA graphs
+	ncclVersionBF16Avg = 21000 // 2.10: ncclBfloat16 and ncclAvg
+)
+
+// ncclEnum is one value of an NCCL enum: its number and name in nccl.h, and
+// the version code of the first NCCL that has it (0: every NCCL 2).
+type ncclEnum struct {
+	value int
+	name  string
+	since int
+}
+
+// ncclDTypes and ncclOps map rsag's element types and reductions onto
+// NCCL's by name, indexed by phases' constants, whose values are not
+// NCCL's. An entry without a name is no mapping.
 var (
-	ncclDTypes = [...]int{phases.Int64: ncclInt64, phases.Float32: ncclFloat32}
-	ncclOps    = [...]int{phases.Sum: ncclSum, phases.Max: ncclMax}
+	ncclDTypes = [...]ncclEnum{
+		phases.Int8:     {ncclInt8, "ncclInt8", 0},
+		phases.Uint8:    {ncclUint8, "ncclUint8", 0},
+		phases.Int32:    {ncclInt32, "ncclInt32", 0},
+		phases.Uint32:   {ncclUint32, "ncclUint32", 0},
+		phases.Int64:    {ncclInt64, "ncclInt64", 0},
+		phases.Uint64:   {ncclUint64, "ncclUint64", 0},
+		phases.Float16:  {ncclFloat16, "ncclFloat16", 0},
+		phases.BFloat16: {ncclBfloat16, "ncclBfloat16", ncclVersionBF16Avg},
+		phases.Float32:  {ncclFloat32, "ncclFloat32", 0},
+		phases.Float64:  {ncclFloat64, "ncclFloat64", 0},
+	}
+	ncclOps = [...]ncclEnum{
+		phases.Sum:  {ncclSum, "ncclSum", 0},
+		phases.Prod: {ncclProd, "ncclProd", 0},
+		phases.Max:  {ncclMax, "ncclMax", 0},
+		phases.Min:  {ncclMin, "ncclMin", 0},
+		phases.Avg:  {ncclAvg, "ncclAvg", ncclVersionBF16Avg},
+	}
 )
 
 type (
@@ -47,19 +93,58 @@ type (
 	ncclRedOp    = C.ncclRedOp_t
 )
 
-func ncclDType(d phases.DType) (ncclDataType, bool) {
-	if d < 0 || int(d) >= len(ncclDTypes) {
-		return 0, false
+// dtypeEnum and opEnum look a type or reduction up; they are on the timed
+// path, so they index arrays and copy a small struct.
+func dtypeEnum(d phases.DType) (ncclEnum, bool) {
+	if d < 0 || int(d) >= len(ncclDTypes) || ncclDTypes[d].name == "" {
+		return ncclEnum{}, false
 	}
-	return ncclDataType(ncclDTypes[d]), true
+	return ncclDTypes[d], true
+}
+
+func opEnum(o phases.Op) (ncclEnum, bool) {
+	if o < 0 || int(o) >= len(ncclOps) || ncclOps[o].name == "" {
+		return ncclEnum{}, false
+	}
+	return ncclOps[o], true
+}
+
+func ncclDType(d phases.DType) (ncclDataType, bool) {
+	e, ok := dtypeEnum(d)
+	return ncclDataType(e.value), ok
 }
 
 func ncclOp(o phases.Op) (ncclRedOp, bool) {
-	if o < 0 || int(o) >= len(ncclOps) {
-		return 0, false
-	}
-	return ncclRedOp(ncclOps[o]), true
+	e, ok := opEnum(o)
+	return ncclRedOp(e.value), ok
 }
+
+// ncclSupports says whether NCCL of the given version code (loaded from
+// path) runs collectives on d with o, and if not, why and what to do.
+func ncclSupports(version int, path string, d phases.DType, o phases.Op) error {
+	t, ok := dtypeEnum(d)
+	if !ok {
+		return fmt.Errorf("the NCCL backend does not know element type %s", d)
+	}
+	op, ok := opEnum(o)
+	if !ok {
+		return fmt.Errorf("the NCCL backend does not know reduction %s", o)
+	}
+	for _, c := range []struct {
+		e    ncclEnum
+		what string
+		drop string
+	}{{t, "run collectives on " + d.String(), d.String()}, {op, "reduce with " + o.String(), o.String()}} {
+		if version < c.e.since {
+			return fmt.Errorf("NCCL %s (%s) cannot %s: %s came with NCCL %s; load NCCL %s or newer (%s=/path/to/libnccl.so.2) or drop %s",
+				formatNCCLVersion(version), path, c.what, c.e.name, shortVersion(c.e.since), shortVersion(c.e.since), NCCLLibraryEnv, c.drop)
+		}
+	}
+	return nil
+}
+
+// shortVersion writes a feature's version code as major.minor (21000 -> 2.10).
+func shortVersion(code int) string { return fmt.Sprintf("%d.%d", code/10000, code%10000/100) }
 
 // ncclAPI is NCCL's function table, filled by dlsym at load.
 type ncclAPI struct {

@@ -70,26 +70,89 @@ func TestVersionFormats(t *testing.T) {
 	}
 }
 
-// The maps must carry nccl.h's enum values: ncclInt64 = 4, ncclFloat32 = 7,
-// ncclSum = 0, ncclMax = 2.
+// The tables must carry nccl.h's enum values and names (NCCL's
+// src/nccl.h.in) for every element type and reduction phases has: the
+// phases constants are not NCCL's values.
 func TestTypeMaps(t *testing.T) {
-	if d, ok := ncclDType(phases.Int64); !ok || d != 4 {
-		t.Errorf("int64 -> %v %v, want 4", d, ok)
+	types := map[phases.DType]ncclEnum{
+		phases.Int8: {0, "ncclInt8", 0}, phases.Uint8: {1, "ncclUint8", 0},
+		phases.Int32: {2, "ncclInt32", 0}, phases.Uint32: {3, "ncclUint32", 0},
+		phases.Int64: {4, "ncclInt64", 0}, phases.Uint64: {5, "ncclUint64", 0},
+		phases.Float16: {6, "ncclFloat16", 0}, phases.Float32: {7, "ncclFloat32", 0},
+		phases.Float64: {8, "ncclFloat64", 0}, phases.BFloat16: {9, "ncclBfloat16", 21000},
 	}
-	if d, ok := ncclDType(phases.Float32); !ok || d != 7 {
-		t.Errorf("float32 -> %v %v, want 7", d, ok)
+	if len(types) != len(phases.AllDTypes) {
+		t.Fatalf("phases has %d dtypes, the test knows %d", len(phases.AllDTypes), len(types))
 	}
-	if o, ok := ncclOp(phases.Sum); !ok || o != 0 {
-		t.Errorf("sum -> %v %v, want 0", o, ok)
+	for _, d := range phases.AllDTypes {
+		got, ok := dtypeEnum(d)
+		if want, known := types[d]; !ok || !known || got != want {
+			t.Errorf("%s -> %+v %v, want %+v", d, got, ok, want)
+		}
+		if v, ok := ncclDType(d); !ok || int(v) != types[d].value {
+			t.Errorf("ncclDType(%s) = %d %v", d, v, ok)
+		}
 	}
-	if o, ok := ncclOp(phases.Max); !ok || o != 2 {
-		t.Errorf("max -> %v %v, want 2", o, ok)
+	ops := map[phases.Op]ncclEnum{
+		phases.Sum: {0, "ncclSum", 0}, phases.Prod: {1, "ncclProd", 0}, phases.Max: {2, "ncclMax", 0},
+		phases.Min: {3, "ncclMin", 0}, phases.Avg: {4, "ncclAvg", 21000},
 	}
-	if _, ok := ncclDType(phases.DType(7)); ok {
-		t.Error("unknown dtype mapped")
+	if len(ops) != len(phases.AllOps) {
+		t.Fatalf("phases has %d ops, the test knows %d", len(phases.AllOps), len(ops))
 	}
-	if _, ok := ncclOp(phases.Op(-1)); ok {
-		t.Error("unknown op mapped")
+	for _, o := range phases.AllOps {
+		got, ok := opEnum(o)
+		if want, known := ops[o]; !ok || !known || got != want {
+			t.Errorf("%s -> %+v %v, want %+v", o, got, ok, want)
+		}
+		if v, ok := ncclOp(o); !ok || int(v) != ops[o].value {
+			t.Errorf("ncclOp(%s) = %d %v", o, v, ok)
+		}
+	}
+	for _, d := range []phases.DType{-1, 99} {
+		if _, ok := ncclDType(d); ok {
+			t.Errorf("unknown dtype %d mapped", int(d))
+		}
+	}
+	for _, o := range []phases.Op{-1, 99} {
+		if _, ok := ncclOp(o); ok {
+			t.Errorf("unknown op %d mapped", int(o))
+		}
+	}
+}
+
+// Supports accepts every pair on a current NCCL and names the version and
+// the fix on an old one.
+func TestSupportsByVersion(t *testing.T) {
+	for _, d := range phases.AllDTypes {
+		for _, o := range phases.AllOps {
+			if err := ncclSupports(22809, "/lib/libnccl.so.2.28.9", d, o); err != nil {
+				t.Errorf("NCCL 2.28.9, %s %s: %v", d, o, err)
+			}
+			if err := ncclSupports(21000, "x", d, o); err != nil {
+				t.Errorf("NCCL 2.10.0, %s %s: %v", d, o, err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		version int
+		d       phases.DType
+		o       phases.Op
+		want    string // "" for nil
+	}{
+		{20903, phases.Float16, phases.Prod, ""},
+		{20903, phases.BFloat16, phases.Sum, "NCCL 2.9.3 (/nccl) cannot run collectives on bfloat16: ncclBfloat16 came with NCCL 2.10; " +
+			"load NCCL 2.10 or newer (RSAG_NCCL_LIBRARY=/path/to/libnccl.so.2) or drop bfloat16"},
+		{20903, phases.Float32, phases.Avg, "NCCL 2.9.3 (/nccl) cannot reduce with avg: ncclAvg came with NCCL 2.10; " +
+			"load NCCL 2.10 or newer (RSAG_NCCL_LIBRARY=/path/to/libnccl.so.2) or drop avg"},
+		{2708, phases.BFloat16, phases.Avg, "NCCL 2.7.8 (/nccl) cannot run collectives on bfloat16"},
+		{22809, phases.DType(99), phases.Sum, "the NCCL backend does not know element type DType(99)"},
+		{22809, phases.Int8, phases.Op(99), "the NCCL backend does not know reduction Op(99)"},
+	} {
+		err := ncclSupports(c.version, "/nccl", c.d, c.o)
+		if (c.want == "") != (err == nil) || (err != nil && !strings.HasPrefix(err.Error(), c.want)) {
+			t.Errorf("%d %s %s: %v, want %q", c.version, c.d, c.o, err, c.want)
+		}
 	}
 }
 

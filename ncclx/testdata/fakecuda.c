@@ -7,12 +7,22 @@
  *   RSAG_FAKE_CUDA_HANG     1: queued work never finishes (cuStreamQuery and
  *                           cuEventQuery say CUDA_ERROR_NOT_READY), like a
  *                           collective whose peer never arrives
+ *   RSAG_FAKE_CUDA_INSTANTIATE  the CUresult cuGraphInstantiateWithFlags
+ *                           returns (default 0)
+ * Streams are fakestream.h's: work runs when queued, or is recorded while the
+ * stream is captured and replayed by cuGraphLaunch. As in CUDA, waiting for a
+ * stream that is being captured fails (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+ * and invalidates the capture. Two extra symbols let the tests look inside:
+ * rsagFakeLiveGraphs (graphs and executable graphs not yet destroyed) and
+ * rsagFakeCaptureMode (the mode of the last capture begun).
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "fakestream.h"
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -99,35 +109,146 @@ CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = malloc(n); return *p ? 0 :
 CUresult cuMemFreeHost(void *p) { free(p); return 0; }
 
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
-	(void)s;
-	memcpy((void *)(uintptr_t)dst, src, n);
-	return 0;
+	struct fake_op op = {.run = fake_run_copy, .dst = (void *)(uintptr_t)dst, .src = src, .n = n};
+	return fake_enqueue(s, &op);
 }
 
 CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
-	(void)s;
-	memcpy(dst, (const void *)(uintptr_t)src, n);
+	struct fake_op op = {.run = fake_run_copy, .dst = dst, .src = (const void *)(uintptr_t)src, .n = n};
+	return fake_enqueue(s, &op);
+}
+
+static void run_memset(const struct fake_op *op) {
+	for (size_t i = 0; i < op->n; i++) {
+		char *p = (char *)op->dst + i * op->size;
+		switch (op->size) {
+		case 1: *(unsigned char *)p = (unsigned char)op->v; break;
+		case 2: *(unsigned short *)p = (unsigned short)op->v; break;
+		case 4: *(unsigned int *)p = (unsigned int)op->v; break;
+		}
+	}
+}
+
+static CUresult memset_async(CUdeviceptr dst, unsigned size, unsigned long long v, size_t n, CUstream s) {
+	if (dst % size) return 1; /* CUDA_ERROR_INVALID_VALUE: misaligned */
+	struct fake_op op = {.run = run_memset, .dst = (void *)(uintptr_t)dst, .n = n, .size = size, .v = v};
+	return fake_enqueue(s, &op);
+}
+
+CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) { return memset_async(dst, 1, v, n, s); }
+CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short v, size_t n, CUstream s) { return memset_async(dst, 2, v, n, s); }
+CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUstream s) { return memset_async(dst, 4, v, n, s); }
+
+CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
+	(void)flags;
+	*s = calloc(1, sizeof(struct fake_stream));
+	return *s ? 0 : 2;
+}
+
+CUresult cuStreamDestroy_v2(CUstream s) {
+	struct fake_stream *fs = s;
+	if (fs) free(fs->ops);
+	free(fs);
 	return 0;
 }
 
-CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) {
-	(void)s;
-	memset((void *)(uintptr_t)dst, v, n);
+/* waitable is what a wait for s returns before the work is considered: 400
+ * for no stream, and 900 (invalidating the capture) while s is captured. */
+static CUresult waitable(CUstream s) {
+	struct fake_stream *fs = s;
+	if (!fs) return 400;
+	if (fs->capturing) {
+		fs->invalidated = 1;
+		return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
+	}
 	return 0;
 }
 
-CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUstream s) {
-	(void)s;
-	if (dst % 4) return 1;
-	unsigned int *p = (unsigned int *)(uintptr_t)dst;
-	for (size_t i = 0; i < n; i++) p[i] = v;
+CUresult cuStreamSynchronize(CUstream s) { return waitable(s); }
+CUresult cuStreamQuery(CUstream s) {
+	CUresult r = waitable(s);
+	return r ? r : env_int("RSAG_FAKE_CUDA_HANG", 0) ? 600 : 0;
+}
+
+static int live_graphs, last_capture_mode = -1;
+
+struct fake_graph {
+	size_t nops;
+	struct fake_op *ops;
+};
+
+CUresult cuStreamBeginCapture_v2(CUstream s, int mode) {
+	struct fake_stream *fs = s;
+	if (!fs) return 400;
+	if (mode < 0 || mode > 2) return 1;
+	if (fs->capturing) return 401; /* CUDA_ERROR_ILLEGAL_STATE */
+	fs->capturing = 1;
+	fs->invalidated = 0;
+	fs->nops = 0;
+	last_capture_mode = mode;
 	return 0;
 }
 
-CUresult cuStreamCreate(CUstream *s, unsigned int flags) { (void)flags; *s = malloc(1); return 0; }
-CUresult cuStreamDestroy_v2(CUstream s) { free(s); return 0; }
-CUresult cuStreamSynchronize(CUstream s) { return s ? 0 : 400; }
-CUresult cuStreamQuery(CUstream s) { return !s ? 400 : env_int("RSAG_FAKE_CUDA_HANG", 0) ? 600 : 0; }
+CUresult cuStreamEndCapture(CUstream s, void **graph) {
+	struct fake_stream *fs = s;
+	*graph = NULL;
+	if (!fs) return 400;
+	if (!fs->capturing) return 401;
+	fs->capturing = 0;
+	if (fs->invalidated) return 901; /* CUDA_ERROR_STREAM_CAPTURE_INVALIDATED */
+	struct fake_graph *g = calloc(1, sizeof *g);
+	if (!g) return 2;
+	g->nops = fs->nops;
+	g->ops = malloc((fs->nops ? fs->nops : 1) * sizeof *g->ops);
+	if (!g->ops) { free(g); return 2; }
+	memcpy(g->ops, fs->ops, fs->nops * sizeof *g->ops);
+	fs->nops = 0;
+	live_graphs++;
+	*graph = g;
+	return 0;
+}
+
+CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+	struct fake_graph *g = graph, *e;
+	*exec = NULL;
+	if (!g || flags) return 1;
+	int r = env_int("RSAG_FAKE_CUDA_INSTANTIATE", 0);
+	if (r) return r;
+	e = calloc(1, sizeof *e);
+	if (!e) return 2;
+	e->nops = g->nops;
+	e->ops = malloc((g->nops ? g->nops : 1) * sizeof *e->ops);
+	if (!e->ops) { free(e); return 2; }
+	memcpy(e->ops, g->ops, g->nops * sizeof *e->ops);
+	live_graphs++;
+	*exec = e;
+	return 0;
+}
+
+CUresult cuGraphLaunch(void *exec, CUstream s) {
+	struct fake_graph *e = exec;
+	if (!e || !s) return 400;
+	for (size_t i = 0; i < e->nops; i++) {
+		CUresult r = fake_enqueue(s, &e->ops[i]);
+		if (r) return r;
+	}
+	return 0;
+}
+
+static CUresult destroy_graph(void *graph) {
+	struct fake_graph *g = graph;
+	if (!g) return 400;
+	free(g->ops);
+	free(g);
+	live_graphs--;
+	return 0;
+}
+
+CUresult cuGraphExecDestroy(void *exec) { return destroy_graph(exec); }
+CUresult cuGraphDestroy(void *graph) { return destroy_graph(graph); }
+
+CUresult rsagFakeLiveGraphs(int *n) { *n = live_graphs; return 0; }
+CUresult rsagFakeCaptureMode(int *m) { *m = last_capture_mode; return 0; }
 
 CUresult cuEventCreate(CUevent *e, unsigned int flags) {
 	(void)flags;

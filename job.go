@@ -15,6 +15,7 @@ import (
 	"rsag/mpi"
 	"rsag/phases"
 	"rsag/report"
+	"rsag/report/plot"
 	"rsag/watchdog"
 )
 
@@ -32,6 +33,10 @@ type job struct {
 	tr  *tracker
 	end *ender
 	log *runLog // rank 0's run.json, once the output dir is ours
+
+	infos   []phases.Info  // rank 0: every rank's backend description
+	all     []report.Rows  // rank 0: every rank's rows, once gathered
+	summary report.Summary // rank 0: the statistics over all, computed once
 }
 
 // runLog is rank 0's run.json. The main goroutine writes "running" and
@@ -121,6 +126,9 @@ func (j *job) run() error {
 	if err := j.printHeader(cfg); err != nil {
 		return err
 	}
+	if err := j.checkSupport(cfg); err != nil {
+		return err
+	}
 	if err := j.checkFits(cfg); err != nil {
 		return err
 	}
@@ -137,19 +145,32 @@ func (j *job) run() error {
 	}
 	j.phase("results")
 	rows := report.FromResults(j.comm.Rank(), j.comm.Host(), contracts, timings, memory)
-	ran := report.Phases{Contracts: cfg.Contracts.Enabled, Timing: cfg.Timing.Enabled, Memory: cfg.Memory.Enabled}
-	if err := j.writeResults(rows, ran); err != nil {
+	ran := report.Phases{Contracts: cfg.Contracts.Enabled, Timing: cfg.Timing.Enabled, Memory: cfg.Memory.Enabled,
+		Sweep: !cfg.IsSeedCase()}
+	if err := j.writeResults(cfg, rows, ran); err != nil {
 		return err
 	}
+	if phaseErr == nil {
+		phaseErr = j.gate(cfg)
+	}
+	status, reason := report.StatusComplete, ""
+	if phaseErr != nil {
+		status, reason = report.StatusFailed, phaseErr.Error()
+	}
+	extra, err := j.writeReport(status, reason)
+	if err != nil {
+		return err
+	}
+	files := append(report.ResultFiles(j.comm.Size(), ran), extra...)
 	if phaseErr != nil {
 		// Every file is written, with the failed checks marked False; the
 		// run as a whole failed, and run.json says why.
-		j.log.writeFiles(report.StatusFailed, phaseErr.Error(), report.ResultFiles(j.comm.Size(), ran))
+		j.log.writeFiles(report.StatusFailed, phaseErr.Error(), files)
 		return phaseErr
 	}
 	if j.log != nil {
 		// Last: every rank's files and the combined ones are in place.
-		if err := j.log.write(report.StatusComplete, "", report.ResultFiles(j.comm.Size(), ran)); err != nil {
+		if err := j.log.write(report.StatusComplete, "", files); err != nil {
 			return err
 		}
 	}
@@ -312,13 +333,31 @@ func (j *job) checkEarlierResults() error {
 	return nil
 }
 
+// checkSupport refuses, on every rank alike, a sweep whose dtypes, ops or
+// methods the backend cannot run, before any collective.
+func (j *job) checkSupport(cfg config.Config) error {
+	var err error
+	if cfg.Timing.Enabled {
+		err = phases.CheckSupport(j.backend, cfg.TimingRuns())
+	}
+	j.tr.Arm("agreement between ranks", -1)
+	ok, bad, cerr := j.comm.AllTrue(err == nil)
+	if cerr != nil || ok {
+		return cerr
+	}
+	if err == nil {
+		err = errors.New("another rank's backend cannot run this sweep")
+	}
+	return shared(exitBadArgs, fmt.Errorf("the sweep cannot run on rank(s) %v: %w", bad, err))
+}
+
 // checkFits refuses, on every rank alike, a run whose largest phase does
 // not fit in the free device memory of some rank, before any collective.
 func (j *job) checkFits(cfg config.Config) error {
 	world := j.comm.Size()
 	var err error
 	if cfg.Timing.Enabled {
-		err = phases.CheckFits(j.backend, phases.TimingFootprint(world, cfg.Timing.Sizes()), "timing at the largest of timing.sizes_bytes")
+		err = phases.CheckFits(j.backend, phases.TimingFootprint(world, cfg.TimingRuns()), "timing at the largest size")
 	}
 	if err == nil && cfg.Memory.Enabled {
 		err = phases.CheckFits(j.backend, phases.MemoryFootprint(world, int64(cfg.Memory.PayloadBytes), cfg.Memory.Modes),
@@ -356,6 +395,7 @@ func (j *job) printHeader(cfg config.Config) error {
 			return fmt.Errorf("rank %d's description: %w", r, err)
 		}
 	}
+	j.infos = infos
 	j.printf("rsag %s (commit %s): backend %s, %d ranks, config %s\n", version, commit, info.Backend, j.comm.Size(), j.opts.configPath)
 	j.printf("  mpi %s\n", mpi.LibraryVersion())
 	for _, lib := range info.Libraries {
@@ -397,8 +437,7 @@ func (j *job) runPhases(cfg config.Config) (c []phases.ContractResult, t []phase
 	}
 	if cfg.Timing.Enabled {
 		j.phase("timing")
-		t, err = phases.RunTiming(j.watched, comm, phases.TimingConfig{SizesBytes: cfg.Timing.Sizes(),
-			Warmups: cfg.Timing.Warmups, Cycles: cfg.Timing.Cycles}, progress)
+		t, err = phases.RunTiming(j.watched, comm, cfg.TimingRuns(), progress)
 		if err != nil {
 			return c, t, m, checkShared(err)
 		}
@@ -424,7 +463,7 @@ func checkShared(err error) error {
 
 // writeResults writes this rank's files, then gathers every rank's rows to
 // rank 0 for the combined files and the summary tables.
-func (j *job) writeResults(rows report.Rows, ran report.Phases) error {
+func (j *job) writeResults(cfg config.Config, rows report.Rows, ran report.Phases) error {
 	dir := j.opts.outputDir
 	werr := report.WriteRankFiles(dir, j.comm.Rank(), rows, ran)
 	j.tr.Arm("agreement between ranks", -1)
@@ -456,7 +495,51 @@ func (j *job) writeResults(rows report.Rows, ran report.Phases) error {
 	if err := report.WriteCombined(dir, all, ran); err != nil {
 		return err
 	}
+	j.all = all
+	if err := j.buildSummary(cfg); err != nil {
+		return err
+	}
 	return j.printSummary(all, ran)
+}
+
+// buildSummary computes, on rank 0, the statistics of every rank's rows
+// once: the tables, the busbw gate, summary.json and the plots all read them.
+func (j *job) buildSummary(cfg config.Config) error {
+	discard := map[string]int{}
+	for _, r := range cfg.Runs {
+		discard[r.Name] = r.Discard
+	}
+	obj, err := report.ConfigObject(cfg)
+	if err != nil {
+		return err
+	}
+	j.summary = report.NewSummary(report.SummaryInput{Version: version, Commit: commit, Status: report.StatusRunning,
+		Started: j.started, Ended: time.Now(), Config: obj, MPILibrary: mpi.LibraryVersion(), Infos: j.infos,
+		Environ: os.Environ(), Rows: report.Merge(j.all), World: j.comm.Size(), Discard: discard})
+	return nil
+}
+
+// gate fails the run, on every rank alike, when a run's largest size fell
+// below its min_busbw_gbps (rank 0 holds the statistics and decides).
+func (j *job) gate(cfg config.Config) error {
+	var failures []string
+	if j.all != nil {
+		thresholds := map[string]float64{}
+		for _, r := range cfg.Runs {
+			thresholds[r.Name] = r.MinBusBWGBps
+		}
+		failures = report.BusBWGate(j.summary.Timing, thresholds)
+	}
+	j.tr.Arm("agreement between ranks", -1)
+	ok, _, err := j.comm.AllTrue(len(failures) == 0)
+	if err != nil || ok {
+		return err
+	}
+	why := "rank 0 measured it"
+	if len(failures) > 0 {
+		why = strings.Join(failures, "; ")
+	}
+	return shared(exitFailed, fmt.Errorf("bus bandwidth below the gate: %s", why))
 }
 
 func (j *job) printSummary(all []report.Rows, ran report.Phases) error {
@@ -468,7 +551,7 @@ func (j *job) printSummary(all []report.Rows, ran report.Phases) error {
 		}
 	}
 	if ran.Timing && len(merged.Timings) > 0 {
-		if err := report.TimingsTable(j.out, merged.Timings, world); err != nil {
+		if err := report.TimingsTable(j.out, j.summary.Timing, world); err != nil {
 			return err
 		}
 	}
@@ -487,4 +570,28 @@ func orNone(s []string) string {
 		return "none"
 	}
 	return strings.Join(s, ", ")
+}
+
+// writeReport writes, on rank 0, summary.json and the figures (PNG and SVG)
+// from every rank's rows, and returns their names in the output dir; it
+// does nothing on the other ranks.
+func (j *job) writeReport(status, reason string) ([]string, error) {
+	if j.all == nil {
+		return nil, nil
+	}
+	dir := j.opts.outputDir
+	s := j.summary
+	s.Status, s.Reason, s.Ended = status, reason, time.Now().UTC().Format(time.RFC3339)
+	figures, err := plot.WriteAll(dir, s.Timing, report.Merge(j.all).Memory)
+	if err != nil {
+		return nil, err
+	}
+	if err := report.WriteSummary(dir, s); err != nil {
+		return nil, err
+	}
+	files := []string{report.SummaryFile}
+	for _, f := range figures {
+		files = append(files, filepath.Base(f))
+	}
+	return files, nil
 }

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"time"
 
+	"rsag/compare"
 	"rsag/config"
 	"rsag/mpi"
 	"rsag/watchdog"
@@ -36,6 +37,10 @@ const (
 )
 
 func main() {
+	// rsag compare A/summary.json B/summary.json: no MPI, no GPU.
+	if len(os.Args) > 1 && os.Args[1] == "compare" {
+		os.Exit(compare.Run(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	started := time.Now()
 	opts, err := parseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {

@@ -116,28 +116,35 @@ func TestPyFloat(t *testing.T) {
 	}
 }
 
-func TestSummarizeTimings(t *testing.T) {
+func TestTimingsTableAndGate(t *testing.T) {
 	var rows []TimingRow
-	for i, d := range []float64{10, 30, 20, 40} {
-		rows = append(rows, TimingRow{Rank: i % 2, SizeBytes: 1 << 20, Mode: "direct", DurationUS: d})
-		rows = append(rows, TimingRow{Rank: i % 2, SizeBytes: 1 << 20, Mode: "decomposed", DurationUS: 2 * d})
+	for cycle, d := range []float64{10, 30, 20, 40} {
+		for rank := range 2 {
+			// Rank 1 is slower by 1 us: each sample is rank 1's time.
+			common := TimingRow{Rank: rank, SizeBytes: 1 << 20, Cycle: cycle, Run: "default", DType: "float32",
+				Op: "sum", Placement: "out-of-place", Method: "per-op", Batch: 1, Correct: true}
+			direct, decomp := common, common
+			direct.Mode, direct.DurationUS = "direct", d+float64(rank)
+			decomp.Mode, decomp.DurationUS = "decomposed", 2*d+float64(rank)
+			rows = append(rows, direct, decomp)
+		}
 	}
-	s := SummarizeTimings(rows, 4)
-	if len(s) != 1 {
-		t.Fatalf("want one size, got %d", len(s))
+	stats := TimingStats(rows, 2, 0)
+	var out strings.Builder
+	if err := TimingsTable(&out, stats, 2); err != nil {
+		t.Fatal(err)
 	}
-	got := s[0]
-	// Median of 10,20,30,40 is 25; algbw = 1 MiB / 25 us = 41.94304 GB/s; busbw x 2*3/4.
-	if got.DirectMedian != 25 || got.DirectMin != 10 || got.DirectMax != 40 || got.DecompMedian != 50 || got.Ratio != 2 {
-		t.Errorf("statistics wrong: %+v", got)
+	// Median of 11,21,31,41 is 26; 1 MiB / 26 us = 40.33 GB/s, factor 1 on 2 ranks.
+	for _, want := range []string{"default float32 sum out-of-place per-op", "| 1M ", "26.00 [14.00..38.00]",
+		"51.00 [27.00..75.00]", "1.962", "40.33", "1 / 1"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
 	}
-	if d := got.DirectAlgBW - 41.94304; d > 1e-9 || d < -1e-9 {
-		t.Errorf("algbw %v", got.DirectAlgBW)
+	if got := BusBWGate(stats, map[string]float64{"default": 40}); len(got) != 0 {
+		t.Errorf("40.33 GB/s passes a 40 GB/s gate: %v", got)
 	}
-	if d := got.DirectBusBW - 41.94304*1.5; d > 1e-9 || d < -1e-9 {
-		t.Errorf("busbw %v", got.DirectBusBW)
-	}
-	if d := got.DecompBusBW - 41.94304/2*1.5; d > 1e-9 || d < -1e-9 {
-		t.Errorf("decomposed busbw %v", got.DecompBusBW)
+	if got := BusBWGate(stats, map[string]float64{"default": 50}); len(got) != 1 || !strings.Contains(got[0], "40.33 GB/s < min_busbw_gbps 50.00") {
+		t.Errorf("a 50 GB/s gate: %v", got)
 	}
 }

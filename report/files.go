@@ -7,14 +7,20 @@ import (
 	"path/filepath"
 )
 
-// Phases says which phases ran, so that a disabled phase leaves no file.
-type Phases struct{ Contracts, Timing, Memory bool }
+// Phases says which phases ran, so that a disabled phase leaves no file,
+// and whether the timing phase swept beyond the seed's single case, so that
+// the per-rank timing files say which case each row is.
+type Phases struct{ Contracts, Timing, Memory, Sweep bool }
 
 // WriteRankFiles writes this rank's rank{r}_{contracts,timings,memory}.csv
 // with exactly the seed's columns.
 func WriteRankFiles(dir string, rank int, rows Rows, ran Phases) error {
 	name := func(kind string) string { return filepath.Join(dir, fmt.Sprintf("rank%d_%s.csv", rank, kind)) }
-	return writeSet(name, rows, ran, SeedColumns)
+	cols := SeedColumns
+	if ran.Sweep {
+		cols = SweepColumns
+	}
+	return writeSet(name, rows, ran, cols)
 }
 
 // WriteCombined writes contracts.csv, timings.csv and memory.csv holding

@@ -66,8 +66,11 @@ func ReadRun(dir string) (Run, error) {
 
 // resultFileRE matches the files rsag writes, and the temporary files it
 // writes them through: nothing else in a directory is rsag's to remove.
-var resultFileRE = regexp.MustCompile(`^(run\.json|(contracts|timings|memory)\.csv|rank[0-9]+_(contracts|timings|memory)\.csv)$`)
-var tempFileRE = regexp.MustCompile(`^\.(run\.json|(contracts|timings|memory)\.csv|rank[0-9]+_(contracts|timings|memory)\.csv)\.tmp[0-9]*$`)
+const resultNames = `(run\.json|summary\.json|(contracts|timings|memory)\.csv|rank[0-9]+_(contracts|timings|memory)\.csv|` +
+	`(time_vs_size|busbw_vs_size|ratio_vs_size|memory_by_mode)\.(png|svg))`
+
+var resultFileRE = regexp.MustCompile(`^` + resultNames + `$`)
+var tempFileRE = regexp.MustCompile(`^\.` + resultNames + `\.tmp[0-9]*$`)
 
 func b0(b bool) int {
 	if b {

@@ -62,60 +62,88 @@ func ContractsTable(w io.Writer, rows []ContractRow, world int) error {
 	return t.Render()
 }
 
-// SizeSummary is one size's statistics over every rank and cycle.
-type SizeSummary struct {
-	SizeBytes                          int64
-	DirectMedian, DirectMin, DirectMax float64
-	DecompMedian, DecompMin, DecompMax float64
-	Ratio                              float64 // decomposed / direct, of the medians
-	DirectAlgBW, DirectBusBW           float64 // GB/s
-	DecompAlgBW, DecompBusBW           float64
-}
-
-// SummarizeTimings computes per-size statistics over all ranks' samples.
-// Bandwidths follow nccl-tests: algbw = size / median time, busbw = algbw x
-// 2(W-1)/W for AllReduce and, for ReduceScatter+AllGather, the sum of their
-// (W-1)/W factors, which is the same.
-func SummarizeTimings(rows []TimingRow, world int) []SizeSummary {
-	var out []SizeSummary
-	for _, size := range uniqueInOrder(rows, func(r TimingRow) int64 { return r.SizeBytes }) {
-		var direct, decomp []float64
-		for _, r := range rows {
-			if r.SizeBytes != size {
-				continue
+// TimingsTable prints each case's direct and decomposed statistics, from
+// TimingStats: a sample is the slowest rank's time. Dimensions that do not
+// vary over the sweep are named once above the table instead of in columns.
+func TimingsTable(w io.Writer, stats []TimingStat, world int) error {
+	dims := []struct {
+		name string
+		of   func(TimingStat) string
+	}{
+		{"run", func(s TimingStat) string { return s.Run }},
+		{"dtype", func(s TimingStat) string { return s.DType }},
+		{"op", func(s TimingStat) string { return s.Op }},
+		{"placement", func(s TimingStat) string { return s.Placement }},
+		{"method", func(s TimingStat) string {
+			if s.Batch > 1 {
+				return fmt.Sprintf("%s x%d", s.Method, s.Batch)
 			}
-			if r.Mode == phases.Direct {
-				direct = append(direct, r.DurationUS)
-			} else {
-				decomp = append(decomp, r.DurationUS)
-			}
-		}
-		s := SizeSummary{SizeBytes: size,
-			DirectMedian: phases.Median(direct), DirectMin: slices.Min(direct), DirectMax: slices.Max(direct),
-			DecompMedian: phases.Median(decomp), DecompMin: slices.Min(decomp), DecompMax: slices.Max(decomp)}
-		s.Ratio = s.DecompMedian / s.DirectMedian
-		s.DirectAlgBW = float64(size) / s.DirectMedian / 1e3
-		s.DecompAlgBW = float64(size) / s.DecompMedian / 1e3
-		s.DirectBusBW = s.DirectAlgBW * phases.AllReduceColl.BusFactor(world)
-		s.DecompBusBW = s.DecompAlgBW * (phases.ReduceScatterColl.BusFactor(world) + phases.AllGatherColl.BusFactor(world))
-		out = append(out, s)
+			return s.Method
+		}},
 	}
-	return out
-}
-
-// TimingsTable prints SummarizeTimings.
-func TimingsTable(w io.Writer, rows []TimingRow, world int) error {
-	fmt.Fprintf(w, "Timings (us, median [min..max] over %d ranks and all cycles; bandwidth GB/s from the median)\n", world)
-	t := newTable(w, "size", "direct AllReduce", "RS + AG", "RS+AG / AR", "AR algbw", "AR busbw", "RS+AG algbw", "RS+AG busbw")
-	for _, s := range SummarizeTimings(rows, world) {
-		t.Append([]string{SizeText(s.SizeBytes),
-			fmt.Sprintf("%.2f [%.2f..%.2f]", s.DirectMedian, s.DirectMin, s.DirectMax),
-			fmt.Sprintf("%.2f [%.2f..%.2f]", s.DecompMedian, s.DecompMin, s.DecompMax),
-			fmt.Sprintf("%.3f", s.Ratio),
-			fmt.Sprintf("%.2f", s.DirectAlgBW), fmt.Sprintf("%.2f", s.DirectBusBW),
-			fmt.Sprintf("%.2f", s.DecompAlgBW), fmt.Sprintf("%.2f", s.DecompBusBW)})
+	var header, fixed []string
+	var varying []func(TimingStat) string
+	for _, d := range dims {
+		if len(uniqueInOrder(stats, d.of)) > 1 {
+			header = append(header, d.name)
+			varying = append(varying, d.of)
+		} else if len(stats) > 0 {
+			fixed = append(fixed, d.of(stats[0]))
+		}
+	}
+	fmt.Fprintf(w, "Timings (us per operation; a sample is the slowest of %d ranks; median [p10..p90]; GB/s from the median) %s\n",
+		world, strings.Join(fixed, " "))
+	header = append(header, "size", "direct AllReduce", "RS + AG", "RS+AG / AR", "AR busbw", "RS+AG busbw", "slowest rank")
+	t := newTable(w, header...)
+	decomp := map[string]TimingStat{}
+	for _, s := range stats {
+		if s.Mode == phases.Decomposed {
+			decomp[pairKey(s)] = s
+		}
+	}
+	for _, d := range stats {
+		c, ok := decomp[pairKey(d)]
+		if d.Mode != phases.Direct || !ok {
+			continue
+		}
+		var row []string
+		for _, of := range varying {
+			row = append(row, of(d))
+		}
+		row = append(row, SizeText(d.SizeBytes),
+			fmt.Sprintf("%.2f [%.2f..%.2f]", d.MedianUS, d.P10US, d.P90US),
+			fmt.Sprintf("%.2f [%.2f..%.2f]", c.MedianUS, c.P10US, c.P90US),
+			fmt.Sprintf("%.3f", c.MedianUS/d.MedianUS),
+			fmt.Sprintf("%.2f", d.BusBWGBps), fmt.Sprintf("%.2f", c.BusBWGBps),
+			fmt.Sprintf("%d / %d", d.SlowestRank, c.SlowestRank))
+		t.Append(row)
 	}
 	return t.Render()
+}
+
+func pairKey(s TimingStat) string {
+	return fmt.Sprint(s.Run, "|", s.SizeBytes, "|", s.DType, "|", s.Op, "|", s.Placement, "|", s.Method, "|", s.Batch)
+}
+
+// BusBWGate returns, for each run with a positive threshold (GB/s), every
+// case at that run's largest size whose direct AllReduce bus bandwidth
+// falls below it: a cluster health check gates on the fabric, which the
+// direct AllReduce measures.
+func BusBWGate(stats []TimingStat, thresholds map[string]float64) []string {
+	largest := map[string]int64{}
+	for _, s := range stats {
+		largest[s.Run] = max(largest[s.Run], s.SizeBytes)
+	}
+	var failures []string
+	for _, s := range stats {
+		min := thresholds[s.Run]
+		if min <= 0 || s.Mode != phases.Direct || s.SizeBytes != largest[s.Run] || s.BusBWGBps >= min {
+			continue
+		}
+		failures = append(failures, fmt.Sprintf("run %s %s %s %s %s %s: AllReduce busbw %.2f GB/s < min_busbw_gbps %.2f",
+			s.Run, SizeText(s.SizeBytes), s.DType, s.Op, s.Placement, s.Method, s.BusBWGBps, min))
+	}
+	return failures
 }
 
 // MemoryTable shows each mode's deltas next to the analytic values. Where

@@ -47,7 +47,7 @@ func TestParseStall(t *testing.T) {
 		"rank=1,seconds=5":              "phase is missing",
 		"rank=x,phase=timing,seconds=5": `rank: "x" is not a whole number`,
 		"rank=1,phase=timing,sekonds=5": `unknown key "sekonds"`,
-		"rank=1;phase=timing;seconds=5": "is not key=value",
+		"rank=1;phase=timing;seconds=5": "is not a whole number",
 	} {
 		if _, err := parseStall(v); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), stallEnv) {
 			t.Errorf("%q: got %v, want %q", v, err, want)

@@ -1,0 +1,172 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/xml"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"rsag/report"
+)
+
+// Every dtype, op and placement the MPI backend supports, timed per-op and
+// batched on 2 and 4 ranks: every value checked exactly by rsag itself, and
+// here every case present and correct, summary.json valid against its
+// documented schema, the figures real PNG and SVG files, and compare
+// working over two summaries.
+func TestSweepOnTheMPIBackend(t *testing.T) {
+	dtypes := []string{"int8", "uint8", "int32", "uint32", "int64", "uint64", "float32", "float64"}
+	ops := []string{"sum", "prod", "max", "min"}
+	var summaries []string
+	for _, np := range []int{2, 4} {
+		dir := t.TempDir()
+		r := mpirun(t, np, 3*time.Minute, "-config", "../configs/sweep-mpi.toml", "-output-dir", dir)
+		if r.code != 0 {
+			t.Fatalf("%d ranks: exit %d\nstdout:\n%s\nstderr:\n%s", np, r.code, r.stdout, r.stderr)
+		}
+		rows := readCSV(t, filepath.Join(dir, "rank0_timings.csv"))
+		col := map[string]int{}
+		for i, name := range rows[0] {
+			col[name] = i
+		}
+		for _, name := range []string{"rank", "size_bytes", "mode", "cycle", "duration_us", "correct", "run", "dtype", "op", "placement", "method", "batch"} {
+			if _, ok := col[name]; !ok {
+				t.Fatalf("a sweep's per-rank timings lack the %q column: %v", name, rows[0])
+			}
+		}
+		seen := map[string]int{}
+		for _, row := range rows[1:] {
+			if row[col["correct"]] != "True" {
+				t.Errorf("%d ranks: row not correct: %v", np, row)
+			}
+			seen[strings.Join([]string{row[col["dtype"]], row[col["op"]], row[col["placement"]], row[col["method"]]}, " ")]++
+		}
+		for _, d := range dtypes {
+			for _, o := range ops {
+				for _, p := range []string{"out-of-place", "in-place"} {
+					for _, m := range []string{"per-op", "batched"} {
+						// 2 sizes x 4 cycles x 2 modes.
+						if k := d + " " + o + " " + p + " " + m; seen[k] != 16 {
+							t.Errorf("%d ranks: case %s has %d rows, want 16", np, k, seen[k])
+						}
+					}
+				}
+			}
+		}
+		checkSummary(t, filepath.Join(dir, report.SummaryFile))
+		checkFigures(t, dir)
+		summaries = append(summaries, filepath.Join(dir, report.SummaryFile))
+	}
+
+	// compare matches the cases of the two runs; a threshold of 1000 passes,
+	// one of 0.001 cannot.
+	for threshold, want := range map[string]int{"1000": 0, "0.001": 1} {
+		cmd := exec.Command(rsagBin, "compare", "-threshold", threshold, summaries[0], summaries[1])
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if exit, ok := err.(*exec.ExitError); ok {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != want || !strings.Contains(string(out), "int8") {
+			t.Errorf("compare -threshold %s: exit %d, want %d\n%s", threshold, code, want, out)
+		}
+	}
+}
+
+// What the MPI backend cannot do is refused on every rank before any
+// collective, with the reason.
+func TestSweepRefusesWhatTheBackendCannotDo(t *testing.T) {
+	for _, c := range []struct{ set, want string }{
+		{`timing.dtypes=["float16"]`, "MPI has no half-precision type"},
+		{`timing.methods=["graph"]`, "the graph method needs CUDA graphs"},
+	} {
+		out := t.TempDir()
+		r := mpirun(t, 2, time.Minute, "-config", "../configs/sweep-mpi.toml", "-output-dir", out, "-set", c.set)
+		if r.code == 0 || strings.Count(r.stderr, c.want) < 2 {
+			t.Errorf("-set %s: exit %d, want non-zero and %q from both ranks\n%s", c.set, r.code, c.want, r.stderr)
+		}
+		if entries, _ := os.ReadDir(out); len(entries) > 0 {
+			t.Errorf("-set %s left files: %v", c.set, entries)
+		}
+	}
+}
+
+func readCSV(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(rows) < 2 {
+		t.Fatalf("%s: %d rows, %v", path, len(rows), err)
+	}
+	return rows
+}
+
+func checkSummary(t *testing.T, path string) {
+	t.Helper()
+	schemaFile, err := os.Open("../docs/summary.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer schemaFile.Close()
+	doc, err := jsonschema.UnmarshalJSON(schemaFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	if err := c.AddResource("summary.schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("summary.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		t.Errorf("%s does not validate against docs/summary.schema.json: %v", path, err)
+	}
+	s, err := report.ReadSummary(path, data)
+	if err != nil || s.Status != report.StatusComplete || !s.ChecksPassed || len(s.Timing) == 0 {
+		t.Errorf("%s: status %q, checks passed %v, %d timing stats, %v", path, s.Status, s.ChecksPassed, len(s.Timing), err)
+	}
+}
+
+func checkFigures(t *testing.T, dir string) {
+	t.Helper()
+	for _, name := range []string{"time_vs_size", "busbw_vs_size", "ratio_vs_size"} {
+		data, err := os.ReadFile(filepath.Join(dir, name+".png"))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		img, err := png.Decode(bytes.NewReader(data))
+		if err != nil || len(data) < 10_000 || img.Bounds().Dx() < 600 {
+			t.Errorf("%s.png: %d bytes, %v", name, len(data), err)
+		}
+		svg, err := os.ReadFile(filepath.Join(dir, name+".svg"))
+		if err != nil || len(svg) < 1000 || xml.Unmarshal(svg, new(struct{})) != nil {
+			t.Errorf("%s.svg: %d bytes, %v", name, len(svg), err)
+		}
+	}
+}

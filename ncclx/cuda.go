@@ -293,6 +293,7 @@ func (c *cudaAPI) syncStream(s cuStream) error {
 		}
 		return nil
 	}
+	w := waiter{start: time.Now()}
 	for i := 0; ; i++ {
 		r := C.call_cuStreamOp(c.streamQuery, s)
 		if r == cudaSuccess {
@@ -301,7 +302,7 @@ func (c *cudaAPI) syncStream(s cuStream) error {
 		if r != cudaErrorNotReady {
 			return c.newError("cuStreamQuery", int(r))
 		}
-		if err := c.pause(i); err != nil {
+		if err := w.pause(c, i); err != nil {
 			return err
 		}
 	}
@@ -332,6 +333,7 @@ func (c *cudaAPI) syncEvent(e cuEvent) error {
 		}
 		return nil
 	}
+	w := waiter{start: time.Now()}
 	for i := 0; ; i++ {
 		r := C.call_cuEventOp(c.eventQuery, e)
 		if r == cudaSuccess {
@@ -340,7 +342,7 @@ func (c *cudaAPI) syncEvent(e cuEvent) error {
 		if r != cudaErrorNotReady {
 			return c.newError("cuEventQuery", int(r))
 		}
-		if err := c.pause(i); err != nil {
+		if err := w.pause(c, i); err != nil {
 			return err
 		}
 	}
@@ -383,25 +385,35 @@ func (c *cudaAPI) destroyGraph(g cuGraph) error {
 	return c.check("cuGraphDestroy", C.call_cuGraphDestroy(c.graphDestroy, g))
 }
 
-// spinPolls is how many queries a wait makes back to back before it starts
-// sleeping between them: about the first millisecond, which covers the
-// collectives the timing phase measures without adding wake-up latency.
-const spinPolls = 4096
+// spinFor is how long a wait queries back to back before it sleeps between
+// queries. It is a time, not a count of queries: on 2 x H200 a count of 4096
+// queries ran out before a 256 MiB AllReduce (about 1 ms) finished, and a
+// 50 us sleep that overslept by up to a millisecond on one rank made the
+// other rank's next timed collective wait for it (samples of 2 ms among
+// samples of 0.9 ms, docs/PERFORMANCE.md). 100 ms covers every collective
+// the timing phase measures; a wait that outlasts it costs a core no more.
+const spinFor = 100 * time.Millisecond
 
-// pause runs between two queries of a wait: the poll hook every 64th time
-// (it costs a cgo call), and after spinPolls a 50 us sleep, so a collective
-// that never ends costs a core at most briefly. This is NCCL's own
-// recommendation for a waiter that can abort: query the stream and
-// ncclCommGetAsyncError in a loop, and call ncclCommAbort on error, all on
-// the thread that owns the communicator, rather than block in
-// cuStreamSynchronize, which nothing but the device can end.
-func (c *cudaAPI) pause(i int) error {
+// waiter paces one wait's queries. Between two queries it runs the poll
+// hook every 64th time (it costs a cgo call), and once the wait has lasted
+// spinFor it sleeps 50 us each time. This is NCCL's own recommendation for
+// a waiter that can abort: query the stream and ncclCommGetAsyncError in a
+// loop, and call ncclCommAbort on error, all on the thread that owns the
+// communicator, rather than block in cuStreamSynchronize, which nothing but
+// the device can end.
+type waiter struct {
+	start    time.Time
+	sleeping bool
+}
+
+func (w *waiter) pause(c *cudaAPI, i int) error {
 	if i%64 == 0 {
 		if err := c.poll(); err != nil {
 			return err
 		}
+		w.sleeping = w.sleeping || time.Since(w.start) > spinFor
 	}
-	if i >= spinPolls {
+	if w.sleeping {
 		time.Sleep(50 * time.Microsecond)
 	}
 	return nil

@@ -123,6 +123,10 @@ func New(boot Bootstrap) (*Backend, error) {
 	return b, nil
 }
 
+// WaitEnv selects how device waits wait: unset polls (default), "block"
+// blocks in the driver.
+const WaitEnv = "RSAG_WAIT"
+
 func (b *Backend) open(boot Bootstrap) error {
 	var err error
 	if b.cu, err = loadCUDA(); err != nil {
@@ -132,8 +136,12 @@ func (b *Backend) open(boot Bootstrap) error {
 		return b.errorf("%w", err)
 	}
 	// Every wait for the device polls, so that NCCL's asynchronous errors
-	// and an abort asked for by the watchdog end it.
-	b.cu.poll = b.pollAbort
+	// and an abort asked for by the watchdog end it. RSAG_WAIT=block waits
+	// in cuStreamSynchronize instead: no core spins, but a hung collective
+	// then ends only when the watchdog exits the process.
+	if os.Getenv(WaitEnv) != "block" {
+		b.cu.poll = b.pollAbort
+	}
 	n, err := b.cu.deviceCount()
 	if err != nil {
 		return b.errorf("%w", err)

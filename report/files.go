@@ -71,7 +71,12 @@ func writeFile(path string, fill func(*bytes.Buffer) error) error {
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	_, werr := tmp.Write(b.Bytes())
+	// CreateTemp makes the file 0600; results are for everyone on the
+	// cluster who can read the directory, as a plain create would be.
+	werr := tmp.Chmod(0o644)
+	if werr == nil {
+		_, werr = tmp.Write(b.Bytes())
+	}
 	cerr := tmp.Close()
 	if werr == nil {
 		werr = cerr

@@ -188,19 +188,27 @@ func (l *runLog) writeFiles(status, reason string, files []string) {
 	}
 }
 
+// agree tells every rank whether err is nil on all of them, so that a
+// problem one rank sees ends every rank alike instead of leaving the others
+// in the next collective. When some rank failed, each returns the shared
+// error "<what> on rank(s) [...]: <its own error, or other's>".
+func (j *job) agree(err error, code int, what, other string) error {
+	j.tr.Arm("agreement between ranks", -1)
+	ok, bad, cerr := j.comm.AllTrue(err == nil)
+	if cerr != nil || ok {
+		return cerr
+	}
+	if err == nil {
+		err = errors.New(other)
+	}
+	return shared(code, fmt.Errorf("%s on rank(s) %v: %w", what, bad, err))
+}
+
 // loadStall reads the debug stall (RSAG_DEBUG_STALL) on every rank and
 // agrees on it, so that a malformed value ends every rank alike.
 func (j *job) loadStall() error {
 	st, err := parseStall(os.Getenv(stallEnv))
-	j.tr.Arm("agreement between ranks", -1)
-	ok, bad, cerr := j.comm.AllTrue(err == nil)
-	if cerr != nil {
-		return cerr
-	}
-	if !ok {
-		if err == nil {
-			err = fmt.Errorf("%s is malformed on rank(s) %v (see their message)", stallEnv, bad)
-		}
+	if err := j.agree(err, exitBadArgs, stallEnv+" is malformed", "see that rank's message"); err != nil {
 		return err
 	}
 	j.tr.stall = st
@@ -219,16 +227,8 @@ func (j *job) startRunLog(cfg config.Config, backend string) error {
 			j.end.setMarkFailed(func(reason string) { j.fail(reason) })
 		}
 	}
-	j.tr.Arm("agreement between ranks", -1)
-	ok, _, cerr := j.comm.AllTrue(err == nil)
-	if cerr != nil {
-		return cerr
-	}
-	if !ok {
-		if err == nil {
-			err = errors.New("rank 0 could not write " + report.RunFile)
-		}
-		return shared(exitFailed, fmt.Errorf("writing %s in %s: %w", report.RunFile, j.opts.outputDir, err))
+	if err := j.agree(err, exitFailed, "writing "+report.RunFile+" in "+j.opts.outputDir, "rank 0 could not write it"); err != nil {
+		return err
 	}
 	return nil
 }
@@ -293,19 +293,10 @@ func (j *job) checkOutputDir() error {
 			err = os.Remove(f.Name())
 		}
 	}
-	j.tr.Arm("agreement between ranks", -1)
-	ok, bad, cerr := j.comm.AllTrue(err == nil)
-	if cerr != nil {
-		return cerr
+	if err != nil {
+		err = fmt.Errorf("%w; choose another with -output-dir", err)
 	}
-	if !ok {
-		why := "another rank could not write there"
-		if err != nil {
-			why = err.Error()
-		}
-		return fmt.Errorf("output dir %s is not writable on rank(s) %v: %s; choose another with -output-dir", dir, bad, why)
-	}
-	return nil
+	return j.agree(err, exitBadArgs, "output dir "+dir+" is not writable", "another rank could not write there; choose another with -output-dir")
 }
 
 // checkEarlierResults refuses, on every rank alike, an output dir that
@@ -340,15 +331,7 @@ func (j *job) checkSupport(cfg config.Config) error {
 	if cfg.Timing.Enabled {
 		err = phases.CheckSupport(j.backend, cfg.TimingRuns())
 	}
-	j.tr.Arm("agreement between ranks", -1)
-	ok, bad, cerr := j.comm.AllTrue(err == nil)
-	if cerr != nil || ok {
-		return cerr
-	}
-	if err == nil {
-		err = errors.New("another rank's backend cannot run this sweep")
-	}
-	return shared(exitBadArgs, fmt.Errorf("the sweep cannot run on rank(s) %v: %w", bad, err))
+	return j.agree(err, exitBadArgs, "the sweep cannot run", "another rank's backend cannot run it")
 }
 
 // checkFits refuses, on every rank alike, a run whose largest phase does
@@ -363,18 +346,7 @@ func (j *job) checkFits(cfg config.Config) error {
 		err = phases.CheckFits(j.backend, phases.MemoryFootprint(world, int64(cfg.Memory.PayloadBytes), cfg.Memory.Modes),
 			"the memory phase at memory.payload_bytes")
 	}
-	j.tr.Arm("agreement between ranks", -1)
-	ok, bad, cerr := j.comm.AllTrue(err == nil)
-	if cerr != nil {
-		return cerr
-	}
-	if ok {
-		return nil
-	}
-	if err == nil {
-		err = errors.New("the run does not fit in another rank's device memory")
-	}
-	return shared(exitBadArgs, fmt.Errorf("payload too large on rank(s) %v: %w", bad, err))
+	return j.agree(err, exitBadArgs, "payload too large", "the run does not fit in another rank's device memory")
 }
 
 // printHeader gathers every rank's backend description and prints it.
@@ -466,16 +438,8 @@ func checkShared(err error) error {
 func (j *job) writeResults(cfg config.Config, rows report.Rows, ran report.Phases) error {
 	dir := j.opts.outputDir
 	werr := report.WriteRankFiles(dir, j.comm.Rank(), rows, ran)
-	j.tr.Arm("agreement between ranks", -1)
-	ok, bad, err := j.comm.AllTrue(werr == nil)
-	if err != nil {
+	if err := j.agree(werr, exitFailed, "writing results in "+dir+" failed", "another rank could not write its files"); err != nil {
 		return err
-	}
-	if !ok {
-		if werr == nil {
-			werr = errors.New("another rank could not write its files")
-		}
-		return shared(exitFailed, fmt.Errorf("writing results in %s failed on rank(s) %v: %w", dir, bad, werr))
 	}
 	data, err := json.Marshal(rows)
 	if err != nil {
@@ -530,16 +494,11 @@ func (j *job) gate(cfg config.Config) error {
 		}
 		failures = report.BusBWGate(j.summary.Timing, thresholds)
 	}
-	j.tr.Arm("agreement between ranks", -1)
-	ok, _, err := j.comm.AllTrue(len(failures) == 0)
-	if err != nil || ok {
-		return err
-	}
-	why := "rank 0 measured it"
+	var err error
 	if len(failures) > 0 {
-		why = strings.Join(failures, "; ")
+		err = errors.New(strings.Join(failures, "; "))
 	}
-	return shared(exitFailed, fmt.Errorf("bus bandwidth below the gate: %s", why))
+	return j.agree(err, exitFailed, "bus bandwidth below the gate", "rank 0 measured it")
 }
 
 func (j *job) printSummary(all []report.Rows, ran report.Phases) error {

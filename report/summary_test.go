@@ -12,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
+	"rsag/internal/schemacheck"
 	"rsag/phases"
 )
 
@@ -106,36 +105,18 @@ func TestSummaryFields(t *testing.T) {
 	}
 }
 
-func compileSchema(t *testing.T) *jsonschema.Schema {
+func compileSchema(t *testing.T) *schemacheck.Schema {
 	t.Helper()
-	f, err := os.Open(schemaPath)
+	sch, err := schemacheck.Load(schemaPath)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatalf("%s: %v", schemaPath, err)
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	if err := c.AddResource("summary.schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	sch, err := c.Compile("summary.schema.json")
-	if err != nil {
-		t.Fatalf("%s: %v", schemaPath, err)
 	}
 	return sch
 }
 
-func validate(t *testing.T, sch *jsonschema.Schema, data []byte) error {
+func validate(t *testing.T, sch *schemacheck.Schema, data []byte) error {
 	t.Helper()
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sch.Validate(inst)
+	return sch.Validate(data)
 }
 
 // The schema has additionalProperties/unevaluatedProperties false and names

@@ -128,13 +128,18 @@ func (f figure) render(format string) ([]byte, error) {
 }
 
 // writeFile writes to a temporary file beside path and renames it into
-// place, so that a reader never sees a half-written figure.
+// place, so that a reader never sees a half-written figure. The file is
+// made 0644: os.CreateTemp creates 0600, and results on a cluster are
+// shared with the other users of the directory.
 func writeFile(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
 	}
 	_, werr := tmp.Write(data)
+	if werr == nil {
+		werr = tmp.Chmod(0o644)
+	}
 	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
 	}

@@ -41,7 +41,7 @@ func memoryByMode(rows []report.MemoryRow) figure {
 	if len(ranks) > 1 {
 		t += ", highest of " + strconv.Itoa(len(ranks)) + " ranks"
 	}
-	p := newPlot(t, "memory mode", "bytes above the baseline (MiB)")
+	p := newPlot()
 
 	var pv, sv plotter.Values
 	var ap, as plotter.XYs
@@ -77,12 +77,13 @@ func memoryByMode(rows []report.MemoryRow) figure {
 	p.Y.Tick.Marker = binaryTicks{}
 	p.X.Padding = vg.Points(10)
 
-	l := newLegend()
-	l.Add("peak", peakBars)
-	l.Add("steady", steadyBars)
 	legendMark := &plotter.Scatter{GlyphStyle: draw.GlyphStyle{Color: color.Black, Radius: vg.Points(10), Shape: acrossGlyph{}}}
-	l.Add("analytic value", legendMark)
-	return figure{MemoryByMode, p, l}
+	legend := []legendSection{{entries: []legendEntry{
+		{"peak", []plot.Thumbnailer{peakBars}},
+		{"steady", []plot.Thumbnailer{steadyBars}},
+		{"analytic value", []plot.Thumbnailer{legendMark}},
+	}}}
+	return figure{name: MemoryByMode, title: t, xLabel: "memory mode", yLabel: "bytes above the baseline (MiB)", panels: []*plot.Plot{p}, cols: 1, legend: legend}
 }
 
 // acrossGlyph is a horizontal line 2 x radius wide, shifted by dx: the

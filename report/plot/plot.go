@@ -1,15 +1,27 @@
 // Package plot draws rsag's figures from the report's statistics, as PNG
 // (to look at) and SVG (to put in a document), with gonum/plot and no
-// external tool:
+// external tool. Each timing figure is drawn once per run:
 //
-//	time_vs_size    median time per operation against size, log-log; one
-//	                colour per case, solid AllReduce, dashed ReduceScatter +
-//	                AllGather
-//	busbw_vs_size   nccl-tests' bus bandwidth (GB/s) against size, log x
-//	ratio_vs_size   decomposed / direct median against size, log x, with the
-//	                line ratio = 1
-//	memory_by_mode  peak and steady bytes above the baseline per memory mode
-//	                (MiB, the highest rank), the analytic values marked
+//	time_vs_size_<run>    median time per operation against size, log-log
+//	busbw_vs_size_<run>   nccl-tests' bus bandwidth (GB/s) against size, log x
+//	ratio_vs_size_<run>   decomposed / direct median against size, log x,
+//	                      with the line ratio = 1
+//	memory_by_mode        peak and steady bytes above the baseline per memory
+//	                      mode (MiB, the highest rank), the analytic values
+//	                      marked
+//
+// <run> is the run's name with every character but letters, digits, '.',
+// '-' and '_' replaced by '_'. When the only run is "default" (a config
+// without [[run]] tables) the suffix is left off: time_vs_size.png.
+//
+// A run's figure has one panel per placement and method that it timed
+// ("out-of-place, batched x20"), all on the same axis ranges so that the
+// panels compare. Inside a panel the element type is the colour (a fixed
+// colour per type, the same in every figure), the reduction is the marker,
+// and direct AllReduce is a solid line, ReduceScatter + AllGather a dashed
+// one. One legend at the right lists the element types, the reductions and
+// the line styles, so it grows with their sum, not their product; a field
+// with one value over the run is named in the title instead.
 //
 // Like the CSVs and tables, it is a separate writer over the same rows.
 package plot
@@ -21,7 +33,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -35,13 +46,19 @@ import (
 	"rsag/report"
 )
 
-// Figure size: at 96 dpi the PNGs are 1056 x 576 pixels.
+// A figure of one panel is 11 x 6 inches: at 96 dpi the PNG is 1056 x 576
+// pixels. A grid of panels gives each panel panelW x panelH and adds the
+// title and the legend column around them.
 const (
 	width  = 11 * vg.Inch
 	height = 6 * vg.Inch
+	dpi    = 96
+
+	panelW = 4.6 * vg.Inch
+	panelH = 3.4 * vg.Inch
 )
 
-// Names of the figures, without extension.
+// Names of the figures, without extension (and without a run's suffix).
 const (
 	TimeVsSize   = "time_vs_size"
 	BusBWVsSize  = "busbw_vs_size"
@@ -49,24 +66,51 @@ const (
 	MemoryByMode = "memory_by_mode"
 )
 
-// figure is a plot with its legend, which is drawn beside the plot so that
-// it never hides a line.
+// figure is one or more panels with one legend, which is drawn in a column
+// beside them so that it never hides a line. With one panel the title and
+// axis labels are the plot's own; with more they are drawn once for the
+// grid (title above, x label below, y label at the left), so that every
+// panel is drawn alike and plot.Align lines their data areas up.
 type figure struct {
+	name           string
+	title          string
+	xLabel, yLabel string
+	panels         []*plot.Plot // row-major, cols to a row
+	cols           int
+	legend         []legendSection
+}
+
+// legendSection is a group of legend entries under a heading; the heading
+// is drawn only when the legend has more than one section.
+type legendSection struct {
+	heading string
+	entries []legendEntry
+}
+
+type legendEntry struct {
 	name   string
-	plot   *plot.Plot
-	legend plot.Legend
+	thumbs []plot.Thumbnailer
+}
+
+func entryCount(ls []legendSection) int {
+	n := 0
+	for _, s := range ls {
+		n += len(s.entries)
+	}
+	return n
 }
 
 // WriteAll writes every figure the data allows into dir (which must
-// exist), each as .png and .svg, and returns the paths written. Timing
-// figures need stats, the ratio figure needs cases with both modes, the
+// exist), each as .png and .svg, and returns the paths written: for each
+// run in order of appearance its time, bus bandwidth and ratio figures,
+// then the memory figure. The ratio figure needs cases with both modes, the
 // memory figure needs memory rows; a figure without data is not written.
 func WriteAll(dir string, stats []report.TimingStat, memory []report.MemoryRow) ([]string, error) {
 	var figs []figure
-	if len(stats) > 0 {
-		figs = append(figs, timeVsSize(stats), busBWVsSize(stats))
-		if r := report.Ratios(stats); len(r) > 0 {
-			figs = append(figs, ratioVsSize(r, stats))
+	for _, run := range splitRuns(stats) {
+		figs = append(figs, timeVsSize(run), busBWVsSize(run))
+		if f, ok := ratioVsSize(run); ok {
+			figs = append(figs, f)
 		}
 	}
 	if len(memory) > 0 {
@@ -89,36 +133,221 @@ func WriteAll(dir string, stats []report.TimingStat, memory []report.MemoryRow) 
 	return written, nil
 }
 
-// render draws the plot on the left and the legend in a column on the right.
+// runStats is one run's statistics and the suffix of its file names.
+type runStats struct {
+	name, suffix string
+	stats        []report.TimingStat
+}
+
+// splitRuns groups stats by run in order of first appearance and gives
+// each a file-name suffix: none for a lone "default" run (the seed's
+// names), else "_" and the sanitized name, made unique.
+func splitRuns(stats []report.TimingStat) []runStats {
+	var runs []runStats
+	idx := map[string]int{}
+	for _, s := range stats {
+		i, ok := idx[s.Run]
+		if !ok {
+			i = len(runs)
+			idx[s.Run] = i
+			runs = append(runs, runStats{name: s.Run})
+		}
+		runs[i].stats = append(runs[i].stats, s)
+	}
+	if len(runs) == 1 && runs[0].name == "default" {
+		return runs
+	}
+	used := map[string]bool{}
+	for i := range runs {
+		base := "_" + sanitize(runs[i].name)
+		suffix := base
+		for n := 2; used[suffix]; n++ {
+			suffix = base + "-" + strconv.Itoa(n)
+		}
+		used[suffix] = true
+		runs[i].suffix = suffix
+	}
+	return runs
+}
+
+// sanitize keeps a run name's letters, digits, '.', '-' and '_' and
+// replaces anything else (spaces, slashes) with '_', so that the name is
+// safe in a file name on any system.
+func sanitize(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	s := strings.Trim(b.String(), ".")
+	if s == "" {
+		return "run"
+	}
+	return s
+}
+
+// Text sizes.
+var (
+	titleSize      = vg.Points(15)
+	panelTitleSize = vg.Points(12)
+	labelSize      = vg.Points(13)
+	tickSize       = vg.Points(11)
+	legendSize     = vg.Points(11)
+	pad            = vg.Points(12)
+)
+
+// legendExtent measures the legend column: its width and height.
+func legendExtent(ls []legendSection) (w, h vg.Length) {
+	heading := headingStyle()
+	for _, s := range ls {
+		if len(ls) > 1 && s.heading != "" {
+			w = max(w, heading.Width(s.heading))
+			h += heading.Height(s.heading) + vg.Points(2)
+		}
+		l := newLegend(s.entries)
+		r := l.Rectangle(draw.Canvas{})
+		w = max(w, r.Size().X)
+		h += r.Size().Y + pad
+	}
+	// gonum measures legend text a little narrower than the PNG renderer
+	// draws it: a tenth more keeps the longest entry inside the figure.
+	return w * 1.1, h
+}
+
+func headingStyle() draw.TextStyle {
+	s := newLegend(nil).TextStyle
+	s.Color = color.Gray{70}
+	return s
+}
+
+// drawLegend draws the sections top down from the top left of c.
+func drawLegend(c draw.Canvas, ls []legendSection) {
+	heading := headingStyle()
+	top := c.Max.Y
+	for _, s := range ls {
+		if len(ls) > 1 && s.heading != "" {
+			h := heading.Height(s.heading)
+			c.FillText(heading, vg.Point{X: c.Min.X, Y: top - h + heading.FontExtents().Descent}, s.heading)
+			top -= h + vg.Points(2)
+		}
+		l := newLegend(s.entries)
+		l.Top, l.Left = true, true
+		l.Draw(draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{Min: c.Min, Max: vg.Point{X: c.Max.X, Y: top}}})
+		top -= l.Rectangle(draw.Canvas{}).Size().Y + pad
+	}
+}
+
+// size is the figure's size: 11 x 6 inches for one panel, else the grid's
+// panels, the title above and the legend column beside, tall enough for
+// the legend.
+func (f figure) size() (w, h vg.Length) {
+	if len(f.panels) == 1 {
+		return width, height
+	}
+	lw, lh := legendExtent(f.legend)
+	rows := (len(f.panels) + f.cols - 1) / f.cols
+	top, label := f.titleHeight(), labelHeight()
+	return label + vg.Length(f.cols)*panelW + lw + 3*pad, max(top+vg.Length(rows)*panelH+label, top+lh+pad)
+}
+
+func labelStyle() draw.TextStyle {
+	s := plot.New().X.Label.TextStyle
+	s.Font.Size = labelSize
+	return s
+}
+
+// labelHeight is the room a figure's axis label takes: the text and a gap.
+func labelHeight() vg.Length { return labelStyle().Height("M") + vg.Points(8) }
+
+func (f figure) titleHeight() vg.Length {
+	s := titleStyle()
+	return s.Height(f.title) + 2*vg.Points(8)
+}
+
+func titleStyle() draw.TextStyle {
+	s := plot.New().Title.TextStyle
+	s.Font.Size = titleSize
+	s.XAlign, s.YAlign = draw.XCenter, draw.YTop
+	return s
+}
+
+// render draws the panels on the left and the legend in a column on the
+// right, level with the top of the data.
 func (f figure) render(format string) ([]byte, error) {
+	w, h := f.size()
 	var c vg.CanvasWriterTo
 	switch format {
 	case "png":
-		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(96))}
+		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi))}
 	case "svg":
-		c = vgsvg.New(width, height)
+		c = vgsvg.New(w, h)
 	default:
 		return nil, fmt.Errorf("unknown format %q", format)
 	}
 	dc := draw.New(c)
-	// A white background under both, as plot.Draw gives the plot.
+	// A white background under everything, as plot.Draw gives a plot.
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
 
-	pad := vg.Points(12)
-	// gonum measures legend text a little narrower than the PNG renderer
-	// draws it: a tenth more keeps the longest entry inside the figure.
-	legendW := f.legend.Rectangle(dc).Size().X * 1.1
-	if legendW > 0 {
-		legendW += 2 * pad
+	lw, _ := legendExtent(f.legend)
+	if lw > 0 {
+		lw += 2 * pad
 	}
-	f.plot.Draw(draw.Crop(dc, 0, -legendW, 0, 0))
-	if legendW > 0 {
-		l := f.legend
-		l.Top, l.Left = true, true
-		// Start the legend level with the plot's data area, below the title.
-		top := f.plot.Title.TextStyle.Height(f.plot.Title.Text) + f.plot.Title.Padding + pad
-		l.Draw(draw.Crop(dc, width-legendW+pad, -pad, pad, -top))
+	var top vg.Length // from the top of the figure to the top of the legend
+	if len(f.panels) == 1 {
+		p := f.panels[0]
+		p.Title.Text = f.title
+		p.X.Label.Text, p.Y.Label.Text = f.xLabel, f.yLabel
+		p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
+		top = p.Title.TextStyle.Height(p.Title.Text) + p.Title.Padding + pad
+	} else {
+		th := f.titleHeight()
+		ts := titleStyle()
+		dc.FillText(ts, vg.Point{X: (w - lw) / 2, Y: h - vg.Points(8)}, f.title)
+		rows := (len(f.panels) + f.cols - 1) / f.cols
+		grid := make([][]*plot.Plot, rows)
+		for r := range grid {
+			grid[r] = make([]*plot.Plot, f.cols)
+			for col := range grid[r] {
+				if i := r*f.cols + col; i < len(f.panels) {
+					grid[r][col] = f.panels[i]
+				}
+			}
+		}
+		tiles := draw.Tiles{Rows: rows, Cols: f.cols, PadX: vg.Points(14), PadY: vg.Points(10),
+			PadLeft: vg.Points(4), PadBottom: vg.Points(4)}
+		lh := labelHeight()
+		area := draw.Crop(dc, lh, -lw-pad, 0, -th)
+		// The panels keep their height at the top when the legend is taller.
+		area.Min.Y = area.Max.Y - vg.Length(rows)*panelH
+		canvases := plot.Align(grid, tiles, area)
+		// The axis labels, centred on the data areas of the outer panels.
+		ls := labelStyle()
+		ls.XAlign, ls.YAlign = draw.XCenter, draw.YBottom
+		// plot.Align made every data area the same size, so any panel
+		// measures them.
+		dataL := f.panels[0].DataCanvas(canvases[0][0])
+		dataR := f.panels[0].DataCanvas(canvases[0][f.cols-1])
+		dataB := f.panels[0].DataCanvas(canvases[rows-1][0])
+		descent := ls.FontExtents().Descent
+		dc.FillText(ls, vg.Point{X: (dataL.Min.X + dataR.Max.X) / 2, Y: area.Min.Y - lh + descent}, f.xLabel)
+		ls.Rotation = math.Pi / 2
+		dc.FillText(ls, vg.Point{X: lh - descent, Y: (dataL.Max.Y + dataB.Min.Y) / 2}, f.yLabel)
+		for r := range grid {
+			for col, p := range grid[r] {
+				if p != nil {
+					p.Draw(canvases[r][col])
+				}
+			}
+		}
+		top = th + panelTitleSize + pad
+	}
+	if lw > 0 {
+		drawLegend(draw.Crop(dc, w-lw+pad, -pad, pad, -top), f.legend)
 	}
 	var b bytes.Buffer
 	if _, err := c.WriteTo(&b); err != nil {
@@ -152,335 +381,62 @@ func writeFile(path string, data []byte) error {
 	return werr
 }
 
-// newPlot is a plot with rsag's fonts and grid.
-func newPlot(title, xLabel, yLabel string) *plot.Plot {
+// newPlot is a plot with rsag's fonts and grid; its title and axis
+// labels are the figure's, set when it is drawn.
+func newPlot() *plot.Plot {
 	p := plot.New()
-	p.Title.Text = title
-	p.Title.TextStyle.Font.Size = vg.Points(15)
+	p.Title.TextStyle.Font.Size = titleSize
 	p.Title.Padding = vg.Points(8)
-	p.X.Label.Text, p.Y.Label.Text = xLabel, yLabel
 	for _, a := range []*plot.Axis{&p.X, &p.Y} {
-		a.Label.TextStyle.Font.Size = vg.Points(13)
-		a.Tick.Label.Font.Size = vg.Points(11)
+		a.Label.TextStyle.Font.Size = labelSize
+		a.Tick.Label.Font.Size = tickSize
 	}
 	p.Add(&plotter.Grid{Vertical: draw.LineStyle{Color: color.Gray{225}, Width: vg.Points(0.5)},
 		Horizontal: draw.LineStyle{Color: color.Gray{225}, Width: vg.Points(0.5)}})
 	return p
 }
 
-func newLegend() plot.Legend {
+func newLegend(entries []legendEntry) plot.Legend {
 	l := plot.NewLegend()
-	l.TextStyle.Font.Size = vg.Points(11)
+	l.TextStyle.Font.Size = legendSize
 	l.ThumbnailWidth = vg.Points(36)
 	l.Padding = vg.Points(3)
+	for _, e := range entries {
+		l.Add(e.name, e.thumbs...)
+	}
 	return l
-}
-
-// palette is Tableau 10: distinct, and readable on white and in print.
-var palette = []color.Color{
-	rgb(0x4e79a7), rgb(0xf28e2b), rgb(0xe15759), rgb(0x76b7b2), rgb(0x59a14f),
-	rgb(0xedc948), rgb(0xb07aa1), rgb(0xff9da7), rgb(0x9c755f), rgb(0xbab0ac),
-}
-
-func rgb(v uint32) color.Color { return color.RGBA{uint8(v >> 16), uint8(v >> 8), uint8(v), 255} }
-
-var glyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{},
-	draw.RingGlyph{}, draw.BoxGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}}
-
-// dashed is the decomposition's line style; AllReduce is solid.
-var dashed = []vg.Length{vg.Points(7), vg.Points(4)}
-
-// group is a case without its mode: what one colour stands for.
-type group struct {
-	Run, DType, Op, Placement, Method string
-	Batch                             int
-}
-
-func groupOf(s report.TimingStat) group {
-	return group{s.Run, s.DType, s.Op, s.Placement, s.Method, s.Batch}
-}
-
-func groupOfRatio(r report.Ratio) group {
-	return group{r.Run, r.DType, r.Op, r.Placement, r.Method, r.Batch}
-}
-
-// naming says which of a group's fields vary over the figure: those name a
-// series in the legend, the constant ones go into the title once.
-type naming struct{ vary [6]bool }
-
-func (g group) fields() [6]string {
-	batch := ""
-	if g.Method != "per-op" {
-		batch = "batch " + strconv.Itoa(g.Batch)
-	}
-	return [6]string{g.Run, g.DType, g.Op, g.Placement, g.Method, batch}
-}
-
-func newNaming(groups []group) naming {
-	var n naming
-	for _, g := range groups {
-		for i, f := range g.fields() {
-			if f != groups[0].fields()[i] {
-				n.vary[i] = true
-			}
-		}
-	}
-	return n
-}
-
-func (n naming) join(g group, varying bool) string {
-	var parts []string
-	for i, f := range g.fields() {
-		if n.vary[i] == varying && f != "" && !(i == 0 && f == "default") {
-			parts = append(parts, f)
-		}
-	}
-	return strings.Join(parts, " ")
-}
-
-// label names a group in the legend; constant names the common fields.
-func (n naming) label(g group) string    { return n.join(g, true) }
-func (n naming) constant(g group) string { return n.join(g, false) }
-
-// Mode names as the legend shows them.
-const (
-	directName = "AllReduce (direct)"
-	decompName = "ReduceScatter + AllGather"
-)
-
-// series are a figure's lines: one per group and mode, x sorted.
-type series struct {
-	group group
-	mode  string
-	xy    plotter.XYs
-}
-
-func collect(stats []report.TimingStat, y func(report.TimingStat) float64) (groups []group, out []series) {
-	idx := map[[2]any]int{}
-	seen := map[group]bool{}
-	for _, s := range stats {
-		g := groupOf(s)
-		if !seen[g] {
-			seen[g] = true
-			groups = append(groups, g)
-		}
-		k := [2]any{g, s.Mode}
-		i, ok := idx[k]
-		if !ok {
-			i = len(out)
-			idx[k] = i
-			out = append(out, series{group: g, mode: s.Mode})
-		}
-		out[i].xy = append(out[i].xy, plotter.XY{X: float64(s.SizeBytes), Y: y(s)})
-	}
-	for i := range out {
-		slices.SortFunc(out[i].xy, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
-	}
-	return groups, out
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// modeLines draws each series, colour by group and dash by mode, and fills
-// the legend: with one group, an entry per mode in its colour; with more,
-// an entry per group (solid) and two grey entries for the modes.
-func modeLines(p *plot.Plot, l *plot.Legend, groups []group, ss []series, n naming) {
-	gi := map[group]int{}
-	for i, g := range groups {
-		gi[g] = i
-	}
-	style := func(i int, mode string) (draw.LineStyle, draw.GlyphStyle) {
-		c := palette[i%len(palette)]
-		ls := draw.LineStyle{Color: c, Width: vg.Points(2)}
-		if mode == "decomposed" {
-			ls.Dashes = dashed
-		}
-		return ls, draw.GlyphStyle{Color: c, Radius: vg.Points(3.5), Shape: glyphs[i%len(glyphs)]}
-	}
-	for _, s := range ss {
-		line, points, err := plotter.NewLinePoints(s.xy)
-		if err != nil {
-			continue // NaN or Inf: nothing to draw
-		}
-		line.LineStyle, points.GlyphStyle = style(gi[s.group], s.mode)
-		p.Add(line, points)
-		if len(groups) == 1 {
-			l.Add(modeName(s.mode), line, points)
-		}
-	}
-	if len(groups) == 1 {
-		return
-	}
-	for i, g := range groups {
-		ls, gs := style(i, "direct")
-		l.Add(n.label(g), &plotter.Line{LineStyle: ls}, &plotter.Scatter{GlyphStyle: gs})
-	}
-	grey := color.Gray{90}
-	l.Add(directName, &plotter.Line{LineStyle: draw.LineStyle{Color: grey, Width: vg.Points(2)}})
-	l.Add(decompName, &plotter.Line{LineStyle: draw.LineStyle{Color: grey, Width: vg.Points(2), Dashes: dashed}})
-}
-
-func modeName(mode string) string {
-	switch mode {
-	case "direct":
-		return directName
-	case "decomposed":
-		return decompName
-	}
-	return mode
-}
-
-// title is the figure's title with the fields every series shares.
-func title(what string, groups []group, n naming, ranks int) string {
-	t := what
-	if c := n.constant(groups[0]); c != "" {
-		t += ": " + c
-	}
-	if ranks > 0 {
-		t += fmt.Sprintf(", %d ranks", ranks)
-	}
-	return t
-}
-
-func ranksOf(stats []report.TimingStat) int {
-	r := 0
-	for _, s := range stats {
-		r = max(r, s.Ranks)
-	}
-	return r
-}
-
-func timeVsSize(stats []report.TimingStat) figure {
-	groups, ss := collect(stats, func(s report.TimingStat) float64 { return s.MedianUS })
-	n := newNaming(groups)
-	// A short y label: gonum centres it at the linear midpoint of a log
-	// axis and pads the plot for a long one as if it stood near the top.
-	p := newPlot(title("Median time per operation", groups, n, ranksOf(stats)),
-		sizeLabel, "median time (µs)")
-	sizeAxis(p, stats)
-	p.Y.Scale = plot.LogScale{}
-	lo, hi := yRange(stats, func(s report.TimingStat) float64 { return s.MedianUS })
-	p.Y.Min, p.Y.Max = lo/1.4, hi*1.4
-	p.Y.Tick.Marker = logTicks{}
-	l := newLegend()
-	modeLines(p, &l, groups, ss, n)
-	return figure{TimeVsSize, p, l}
-}
-
-func busBWVsSize(stats []report.TimingStat) figure {
-	groups, ss := collect(stats, func(s report.TimingStat) float64 { return s.BusBWGBps })
-	n := newNaming(groups)
-	p := newPlot(title("Bus bandwidth (nccl-tests)", groups, n, ranksOf(stats)),
-		sizeLabel, "bus bandwidth (GB/s)")
-	sizeAxis(p, stats)
-	_, hi := yRange(stats, func(s report.TimingStat) float64 { return s.BusBWGBps })
-	p.Y.Min, p.Y.Max = 0, hi*1.08
-	p.Y.Tick.Marker = linearTicks{}
-	l := newLegend()
-	modeLines(p, &l, groups, ss, n)
-	return figure{BusBWVsSize, p, l}
-}
-
-func ratioVsSize(ratios []report.Ratio, stats []report.TimingStat) figure {
-	var groups []group
-	byGroup := map[group]plotter.XYs{}
-	lo, hi := 1.0, 1.0
-	for _, r := range ratios {
-		g := groupOfRatio(r)
-		if _, ok := byGroup[g]; !ok {
-			groups = append(groups, g)
-		}
-		byGroup[g] = append(byGroup[g], plotter.XY{X: float64(r.SizeBytes), Y: r.Ratio})
-		lo, hi = math.Min(lo, r.Ratio), math.Max(hi, r.Ratio)
-	}
-	n := newNaming(groups)
-	p := newPlot(title("Cost of the decomposition", groups, n, ranksOf(stats)),
-		sizeLabel, "RS+AG median / AllReduce median")
-	sizeAxis(p, stats)
-	span := hi - lo
-	p.Y.Min, p.Y.Max = math.Max(0, lo-0.1*span-0.05), hi+0.1*span+0.05
-	p.Y.Tick.Marker = linearTicks{}
-	l := newLegend()
-
-	// ratio = 1: the decomposition costs nothing.
-	xmin, xmax := p.X.Min, p.X.Max
-	ref, _ := plotter.NewLine(plotter.XYs{{X: xmin, Y: 1}, {X: xmax, Y: 1}})
-	ref.LineStyle = draw.LineStyle{Color: color.Gray{60}, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(3), vg.Points(3)}}
-	p.Add(ref)
-
-	for i, g := range groups {
-		xy := byGroup[g]
-		slices.SortFunc(xy, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
-		line, points, err := plotter.NewLinePoints(xy)
-		if err != nil {
-			continue
-		}
-		c := palette[i%len(palette)]
-		line.LineStyle = draw.LineStyle{Color: c, Width: vg.Points(2)}
-		points.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(3.5), Shape: glyphs[i%len(glyphs)]}
-		p.Add(line, points)
-		name := n.label(g)
-		if name == "" {
-			name = "RS+AG / AllReduce"
-		}
-		l.Add(name, line, points)
-	}
-	l.Add("1 = no cost", ref)
-	return figure{RatioVsSize, p, l}
-}
-
-func yRange(stats []report.TimingStat, y func(report.TimingStat) float64) (lo, hi float64) {
-	lo, hi = math.Inf(1), math.Inf(-1)
-	for _, s := range stats {
-		if v := y(s); v > 0 && !math.IsInf(v, 0) {
-			lo, hi = math.Min(lo, v), math.Max(hi, v)
-		}
-	}
-	if lo > hi {
-		return 1, 10
-	}
-	return lo, hi
 }
 
 // sizeLabel says what the tick labels mean: 1K is 1024 bytes.
 const sizeLabel = "message size (bytes; 1K = 1024)"
 
-// sizeAxis makes x a log axis over the sizes, with ticks at powers of two
-// labelled 1K, 64K, 1M, 256M.
-func sizeAxis(p *plot.Plot, stats []report.TimingStat) {
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, s := range stats {
-		if s.SizeBytes > 0 {
-			lo, hi = math.Min(lo, float64(s.SizeBytes)), math.Max(hi, float64(s.SizeBytes))
-		}
-	}
-	if lo > hi {
+// sizeAxis makes x a log axis over [lo, hi] bytes, with ticks at powers of
+// two labelled 1K, 64K, 1M, 256M; at most maxLabels labels.
+func sizeAxis(p *plot.Plot, lo, hi float64, maxLabels int) {
+	if !(lo > 0 && lo <= hi) {
 		lo, hi = 1024, 1<<20
 	}
 	// A little room either side, so that the end points are not on the frame.
 	p.X.Scale = plot.LogScale{}
 	p.X.Min, p.X.Max = lo/1.5, hi*1.5
-	p.X.Tick.Marker = sizeTicks{}
+	p.X.Tick.Marker = sizeTicks{maxLabels}
 }
 
 // sizeTicks are ticks at powers of two, labelled every 2^step with step
-// the smallest of 1, 2, 5, 10 that leaves at most 12 labels; labelled
-// exponents are multiples of the step, so 1K, 1M and 1G are among them.
-type sizeTicks struct{}
+// the smallest of 1, 2, 4, 10 that leaves at most max labels (12 when
+// unset); labelled exponents are multiples of the step, so 1K, 1M and 1G
+// (or 1K, 64K, 1M, 16M, 256M) are among them.
+type sizeTicks struct{ max int }
 
-func (sizeTicks) Ticks(min, max float64) []plot.Tick {
+func (st sizeTicks) Ticks(min, max float64) []plot.Tick {
+	most := st.max
+	if most <= 0 {
+		most = 12
+	}
 	e0, e1 := int(math.Ceil(math.Log2(min))), int(math.Floor(math.Log2(max)))
 	step := 10
-	for _, s := range []int{1, 2, 5} {
-		if (e1-e0)/s+1 <= 12 {
+	for _, s := range []int{1, 2, 4} {
+		if labelled(e0, e1, s) <= most {
 			step = s
 			break
 		}
@@ -494,6 +450,17 @@ func (sizeTicks) Ticks(min, max float64) []plot.Tick {
 		t = append(t, tk)
 	}
 	return t
+}
+
+// labelled counts the multiples of step in [e0, e1].
+func labelled(e0, e1, step int) int {
+	n := 0
+	for e := e0; e <= e1; e++ {
+		if e%step == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // logTicks label 1, 2, 5 x 10^k over up to three decades, and the decades

@@ -3,9 +3,11 @@ package plot
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"flag"
+	"image"
 	"image/png"
 	"io"
 	"math"
@@ -106,8 +108,12 @@ func checkFiles(t *testing.T, dir string, written []string, names ...string) {
 			t.Errorf("%s: %v", pngPath, err)
 			continue
 		}
-		if len(data) <= 10<<10 || img.Bounds().Dx() < 600 {
-			t.Errorf("%s: %d bytes, %d px wide: want > 10 KB and >= 600 px", pngPath, len(data), img.Bounds().Dx())
+		if b := img.Bounds(); len(data) <= 10<<10 || b.Dx() < 600 || b.Dy() < 300 || b.Dx() > 4000 || b.Dy() > 3000 {
+			t.Errorf("%s: %d bytes, %d x %d px: want > 10 KB, 600 to 4000 px wide, 300 to 3000 high",
+				pngPath, len(data), b.Dx(), b.Dy())
+		}
+		if fi, err := os.Stat(pngPath); err == nil && fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s: mode %v, want 0644 so that others can read it", pngPath, fi.Mode().Perm())
 		}
 		svgPath := filepath.Join(dir, name+".svg")
 		data, err = os.ReadFile(svgPath)
@@ -176,35 +182,81 @@ func TestWriteAllRealRun(t *testing.T) {
 	}
 }
 
-// sweepStats is a synthetic sweep: two element types by two methods, so
-// that the legend has a colour per case and a line style per mode.
-func sweepStats() []report.TimingStat {
+// sweepCase is one case of a synthetic sweep.
+type sweepCase struct {
+	run, dtype, op, placement, method string
+}
+
+// synthStats times each case at sizes 1K to 256M in both modes, with
+// times that differ by case so that the lines are told apart.
+func synthStats(cases []sweepCase) []report.TimingStat {
 	var stats []report.TimingStat
-	for _, dtype := range []string{"float32", "bfloat16"} {
-		for _, method := range []string{"per-op", "graph"} {
-			for e := 10; e <= 28; e += 2 {
-				size := int64(1) << e
-				base := 12 + float64(size)/350e3
-				if method == "graph" {
-					base -= 6
+	for _, c := range cases {
+		batch := 1
+		if c.method != "per-op" {
+			batch = 20
+		}
+		for e := 10; e <= 28; e += 2 {
+			size := int64(1) << e
+			base := 12 + float64(size)/350e3
+			if c.method == "graph" {
+				base -= 6
+			}
+			if c.dtype == "bfloat16" {
+				base *= 0.8
+			}
+			if c.op == "max" {
+				base *= 1.1
+			}
+			if c.placement == "in-place" {
+				base *= 0.95
+			}
+			for _, mode := range []string{"direct", "decomposed"} {
+				us := base
+				if mode == "decomposed" {
+					us = base*1.1 + 8*math.Exp(-float64(e-10)/4)
 				}
-				if dtype == "bfloat16" {
-					base *= 0.8
-				}
-				for _, mode := range []string{"direct", "decomposed"} {
-					us := base
-					if mode == "decomposed" {
-						us = base*1.1 + 8*math.Exp(-float64(e-10)/4)
-					}
-					bw := float64(size) / us / 1e3
-					stats = append(stats, report.TimingStat{Run: "default", SizeBytes: size, DType: dtype, Op: "sum",
-						Placement: "out-of-place", Method: method, Batch: map[string]int{"per-op": 1, "graph": 20}[method],
-						Mode: mode, MedianUS: us, AlgBWGBps: bw, BusBWGBps: bw * 1.5, Ranks: 4, Samples: 10})
-				}
+				bw := float64(size) / us / 1e3
+				stats = append(stats, report.TimingStat{Run: c.run, SizeBytes: size, DType: c.dtype, Op: c.op,
+					Placement: c.placement, Method: c.method, Batch: batch,
+					Mode: mode, MedianUS: us, AlgBWGBps: bw, BusBWGBps: bw * 1.5, Ranks: 4, Samples: 10})
 			}
 		}
 	}
 	return stats
+}
+
+// product is every combination of the given values.
+func product(runs, dtypes, ops, placements, methods []string) []sweepCase {
+	var out []sweepCase
+	for _, r := range runs {
+		for _, d := range dtypes {
+			for _, o := range ops {
+				for _, p := range placements {
+					for _, m := range methods {
+						out = append(out, sweepCase{r, d, o, p, m})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// sweepStats is one "default" run of two element types by two methods.
+func sweepStats() []report.TimingStat {
+	return synthStats(product([]string{"default"}, []string{"float32", "bfloat16"}, []string{"sum"},
+		[]string{"out-of-place"}, []string{"per-op", "graph"}))
+}
+
+// multiRunStats is a sweep of two runs: "matrix", three element types by
+// two reductions by both placements by three methods, and "my run/2", one
+// case; its name needs sanitizing.
+func multiRunStats() []report.TimingStat {
+	cases := product([]string{"matrix"}, []string{"float32", "bfloat16", "int8"}, []string{"sum", "max"},
+		[]string{"out-of-place", "in-place"}, []string{"per-op", "batched", "graph"})
+	cases = append(cases, sweepCase{"my run/2", "float32", "sum", "out-of-place", "per-op"})
+	return synthStats(cases)
 }
 
 func TestWriteAllSweep(t *testing.T) {
@@ -213,13 +265,164 @@ func TestWriteAllSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One run named "default": the seed's names, without a suffix.
 	checkFiles(t, dir, written, TimeVsSize, BusBWVsSize, RatioVsSize)
-	if out := os.Getenv("RSAG_PLOT_DIR"); out != "" {
-		// To look at them: RSAG_PLOT_DIR=/tmp/p go test ./report/plot -run Sweep
-		for _, p := range written {
-			data, _ := os.ReadFile(p)
-			os.WriteFile(filepath.Join(out, "sweep_"+filepath.Base(p)), data, 0o644)
+	keep(t, written)
+}
+
+func TestWriteAllMultiRun(t *testing.T) {
+	dir := t.TempDir()
+	written, err := WriteAll(dir, multiRunStats(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFiles(t, dir, written,
+		"time_vs_size_matrix", "busbw_vs_size_matrix", "ratio_vs_size_matrix",
+		"time_vs_size_my_run_2", "busbw_vs_size_my_run_2", "ratio_vs_size_my_run_2")
+	// The matrix run's grid (2 placements x 3 methods) is larger than the
+	// one-panel figure of the other run.
+	grid, single := pngSize(t, filepath.Join(dir, "time_vs_size_matrix.png")), pngSize(t, filepath.Join(dir, "time_vs_size_my_run_2.png"))
+	if grid.X <= single.X || grid.Y <= 500 {
+		t.Errorf("matrix figure %v, one-panel figure %v: want the grid wider and over 500 px high", grid, single)
+	}
+	keep(t, written)
+}
+
+func pngSize(t *testing.T, path string) image.Point {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg, err := png.DecodeConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return image.Point{X: cfg.Width, Y: cfg.Height}
+}
+
+// keep copies figures to $RSAG_PLOT_DIR, to look at them:
+// RSAG_PLOT_DIR=/tmp/p go test ./report/plot -run Sweep
+func keep(t *testing.T, written []string) {
+	out := os.Getenv("RSAG_PLOT_DIR")
+	if out == "" {
+		return
+	}
+	for _, p := range written {
+		data, _ := os.ReadFile(p)
+		if err := os.WriteFile(filepath.Join(out, t.Name()+"_"+filepath.Base(p)), data, 0o644); err != nil {
+			t.Error(err)
 		}
+	}
+}
+
+// TestSweepExample draws the real 2 x H200 sweep's time figure when
+// RSAG_SUMMARY names its summary.json; with -update it becomes
+// docs/plots/time_vs_size_matrix.png.
+func TestSweepExample(t *testing.T) {
+	path := os.Getenv("RSAG_SUMMARY")
+	if path == "" {
+		t.Skip("RSAG_SUMMARY is not set")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary struct {
+		Timing []report.TimingStat `json:"timing"`
+	}
+	if err := json.Unmarshal(data, &summary); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	written, err := WriteAll(dir, summary.Timing, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep(t, written)
+	name := filepath.Join(dir, "time_vs_size_matrix.png")
+	if _, err := os.Stat(name); err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile("../../docs/plots/time_vs_size_matrix.png", data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestLegendGrowsWithTheSum(t *testing.T) {
+	dtypes := []string{"int8", "float16", "bfloat16", "float32", "float64"}
+	ops := []string{"sum", "prod", "max", "min"}
+	modes := []string{"direct", "decomposed"}
+	if got, want := entryCount(timingLegend(dtypes, ops, modes)), len(dtypes)+len(ops)+2; got != want {
+		t.Errorf("timing legend has %d entries, want dtypes+ops+2 = %d", got, want)
+	}
+	if got, want := entryCount(ratioLegend(dtypes, ops)), len(dtypes)+len(ops)+1; got != want {
+		t.Errorf("ratio legend has %d entries, want dtypes+ops+1 = %d", got, want)
+	}
+	// The seed's one case: just the two modes (and the ratio and its
+	// reference), the case named in the title.
+	if got := entryCount(timingLegend(dtypes[3:4], ops[:1], modes)); got != 2 {
+		t.Errorf("one case: %d entries, want 2", got)
+	}
+	if got := entryCount(ratioLegend(dtypes[3:4], ops[:1])); got != 2 {
+		t.Errorf("one case, ratio: %d entries, want 2", got)
+	}
+	// One reduction over several types: it is in the title, not the legend.
+	if got := entryCount(timingLegend(dtypes, []string{"avg"}, modes)); got != len(dtypes)+2 {
+		t.Errorf("one reduction: %d entries, want %d", got, len(dtypes)+2)
+	}
+}
+
+func TestLayout(t *testing.T) {
+	runs := splitRuns(multiRunStats())
+	if len(runs) != 2 || runs[0].suffix != "_matrix" || runs[1].suffix != "_my_run_2" {
+		t.Fatalf("runs %+v", runs)
+	}
+	lay := layoutOf(runs[0])
+	var panels []string
+	for _, k := range lay.panels {
+		panels = append(panels, k.label())
+	}
+	want := "out-of-place, per-op|out-of-place, batched x20|out-of-place, graph x20|" +
+		"in-place, per-op|in-place, batched x20|in-place, graph x20"
+	if got := strings.Join(panels, "|"); got != want || lay.cols != 3 {
+		t.Errorf("panels %q in %d columns, want %q in 3", got, lay.cols, want)
+	}
+	if got := strings.Join(lay.dtypes, " "); got != "int8 bfloat16 float32" {
+		t.Errorf("dtypes in report order: %q", got)
+	}
+	if got, want := lay.title("Median time per operation"), "Median time per operation, run matrix, 4 ranks"; got != want {
+		t.Errorf("title %q, want %q", got, want)
+	}
+	one := layoutOf(splitRuns(sweepStats()[:2])[0])
+	if got, want := one.title("Median time per operation"), "Median time per operation: float32 sum out-of-place per-op, 4 ranks"; got != want {
+		t.Errorf("title %q, want %q", got, want)
+	}
+}
+
+func TestRunSuffixes(t *testing.T) {
+	var stats []report.TimingStat
+	for _, run := range []string{"default", "a b", "a/b", "..", "x"} {
+		stats = append(stats, report.TimingStat{Run: run})
+	}
+	var got []string
+	for _, r := range splitRuns(stats) {
+		got = append(got, r.suffix)
+	}
+	// A "default" among others is named like any run; names that clash
+	// after sanitizing are told apart.
+	if want := "_default _a_b _a_b-2 _run _x"; strings.Join(got, " ") != want {
+		t.Errorf("suffixes %q, want %q", strings.Join(got, " "), want)
+	}
+	if r := splitRuns(stats[:1]); r[0].suffix != "" {
+		t.Errorf("a lone default run: suffix %q, want none", r[0].suffix)
 	}
 }
 
@@ -266,6 +469,18 @@ func TestSizeTicks(t *testing.T) {
 			t.Errorf("labels %v, want %v", labels, want)
 			break
 		}
+	}
+}
+
+func TestSizeTicksInAPanel(t *testing.T) {
+	var labels []string
+	for _, tk := range (sizeTicks{6}).Ticks(1024/1.5, (256<<20)*1.5) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if got, want := strings.Join(labels, " "), "4K 64K 1M 16M 256M"; got != want {
+		t.Errorf("labels %q, want %q", got, want)
 	}
 }
 

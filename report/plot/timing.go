@@ -1,0 +1,510 @@
+package plot
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"rsag/phases"
+	"rsag/report"
+)
+
+// palette is Tableau 10: distinct, and readable on white and in print.
+var palette = []color.Color{
+	rgb(0x4e79a7), rgb(0xf28e2b), rgb(0xe15759), rgb(0x76b7b2), rgb(0x59a14f),
+	rgb(0xedc948), rgb(0xb07aa1), rgb(0xff9da7), rgb(0x9c755f), rgb(0xbab0ac),
+}
+
+func rgb(v uint32) color.Color { return color.RGBA{uint8(v >> 16), uint8(v >> 8), uint8(v), 255} }
+
+// dtypeColours gives each of NCCL's ten element types its own colour, the
+// same in every panel and figure; float32, the seed's type, keeps the blue
+// it always had. A type not listed here is drawn dark grey.
+var dtypeColours = map[string]color.Color{
+	"float32": palette[0], "float16": palette[1], "bfloat16": palette[2], "float64": palette[3],
+	"int8": palette[4], "uint8": rgb(0xc9a800), "int32": palette[6], "uint32": palette[7],
+	"int64": palette[8], "uint64": rgb(0x2f2f2f),
+}
+
+var otherColour = color.Gray{40}
+
+func dtypeColour(d string) color.Color {
+	if c, ok := dtypeColours[d]; ok {
+		return c
+	}
+	return otherColour
+}
+
+// opGlyphs give each reduction its marker, filled so that the colour
+// shows; sum, the seed's, keeps its circle.
+var opGlyphs = map[string]draw.GlyphDrawer{
+	"sum": draw.CircleGlyph{}, "prod": draw.BoxGlyph{}, "max": draw.PyramidGlyph{},
+	"min": downGlyph{}, "avg": diamondGlyph{},
+}
+
+func opGlyph(o string) draw.GlyphDrawer {
+	if g, ok := opGlyphs[o]; ok {
+		return g
+	}
+	return draw.CrossGlyph{}
+}
+
+// downGlyph is a filled triangle pointing down: the mirror of max's.
+type downGlyph struct{}
+
+func (downGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
+	c.SetColor(sty.Color)
+	r := sty.Radius + (sty.Radius-sty.Radius*vg.Length(math.Sin(math.Pi/6)))/2
+	var p vg.Path
+	p.Move(vg.Point{X: pt.X, Y: pt.Y - r})
+	p.Line(vg.Point{X: pt.X - r*vg.Length(math.Cos(math.Pi/6)), Y: pt.Y + r*vg.Length(math.Sin(math.Pi/6))})
+	p.Line(vg.Point{X: pt.X + r*vg.Length(math.Cos(math.Pi/6)), Y: pt.Y + r*vg.Length(math.Sin(math.Pi/6))})
+	p.Close()
+	c.Fill(p)
+}
+
+// diamondGlyph is a filled square on its corner.
+type diamondGlyph struct{}
+
+func (diamondGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
+	c.SetColor(sty.Color)
+	r := sty.Radius * 1.25
+	var p vg.Path
+	p.Move(vg.Point{X: pt.X, Y: pt.Y + r})
+	p.Line(vg.Point{X: pt.X + r, Y: pt.Y})
+	p.Line(vg.Point{X: pt.X, Y: pt.Y - r})
+	p.Line(vg.Point{X: pt.X - r, Y: pt.Y})
+	p.Close()
+	c.Fill(p)
+}
+
+// dashed is the decomposition's line style; AllReduce is solid.
+var dashed = []vg.Length{vg.Points(7), vg.Points(4)}
+
+// Mode names as the legend shows them.
+const (
+	directName = "AllReduce (direct)"
+	decompName = "ReduceScatter + AllGather"
+)
+
+func modeName(mode string) string {
+	switch mode {
+	case phases.Direct:
+		return directName
+	case phases.Decomposed:
+		return decompName
+	}
+	return mode
+}
+
+// panelKey is what a panel of a run's figure stands for.
+type panelKey struct {
+	Placement, Method string
+	Batch             int
+}
+
+// label names a panel: "out-of-place, batched x20".
+func (k panelKey) label() string { return k.Placement + ", " + methodText(k.Method, k.Batch) }
+
+// methodText is a method with its batch: "per-op", "graph x20".
+func methodText(method string, batch int) string {
+	if method == string(phases.PerOp) || batch <= 1 {
+		return method
+	}
+	return method + " x" + strconv.Itoa(batch)
+}
+
+// lineKey is one line of a panel; Mode is empty on the ratio figure.
+type lineKey struct{ DType, Op, Mode string }
+
+// value is one point of a figure.
+type value struct {
+	panel panelKey
+	line  lineKey
+	x, y  float64
+}
+
+// layout is what a run's figure shows, each list in report order: the
+// element types, reductions and modes (the legend), and the panels.
+type layout struct {
+	run                string
+	dtypes, ops, modes []string
+	panels             []panelKey
+	cols               int
+	ranks              int
+	xlo, xhi           float64
+}
+
+// known orders: the report's order first, then others as they come.
+var (
+	dtypeOrder     = names(phases.AllDTypes)
+	opOrder        = names(phases.AllOps)
+	modeOrder      = []string{phases.Direct, phases.Decomposed}
+	placementOrder = []string{string(phases.OutOfPlace), string(phases.InPlace)}
+	methodOrder    = []string{string(phases.PerOp), string(phases.Batched), string(phases.GraphReplay)}
+)
+
+func names[T fmt.Stringer](v []T) []string {
+	out := make([]string, len(v))
+	for i, x := range v {
+		out[i] = x.String()
+	}
+	return out
+}
+
+// rank is v's place in order, or len(order) for a value not in it.
+func rank(order []string, v string) int {
+	if i := slices.Index(order, v); i >= 0 {
+		return i
+	}
+	return len(order)
+}
+
+// sortBy sorts v (values in order of first appearance) by order, stably, so
+// that values not in order keep their order of appearance after the rest.
+func sortBy(v []string, order []string) []string {
+	slices.SortStableFunc(v, func(a, b string) int { return rank(order, a) - rank(order, b) })
+	return v
+}
+
+func layoutOf(run runStats) layout {
+	lay := layout{run: run.name, xlo: math.Inf(1), xhi: math.Inf(-1)}
+	seen := map[any]bool{}
+	add := func(list *[]string, kind, v string) {
+		if k := [2]string{kind, v}; !seen[k] {
+			seen[k] = true
+			*list = append(*list, v)
+		}
+	}
+	for _, s := range run.stats {
+		add(&lay.dtypes, "dtype", s.DType)
+		add(&lay.ops, "op", s.Op)
+		add(&lay.modes, "mode", s.Mode)
+		if k := (panelKey{s.Placement, s.Method, s.Batch}); !seen[k] {
+			seen[k] = true
+			lay.panels = append(lay.panels, k)
+		}
+		lay.ranks = max(lay.ranks, s.Ranks)
+		if s.SizeBytes > 0 {
+			lay.xlo, lay.xhi = math.Min(lay.xlo, float64(s.SizeBytes)), math.Max(lay.xhi, float64(s.SizeBytes))
+		}
+	}
+	sortBy(lay.dtypes, dtypeOrder)
+	sortBy(lay.ops, opOrder)
+	sortBy(lay.modes, modeOrder)
+	slices.SortStableFunc(lay.panels, func(a, b panelKey) int {
+		if d := rank(placementOrder, a.Placement) - rank(placementOrder, b.Placement); d != 0 {
+			return d
+		}
+		if d := rank(methodOrder, a.Method) - rank(methodOrder, b.Method); d != 0 {
+			return d
+		}
+		return a.Batch - b.Batch
+	})
+	// One column per method and batch, so that a row is a placement; one
+	// row of up to three panels when there is one method; three columns
+	// when there are too many methods for a row.
+	methods := map[[2]any]bool{}
+	for _, k := range lay.panels {
+		methods[[2]any{k.Method, k.Batch}] = true
+	}
+	lay.cols = len(methods)
+	if lay.cols == 1 {
+		lay.cols = min(len(lay.panels), 3)
+	} else if lay.cols > 4 {
+		lay.cols = 3
+	}
+	return lay
+}
+
+// title is what the figure shows, then the run (unless it is the seed's
+// "default"), the fields that have one value over the figure, and the
+// ranks: "Median time per operation: float32 sum out-of-place per-op,
+// 2 ranks" or "Median time per operation, run matrix, 2 ranks".
+func (lay layout) title(what string) string {
+	t := what
+	if lay.run != "default" && lay.run != "" {
+		t += ", run " + lay.run
+	}
+	var fixed []string
+	if len(lay.dtypes) == 1 {
+		fixed = append(fixed, lay.dtypes[0])
+	}
+	if len(lay.ops) == 1 {
+		fixed = append(fixed, lay.ops[0])
+	}
+	if len(lay.panels) == 1 {
+		fixed = append(fixed, lay.panels[0].Placement, methodText(lay.panels[0].Method, lay.panels[0].Batch))
+	}
+	if len(fixed) > 0 {
+		t += ": " + strings.Join(fixed, " ")
+	}
+	if lay.ranks > 0 {
+		t += fmt.Sprintf(", %d ranks", lay.ranks)
+	}
+	return t
+}
+
+// Line and marker sizes: a figure of one panel has room for bold lines.
+func (lay layout) lineWidth() vg.Length {
+	if len(lay.panels) == 1 {
+		return vg.Points(2)
+	}
+	return vg.Points(1.5)
+}
+
+func (lay layout) radius() vg.Length {
+	if len(lay.panels) == 1 {
+		return vg.Points(3.5)
+	}
+	return vg.Points(2.8)
+}
+
+func (lay layout) lineStyle(l lineKey) draw.LineStyle {
+	ls := draw.LineStyle{Color: dtypeColour(l.DType), Width: lay.lineWidth()}
+	if l.Mode == phases.Decomposed {
+		ls.Dashes = dashed
+	}
+	return ls
+}
+
+func (lay layout) glyphStyle(l lineKey) draw.GlyphStyle {
+	return draw.GlyphStyle{Color: dtypeColour(l.DType), Radius: lay.radius(), Shape: opGlyph(l.Op)}
+}
+
+// neutral is the colour of legend entries that stand for no element type:
+// the type's own colour when there is one, else grey.
+var neutralGrey = color.Gray{150}
+
+func neutral(dtypes []string) color.Color {
+	if len(dtypes) == 1 {
+		return dtypeColour(dtypes[0])
+	}
+	return neutralGrey
+}
+
+func lineThumb(c color.Color, dashes []vg.Length) plot.Thumbnailer {
+	return &plotter.Line{LineStyle: draw.LineStyle{Color: c, Width: vg.Points(2), Dashes: dashes}}
+}
+
+func glyphThumb(c color.Color, op string) plot.Thumbnailer {
+	return &plotter.Scatter{GlyphStyle: draw.GlyphStyle{Color: c, Radius: vg.Points(3.5), Shape: opGlyph(op)}}
+}
+
+// caseSections are the legend's element types (colours) and reductions
+// (markers), each only when it has more than one value: a single one is
+// in the title. An element type's entry shows the marker too when there
+// is one reduction.
+func caseSections(dtypes, ops []string) []legendSection {
+	var out []legendSection
+	if len(dtypes) > 1 {
+		s := legendSection{heading: "element type"}
+		for _, d := range dtypes {
+			thumbs := []plot.Thumbnailer{lineThumb(dtypeColour(d), nil)}
+			if len(ops) == 1 {
+				thumbs = append(thumbs, glyphThumb(dtypeColour(d), ops[0]))
+			}
+			s.entries = append(s.entries, legendEntry{d, thumbs})
+		}
+		out = append(out, s)
+	}
+	if len(ops) > 1 {
+		s := legendSection{heading: "reduction"}
+		for _, o := range ops {
+			s.entries = append(s.entries, legendEntry{o, []plot.Thumbnailer{glyphThumb(neutral(dtypes), o)}})
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// timingLegend is a time or bandwidth figure's legend: the element types,
+// the reductions and the modes' line styles, dtypes+ops+modes entries at
+// most. With one element type and one reduction it is the seed's legend,
+// the two modes in the case's colour and marker.
+func timingLegend(dtypes, ops, modes []string) []legendSection {
+	out := caseSections(dtypes, ops)
+	s := legendSection{heading: "mode"}
+	for _, m := range modes {
+		var dashes []vg.Length
+		if m == phases.Decomposed {
+			dashes = dashed
+		}
+		thumbs := []plot.Thumbnailer{lineThumb(neutral(dtypes), dashes)}
+		if len(dtypes) == 1 && len(ops) == 1 {
+			thumbs = append(thumbs, glyphThumb(neutral(dtypes), ops[0]))
+		}
+		s.entries = append(s.entries, legendEntry{modeName(m), thumbs})
+	}
+	return append(out, s)
+}
+
+// refStyle is the ratio figure's line at 1.
+var refStyle = draw.LineStyle{Color: color.Gray{60}, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(3), vg.Points(3)}}
+
+// ratioLegend is the ratio figure's: element types, reductions and the
+// line at 1; with one element type and one reduction, the seed's legend.
+func ratioLegend(dtypes, ops []string) []legendSection {
+	out := caseSections(dtypes, ops)
+	var s legendSection
+	if len(dtypes) == 1 && len(ops) == 1 {
+		c := dtypeColour(dtypes[0])
+		s.entries = append(s.entries, legendEntry{"RS+AG / AllReduce", []plot.Thumbnailer{lineThumb(c, nil), glyphThumb(c, ops[0])}})
+	}
+	s.entries = append(s.entries, legendEntry{"1 = no cost", []plot.Thumbnailer{&plotter.Line{LineStyle: refStyle}}})
+	return append(out, s)
+}
+
+// grid draws a run's values as a figure: a panel per placement and method,
+// all on the run's size range and on the y range of every value that
+// valid accepts, which setY turns into the axis; decorate adds to each
+// panel what goes under the lines.
+func grid(name, what, yLabel string, lay layout, vals []value, valid func(float64) bool,
+	setY func(p *plot.Plot, lo, hi float64), decorate func(p *plot.Plot), legend []legendSection) figure {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	byPanel := map[panelKey]map[lineKey]plotter.XYs{}
+	for _, v := range vals {
+		if !valid(v.y) || !(v.x > 0) {
+			continue // a log axis cannot show it, or there is nothing to show
+		}
+		lo, hi = math.Min(lo, v.y), math.Max(hi, v.y)
+		if byPanel[v.panel] == nil {
+			byPanel[v.panel] = map[lineKey]plotter.XYs{}
+		}
+		byPanel[v.panel][v.line] = append(byPanel[v.panel][v.line], plotter.XY{X: v.x, Y: v.y})
+	}
+	if lo > hi {
+		lo, hi = 1, 10
+	}
+	f := figure{name: name, title: lay.title(what), xLabel: sizeLabel, yLabel: yLabel, cols: lay.cols, legend: legend}
+	n := len(lay.panels)
+	for _, k := range lay.panels {
+		p := newPlot()
+		if n > 1 {
+			p.Title.Text = k.label()
+			p.Title.TextStyle.Font.Size = panelTitleSize
+			p.Title.Padding = vg.Points(4)
+		}
+		labels := 12
+		if n > 1 {
+			labels = 6 // a panel is narrower
+		}
+		sizeAxis(p, lay.xlo, lay.xhi, labels)
+		setY(p, lo, hi)
+		if decorate != nil {
+			decorate(p)
+		}
+		lines := byPanel[k]
+		keys := make([]lineKey, 0, len(lines))
+		for l := range lines {
+			keys = append(keys, l)
+		}
+		// In legend order, so that every panel stacks its lines alike.
+		slices.SortFunc(keys, func(a, b lineKey) int {
+			for _, d := range []int{slices.Index(lay.dtypes, a.DType) - slices.Index(lay.dtypes, b.DType),
+				slices.Index(lay.ops, a.Op) - slices.Index(lay.ops, b.Op),
+				rank(modeOrder, a.Mode) - rank(modeOrder, b.Mode)} {
+				if d != 0 {
+					return d
+				}
+			}
+			return strings.Compare(a.Mode, b.Mode)
+		})
+		for _, l := range keys {
+			xy := lines[l]
+			slices.SortFunc(xy, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
+			line, points, err := plotter.NewLinePoints(xy)
+			if err != nil {
+				continue
+			}
+			line.LineStyle, points.GlyphStyle = lay.lineStyle(l), lay.glyphStyle(l)
+			p.Add(line, points)
+		}
+		f.panels = append(f.panels, p)
+	}
+	return f
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func finite(v float64) bool   { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+func positive(v float64) bool { return finite(v) && v > 0 }
+
+func timingValues(stats []report.TimingStat, y func(report.TimingStat) float64) []value {
+	out := make([]value, len(stats))
+	for i, s := range stats {
+		out[i] = value{panelKey{s.Placement, s.Method, s.Batch}, lineKey{s.DType, s.Op, s.Mode}, float64(s.SizeBytes), y(s)}
+	}
+	return out
+}
+
+func timeVsSize(run runStats) figure {
+	lay := layoutOf(run)
+	// A short y label: gonum centres it at the linear midpoint of a log
+	// axis and pads the plot for a long one as if it stood near the top.
+	return grid(TimeVsSize+run.suffix, "Median time per operation", "median time (µs)", lay,
+		timingValues(run.stats, func(s report.TimingStat) float64 { return s.MedianUS }), positive,
+		func(p *plot.Plot, lo, hi float64) {
+			p.Y.Scale = plot.LogScale{}
+			p.Y.Min, p.Y.Max = lo/1.4, hi*1.4
+			p.Y.Tick.Marker = logTicks{}
+		}, nil, timingLegend(lay.dtypes, lay.ops, lay.modes))
+}
+
+func busBWVsSize(run runStats) figure {
+	lay := layoutOf(run)
+	return grid(BusBWVsSize+run.suffix, "Bus bandwidth (nccl-tests)", "bus bandwidth (GB/s)", lay,
+		timingValues(run.stats, func(s report.TimingStat) float64 { return s.BusBWGBps }), finite,
+		func(p *plot.Plot, _, hi float64) {
+			p.Y.Min, p.Y.Max = 0, math.Max(hi, 0)*1.08
+			if p.Y.Max == 0 {
+				p.Y.Max = 1
+			}
+			p.Y.Tick.Marker = linearTicks{}
+		}, nil, timingLegend(lay.dtypes, lay.ops, lay.modes))
+}
+
+// ratioVsSize is the decomposed / direct median of the run's cases that
+// have both; false when none has.
+func ratioVsSize(run runStats) (figure, bool) {
+	ratios := report.Ratios(run.stats)
+	if len(ratios) == 0 {
+		return figure{}, false
+	}
+	lay := layoutOf(run)
+	vals := make([]value, len(ratios))
+	for i, r := range ratios {
+		vals[i] = value{panelKey{r.Placement, r.Method, r.Batch}, lineKey{r.DType, r.Op, ""}, float64(r.SizeBytes), r.Ratio}
+	}
+	f := grid(RatioVsSize+run.suffix, "Cost of the decomposition", "RS+AG median / AllReduce median", lay, vals, finite,
+		func(p *plot.Plot, lo, hi float64) {
+			// Always show 1, the line the ratios are read against.
+			lo, hi = math.Min(lo, 1), math.Max(hi, 1)
+			span := hi - lo
+			p.Y.Min, p.Y.Max = math.Max(0, lo-0.1*span-0.05), hi+0.1*span+0.05
+			p.Y.Tick.Marker = linearTicks{}
+		},
+		func(p *plot.Plot) {
+			// ratio = 1: the decomposition costs nothing.
+			ref, _ := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: 1}, {X: p.X.Max, Y: 1}})
+			ref.LineStyle = refStyle
+			p.Add(ref)
+		}, ratioLegend(lay.dtypes, lay.ops))
+	return f, true
+}

@@ -62,6 +62,8 @@ static inline CUresult call_cuMemFree(void *f, CUdeviceptr p) { return ((CUresul
 static inline CUresult call_cuMemAllocHost(void *f, void **p, size_t n) { return ((CUresult (*)(void **, size_t))f)(p, n); }
 /* cuMemFreeHost */
 static inline CUresult call_cuMemFreeHost(void *f, void *p) { return ((CUresult (*)(void *))f)(p); }
+/* cuMemcpyDtoDAsync_v2 */
+static inline CUresult call_cuMemcpyDtoDAsync(void *f, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { return ((CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream))f)(dst, src, n, s); }
 /* cuMemcpyHtoDAsync_v2 */
 static inline CUresult call_cuMemcpyHtoDAsync(void *f, CUdeviceptr dst, const void *src, size_t n, CUstream s) { return ((CUresult (*)(CUdeviceptr, const void *, size_t, CUstream))f)(dst, src, n, s); }
 /* cuMemcpyDtoHAsync_v2 */

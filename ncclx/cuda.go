@@ -55,7 +55,7 @@ type cudaAPI struct {
 	primaryCtxRetain, primaryCtxRelease                      unsafe.Pointer
 	ctxSetCurrent, ctxSynchronize                            unsafe.Pointer
 	memGetInfo, memAlloc, memFree, memAllocHost, memFreeHost unsafe.Pointer
-	memcpyHtoDAsync, memcpyDtoHAsync                         unsafe.Pointer
+	memcpyHtoDAsync, memcpyDtoHAsync, memcpyDtoDAsync        unsafe.Pointer
 	memsetD8Async, memsetD16Async, memsetD32Async            unsafe.Pointer
 	streamCreate, streamDestroy, streamSynchronize           unsafe.Pointer
 	streamQuery, eventQuery                                  unsafe.Pointer
@@ -93,6 +93,7 @@ func (c *cudaAPI) table() []symbol {
 		sym(&c.memAllocHost, "cuMemAllocHost_v2"),
 		sym(&c.memFreeHost, "cuMemFreeHost"),
 		sym(&c.memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
+		sym(&c.memcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
 		sym(&c.memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
 		sym(&c.memsetD8Async, "cuMemsetD8Async"),
 		sym(&c.memsetD16Async, "cuMemsetD16Async"),
@@ -256,6 +257,11 @@ func (c *cudaAPI) freeHost(p unsafe.Pointer) error {
 // queued on s.
 func (c *cudaAPI) htod(dst devPtr, src unsafe.Pointer, n int, s cuStream) error {
 	return c.check("cuMemcpyHtoDAsync_v2", C.call_cuMemcpyHtoDAsync(c.memcpyHtoDAsync, dst, src, C.size_t(n), s))
+}
+
+// dtod copies n bytes within device memory, queued on s.
+func (c *cudaAPI) dtod(dst, src devPtr, n int, s cuStream) error {
+	return c.check("cuMemcpyDtoDAsync_v2", C.call_cuMemcpyDtoDAsync(c.memcpyDtoDAsync, dst, src, C.size_t(n), s))
 }
 
 func (c *cudaAPI) dtoh(dst unsafe.Pointer, src devPtr, n int, s cuStream) error {

@@ -113,6 +113,11 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstre
 	return fake_enqueue(s, &op);
 }
 
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+	struct fake_op op = {.run = fake_run_copy, .dst = (void *)(uintptr_t)dst, .src = (const void *)(uintptr_t)src, .n = n};
+	return fake_enqueue(s, &op);
+}
+
 CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
 	struct fake_op op = {.run = fake_run_copy, .dst = dst, .src = (const void *)(uintptr_t)src, .n = n};
 	return fake_enqueue(s, &op);

@@ -31,9 +31,11 @@ func TestRunRoundTripsAtomically(t *testing.T) {
 func TestFindAndRemoveOnlyOurFiles(t *testing.T) {
 	dir := t.TempDir()
 	ours := []string{"run.json", "contracts.csv", "timings.csv", "memory.csv", "rank0_contracts.csv",
-		"rank12_timings.csv", "rank3_memory.csv"}
-	theirs := []string{"notes.txt", "rank0_contracts.csv.bak", "my_timings.csv", "rankx_memory.csv", "plot.png"}
-	temps := []string{".run.json.tmp123", ".rank0_timings.csv.tmp9"}
+		"rank12_timings.csv", "rank3_memory.csv", "summary.json", "time_vs_size.png", "memory_by_mode.svg",
+		"busbw_vs_size_matrix.png", "ratio_vs_size_nccl-tests.svg"}
+	theirs := []string{"notes.txt", "rank0_contracts.csv.bak", "my_timings.csv", "rankx_memory.csv", "plot.png",
+		"time_vs_size.pdf", "time_vs_size_.png"}
+	temps := []string{".run.json.tmp123", ".rank0_timings.csv.tmp9", ".time_vs_size_avg.png.tmp77"}
 	for _, n := range append(append(append([]string(nil), ours...), theirs...), temps...) {
 		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {
 			t.Fatal(err)

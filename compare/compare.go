@@ -146,31 +146,15 @@ type Comparison struct {
 	Slower       int                 // rows over the threshold
 }
 
-// key is a case with its mode: what must be equal for two stats to compare.
-type key struct {
-	Run       string
-	SizeBytes int64
-	DType     string
-	Op        string
-	Placement string
-	Method    string
-	Batch     int
-	Mode      string
-}
-
-func keyOf(s report.TimingStat) key {
-	return key{s.Run, s.SizeBytes, s.DType, s.Op, s.Placement, s.Method, s.Batch, s.Mode}
-}
-
 // Compare matches a's and b's timing cases and compares metric of each.
 func Compare(a, b report.Summary, metric func(report.TimingStat) float64, threshold float64) Comparison {
 	var c Comparison
-	inA, inB := map[key]bool{}, map[key]report.TimingStat{}
+	inA, inB := map[report.CaseKey]bool{}, map[report.CaseKey]report.TimingStat{}
 	for _, s := range b.Timing {
-		inB[keyOf(s)] = s
+		inB[s.Key()] = s
 	}
 	for _, s := range a.Timing {
-		k := keyOf(s)
+		k := s.Key()
 		inA[k] = true
 		sb, ok := inB[k]
 		if !ok {
@@ -188,7 +172,7 @@ func Compare(a, b report.Summary, metric func(report.TimingStat) float64, thresh
 		c.Rows = append(c.Rows, r)
 	}
 	for _, s := range b.Timing {
-		if !inA[keyOf(s)] {
+		if !inA[s.Key()] {
 			c.OnlyB = append(c.OnlyB, s)
 		}
 	}

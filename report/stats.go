@@ -57,8 +57,10 @@ type TimingStat struct {
 	Correct bool `json:"correct"`
 }
 
-// timingCase is the key a TimingStat is computed over.
-type timingCase struct {
+// CaseKey names one timing case and mode: what a TimingStat is computed
+// over, and what two runs' statistics must share to be compared. With Mode
+// empty it names the case whose two modes a ratio pairs.
+type CaseKey struct {
 	Run       string
 	SizeBytes int64
 	DType     string
@@ -69,8 +71,21 @@ type timingCase struct {
 	Mode      string
 }
 
-func caseOf(r TimingRow) timingCase {
-	return timingCase{r.Run, r.SizeBytes, r.DType, r.Op, r.Placement, r.Method, r.Batch, r.Mode}
+// Key is the row's case and mode.
+func (r TimingRow) Key() CaseKey {
+	return CaseKey{r.Run, r.SizeBytes, r.DType, r.Op, r.Placement, r.Method, r.Batch, r.Mode}
+}
+
+// Key is the statistic's case and mode.
+func (s TimingStat) Key() CaseKey {
+	return CaseKey{s.Run, s.SizeBytes, s.DType, s.Op, s.Placement, s.Method, s.Batch, s.Mode}
+}
+
+// Pair is the statistic's case without its mode.
+func (s TimingStat) Pair() CaseKey {
+	k := s.Key()
+	k.Mode = ""
+	return k
 }
 
 // BusFactor is nccl-tests' bus-bandwidth factor of a timing mode on world
@@ -103,10 +118,10 @@ func TimingStatsPerRun(rows []TimingRow, world int, discard map[string]int) []Ti
 }
 
 func timingStats(rows []TimingRow, world int, discardOf func(run string) int) []TimingStat {
-	byCase := map[timingCase][]TimingRow{}
-	var order []timingCase
+	byCase := map[CaseKey][]TimingRow{}
+	var order []CaseKey
 	for _, r := range rows {
-		k := caseOf(r)
+		k := r.Key()
 		if _, ok := byCase[k]; !ok {
 			order = append(order, k)
 		}
@@ -121,7 +136,7 @@ func timingStats(rows []TimingRow, world int, discardOf func(run string) int) []
 	return out
 }
 
-func caseStat(k timingCase, rows []TimingRow, world, discard int) (TimingStat, bool) {
+func caseStat(k CaseKey, rows []TimingRow, world, discard int) (TimingStat, bool) {
 	// The slowest rank's duration of each cycle.
 	cycleMax := map[int]float64{}
 	correct := true
@@ -226,19 +241,11 @@ type Ratio struct {
 // of the first of the two in stats; a case missing either mode, or whose
 // direct median is not positive, has no ratio.
 func Ratios(stats []TimingStat) []Ratio {
-	type pairKey struct {
-		Run                    string
-		SizeBytes              int64
-		DType, Op, Place, Meth string
-		Batch                  int
-	}
-	key := func(s TimingStat) pairKey {
-		return pairKey{s.Run, s.SizeBytes, s.DType, s.Op, s.Placement, s.Method, s.Batch}
-	}
-	direct := map[pairKey]TimingStat{}
-	decomp := map[pairKey]TimingStat{}
-	var order []pairKey
-	seen := map[pairKey]bool{}
+	key := TimingStat.Pair
+	direct := map[CaseKey]TimingStat{}
+	decomp := map[CaseKey]TimingStat{}
+	var order []CaseKey
+	seen := map[CaseKey]bool{}
 	for _, s := range stats {
 		k := key(s)
 		switch s.Mode {
@@ -261,8 +268,8 @@ func Ratios(stats []TimingStat) []Ratio {
 		if !okD || !okC || d.MedianUS <= 0 {
 			continue
 		}
-		out = append(out, Ratio{Run: k.Run, SizeBytes: k.SizeBytes, DType: k.DType, Op: k.Op, Placement: k.Place,
-			Method: k.Meth, Batch: k.Batch, DirectMedianUS: d.MedianUS, DecomposedMedianUS: c.MedianUS,
+		out = append(out, Ratio{Run: k.Run, SizeBytes: k.SizeBytes, DType: k.DType, Op: k.Op, Placement: k.Placement,
+			Method: k.Method, Batch: k.Batch, DirectMedianUS: d.MedianUS, DecomposedMedianUS: c.MedianUS,
 			Ratio: c.MedianUS / d.MedianUS})
 	}
 	return out

@@ -95,14 +95,14 @@ func TimingsTable(w io.Writer, stats []TimingStat, world int) error {
 		world, strings.Join(fixed, " "))
 	header = append(header, "size", "direct AllReduce", "RS + AG", "RS+AG / AR", "AR busbw", "RS+AG busbw", "slowest rank")
 	t := newTable(w, header...)
-	decomp := map[string]TimingStat{}
+	decomp := map[CaseKey]TimingStat{}
 	for _, s := range stats {
 		if s.Mode == phases.Decomposed {
-			decomp[pairKey(s)] = s
+			decomp[s.Pair()] = s
 		}
 	}
 	for _, d := range stats {
-		c, ok := decomp[pairKey(d)]
+		c, ok := decomp[d.Pair()]
 		if d.Mode != phases.Direct || !ok {
 			continue
 		}
@@ -119,10 +119,6 @@ func TimingsTable(w io.Writer, stats []TimingStat, world int) error {
 		t.Append(row)
 	}
 	return t.Render()
-}
-
-func pairKey(s TimingStat) string {
-	return fmt.Sprint(s.Run, "|", s.SizeBytes, "|", s.DType, "|", s.Op, "|", s.Placement, "|", s.Method, "|", s.Batch)
 }
 
 // BusBWGate returns, for each run with a positive threshold (GB/s), every

@@ -11,7 +11,10 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-# cgo flags come from the user's own mpicc, not from paths we assume.
+# cgo flags come from the user's own mpicc, not from paths we assume; the
+# rsag_mpicc tag turns off the pkg-config lookup that plain go commands use.
+# Exported, so that the go builds the tests run get the tag too.
+export GOFLAGS     := $(GOFLAGS) -tags=rsag_mpicc
 export CGO_ENABLED := 1
 export CGO_CFLAGS   = $(shell scripts/mpi-cgo-flags.sh cflags)
 export CGO_LDFLAGS  = $(shell scripts/mpi-cgo-flags.sh ldflags)
@@ -36,9 +39,10 @@ vet: deps
 test: build vet
 	RSAG_BIN=$(CURDIR)/$(BIN) RSAG_SLURM_TESTS=1 $(GO) test -count=1 -timeout 20m ./...
 
-# For plain go commands in a shell: eval "$$(make -s env)"
+# Plain go commands work with Open MPI's pkg-config file; for another MPI,
+# or to match the Makefile's build exactly: eval "$$(make -s env)"
 env:
-	@echo export CGO_ENABLED=1 CGO_CFLAGS=\"$(CGO_CFLAGS)\" CGO_LDFLAGS=\"$(CGO_LDFLAGS)\"
+	@echo export GOFLAGS=\"$(GOFLAGS)\" CGO_ENABLED=1 CGO_CFLAGS=\"$(CGO_CFLAGS)\" CGO_LDFLAGS=\"$(CGO_LDFLAGS)\"
 
 clean:
 	rm -rf rsag results

@@ -121,3 +121,41 @@ type Comm interface {
 	// it is false.
 	AllTrue(ok bool) (bool, []int, error)
 }
+
+// Variants is a backend with fast paths beyond plain buffers on a default
+// communicator (NCCL's registered buffers, symmetric windows and CTA
+// policies). A backend that does not implement it runs Baseline only.
+type Variants interface {
+	// SupportsVariant says whether v can run here, and if not, why, in
+	// words a user can act on (the missing symbol, the NCCL version).
+	SupportsVariant(v Variant) error
+	// WithVariant returns a Backend that shares this one's device, stream,
+	// timing and memory accounting, whose Alloc returns buffers of
+	// v.Buffers (registered, or in symmetric windows, with v's
+	// communicator) and whose collectives run on a communicator with
+	// v.CTAPolicy, created the first time a policy is asked for. It is
+	// collective: every rank asks for the same variants in the same order,
+	// and allocates and frees the variant's buffers in the same order
+	// (window registration is collective). WithVariant(Baseline) may return
+	// the backend itself. Closing the variant releases nothing the parent
+	// owns; the parent's Close releases every communicator.
+	WithVariant(v Variant) (Backend, error)
+	// AllocBytes is the device memory an allocation of n bytes of kind k
+	// takes (ncclMemAlloc rounds up to the VMM granularity), for the
+	// footprint check before any collective.
+	AllocBytes(k BufferKind, n int64) int64
+}
+
+// Splitter is a backend whose ranks can be split into groups, each with
+// its own communicator (MPI_Comm_split, ncclCommSplit): the hierarchical
+// decomposition runs ReduceScatter and AllGather within a group and
+// AllReduce across groups.
+type Splitter interface {
+	// Split is collective over every rank of this backend: ranks that pass
+	// the same color form one group, ordered by key. The returned Backend's
+	// Rank and WorldSize are within the group; it shares this backend's
+	// device, stream, timing and memory accounting, and buffers either
+	// allocates may be used by the collectives of both. Its Close releases
+	// the group's communicator only.
+	Split(color, key int) (Backend, error)
+}

@@ -41,17 +41,11 @@ type TimingSample struct {
 	Placement  Placement
 	Method     Method
 	Batch      int // operations per sample: 1 for per-op
-	Mode       string
+	Mode       Mode
 	Cycle      int
 	DurationUS float64 // per operation
 	Correct    bool
 }
-
-// The seed's mode names.
-const (
-	Direct     = "direct"
-	Decomposed = "decomposed"
-)
 
 // TimingRun is one sweep of the timing phase.
 type TimingRun struct {
@@ -91,7 +85,7 @@ type caseBuffers struct {
 // timedMode is one side of the comparison: what to refill, what to run and
 // what to check, as data.
 type timedMode struct {
-	name   string
+	name   Mode
 	input  func(*caseBuffers) Buffer
 	output func(*caseBuffers) Buffer
 	run    func(Backend, *caseBuffers, Op) error
@@ -223,7 +217,7 @@ func samplerFor(be Backend, bufs *caseBuffers, c timingCase) (sampler, func() er
 		if !ok {
 			return nil, nil, fmt.Errorf("the graph method needs a backend that captures graphs (nccl); use per-op or batched on %s", be.Info().Backend)
 		}
-		graphs := map[string]Graph{}
+		graphs := map[Mode]Graph{}
 		release := func() error {
 			var errs []error
 			for _, g := range graphs {
@@ -344,7 +338,7 @@ func timeCase(be Backend, bufs *caseBuffers, c timingCase, r TimingRun) (samples
 	return samples, nil
 }
 
-func medianOf(samples []TimingSample, mode string) float64 {
+func medianOf(samples []TimingSample, mode Mode) float64 {
 	var v []float64
 	for _, s := range samples {
 		if s.Mode == mode {

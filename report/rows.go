@@ -76,7 +76,7 @@ func FromResults(rank int, host string, c []phases.ContractResult, t []phases.Ti
 		r.Contracts = append(r.Contracts, ContractRow{Rank: rank, Name: x.Name, Correct: x.Correct, Detail: x.Detail, Host: host})
 	}
 	for _, x := range t {
-		r.Timings = append(r.Timings, TimingRow{Rank: rank, SizeBytes: x.SizeBytes, Mode: x.Mode, Cycle: x.Cycle,
+		r.Timings = append(r.Timings, TimingRow{Rank: rank, SizeBytes: x.SizeBytes, Mode: string(x.Mode), Cycle: x.Cycle,
 			DurationUS: x.DurationUS, Correct: x.Correct, Run: x.Run, DType: x.DType.String(), Op: x.Op.String(),
 			Placement: string(x.Placement), Method: string(x.Method), Batch: x.Batch, Host: host})
 	}

@@ -93,9 +93,9 @@ func (s TimingStat) Pair() CaseKey {
 // AllGather (W-1)/W, which is the same. 0 for a mode it does not know.
 func BusFactor(mode string, world int) float64 {
 	switch mode {
-	case phases.Direct:
+	case string(phases.Direct):
 		return phases.AllReduceColl.BusFactor(world)
-	case phases.Decomposed:
+	case string(phases.Decomposed):
 		return phases.ReduceScatterColl.BusFactor(world) + phases.AllGatherColl.BusFactor(world)
 	}
 	return 0
@@ -249,9 +249,9 @@ func Ratios(stats []TimingStat) []Ratio {
 	for _, s := range stats {
 		k := key(s)
 		switch s.Mode {
-		case phases.Direct:
+		case string(phases.Direct):
 			direct[k] = s
-		case phases.Decomposed:
+		case string(phases.Decomposed):
 			decomp[k] = s
 		default:
 			continue

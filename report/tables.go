@@ -97,13 +97,13 @@ func TimingsTable(w io.Writer, stats []TimingStat, world int) error {
 	t := newTable(w, header...)
 	decomp := map[CaseKey]TimingStat{}
 	for _, s := range stats {
-		if s.Mode == phases.Decomposed {
+		if s.Mode == string(phases.Decomposed) {
 			decomp[s.Pair()] = s
 		}
 	}
 	for _, d := range stats {
 		c, ok := decomp[d.Pair()]
-		if d.Mode != phases.Direct || !ok {
+		if d.Mode != string(phases.Direct) || !ok {
 			continue
 		}
 		var row []string
@@ -133,7 +133,7 @@ func BusBWGate(stats []TimingStat, thresholds map[string]float64) []string {
 	var failures []string
 	for _, s := range stats {
 		min := thresholds[s.Run]
-		if min <= 0 || s.Mode != phases.Direct || s.SizeBytes != largest[s.Run] || s.BusBWGBps >= min {
+		if min <= 0 || s.Mode != string(phases.Direct) || s.SizeBytes != largest[s.Run] || s.BusBWGBps >= min {
 			continue
 		}
 		failures = append(failures, fmt.Sprintf("run %s %s %s %s %s %s: AllReduce busbw %.2f GB/s < min_busbw_gbps %.2f",

@@ -97,9 +97,9 @@ const (
 
 func modeName(mode string) string {
 	switch mode {
-	case phases.Direct:
+	case string(phases.Direct):
 		return directName
-	case phases.Decomposed:
+	case string(phases.Decomposed):
 		return decompName
 	}
 	return mode
@@ -147,7 +147,7 @@ type layout struct {
 var (
 	dtypeOrder     = names(phases.AllDTypes)
 	opOrder        = names(phases.AllOps)
-	modeOrder      = []string{phases.Direct, phases.Decomposed}
+	modeOrder      = []string{string(phases.Direct), string(phases.Decomposed)}
 	placementOrder = []string{string(phases.OutOfPlace), string(phases.InPlace)}
 	methodOrder    = []string{string(phases.PerOp), string(phases.Batched), string(phases.GraphReplay)}
 )
@@ -270,7 +270,7 @@ func (lay layout) radius() vg.Length {
 
 func (lay layout) lineStyle(l lineKey) draw.LineStyle {
 	ls := draw.LineStyle{Color: dtypeColour(l.DType), Width: lay.lineWidth()}
-	if l.Mode == phases.Decomposed {
+	if l.Mode == string(phases.Decomposed) {
 		ls.Dashes = dashed
 	}
 	return ls
@@ -335,7 +335,7 @@ func timingLegend(dtypes, ops, modes []string) []legendSection {
 	s := legendSection{heading: "mode"}
 	for _, m := range modes {
 		var dashes []vg.Length
-		if m == phases.Decomposed {
+		if m == string(phases.Decomposed) {
 			dashes = dashed
 		}
 		thumbs := []plot.Thumbnailer{lineThumb(neutral(dtypes), dashes)}

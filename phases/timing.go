@@ -47,17 +47,22 @@ type TimingSample struct {
 	Correct    bool
 }
 
-// TimingRun is one sweep of the timing phase.
+// TimingRun is one sweep of the timing phase: every combination of its
+// sizes, dtypes, ops, placements, variants (buffers x CTA policies) and
+// methods is a case, and every case times each of its modes.
 type TimingRun struct {
-	Name       string
-	SizesBytes []int64
-	DTypes     []DType
-	Ops        []Op
-	Placements []Placement
-	Methods    []Method
-	Batch      int
-	Warmups    int
-	Cycles     int
+	Name        string
+	SizesBytes  []int64
+	DTypes      []DType
+	Ops         []Op
+	Placements  []Placement
+	Methods     []Method
+	Modes       []Mode       // empty: DefaultModes
+	Buffers     []BufferKind // empty: plain
+	CTAPolicies []CTAPolicy  // empty: default
+	Batch       int
+	Warmups     int
+	Cycles      int
 }
 
 // timingCase is one point of a sweep: everything but the mode.

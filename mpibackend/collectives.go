@@ -61,53 +61,24 @@ func supportsOp(o phases.Op) error {
 	return fmt.Errorf("the MPI backend does not know reduction %s", o)
 }
 
-// inPlace is where a collective's in-place call has its smaller buffer
-// inside the larger one, NCCL's convention (phases.Backend documents it):
-// the data this rank contributes or receives, at its place in the full
-// buffer. One record per collective, so that the three calls share one check.
-type inPlace struct {
-	coll phases.Collective
-	// sendInside: the input is a view of the output (all-reduce,
-	// all-gather); otherwise the output is a view of the input
-	// (reduce-scatter).
-	sendInside bool
-	// offset is the inner buffer's element offset in the outer one.
-	offset func(rank, sendCount, recvCount int) int
-	// where says, for an error message, what the offset is.
-	where string
-}
-
-var (
-	allReduceInPlace = inPlace{
-		coll: phases.AllReduceColl, sendInside: true, where: "0",
-		offset: func(rank, send, recv int) int { return 0 },
-	}
-	reduceScatterInPlace = inPlace{
-		coll: phases.ReduceScatterColl, sendInside: false, where: "rank x output elements",
-		offset: func(rank, send, recv int) int { return rank * recv },
-	}
-	allGatherInPlace = inPlace{
-		coll: phases.AllGatherColl, sendInside: true, where: "rank x input elements",
-		offset: func(rank, send, recv int) int { return rank * send },
-	}
-)
-
 // span is a buffer's place in memory.
 type span struct {
 	addr  uintptr // first byte
 	count int     // elements
 }
 
-// classify returns true when send and recv are p's in-place layout on rank,
-// false when they do not overlap at all, and an error for any other overlap:
-// MPI forbids aliased buffers outside MPI_IN_PLACE and would compute a wrong
-// result without a word. The counts must already have passed CheckShapes.
-func (p inPlace) classify(send, recv span, elemSize, rank int) (bool, error) {
+// classify returns true when send and recv are c's in-place layout on rank
+// (phases.Collective says where the smaller buffer sits inside the larger),
+// false when they do not overlap at all, and an error for any other
+// overlap: MPI forbids aliased buffers outside MPI_IN_PLACE and would
+// compute a wrong result without a word. The counts must already have
+// passed CheckShapes.
+func classify(c phases.Collective, send, recv span, elemSize, rank int) (bool, error) {
 	outer, inner, innerName, outerName := recv, send, "input", "output"
-	if !p.sendInside {
+	if !c.SendInside {
 		outer, inner, innerName, outerName = send, recv, "output", "input"
 	}
-	at := p.offset(rank, send.count, recv.count)
+	at := c.InPlaceOffset(rank, send.count, recv.count)
 	outerEnd := outer.addr + uintptr(outer.count*elemSize)
 	innerEnd := inner.addr + uintptr(inner.count*elemSize)
 	if inner.addr == outer.addr+uintptr(at*elemSize) && innerEnd <= outerEnd {
@@ -121,7 +92,7 @@ func (p inPlace) classify(send, recv span, elemSize, rank int) (bool, error) {
 	got := (int64(inner.addr) - int64(outer.addr)) / int64(elemSize)
 	return false, fmt.Errorf("mpibackend: %s: the %s overlaps the %s at element offset %d; in place it must be the view "+
 		"of the %s at element offset %s = %d on rank %d, and otherwise not overlap it",
-		p.coll.Name, innerName, outerName, got, outerName, p.where, at, rank)
+		c.Name, innerName, outerName, got, outerName, c.InPlaceWhere, at, rank)
 }
 
 // call is a collective's arguments, checked and resolved to memory.
@@ -129,34 +100,90 @@ type call struct {
 	send, recv []byte
 	inPlace    bool
 	dt         mpi.Datatype
+	op         mpi.Op
 }
 
-// prepare checks the shapes (returning CheckShapes' error unchanged), finds
-// the memory of both buffers and whether the call is in place.
-func (be *Backend) prepare(p inPlace, send, recv phases.Buffer) (call, error) {
+// mpiCollective is how one of phases' collectives runs on MPI, given its
+// resolved arguments; one record per collective, so that the three
+// collectives share one preparation.
+type mpiCollective func(comm *mpi.Comm, c call, recvCount, sendCount int) error
+
+var mpiCollectives = map[string]mpiCollective{
+	// MPI_Allreduce; in place (send is recv, or the view of all of it) it
+	// is MPI_IN_PLACE.
+	phases.AllReduceColl.Name: func(comm *mpi.Comm, c call, n, _ int) error {
+		if c.inPlace {
+			return comm.Allreduce(nil, c.recv, n, c.dt, c.op)
+		}
+		return comm.Allreduce(c.send, c.recv, n, c.dt, c.op)
+	},
+	// MPI_Reduce_scatter_block. In place, recv is the view of send at rank
+	// x recv count (NCCL's layout), while MPI_IN_PLACE leaves the result at
+	// the start of the buffer: the result is moved to its place afterwards,
+	// within the buffer and without allocating. The rest of the input is
+	// left undefined, as MPI may use it as scratch space.
+	phases.ReduceScatterColl.Name: func(comm *mpi.Comm, c call, n, _ int) error {
+		if !c.inPlace {
+			return comm.ReduceScatterBlock(c.send, c.recv, n, c.dt, c.op)
+		}
+		if err := comm.ReduceScatterBlock(nil, c.send, n, c.dt, c.op); err != nil {
+			return err
+		}
+		copy(c.recv, c.send[:len(c.recv)])
+		return nil
+	},
+	// MPI_Allgather; in place, send is the view of recv at rank x send
+	// count, which is MPI_IN_PLACE's own layout.
+	phases.AllGatherColl.Name: func(comm *mpi.Comm, c call, _, n int) error {
+		if c.inPlace {
+			return comm.Allgather(nil, c.recv, n, c.dt)
+		}
+		return comm.Allgather(c.send, c.recv, n, c.dt)
+	},
+}
+
+// Prepare checks c's shapes (returning CheckShapes' error unchanged),
+// finds the memory of both buffers, whether the call is in place, and the
+// MPI type and op, once; the call it returns only runs the collective.
+func (be *Backend) Prepare(c phases.Collective, send, recv phases.Buffer, op phases.Op) (func() error, error) {
+	run, ok := mpiCollectives[c.Name]
+	if !ok {
+		return nil, fmt.Errorf("mpibackend: no MPI call for the %s collective", c.Name)
+	}
 	if send == nil || recv == nil {
-		return call{}, fmt.Errorf("mpibackend: %s: nil buffer", p.coll.Name)
+		return nil, fmt.Errorf("mpibackend: %s: nil buffer", c.Name)
 	}
-	if err := phases.CheckShapes(p.coll, send, recv, be.world); err != nil {
-		return call{}, err
+	if err := phases.CheckShapes(c, send, recv, be.world); err != nil {
+		return nil, err
 	}
-	s, sendMem, err := be.memory(p.coll.Name+" input", send)
+	s, sendMem, err := be.memory(c.Name+" input", send)
 	if err != nil {
-		return call{}, err
+		return nil, err
 	}
-	_, recvMem, err := be.memory(p.coll.Name+" output", recv)
+	_, recvMem, err := be.memory(c.Name+" output", recv)
 	if err != nil {
-		return call{}, err
+		return nil, err
 	}
 	if err := supportsDType(s.dtype); err != nil {
-		return call{}, fmt.Errorf("mpibackend: %s: %w", p.coll.Name, err)
+		return nil, fmt.Errorf("mpibackend: %s: %w", c.Name, err)
 	}
-	dt := datatypes[s.dtype]
-	in, err := p.classify(spanOf(sendMem, send.Count()), spanOf(recvMem, recv.Count()), s.dtype.Size(), be.rank)
-	if err != nil {
-		return call{}, err
+	args := call{send: sendMem, recv: recvMem, dt: datatypes[s.dtype]}
+	if args.inPlace, err = classify(c, spanOf(sendMem, send.Count()), spanOf(recvMem, recv.Count()), s.dtype.Size(), be.rank); err != nil {
+		return nil, err
 	}
-	return call{send: sendMem, recv: recvMem, inPlace: in, dt: dt}, nil
+	if c.Name != phases.AllGatherColl.Name {
+		if err := supportsOp(op); err != nil {
+			return nil, fmt.Errorf("mpibackend: %s: %w", c.Name, err)
+		}
+		args.op = ops[op]
+	}
+	comm, recvCount, sendCount := be.comm, recv.Count(), send.Count()
+	return func() error {
+		if err := run(comm, args, recvCount, sendCount); err != nil {
+			return fmt.Errorf("mpibackend: %s of %d %s elements: %w", c.Name, max(recvCount, sendCount), args.dt, err)
+		}
+		return nil
+	}, nil
 }
 
 // spanOf takes the address only to compare it; the memory is a mapping the
@@ -168,73 +195,23 @@ func spanOf(mem []byte, count int) span {
 	return span{addr: uintptr(unsafe.Pointer(&mem[0])), count: count}
 }
 
-func mpiOp(coll string, op phases.Op) (mpi.Op, error) {
-	if err := supportsOp(op); err != nil {
-		return 0, fmt.Errorf("mpibackend: %s: %w", coll, err)
+// collective prepares c and runs it once.
+func (be *Backend) collective(c phases.Collective, send, recv phases.Buffer, op phases.Op) error {
+	run, err := be.Prepare(c, send, recv, op)
+	if err != nil {
+		return err
 	}
-	return ops[op], nil
+	return run()
 }
 
-func wrap(coll string, count int, dt mpi.Datatype, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("mpibackend: %s of %d %s elements: %w", coll, count, dt, err)
-}
-
-// AllReduce is MPI_Allreduce; in place (send is recv, or the view of all of
-// it) it is MPI_IN_PLACE.
 func (be *Backend) AllReduce(send, recv phases.Buffer, op phases.Op) error {
-	c, err := be.prepare(allReduceInPlace, send, recv)
-	if err != nil {
-		return err
-	}
-	o, err := mpiOp(phases.AllReduceColl.Name, op)
-	if err != nil {
-		return err
-	}
-	n := recv.Count()
-	if c.inPlace {
-		return wrap(phases.AllReduceColl.Name, n, c.dt, be.comm.Allreduce(nil, c.recv, n, c.dt, o))
-	}
-	return wrap(phases.AllReduceColl.Name, n, c.dt, be.comm.Allreduce(c.send, c.recv, n, c.dt, o))
+	return be.collective(phases.AllReduceColl, send, recv, op)
 }
 
-// ReduceScatter is MPI_Reduce_scatter_block. In place, recv is the view of
-// send at rank x recv.Count() (NCCL's layout), while MPI_IN_PLACE leaves the
-// result at the start of the buffer: the result is moved to its place
-// afterwards, within the buffer and without allocating. The rest of the
-// input is left undefined, as MPI may use it as scratch space.
 func (be *Backend) ReduceScatter(send, recv phases.Buffer, op phases.Op) error {
-	c, err := be.prepare(reduceScatterInPlace, send, recv)
-	if err != nil {
-		return err
-	}
-	o, err := mpiOp(phases.ReduceScatterColl.Name, op)
-	if err != nil {
-		return err
-	}
-	n := recv.Count()
-	if !c.inPlace {
-		return wrap(phases.ReduceScatterColl.Name, n, c.dt, be.comm.ReduceScatterBlock(c.send, c.recv, n, c.dt, o))
-	}
-	if err := be.comm.ReduceScatterBlock(nil, c.send, n, c.dt, o); err != nil {
-		return wrap(phases.ReduceScatterColl.Name, n, c.dt, err)
-	}
-	copy(c.recv, c.send[:len(c.recv)])
-	return nil
+	return be.collective(phases.ReduceScatterColl, send, recv, op)
 }
 
-// AllGather is MPI_Allgather; in place, send is the view of recv at rank x
-// send.Count(), which is MPI_IN_PLACE's own layout.
 func (be *Backend) AllGather(send, recv phases.Buffer) error {
-	c, err := be.prepare(allGatherInPlace, send, recv)
-	if err != nil {
-		return err
-	}
-	n := send.Count()
-	if c.inPlace {
-		return wrap(phases.AllGatherColl.Name, n, c.dt, be.comm.Allgather(nil, c.recv, n, c.dt))
-	}
-	return wrap(phases.AllGatherColl.Name, n, c.dt, be.comm.Allgather(c.send, c.recv, n, c.dt))
+	return be.collective(phases.AllGatherColl, send, recv, phases.Sum)
 }

@@ -12,29 +12,40 @@ type FreeMemoryReporter interface {
 	FreeMemory() (free, total int64, err error)
 }
 
-// TimingFootprint is the most memory the timing phase holds at once: for
-// the largest size N of any run, out of place, two inputs, two outputs (N
-// each) and a shard (N/W); in place, two buffers of N.
+// TimingFootprint is the most memory the timing phase holds at once: the
+// buffers of every mode of the run at its largest size, for the placement
+// and dtype that need the most (see TimedMode.Footprint).
 func TimingFootprint(world int, runs []TimingRun) int64 {
 	var most int64
 	for _, r := range runs {
 		if len(r.SizesBytes) == 0 {
 			continue
 		}
-		n := slices.Max(r.SizesBytes)
-		need := 2 * n
-		if slices.Contains(r.Placements, OutOfPlace) {
-			need = 4*n + n/int64(world)
+		modes, err := runModes(r)
+		if err != nil {
+			continue
 		}
-		most = max(most, need)
+		n := slices.Max(r.SizesBytes)
+		for _, d := range r.DTypes {
+			for _, p := range r.Placements {
+				var need int64
+				for _, m := range modes {
+					need += m.Footprint(n, d.Size(), world, p)
+				}
+				most = max(most, need)
+			}
+		}
 	}
 	return most
 }
 
 // CheckSupport returns an error, naming the run, for the first dtype/op
-// pair or method the backend cannot run.
+// pair, method or mode the backend cannot run.
 func CheckSupport(be Backend, runs []TimingRun) error {
 	for _, r := range runs {
+		if _, err := runModes(r); err != nil {
+			return err
+		}
 		for _, d := range r.DTypes {
 			for _, o := range r.Ops {
 				if err := be.Supports(d, o); err != nil {
@@ -42,8 +53,14 @@ func CheckSupport(be Backend, runs []TimingRun) error {
 				}
 			}
 		}
-		if _, ok := graphTimer(be); !ok && slices.Contains(r.Methods, GraphReplay) {
-			return fmt.Errorf("run %s: the graph method needs CUDA graphs, which the %s backend has not: use per-op or batched, or the nccl backend", r.Name, be.Info().Backend)
+		for _, name := range r.Methods {
+			m, ok := methodOf(name)
+			if !ok {
+				return fmt.Errorf("run %s: timing method %q is unknown", r.Name, name)
+			}
+			if err := m.missing(be); err != nil {
+				return fmt.Errorf("run %s: %w", r.Name, err)
+			}
 		}
 	}
 	return nil

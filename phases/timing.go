@@ -3,6 +3,7 @@ package phases
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Placement says where the collectives' outputs go.
@@ -80,56 +81,24 @@ func (c timingCase) String() string {
 	return fmt.Sprintf("%s %s %s %s %s %s", c.run, SizeText(c.size), c.dtype, c.op, c.placement, c.method)
 }
 
-// caseBuffers are one case's buffers. Out of place, each has its own
-// memory; in place, direct's input is its output, and the decomposition's
-// shard is a view inside its full buffer at rank x count/W.
-type caseBuffers struct {
-	directIn, directOut, decompIn, shard, decompOut Buffer
-}
-
-// timedMode is one side of the comparison: what to refill, what to run and
-// what to check, as data.
-type timedMode struct {
-	name   Mode
-	input  func(*caseBuffers) Buffer
-	output func(*caseBuffers) Buffer
-	run    func(Backend, *caseBuffers, Op) error
-}
-
-var timedModes = []timedMode{
-	{
-		name:   Direct,
-		input:  func(b *caseBuffers) Buffer { return b.directIn },
-		output: func(b *caseBuffers) Buffer { return b.directOut },
-		run:    func(be Backend, b *caseBuffers, op Op) error { return be.AllReduce(b.directIn, b.directOut, op) },
-	},
-	{
-		name:   Decomposed,
-		input:  func(b *caseBuffers) Buffer { return b.decompIn },
-		output: func(b *caseBuffers) Buffer { return b.decompOut },
-		run: func(be Backend, b *caseBuffers, op Op) error {
-			if err := be.ReduceScatter(b.decompIn, b.shard, op); err != nil {
-				return err
-			}
-			return be.AllGather(b.shard, b.decompOut)
-		},
-	},
-}
-
-// RunTiming times direct AllReduce against ReduceScatter+AllGather for every
-// case of every run, as the seed did for its one case: per case, warmups,
-// then cycles alternating which mode goes first (direct first on even
-// cycles), inputs refilled before each sample; then every element of both
-// outputs is checked. A wrong element on any rank fails the run with the
-// case named. progress, if not nil, gets one line per completed case.
+// RunTiming times every mode of every case of every run: per case, warmups,
+// then cycles in which the modes take turns going first (the order rotates
+// by one each cycle: for the seed's two modes, direct first on even
+// cycles), inputs refilled before each sample; then every element of every
+// mode's output is checked. A wrong element on any rank fails the run with
+// the case named. progress, if not nil, gets one line per completed case.
 func RunTiming(be Backend, comm Comm, runs []TimingRun, progress func(string)) ([]TimingSample, error) {
 	var samples []TimingSample
 	for _, r := range runs {
+		modes, err := runModes(r)
+		if err != nil {
+			return samples, err
+		}
 		for _, size := range r.SizesBytes {
 			for _, dtype := range r.DTypes {
 				for _, op := range r.Ops {
 					for _, placement := range r.Placements {
-						got, err := timeBuffers(be, comm, r, size, dtype, op, placement, progress)
+						got, err := timeBuffers(be, comm, r, modes, size, dtype, op, placement, progress)
 						samples = append(samples, got...)
 						if err != nil {
 							return samples, err
@@ -142,21 +111,45 @@ func RunTiming(be Backend, comm Comm, runs []TimingRun, progress func(string)) (
 	return samples, nil
 }
 
-// timeBuffers allocates one (size, dtype, placement)'s buffers and times
-// every method over them.
-func timeBuffers(be Backend, comm Comm, r TimingRun, size int64, dtype DType, op Op, placement Placement, progress func(string)) (samples []TimingSample, err error) {
+// runModes returns the records of the run's modes (the seed's two when the
+// run names none).
+func runModes(r TimingRun) ([]TimedMode, error) {
+	names := r.Modes
+	if len(names) == 0 {
+		names = DefaultModes
+	}
+	out := make([]TimedMode, len(names))
+	for i, n := range names {
+		m, ok := ModeOf(n)
+		if !ok {
+			return nil, fmt.Errorf("run %s: timed mode %q is unknown", r.Name, n)
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+// timeBuffers allocates one (size, dtype, op, placement)'s buffers for every
+// mode and times every method over them.
+func timeBuffers(be Backend, comm Comm, r TimingRun, modes []TimedMode, size int64, dtype DType, op Op, placement Placement, progress func(string)) (samples []TimingSample, err error) {
 	a := &arena{be: be}
 	defer a.release(&err)
-	bufs, err := allocCase(a, be, dtype, int(size/int64(dtype.Size())), placement)
-	if err != nil {
-		return nil, fmt.Errorf("timing %s %s %s at %d bytes on rank %d: %w", r.Name, dtype, placement, size, be.Rank(), err)
+	cases := make([]*modeCase, len(modes))
+	for i, m := range modes {
+		if cases[i], err = newModeCase(a, be, m, dtype, int(size/int64(dtype.Size())), placement, op); err != nil {
+			return nil, fmt.Errorf("timing %s %s %s %s at %d bytes on rank %d: %w", r.Name, m.Name, dtype, placement, size, be.Rank(), err)
+		}
 	}
-	for _, method := range r.Methods {
-		c := timingCase{run: r.Name, size: size, dtype: dtype, op: op, placement: placement, method: method, batch: 1}
-		if method != PerOp {
+	for _, name := range r.Methods {
+		method, ok := methodOf(name)
+		if !ok {
+			return samples, fmt.Errorf("run %s: timing method %q is unknown", r.Name, name)
+		}
+		c := timingCase{run: r.Name, size: size, dtype: dtype, op: op, placement: placement, method: name, batch: 1}
+		if method.batched {
 			c.batch = r.Batch
 		}
-		got, err := timeCase(be, bufs, c, r)
+		got, err := timeCase(be, cases, method, c, r)
 		samples = append(samples, got...)
 		var local *CheckError
 		if err != nil && !errors.As(err, &local) {
@@ -171,109 +164,26 @@ func timeBuffers(be Backend, comm Comm, r TimingRun, size int64, dtype DType, op
 			return samples, err
 		}
 		if progress != nil {
-			progress(fmt.Sprintf("timing %-44s direct median %10.2f us  decomposed median %10.2f us  (rank 0, %d cycles, checked)",
-				c, medianOf(got, Direct), medianOf(got, Decomposed), r.Cycles))
+			progress(progressLine(c, modes, got, r.Cycles))
 		}
 	}
 	return samples, nil
 }
 
-func allocCase(a *arena, be Backend, dtype DType, count int, placement Placement) (*caseBuffers, error) {
-	world := be.WorldSize()
-	var b caseBuffers
-	var err error
-	if b.directIn, err = a.alloc(dtype, count); err != nil {
-		return nil, err
+// progressLine is rank 0's line for a finished case: each mode's median.
+func progressLine(c timingCase, modes []TimedMode, got []TimingSample, cycles int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "timing %-44s", c)
+	for _, m := range modes {
+		fmt.Fprintf(&b, " %s median %10.2f us ", m.Name, medianOf(got, m.Name))
 	}
-	if b.decompIn, err = a.alloc(dtype, count); err != nil {
-		return nil, err
-	}
-	if placement == InPlace {
-		b.directOut, b.decompOut = b.directIn, b.decompIn
-		b.shard, err = be.View(b.decompIn, be.Rank()*(count/world), count/world)
-		return &b, err
-	}
-	for _, p := range []*Buffer{&b.directOut, &b.decompOut} {
-		if *p, err = a.alloc(dtype, count); err != nil {
-			return nil, err
-		}
-	}
-	b.shard, err = a.alloc(dtype, count/world)
-	return &b, err
+	fmt.Fprintf(&b, " (rank 0, %d cycles, checked)", cycles)
+	return b.String()
 }
 
-// sampler times one mode once and returns microseconds per operation.
-type sampler func(m timedMode) (float64, error)
-
-// samplerFor returns the case's timing method over be, and a function that
-// releases what it set up (the captured graphs).
-func samplerFor(be Backend, bufs *caseBuffers, c timingCase) (sampler, func() error, error) {
-	run := func(m timedMode) func() error { return func() error { return m.run(be, bufs, c.op) } }
-	switch c.method {
-	case PerOp:
-		return func(m timedMode) (float64, error) { return be.Time(run(m)) }, func() error { return nil }, nil
-	case Batched:
-		return func(m timedMode) (float64, error) {
-			us, err := be.TimeBatch(c.batch, run(m))
-			return us / float64(c.batch), err
-		}, func() error { return nil }, nil
-	case GraphReplay:
-		gt, ok := graphTimer(be)
-		if !ok {
-			return nil, nil, fmt.Errorf("the graph method needs a backend that captures graphs (nccl); use per-op or batched on %s", be.Info().Backend)
-		}
-		graphs := map[Mode]Graph{}
-		release := func() error {
-			var errs []error
-			for _, g := range graphs {
-				errs = append(errs, g.Close())
-			}
-			return errors.Join(errs...)
-		}
-		// NCCL connects its peers on a size's first collective; do that
-		// outside the capture, as nccl-tests does.
-		for _, m := range timedModes {
-			if err := run(m)(); err != nil {
-				return nil, nil, err
-			}
-		}
-		if err := be.Synchronize(); err != nil {
-			return nil, nil, err
-		}
-		for _, m := range timedModes {
-			g, err := gt.CaptureGraph(c.batch, run(m))
-			if err != nil {
-				release()
-				return nil, nil, fmt.Errorf("capturing %s into a graph: %w", m.name, err)
-			}
-			graphs[m.name] = g
-		}
-		return func(m timedMode) (float64, error) {
-			us, err := graphs[m.name].Time()
-			return us / float64(c.batch), err
-		}, release, nil
-	}
-	return nil, nil, fmt.Errorf("unknown timing method %q", c.method)
-}
-
-// graphTimer finds graph capture on be, through any wrappers (Unwrap).
-func graphTimer(be Backend) (GraphTimer, bool) {
-	for {
-		if gt, ok := be.(GraphTimer); ok {
-			return gt, true
-		}
-		u, ok := be.(interface{ Unwrap() Backend })
-		if !ok {
-			return nil, false
-		}
-		be = u.Unwrap()
-	}
-}
-
-func timeCase(be Backend, bufs *caseBuffers, c timingCase, r TimingRun) (samples []TimingSample, err error) {
-	world := be.WorldSize()
+func timeCase(be Backend, modes []*modeCase, method timingMethod, c timingCase, r TimingRun) (samples []TimingSample, err error) {
 	fill := c.dtype.Elem(Input(c.op, be.Rank()))
-	sample, release, err := samplerFor(be, bufs, c)
+	sample, release, err := method.sampler(be, modes, c.batch)
 	if err != nil {
 		return nil, err
 	}
@@ -282,54 +192,53 @@ func timeCase(be Backend, bufs *caseBuffers, c timingCase, r TimingRun) (samples
 			err = rerr
 		}
 	}()
+	take := func(m *modeCase) (float64, error) {
+		if err := be.Fill(m.input(), fill); err != nil {
+			return 0, err
+		}
+		// The prepared calls bypass the watch: the sample as a whole is
+		// the step the watchdog gives a deadline.
+		armStep(be, string(m.mode.Name), c.size)
+		return sample(m)
+	}
 	for range r.Warmups {
-		for _, m := range timedModes {
-			if err := be.Fill(m.input(bufs), fill); err != nil {
-				return nil, err
-			}
-			if _, err := sample(m); err != nil {
-				return nil, fmt.Errorf("warmup %s: %w", m.name, err)
+		for _, m := range modes {
+			if _, err := take(m); err != nil {
+				return nil, fmt.Errorf("warmup %s: %w", m.mode.Name, err)
 			}
 		}
 	}
+	order := make([]*modeCase, len(modes))
 	for cycle := range r.Cycles {
-		order := timedModes
-		if cycle%2 == 1 {
-			order = []timedMode{timedModes[1], timedModes[0]}
+		for i := range modes {
+			order[i] = modes[(i+cycle)%len(modes)]
 		}
 		for _, m := range order {
-			if err := be.Fill(m.input(bufs), fill); err != nil {
-				return nil, err
-			}
-			us, err := sample(m)
+			us, err := take(m)
 			if err != nil {
-				return samples, fmt.Errorf("%s cycle %d: %w", m.name, cycle, err)
+				return samples, fmt.Errorf("%s cycle %d: %w", m.mode.Name, cycle, err)
 			}
 			samples = append(samples, TimingSample{Run: c.run, SizeBytes: c.size, DType: c.dtype, Op: c.op,
-				Placement: c.placement, Method: c.method, Batch: c.batch, Mode: m.name, Cycle: cycle,
+				Placement: c.placement, Method: c.method, Batch: c.batch, Mode: m.mode.Name, Cycle: cycle,
 				DurationUS: us, Correct: true})
 		}
 	}
-	// A per-op sample's output is checked as the seed checked it. Batched
-	// and graph samples ran the operation many times over one input (in
-	// place, over its own output), so, as nccl-tests does, a separate pass
-	// after timing refills, runs each mode once and checks that.
-	if c.method != PerOp {
-		for _, m := range timedModes {
-			if err := be.Fill(m.input(bufs), fill); err != nil {
+	if method.validateAfter {
+		for _, m := range modes {
+			if err := be.Fill(m.input(), fill); err != nil {
 				return samples, err
 			}
-			if err := m.run(be, bufs, c.op); err != nil {
-				return samples, fmt.Errorf("validation %s: %w", m.name, err)
+			armStep(be, string(m.mode.Name), c.size)
+			if err := m.run(); err != nil {
+				return samples, fmt.Errorf("validation %s: %w", m.mode.Name, err)
 			}
 		}
 	}
 	if err := be.Synchronize(); err != nil {
 		return samples, err
 	}
-	want := c.dtype.Elem(Expected(c.op, world))
-	for _, m := range timedModes {
-		bad, err := checkConst(be, m.output(bufs), want)
+	for _, m := range modes {
+		bad, err := m.check(be, c.dtype)
 		if err != nil {
 			return samples, err
 		}
@@ -337,7 +246,7 @@ func timeCase(be Backend, bufs *caseBuffers, c timingCase, r TimingRun) (samples
 			for i := range samples {
 				samples[i].Correct = false
 			}
-			return samples, &CheckError{Phase: "timing", What: fmt.Sprintf("%s, %s output: %s", c, m.name, bad)}
+			return samples, &CheckError{Phase: "timing", What: fmt.Sprintf("%s, %s output: %s", c, m.mode.Name, bad)}
 		}
 	}
 	return samples, nil

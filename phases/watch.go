@@ -12,9 +12,8 @@ type Tracker interface {
 }
 
 // Watch returns be with every collective armed on t (named by the
-// collective, sized by its full payload: AllReduce's buffer, ReduceScatter's
-// input, AllGather's output) and every other call that may wait for the
-// device kicking it. The phases run over the watched backend; nothing else
+// collective, sized by its full payload, see Payload) and every other call
+// that may wait for the device kicking it. The phases run over the watched backend; nothing else
 // changes.
 func Watch(be Backend, t Tracker) Backend { return &watched{Backend: be, t: t} }
 
@@ -24,17 +23,17 @@ type watched struct {
 }
 
 func (w *watched) AllReduce(send, recv Buffer, op Op) error {
-	w.t.Arm(AllReduceColl.Name, Bytes(recv))
+	w.t.Arm(AllReduceColl.Name, Payload(send, recv))
 	return w.Backend.AllReduce(send, recv, op)
 }
 
 func (w *watched) ReduceScatter(send, recv Buffer, op Op) error {
-	w.t.Arm(ReduceScatterColl.Name, Bytes(send))
+	w.t.Arm(ReduceScatterColl.Name, Payload(send, recv))
 	return w.Backend.ReduceScatter(send, recv, op)
 }
 
 func (w *watched) AllGather(send, recv Buffer) error {
-	w.t.Arm(AllGatherColl.Name, Bytes(recv))
+	w.t.Arm(AllGatherColl.Name, Payload(send, recv))
 	return w.Backend.AllGather(send, recv)
 }
 
@@ -78,4 +77,15 @@ func (w *watchedComm) Barrier() error {
 func (w *watchedComm) AllTrue(ok bool) (bool, []int, error) {
 	w.t.Arm("agreement between ranks", -1)
 	return w.Comm.AllTrue(ok)
+}
+
+// Arm lets the phases arm a step of their own on the tracker: a timed
+// sample runs prepared calls, which bypass the watch (see Preparer).
+func (w *watched) Arm(op string, bytes int64) { w.t.Arm(op, bytes) }
+
+// armStep arms op on be's tracker, when be is watched.
+func armStep(be Backend, op string, bytes int64) {
+	if a, ok := be.(interface{ Arm(string, int64) }); ok {
+		a.Arm(op, bytes)
+	}
 }

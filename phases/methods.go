@@ -1,0 +1,144 @@
+package phases
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Preparer is a backend that checks a collective's arguments once and
+// returns a call that only runs it, so that the timed loop pays for the
+// library call and nothing else (shape checks, buffer lookups, type
+// mapping). The call is valid while its buffers are. A backend without it
+// gets each call through Collective.Run.
+type Preparer interface {
+	Prepare(c Collective, send, recv Buffer, op Op) (func() error, error)
+}
+
+// prepare returns c on send and recv as one call: the backend's prepared
+// call, or a plain one after the same shape check every backend makes.
+func prepare(be Backend, c Collective, send, recv Buffer, op Op) (func() error, error) {
+	if p, ok := find[Preparer](be); ok {
+		return p.Prepare(c, send, recv, op)
+	}
+	if err := CheckShapes(c, send, recv, be.WorldSize()); err != nil {
+		return nil, err
+	}
+	return func() error { return c.Run(be, send, recv, op) }, nil
+}
+
+// sampler times one mode once and returns microseconds per operation.
+type sampler func(m *modeCase) (float64, error)
+
+// timingMethod is one record per timing method: how many operations a
+// sample runs, how a sample is taken, and whether the outputs need a
+// separate validation pass.
+type timingMethod struct {
+	name Method
+	// batched: a sample runs the run's batch of operations back to back;
+	// otherwise one.
+	batched bool
+	// validateAfter: the samples ran many operations over one input (in
+	// place, over its own output), so, as nccl-tests does, a separate pass
+	// after timing refills, runs each mode once and checks that.
+	validateAfter bool
+	// sampler returns how to take a sample of each of modes with batch
+	// operations, and what releases what it set up.
+	sampler func(be Backend, modes []*modeCase, batch int) (sampler, func() error, error)
+	// missing says what the backend lacks for this method, or nil.
+	missing func(be Backend) error
+}
+
+func noRelease() error { return nil }
+
+func always(Backend) error { return nil }
+
+var timingMethods = []timingMethod{
+	{
+		name: PerOp, missing: always,
+		sampler: func(be Backend, _ []*modeCase, _ int) (sampler, func() error, error) {
+			return func(m *modeCase) (float64, error) { return be.Time(m.run) }, noRelease, nil
+		},
+	},
+	{
+		name: Batched, batched: true, validateAfter: true, missing: always,
+		sampler: func(be Backend, _ []*modeCase, batch int) (sampler, func() error, error) {
+			return func(m *modeCase) (float64, error) {
+				us, err := be.TimeBatch(batch, m.run)
+				return us / float64(batch), err
+			}, noRelease, nil
+		},
+	},
+	{
+		name: GraphReplay, batched: true, validateAfter: true,
+		missing: func(be Backend) error {
+			if _, ok := find[GraphTimer](be); !ok {
+				return fmt.Errorf("the graph method needs CUDA graphs, which the %s backend has not: use per-op or batched, or the nccl backend", be.Info().Backend)
+			}
+			return nil
+		},
+		sampler: graphSampler,
+	},
+}
+
+// graphSampler captures batch operations of each mode into a graph and
+// times the graph's replay.
+func graphSampler(be Backend, modes []*modeCase, batch int) (sampler, func() error, error) {
+	gt, ok := find[GraphTimer](be)
+	if !ok {
+		return nil, nil, fmt.Errorf("the graph method needs a backend that captures graphs (nccl); use per-op or batched on %s", be.Info().Backend)
+	}
+	graphs := make(map[*modeCase]Graph, len(modes))
+	release := func() error {
+		var errs []error
+		for _, g := range graphs {
+			errs = append(errs, g.Close())
+		}
+		return errors.Join(errs...)
+	}
+	// NCCL connects its peers on a size's first collective; do that
+	// outside the capture, as nccl-tests does.
+	for _, m := range modes {
+		if err := m.run(); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := be.Synchronize(); err != nil {
+		return nil, nil, err
+	}
+	for _, m := range modes {
+		g, err := gt.CaptureGraph(batch, m.run)
+		if err != nil {
+			release()
+			return nil, nil, fmt.Errorf("capturing %s into a graph: %w", m.mode.Name, err)
+		}
+		graphs[m] = g
+	}
+	return func(m *modeCase) (float64, error) {
+		us, err := graphs[m].Time()
+		return us / float64(batch), err
+	}, release, nil
+}
+
+func methodOf(m Method) (timingMethod, bool) {
+	for _, tm := range timingMethods {
+		if tm.name == m {
+			return tm, true
+		}
+	}
+	return timingMethod{}, false
+}
+
+// find looks for an optional interface on be, through any wrappers (Unwrap).
+func find[T any](be Backend) (T, bool) {
+	for {
+		if t, ok := be.(T); ok {
+			return t, true
+		}
+		u, ok := be.(interface{ Unwrap() Backend })
+		if !ok {
+			var zero T
+			return zero, false
+		}
+		be = u.Unwrap()
+	}
+}

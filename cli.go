@@ -62,11 +62,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	var sets setFlags
 	fs := flag.NewFlagSet("rsag", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usageText)
-		fs.PrintDefaults()
-	}
+	// The flag package prints its error and the usage on every rank; the
+	// error is returned and said once (see run.Options.FlagError), and the
+	// usage is printed for -h alone.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	o.configPath, o.outputDir = "configs/ch7.toml", "results/latest"
 	fs.Var(&onceFlag{value: &o.configPath}, "config", "TOML config `file` (default configs/ch7.toml)")
 	fs.Var(&onceFlag{value: &o.outputDir}, "output-dir", "`directory` for the results (created if missing; default results/latest)")
@@ -75,6 +75,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Var(&sets, "set", "override a config key: `section.key=value`, value in TOML syntax, e.g. -set 'timing.sizes_bytes=[1024,65536]' (repeatable)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stderr, usageText)
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+		}
 		return o, err
 	}
 	if fs.NArg() > 0 {

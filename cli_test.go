@@ -32,25 +32,3 @@ func TestContradictoryFlags(t *testing.T) {
 		}
 	}
 }
-
-func TestParseStall(t *testing.T) {
-	s, err := parseStall("rank=1,phase=timing,size=65536,seconds=600")
-	if err != nil || s.rank != 1 || s.phase != "timing" || s.bytes != 65536 || s.seconds != 600 || s.op != "" {
-		t.Fatalf("got %+v, %v", s, err)
-	}
-	if s, err := parseStall(""); s != nil || err != nil {
-		t.Errorf("unset: %+v, %v", s, err)
-	}
-	for v, want := range map[string]string{
-		"rank=1,phase=timing":           "seconds is missing",
-		"phase=timing,seconds=5":        "rank is missing",
-		"rank=1,seconds=5":              "phase is missing",
-		"rank=x,phase=timing,seconds=5": `rank: "x" is not a whole number`,
-		"rank=1,phase=timing,sekonds=5": `unknown key "sekonds"`,
-		"rank=1;phase=timing;seconds=5": "is not a whole number",
-	} {
-		if _, err := parseStall(v); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), stallEnv) {
-			t.Errorf("%q: got %v, want %q", v, err, want)
-		}
-	}
-}

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 )
 
@@ -92,13 +91,15 @@ func (c *Comm) Finalize() error {
 	return finalize()
 }
 
-// Abort ends every process of the job with code (MPI_Abort). It does not
-// return: should MPI_Abort return, or MPI be finalized, it exits this process.
-func (c *Comm) Abort(code int) {
-	if !c.finalized {
-		abort(code)
+// Abort asks MPI to end every process of the job with code (MPI_Abort).
+// It returns only when MPI could not: after Finalize, or when MPI_Abort
+// itself returned; the caller then exits on its own.
+func (c *Comm) Abort(code int) error {
+	if c.finalized {
+		return errors.New("mpi: Abort after Finalize")
 	}
-	os.Exit(code)
+	abort(code)
+	return errors.New("mpi: MPI_Abort returned")
 }
 
 // Wtime is MPI_Wtime: seconds since an arbitrary time in the past.

@@ -1,6 +1,9 @@
 package phases
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // TimedMode is one record per timed mode: what one timed sample runs, as a
 // chain of collectives, each feeding the next. Its bus factor, its memory
@@ -9,16 +12,17 @@ import "fmt"
 // record here and the harness, the reports and the plots need nothing else.
 type TimedMode struct {
 	Name  Mode
+	Title string // how a legend names it, e.g. "AllReduce (direct)"
 	Label string // the report's column header, e.g. "direct AllReduce"
 	Short string // a short header, e.g. "AR"
 	Steps []Collective
 }
 
 var timedModes = []TimedMode{
-	{Name: Direct, Label: "direct AllReduce", Short: "AR", Steps: []Collective{AllReduceColl}},
-	{Name: Decomposed, Label: "RS + AG", Short: "RS+AG", Steps: []Collective{ReduceScatterColl, AllGatherColl}},
-	{Name: ReduceScatterAlone, Label: "ReduceScatter", Short: "RS", Steps: []Collective{ReduceScatterColl}},
-	{Name: AllGatherAlone, Label: "AllGather", Short: "AG", Steps: []Collective{AllGatherColl}},
+	{Name: Direct, Title: "AllReduce (direct)", Label: "direct AllReduce", Short: "AR", Steps: []Collective{AllReduceColl}},
+	{Name: Decomposed, Title: "ReduceScatter + AllGather", Label: "RS + AG", Short: "RS+AG", Steps: []Collective{ReduceScatterColl, AllGatherColl}},
+	{Name: ReduceScatterAlone, Title: "ReduceScatter alone", Label: "ReduceScatter", Short: "RS", Steps: []Collective{ReduceScatterColl}},
+	{Name: AllGatherAlone, Title: "AllGather alone", Label: "AllGather", Short: "AG", Steps: []Collective{AllGatherColl}},
 }
 
 // ModeOf returns the record of a timed mode.
@@ -40,6 +44,16 @@ func (m TimedMode) BusFactor(world int) float64 {
 		f += s.BusFactor(world)
 	}
 	return f
+}
+
+// Op names what a sample of the mode waits for, for the watchdog: its
+// collectives, "reduce-scatter + all-gather".
+func (m TimedMode) Op() string {
+	names := make([]string, len(m.Steps))
+	for i, s := range m.Steps {
+		names[i] = s.Name
+	}
+	return strings.Join(names, " + ")
 }
 
 // counts are the element counts of the mode's buffers for a full buffer of

@@ -3,8 +3,9 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
+
+	"rsag/internal/atomicfile"
 )
 
 // Phases says which phases ran, so that a disabled phase leaves no file,
@@ -24,10 +25,10 @@ func WriteRankFiles(dir string, rank int, rows Rows, ran Phases) error {
 }
 
 // WriteCombined writes contracts.csv, timings.csv and memory.csv holding
-// every rank's rows in rank order, with our columns after the seed's.
-func WriteCombined(dir string, all []Rows, ran Phases) error {
+// every rank's rows (Merge), with our columns after the seed's.
+func WriteCombined(dir string, merged Rows, ran Phases) error {
 	name := func(kind string) string { return filepath.Join(dir, kind+".csv") }
-	return writeSet(name, Merge(all), ran, AllColumns)
+	return writeSet(name, merged, ran, AllColumns)
 }
 
 // Merge concatenates every rank's rows in rank order.
@@ -60,33 +61,15 @@ func writeSet(name func(string) string, rows Rows, ran Phases, cols Columns) err
 	return nil
 }
 
-// writeFile writes to a temporary file beside path and renames it into
-// place, so that a reader never sees a half-written file.
+// writeFile fills a buffer and writes it atomically, so that a reader
+// never sees a half-written file.
 func writeFile(path string, fill func(*bytes.Buffer) error) error {
 	var b bytes.Buffer
 	if err := fill(&b); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
+	if err := atomicfile.Write(path, b.Bytes()); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	// CreateTemp makes the file 0600; results are for everyone on the
-	// cluster who can read the directory, as a plain create would be.
-	werr := tmp.Chmod(0o644)
-	if werr == nil {
-		_, werr = tmp.Write(b.Bytes())
-	}
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", path, werr)
 	}
 	return nil
 }

@@ -89,14 +89,10 @@ func (s TimingStat) Pair() CaseKey {
 }
 
 // BusFactor is nccl-tests' bus-bandwidth factor of a timing mode on world
-// ranks: direct AllReduce 2(W-1)/W; decomposed, ReduceScatter (W-1)/W plus
-// AllGather (W-1)/W, which is the same. 0 for a mode it does not know.
+// ranks (phases.TimedMode.BusFactor); 0 for a mode phases does not know.
 func BusFactor(mode string, world int) float64 {
-	switch mode {
-	case string(phases.Direct):
-		return phases.AllReduceColl.BusFactor(world)
-	case string(phases.Decomposed):
-		return phases.ReduceScatterColl.BusFactor(world) + phases.AllGatherColl.BusFactor(world)
+	if m, ok := phases.ModeOf(phases.Mode(mode)); ok {
+		return m.BusFactor(world)
 	}
 	return 0
 }
@@ -248,10 +244,10 @@ func Ratios(stats []TimingStat) []Ratio {
 	seen := map[CaseKey]bool{}
 	for _, s := range stats {
 		k := key(s)
-		switch s.Mode {
-		case string(phases.Direct):
+		switch phases.Mode(s.Mode) {
+		case phases.Direct:
 			direct[k] = s
-		case string(phases.Decomposed):
+		case phases.Decomposed:
 			decomp[k] = s
 		default:
 			continue

@@ -78,6 +78,7 @@ type SummaryContract struct {
 	Name        string `json:"name"`
 	HeldOn      int    `json:"held_on"` // number of ranks
 	FailedRanks []int  `json:"failed_ranks"`
+	Detail      string `json:"detail"` // rank 0's detail: what the contract compared, or the refusal's message
 }
 
 // SummaryMemory is one memory mode over every rank.
@@ -156,6 +157,9 @@ func summaryContracts(rows []ContractRow) []SummaryContract {
 				c.HeldOn++
 			} else {
 				c.FailedRanks = append(c.FailedRanks, r.Rank)
+			}
+			if r.Rank == 0 {
+				c.Detail = r.Detail
 			}
 		}
 		slices.Sort(c.FailedRanks)

@@ -88,7 +88,7 @@ func TestSummaryFields(t *testing.T) {
 	if !reflect.DeepEqual(s.Environment, wantEnv) {
 		t.Errorf("environment = %v, want %v", s.Environment, wantEnv)
 	}
-	wantC := []SummaryContract{{"exact-sum-equivalence", 2, []int{}}, {"wrong-shard-order-rejected", 1, []int{1}}}
+	wantC := []SummaryContract{{"exact-sum-equivalence", 2, []int{}, ""}, {"wrong-shard-order-rejected", 1, []int{1}, ""}}
 	if !reflect.DeepEqual(s.Contracts, wantC) {
 		t.Errorf("contracts = %+v, want %+v", s.Contracts, wantC)
 	}

@@ -36,35 +36,47 @@ func RanksTable(w io.Writer, infos []phases.Info) error {
 	return t.Render()
 }
 
+// WriteTables prints the tables of the phases that ran, from the summary:
+// contracts, timings, memory.
+func WriteTables(w io.Writer, s Summary, ran Phases) error {
+	if ran.Contracts {
+		if err := ContractsTable(w, s.Contracts, s.WorldSize); err != nil {
+			return err
+		}
+	}
+	if ran.Timing && len(s.Timing) > 0 {
+		if err := TimingsTable(w, s.Timing, s.WorldSize); err != nil {
+			return err
+		}
+	}
+	if ran.Memory && len(s.Memory) > 0 {
+		if err := MemoryTable(w, s.Memory); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ContractsTable shows each contract and the ranks where it held, so that it
 // stays readable at any world size.
-func ContractsTable(w io.Writer, rows []ContractRow, world int) error {
+func ContractsTable(w io.Writer, contracts []SummaryContract, world int) error {
 	fmt.Fprintln(w, "Contracts")
 	t := newTable(w, "contract", "held on", "failed on ranks", "detail (rank 0)")
-	for _, name := range uniqueInOrder(rows, func(r ContractRow) string { return r.Name }) {
-		held, detail := 0, ""
-		var failed []string
-		for _, r := range rows {
-			if r.Name != name {
-				continue
-			}
-			if r.Correct {
-				held++
-			} else {
-				failed = append(failed, fmt.Sprint(r.Rank))
-			}
-			if r.Rank == 0 {
-				detail = r.Detail
-			}
+	for _, c := range contracts {
+		failed := make([]string, len(c.FailedRanks))
+		for i, r := range c.FailedRanks {
+			failed[i] = fmt.Sprint(r)
 		}
-		t.Append([]string{name, fmt.Sprintf("%d/%d", held, world), orDash(strings.Join(failed, " ")), truncate(detail, 60)})
+		t.Append([]string{c.Name, fmt.Sprintf("%d/%d", c.HeldOn, world), orDash(strings.Join(failed, " ")), truncate(c.Detail, 60)})
 	}
 	return t.Render()
 }
 
-// TimingsTable prints each case's direct and decomposed statistics, from
-// TimingStats: a sample is the slowest rank's time. Dimensions that do not
-// vary over the sweep are named once above the table instead of in columns.
+// TimingsTable prints, for each case, every timed mode's statistics side by
+// side, from TimingStats: a sample is the slowest rank's time. Modes come
+// in phases.Modes' order, each with its median and bus bandwidth, and the
+// decomposed/direct ratio when both ran. Dimensions that do not vary over
+// the sweep are named once above the table instead of in columns.
 func TimingsTable(w io.Writer, stats []TimingStat, world int) error {
 	dims := []struct {
 		name string
@@ -91,34 +103,77 @@ func TimingsTable(w io.Writer, stats []TimingStat, world int) error {
 			fixed = append(fixed, d.of(stats[0]))
 		}
 	}
-	fmt.Fprintf(w, "Timings (us per operation; a sample is the slowest of %d ranks; median [p10..p90]; GB/s from the median) %s\n",
-		world, strings.Join(fixed, " "))
-	header = append(header, "size", "direct AllReduce", "RS + AG", "RS+AG / AR", "AR busbw", "RS+AG busbw", "slowest rank")
-	t := newTable(w, header...)
-	decomp := map[CaseKey]TimingStat{}
-	for _, s := range stats {
-		if s.Mode == string(phases.Decomposed) {
-			decomp[s.Pair()] = s
+	var modes []phases.TimedMode
+	for _, name := range phases.Modes {
+		if slices.ContainsFunc(stats, func(s TimingStat) bool { return s.Mode == string(name) }) {
+			m, _ := phases.ModeOf(name)
+			modes = append(modes, m)
 		}
 	}
-	for _, d := range stats {
-		c, ok := decomp[d.Pair()]
-		if d.Mode != string(phases.Direct) || !ok {
-			continue
+	byKey := map[CaseKey]TimingStat{}
+	first := map[CaseKey]TimingStat{} // each case's first statistic, for its dimensions
+	var pairs []CaseKey
+	for _, s := range stats {
+		byKey[s.Key()] = s
+		if _, ok := first[s.Pair()]; !ok {
+			first[s.Pair()] = s
+			pairs = append(pairs, s.Pair())
+		}
+	}
+	ratio := slices.ContainsFunc(modes, isMode(phases.Direct)) && slices.ContainsFunc(modes, isMode(phases.Decomposed))
+	fmt.Fprintf(w, "Timings (us per operation; a sample is the slowest of %d ranks; median [p10..p90]; GB/s from the median) %s\n",
+		world, strings.Join(fixed, " "))
+	header = append(header, "size")
+	for _, m := range modes {
+		header = append(header, m.Label)
+	}
+	if ratio {
+		header = append(header, "RS+AG / AR")
+	}
+	for _, m := range modes {
+		header = append(header, m.Short+" busbw")
+	}
+	t := newTable(w, append(header, "slowest rank")...)
+	for _, pair := range pairs {
+		at := func(m phases.Mode) (TimingStat, bool) {
+			k := pair
+			k.Mode = string(m)
+			s, ok := byKey[k]
+			return s, ok
 		}
 		var row []string
 		for _, of := range varying {
-			row = append(row, of(d))
+			row = append(row, of(first[pair]))
 		}
-		row = append(row, SizeText(d.SizeBytes),
-			fmt.Sprintf("%.2f [%.2f..%.2f]", d.MedianUS, d.P10US, d.P90US),
-			fmt.Sprintf("%.2f [%.2f..%.2f]", c.MedianUS, c.P10US, c.P90US),
-			fmt.Sprintf("%.3f", c.MedianUS/d.MedianUS),
-			fmt.Sprintf("%.2f", d.BusBWGBps), fmt.Sprintf("%.2f", c.BusBWGBps),
-			fmt.Sprintf("%d / %d", d.SlowestRank, c.SlowestRank))
+		row = append(row, SizeText(pair.SizeBytes))
+		var busbw, slowest []string
+		for _, m := range modes {
+			s, ok := at(m.Name)
+			if !ok {
+				row, busbw, slowest = append(row, "-"), append(busbw, "-"), append(slowest, "-")
+				continue
+			}
+			row = append(row, fmt.Sprintf("%.2f [%.2f..%.2f]", s.MedianUS, s.P10US, s.P90US))
+			busbw = append(busbw, fmt.Sprintf("%.2f", s.BusBWGBps))
+			slowest = append(slowest, fmt.Sprint(s.SlowestRank))
+		}
+		if ratio {
+			d, okD := at(phases.Direct)
+			c, okC := at(phases.Decomposed)
+			if okD && okC && d.MedianUS > 0 {
+				row = append(row, fmt.Sprintf("%.3f", c.MedianUS/d.MedianUS))
+			} else {
+				row = append(row, "-")
+			}
+		}
+		row = append(append(row, busbw...), strings.Join(slowest, " / "))
 		t.Append(row)
 	}
 	return t.Render()
+}
+
+func isMode(name phases.Mode) func(phases.TimedMode) bool {
+	return func(m phases.TimedMode) bool { return m.Name == name }
 }
 
 // BusBWGate returns, for each run with a positive threshold (GB/s), every
@@ -144,45 +199,47 @@ func BusBWGate(stats []TimingStat, thresholds map[string]float64) []string {
 
 // MemoryTable shows each mode's deltas next to the analytic values. Where
 // ranks differ, the range over ranks is shown.
-func MemoryTable(w io.Writer, rows []MemoryRow) error {
+func MemoryTable(w io.Writer, modes []SummaryMemory) error {
 	fmt.Fprintln(w, "Memory (bytes above the baseline; x = multiples of the payload)")
 	t := newTable(w, "mode", "steady", "x", "peak", "x", "analytic steady / peak", "match", "device steady / peak", "checked")
-	for _, mode := range uniqueInOrder(rows, func(r MemoryRow) string { return r.Mode }) {
-		var m []MemoryRow
-		for _, r := range rows {
-			if r.Mode == mode {
-				m = append(m, r)
-			}
+	for _, m := range modes {
+		if len(m.Ranks) == 0 {
+			continue
 		}
-		field := func(f func(MemoryRow) int64) []int64 {
-			v := make([]int64, len(m))
-			for i, r := range m {
+		field := func(f func(SummaryMemoryRank) int64) []int64 {
+			v := make([]int64, len(m.Ranks))
+			for i, r := range m.Ranks {
 				v[i] = f(r)
 			}
 			return v
 		}
-		steady := field(func(r MemoryRow) int64 { return r.SteadyDeltaBytes })
-		peak := field(func(r MemoryRow) int64 { return r.PeakDeltaBytes })
-		payload := float64(m[0].PayloadBytes)
-		match, checked := "yes", "yes"
-		for _, r := range m {
-			if r.SteadyDeltaBytes != r.AnalyticSteady || r.PeakDeltaBytes != r.AnalyticPeak {
-				match = "NO"
-			}
-			if !r.Correct {
-				checked = "NO"
-			}
-		}
+		steady := field(func(r SummaryMemoryRank) int64 { return r.SteadyDeltaBytes })
+		peak := field(func(r SummaryMemoryRank) int64 { return r.PeakDeltaBytes })
+		payload := float64(m.PayloadBytes)
 		device := "n/a"
-		if m[0].DeviceSteadyDelta >= 0 {
-			device = rangeText(field(func(r MemoryRow) int64 { return r.DeviceSteadyDelta })) + " / " +
-				rangeText(field(func(r MemoryRow) int64 { return r.DevicePeakDelta }))
+		if m.Ranks[0].DeviceSteadyDeltaBytes != nil {
+			device = rangeText(field(func(r SummaryMemoryRank) int64 { return deref(r.DeviceSteadyDeltaBytes) })) + " / " +
+				rangeText(field(func(r SummaryMemoryRank) int64 { return deref(r.DevicePeakDeltaBytes) }))
 		}
-		t.Append([]string{mode, rangeText(steady), fmt.Sprintf("%.3f", float64(slices.Max(steady))/payload),
+		t.Append([]string{m.Mode, rangeText(steady), fmt.Sprintf("%.3f", float64(slices.Max(steady))/payload),
 			rangeText(peak), fmt.Sprintf("%.3f", float64(slices.Max(peak))/payload),
-			fmt.Sprintf("%d / %d", m[0].AnalyticSteady, m[0].AnalyticPeak), match, device, checked})
+			fmt.Sprintf("%d / %d", m.AnalyticSteadyBytes, m.AnalyticPeakBytes), yesNo(m.MatchesAnalytic), device, yesNo(m.Correct)})
 	}
 	return t.Render()
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "NO"
 }
 
 // ClosingLine is the seed's last line, counted on rank 0.

@@ -19,27 +19,28 @@ const mib = 1 << 20
 // memoryByMode is a pair of bars per mode, peak and steady bytes above the
 // baseline in MiB on the rank where they are highest, with the analytic
 // values marked across each bar.
-func memoryByMode(rows []report.MemoryRow) figure {
+func memoryByMode(memory []report.SummaryMemory) figure {
 	var modes []string
 	peak, steady := map[string]int64{}, map[string]int64{}
-	first := map[string]report.MemoryRow{}
-	for _, r := range rows {
-		if _, ok := first[r.Mode]; !ok {
-			modes = append(modes, r.Mode)
-			first[r.Mode] = r
-			peak[r.Mode], steady[r.Mode] = r.PeakDeltaBytes, r.SteadyDeltaBytes
+	first := map[string]report.SummaryMemory{}
+	ranks := 0
+	for _, m := range memory {
+		if len(m.Ranks) == 0 {
+			continue
 		}
-		peak[r.Mode] = max(peak[r.Mode], r.PeakDeltaBytes)
-		steady[r.Mode] = max(steady[r.Mode], r.SteadyDeltaBytes)
-	}
-	ranks := map[int]bool{}
-	for _, r := range rows {
-		ranks[r.Rank] = true
+		modes = append(modes, m.Mode)
+		first[m.Mode] = m
+		ranks = max(ranks, len(m.Ranks))
+		peak[m.Mode], steady[m.Mode] = m.Ranks[0].PeakDeltaBytes, m.Ranks[0].SteadyDeltaBytes
+		for _, r := range m.Ranks {
+			peak[m.Mode] = max(peak[m.Mode], r.PeakDeltaBytes)
+			steady[m.Mode] = max(steady[m.Mode], r.SteadyDeltaBytes)
+		}
 	}
 	payload := first[modes[0]].PayloadBytes
 	t := "Memory above the baseline, payload " + mibText(payload)
-	if len(ranks) > 1 {
-		t += ", highest of " + strconv.Itoa(len(ranks)) + " ranks"
+	if ranks > 1 {
+		t += ", highest of " + strconv.Itoa(ranks) + " ranks"
 	}
 	p := newPlot()
 
@@ -49,8 +50,8 @@ func memoryByMode(rows []report.MemoryRow) figure {
 	for i, m := range modes {
 		pv = append(pv, float64(peak[m])/mib)
 		sv = append(sv, float64(steady[m])/mib)
-		ap = append(ap, plotter.XY{X: float64(i), Y: float64(first[m].AnalyticPeak) / mib})
-		as = append(as, plotter.XY{X: float64(i), Y: float64(first[m].AnalyticSteady) / mib})
+		ap = append(ap, plotter.XY{X: float64(i), Y: float64(first[m].AnalyticPeakBytes) / mib})
+		as = append(as, plotter.XY{X: float64(i), Y: float64(first[m].AnalyticSteadyBytes) / mib})
 		top = slices.Max([]float64{top, pv[i], sv[i], ap[i].Y, as[i].Y})
 	}
 	barW := vg.Points(34)

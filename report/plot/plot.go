@@ -31,7 +31,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -43,6 +42,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
+	"rsag/internal/atomicfile"
 	"rsag/report"
 )
 
@@ -105,16 +105,16 @@ func entryCount(ls []legendSection) int {
 // run in order of appearance its time, bus bandwidth and ratio figures,
 // then the memory figure. The ratio figure needs cases with both modes, the
 // memory figure needs memory rows; a figure without data is not written.
-func WriteAll(dir string, stats []report.TimingStat, memory []report.MemoryRow) ([]string, error) {
+func WriteAll(dir string, s report.Summary) ([]string, error) {
 	var figs []figure
-	for _, run := range splitRuns(stats) {
+	for _, run := range splitRuns(s.Timing) {
 		figs = append(figs, timeVsSize(run), busBWVsSize(run))
 		if f, ok := ratioVsSize(run); ok {
 			figs = append(figs, f)
 		}
 	}
-	if len(memory) > 0 {
-		figs = append(figs, memoryByMode(memory))
+	if len(s.Memory) > 0 {
+		figs = append(figs, memoryByMode(s.Memory))
 	}
 	var written []string
 	for _, f := range figs {
@@ -122,7 +122,7 @@ func WriteAll(dir string, stats []report.TimingStat, memory []report.MemoryRow) 
 			path := filepath.Join(dir, f.name+"."+format)
 			data, err := f.render(format)
 			if err == nil {
-				err = writeFile(path, data)
+				err = atomicfile.Write(path, data)
 			}
 			if err != nil {
 				return written, fmt.Errorf("plot %s: %w", path, err)
@@ -354,31 +354,6 @@ func (f figure) render(format string) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
-}
-
-// writeFile writes to a temporary file beside path and renames it into
-// place, so that a reader never sees a half-written figure. The file is
-// made 0644: os.CreateTemp creates 0600, and results on a cluster are
-// shared with the other users of the directory.
-func writeFile(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	if werr == nil {
-		werr = tmp.Chmod(0o644)
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-	}
-	return werr
 }
 
 // newPlot is a plot with rsag's fonts and grid; its title and axis

@@ -90,6 +90,13 @@ func realRows(t *testing.T) ([]report.TimingRow, []report.MemoryRow) {
 	return timings, memory
 }
 
+// summaryOf is a summary with the given statistics and memory rows.
+func summaryOf(stats []report.TimingStat, memory []report.MemoryRow) report.Summary {
+	s := report.NewSummary(report.SummaryInput{Rows: report.Rows{Memory: memory}, World: 2})
+	s.Timing = stats
+	return s
+}
+
 // checkFiles checks that every figure came out as a real PNG and SVG.
 func checkFiles(t *testing.T, dir string, written []string, names ...string) {
 	t.Helper()
@@ -161,7 +168,7 @@ func TestWriteAllRealRun(t *testing.T) {
 	timings, memory := realRows(t)
 	stats := report.TimingStats(timings, 2, 0)
 	dir := t.TempDir()
-	written, err := WriteAll(dir, stats, memory)
+	written, err := WriteAll(dir, summaryOf(stats, memory))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +268,7 @@ func multiRunStats() []report.TimingStat {
 
 func TestWriteAllSweep(t *testing.T) {
 	dir := t.TempDir()
-	written, err := WriteAll(dir, sweepStats(), nil)
+	written, err := WriteAll(dir, summaryOf(sweepStats(), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +279,7 @@ func TestWriteAllSweep(t *testing.T) {
 
 func TestWriteAllMultiRun(t *testing.T) {
 	dir := t.TempDir()
-	written, err := WriteAll(dir, multiRunStats(), nil)
+	written, err := WriteAll(dir, summaryOf(multiRunStats(), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +343,7 @@ func TestSweepExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	written, err := WriteAll(dir, summary.Timing, nil)
+	written, err := WriteAll(dir, summaryOf(summary.Timing, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +435,7 @@ func TestRunSuffixes(t *testing.T) {
 
 func TestWriteAllNothing(t *testing.T) {
 	dir := t.TempDir()
-	written, err := WriteAll(dir, nil, nil)
+	written, err := WriteAll(dir, summaryOf(nil, nil))
 	if err != nil || len(written) != 0 {
 		t.Errorf("no data: wrote %v, %v", written, err)
 	}
@@ -439,7 +446,7 @@ func TestWriteAllNothing(t *testing.T) {
 			direct = append(direct, s)
 		}
 	}
-	written, err = WriteAll(dir, direct, nil)
+	written, err = WriteAll(dir, summaryOf(direct, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +454,7 @@ func TestWriteAllNothing(t *testing.T) {
 }
 
 func TestWriteAllBadDir(t *testing.T) {
-	_, err := WriteAll(filepath.Join(t.TempDir(), "missing"), sweepStats(), nil)
+	_, err := WriteAll(filepath.Join(t.TempDir(), "missing"), summaryOf(sweepStats(), nil))
 	if err == nil {
 		t.Error("a missing directory must fail")
 	}

@@ -86,23 +86,24 @@ func (diamondGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) 
 	c.Fill(p)
 }
 
-// dashed is the decomposition's line style; AllReduce is solid.
-var dashed = []vg.Length{vg.Points(7), vg.Points(4)}
+// modeDashes are the line styles of the timed modes, in phases.Modes'
+// order: AllReduce solid, the decomposition dashed, ReduceScatter and
+// AllGather alone long-dashed and dash-dotted (dotted is the fits').
+var modeDashes = [][]vg.Length{
+	nil,
+	{vg.Points(7), vg.Points(4)},
+	{vg.Points(14), vg.Points(4)},
+	{vg.Points(8), vg.Points(3), vg.Points(2), vg.Points(3)},
+}
 
-// Mode names as the legend shows them.
-const (
-	directName = "AllReduce (direct)"
-	decompName = "ReduceScatter + AllGather"
-)
-
-func modeName(mode string) string {
-	switch mode {
-	case string(phases.Direct):
-		return directName
-	case string(phases.Decomposed):
-		return decompName
+// modeStyle returns a timed mode's dashes and its legend name.
+func modeStyle(mode string) ([]vg.Length, string) {
+	i := slices.Index(phases.Modes, phases.Mode(mode))
+	m, ok := phases.ModeOf(phases.Mode(mode))
+	if i < 0 || !ok {
+		return nil, mode
 	}
-	return mode
+	return modeDashes[i%len(modeDashes)], m.Title
 }
 
 // panelKey is what a panel of a run's figure stands for.
@@ -147,7 +148,7 @@ type layout struct {
 var (
 	dtypeOrder     = names(phases.AllDTypes)
 	opOrder        = names(phases.AllOps)
-	modeOrder      = []string{string(phases.Direct), string(phases.Decomposed)}
+	modeOrder      = names(phases.Modes)
 	placementOrder = []string{string(phases.OutOfPlace), string(phases.InPlace)}
 	methodOrder    = []string{string(phases.PerOp), string(phases.Batched), string(phases.GraphReplay)}
 )
@@ -270,9 +271,7 @@ func (lay layout) radius() vg.Length {
 
 func (lay layout) lineStyle(l lineKey) draw.LineStyle {
 	ls := draw.LineStyle{Color: dtypeColour(l.DType), Width: lay.lineWidth()}
-	if l.Mode == string(phases.Decomposed) {
-		ls.Dashes = dashed
-	}
+	ls.Dashes, _ = modeStyle(l.Mode)
 	return ls
 }
 
@@ -334,15 +333,12 @@ func timingLegend(dtypes, ops, modes []string) []legendSection {
 	out := caseSections(dtypes, ops)
 	s := legendSection{heading: "mode"}
 	for _, m := range modes {
-		var dashes []vg.Length
-		if m == string(phases.Decomposed) {
-			dashes = dashed
-		}
+		dashes, name := modeStyle(m)
 		thumbs := []plot.Thumbnailer{lineThumb(neutral(dtypes), dashes)}
 		if len(dtypes) == 1 && len(ops) == 1 {
 			thumbs = append(thumbs, glyphThumb(neutral(dtypes), ops[0]))
 		}
-		s.entries = append(s.entries, legendEntry{modeName(m), thumbs})
+		s.entries = append(s.entries, legendEntry{name, thumbs})
 	}
 	return append(out, s)
 }

@@ -59,6 +59,7 @@ type checker struct{ c *mpi.Comm }
 func (k *checker) fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "mpitest: rank %d: FAIL: %s\n", k.c.Rank(), fmt.Sprintf(format, args...))
 	k.c.Abort(1)
+	os.Exit(1)
 }
 
 func (k *checker) must(err error, what string) {

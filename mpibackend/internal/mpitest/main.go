@@ -36,6 +36,7 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mpitest:", err)
 		c.Abort(1)
+		os.Exit(1)
 	}
 	k := &checker{c: c, be: be, n: c.Size(), r: c.Rank()}
 	if k.n < 2 || (*size != 0 && k.n != *size) {
@@ -78,6 +79,7 @@ type checker struct {
 func (k *checker) fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "mpitest: rank %d: FAIL: %s\n", k.r, fmt.Sprintf(format, args...))
 	k.c.Abort(1)
+	os.Exit(1)
 }
 
 func (k *checker) must(err error, what string) {

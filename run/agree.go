@@ -1,0 +1,138 @@
+package run
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// sharedError is an error every rank reached together, with the same
+// message, so every rank can exit cleanly with the same code instead of
+// aborting the job.
+type sharedError struct {
+	err  error
+	code int
+}
+
+func (e *sharedError) Error() string { return e.err.Error() }
+func (e *sharedError) Unwrap() error { return e.err }
+
+func shared(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &sharedError{err: err, code: code}
+}
+
+// agree tells every rank whether err is nil on all of them, so that a
+// problem one rank sees ends every rank alike instead of leaving the others
+// in the next collective. When some rank failed, every rank returns the
+// same shared error: "<what> on rank(s) [..] (hosts): <their message>",
+// one clause per distinct message.
+func (s *session) agree(err error, code int, what string) error {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	s.tr.Arm("agreement between ranks", -1)
+	all, gerr := s.comm.AllGather([]byte(msg))
+	if gerr != nil {
+		return gerr
+	}
+	type group struct {
+		ranks []int
+		hosts []string
+	}
+	groups := map[string]*group{}
+	var order []string
+	hosts, herr := s.hosts()
+	if herr != nil {
+		return herr
+	}
+	for r, m := range all {
+		if len(m) == 0 {
+			continue
+		}
+		g, ok := groups[string(m)]
+		if !ok {
+			g = &group{}
+			groups[string(m)] = g
+			order = append(order, string(m))
+		}
+		g.ranks = append(g.ranks, r)
+		if h := hosts[r]; len(g.hosts) == 0 || g.hosts[len(g.hosts)-1] != h {
+			g.hosts = append(g.hosts, h)
+		}
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	var parts []string
+	for _, m := range order {
+		g := groups[m]
+		parts = append(parts, fmt.Sprintf("%s on %s (%s): %s", what, rankList(g.ranks, len(all)), strings.Join(dedupe(g.hosts), ", "), m))
+	}
+	return shared(code, errors.New(strings.Join(parts, "; ")))
+}
+
+// hosts is every rank's host, gathered once.
+func (s *session) hosts() ([]string, error) {
+	if s.hostsOf != nil {
+		return s.hostsOf, nil
+	}
+	s.tr.Arm("agreement between ranks", -1)
+	all, err := s.comm.AllGather([]byte(s.comm.Host()))
+	if err != nil {
+		return nil, err
+	}
+	s.hostsOf = make([]string, len(all))
+	for r, h := range all {
+		s.hostsOf[r] = string(h)
+	}
+	return s.hostsOf, nil
+}
+
+// rankList says which ranks: "every rank", "rank 2" or "ranks [1 3]".
+func rankList(ranks []int, world int) string {
+	switch {
+	case len(ranks) == world:
+		return "every rank"
+	case len(ranks) == 1:
+		return fmt.Sprintf("rank %d", ranks[0])
+	}
+	return fmt.Sprintf("ranks %v", ranks)
+}
+
+func dedupe(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range s {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// gatherJSON gathers every rank's v to rank 0, which gets them in rank
+// order; the other ranks get nil.
+func gatherJSON[T any](s *session, what string, v T) ([]T, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	s.tr.Arm("gather of "+what, -1)
+	all, err := s.comm.Gather(data, 0)
+	if err != nil || s.comm.Rank() != 0 {
+		return nil, err
+	}
+	out := make([]T, len(all))
+	for r, d := range all {
+		if err := json.Unmarshal(d, &out[r]); err != nil {
+			return nil, fmt.Errorf("rank %d's %s: %w", r, what, err)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,93 @@
+package run
+
+import (
+	"fmt"
+	"strings"
+
+	"rsag/mpibackend"
+	"rsag/ncclx"
+	"rsag/phases"
+)
+
+// backends are the backends rsag can open, by the config's name.
+var backends = map[string]func(s *session) (phases.Backend, error){
+	"nccl": func(s *session) (phases.Backend, error) { return ncclx.New(s.comm) },
+	"mpi":  func(s *session) (phases.Backend, error) { return mpibackend.New(s.comm) },
+}
+
+// chooseBackend resolves the config's backend. "auto" takes NCCL when
+// every rank's node has the libraries and a GPU for each local rank, and
+// MPI otherwise; the ranks decide together so that all use the same one.
+// It runs before the output dir is touched: a backend that cannot run here
+// is a bad input.
+func (s *session) chooseBackend(name string) (string, error) {
+	if name != "auto" && name != "nccl" {
+		return name, nil
+	}
+	reasons, err := s.probeNCCL()
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case len(reasons) == 0:
+		return "nccl", nil
+	case name == "nccl":
+		return "", shared(ExitBadArgs, fmt.Errorf("backend nccl cannot run here: %s; fix that, or use -backend mpi", strings.Join(reasons, "; ")))
+	}
+	s.printf("backend auto: using mpi, since %s\n", reasons[0])
+	return "mpi", nil
+}
+
+// probeNCCL asks every rank whether NCCL can run there and returns the
+// distinct reasons why not, each naming its ranks; none means it can.
+func (s *session) probeNCCL() ([]string, error) {
+	why := ""
+	if err := ncclx.Probe(s.comm.LocalSize()); err != nil {
+		why = err.Error()
+	}
+	s.tr.Arm("agreement between ranks", -1)
+	all, err := s.comm.AllGather([]byte(why))
+	if err != nil {
+		return nil, err
+	}
+	var reasons []string
+	ranksOf := map[string][]int{}
+	for r, w := range all {
+		if len(w) == 0 {
+			continue
+		}
+		if _, seen := ranksOf[string(w)]; !seen {
+			reasons = append(reasons, string(w))
+		}
+		ranksOf[string(w)] = append(ranksOf[string(w)], r)
+	}
+	for i, w := range reasons {
+		reasons[i] = fmt.Sprintf("%s (rank(s) %v)", w, ranksOf[w])
+	}
+	return reasons, nil
+}
+
+// openBackend starts the backend chooseBackend chose.
+func (s *session) openBackend(name string) (phases.Backend, error) {
+	open, ok := backends[name]
+	if !ok {
+		return nil, shared(ExitBadArgs, fmt.Errorf("backend %q is unknown: use auto, nccl or mpi", name))
+	}
+	s.tr.Arm("start of the "+name+" backend", -1)
+	be, err := open(s)
+	if err != nil {
+		return nil, fmt.Errorf("starting the %s backend: %w", name, err)
+	}
+	return be, nil
+}
+
+// requestAbort returns the function with which the watchdog or a signal
+// asks the backend to abort its communicator (NCCL), and whose channel is
+// closed once it has; nil when there is nothing to abort.
+func requestAbort(be phases.Backend) func() <-chan struct{} {
+	type aborter interface{ RequestAbort() <-chan struct{} }
+	if a, ok := be.(aborter); ok {
+		return a.RequestAbort
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+package run
+
+import (
+	"rsag/config"
+	"rsag/mpi"
+	"rsag/phases"
+	"rsag/report"
+)
+
+// gatherInfos gathers every rank's backend description to rank 0 (nil on
+// the other ranks).
+func (s *session) gatherInfos(be phases.Backend) ([]phases.Info, error) {
+	return gatherJSON(s, "backend descriptions", be.Info())
+}
+
+// printHeader prints, on rank 0, what runs where: the binary, the backend,
+// the libraries and every rank.
+func (s *session) printHeader(mine phases.Info, infos []phases.Info) {
+	if s.comm.Rank() != 0 {
+		return
+	}
+	s.printf("rsag %s (commit %s): backend %s, %d ranks, config %s\n", s.opts.Version, s.opts.Commit, mine.Backend, s.comm.Size(), s.opts.ConfigPath)
+	s.printf("  mpi %s\n", mpi.LibraryVersion())
+	for _, lib := range mine.Libraries {
+		if lib.Name == "mpi" {
+			continue // the line above
+		}
+		s.printf("  %s %s %s\n", lib.Name, lib.Version, lib.Path)
+	}
+	if mine.Driver != "" {
+		s.printf("  driver %s\n", mine.Driver)
+	}
+	report.RanksTable(s.out, infos)
+}
+
+// preflight refuses, on every rank alike and before any collective, a run
+// the backend cannot do: a dtype, op, method or mode it lacks, or phases
+// that do not fit in some rank's free memory.
+func (s *session) preflight(cfg config.Config, be phases.Backend) error {
+	var err error
+	if cfg.Timing.Enabled {
+		err = phases.CheckSupport(be, cfg.TimingRuns())
+	}
+	if err := s.agree(err, ExitBadArgs, "the sweep cannot run"); err != nil {
+		return err
+	}
+	world := s.comm.Size()
+	err = nil
+	if cfg.Timing.Enabled {
+		err = phases.CheckFits(be, phases.TimingFootprint(world, cfg.TimingRuns()), "timing at the largest size")
+	}
+	if err == nil && cfg.Memory.Enabled {
+		err = phases.CheckFits(be, phases.MemoryFootprint(world, int64(cfg.Memory.PayloadBytes), cfg.Memory.Modes),
+			"the memory phase at memory.payload_bytes")
+	}
+	return s.agree(err, ExitBadArgs, "payload too large")
+}

@@ -1,0 +1,116 @@
+package run
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"rsag/config"
+	"rsag/phases"
+	"rsag/watchdog"
+)
+
+// loadConfig has rank 0 read the file and broadcast its bytes, so every rank
+// parses and validates the same bytes and fails, if it fails, alike.
+func (s *session) loadConfig() (config.Config, error) {
+	var msg []byte
+	if s.comm.Rank() == 0 {
+		data, err := os.ReadFile(s.opts.ConfigPath)
+		if err != nil {
+			msg = append([]byte{1}, fmt.Sprintf("cannot read the config: %v (give an existing TOML file with -config, e.g. configs/smoke.toml)", err)...)
+		} else {
+			msg = append([]byte{0}, data...)
+		}
+	}
+	s.tr.Arm("config broadcast", -1)
+	msg, err := s.comm.BcastBlob(msg, 0)
+	if err != nil {
+		return config.Config{}, err
+	}
+	if len(msg) == 0 {
+		return config.Config{}, errors.New("config broadcast arrived empty")
+	}
+	if msg[0] == 1 {
+		return config.Config{}, errors.New(string(msg[1:]))
+	}
+	if err := s.agreeInputs(); err != nil {
+		return config.Config{}, err
+	}
+	cfg, err := config.Parse(s.opts.ConfigPath, msg[1:], s.opts.Sets)
+	if err != nil {
+		return cfg, err
+	}
+	return cfg, cfg.Validate(s.comm.Size())
+}
+
+// agreeInputs refuses, on every rank alike, a job whose ranks were started
+// with different inputs (an MPMD command line, a wrapper script): the file
+// bytes are rank 0's on every rank, but -set, -output-dir, -backend and
+// -overwrite are each rank's own, and ranks that ran different configs
+// would wait for each other in different collectives.
+func (s *session) agreeInputs() error {
+	inputs := []struct{ name, value string }{
+		{"-set", strings.Join(s.opts.Sets, "\x00")},
+		{"-output-dir", s.opts.OutputDir},
+		{"-backend", s.opts.Backend},
+		{"-overwrite", fmt.Sprint(s.opts.Overwrite)},
+	}
+	var mine []byte
+	for _, in := range inputs {
+		sum := sha256.Sum256([]byte(in.value))
+		mine = append(mine, sum[:]...)
+	}
+	s.tr.Arm("agreement between ranks", -1)
+	all, err := s.comm.AllGather(mine)
+	if err != nil {
+		return err
+	}
+	var diffs []string
+	for i, in := range inputs {
+		var ranks []int
+		for r, theirs := range all {
+			if !bytes.Equal(theirs[i*sha256.Size:(i+1)*sha256.Size], all[0][i*sha256.Size:(i+1)*sha256.Size]) {
+				ranks = append(ranks, r)
+			}
+		}
+		if len(ranks) > 0 {
+			diffs = append(diffs, fmt.Sprintf("%s differs from rank 0's on %s", in.name, rankList(ranks, len(all))))
+		}
+	}
+	if len(diffs) > 0 {
+		return shared(ExitBadArgs, fmt.Errorf("the ranks were started with different inputs: %s; start every rank with the same flags",
+			strings.Join(diffs, "; ")))
+	}
+	return nil
+}
+
+// stallPhases and stallOps are what RSAG_DEBUG_STALL may name.
+var stallPhases = []string{"startup", "contracts", "timing", "memory", "results"}
+
+func stallOps() []string {
+	ops := []string{"barrier", "agreement between ranks"}
+	for _, c := range []phases.Collective{phases.AllReduceColl, phases.ReduceScatterColl, phases.AllGatherColl} {
+		ops = append(ops, c.Name)
+	}
+	for _, name := range phases.Modes {
+		if m, ok := phases.ModeOf(name); ok && len(m.Steps) > 1 {
+			ops = append(ops, m.Op())
+		}
+	}
+	return ops
+}
+
+// loadStall reads the debug stall (RSAG_DEBUG_STALL) on every rank and
+// agrees on it, so that a malformed value ends every rank alike.
+func (s *session) loadStall() error {
+	st, err := watchdog.ParseStall(os.Getenv(watchdog.StallEnv),
+		watchdog.StallSteps{World: s.comm.Size(), Phases: stallPhases, Ops: stallOps()})
+	if err := s.agree(err, ExitBadArgs, watchdog.StallEnv+" is malformed"); err != nil {
+		return err
+	}
+	s.tr.SetStall(st)
+	return nil
+}

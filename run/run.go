@@ -1,0 +1,223 @@
+// Package run is one run of rsag on this rank, from MPI's start to its
+// finalize: config -> backend -> output dir -> phases -> reports. Each step
+// returns its result as a value and an error; Run turns the first error
+// into the process's exit code, which main alone passes to os.Exit.
+//
+// Errors come in two kinds. A shared error is one every rank reached
+// together (a bad config, a check that failed somewhere and was agreed on):
+// every rank returns it, rank 0 prints it once, and every rank exits with
+// its code. Any other error is this rank's alone: it prints it, naming
+// itself, and aborts the job, since the other ranks may be waiting for it
+// in a collective.
+package run
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"rsag/config"
+	"rsag/mpi"
+	"rsag/phases"
+	"rsag/report"
+	"rsag/watchdog"
+)
+
+// Exit codes.
+const (
+	ExitOK       = 0
+	ExitFailed   = 1 // a check failed or something broke
+	ExitBadArgs  = 2 // bad flags, config or environment
+	ExitWatchdog = 3 // a step overran timeout_s
+	// A signal ends the run with watchdog.ExitSignal + its number.
+)
+
+// Options are the command line's settings and what the binary knows of
+// itself.
+type Options struct {
+	// FlagError is what was wrong with the command line, if anything: it is
+	// refused on every rank alike once MPI has started.
+	FlagError  error
+	ConfigPath string
+	OutputDir  string
+	Backend    string   // "" leaves it to the config
+	Sets       []string // -set overrides, in order; -backend comes last as backend=...
+	Overwrite  bool     // replace the results of an earlier run in OutputDir
+
+	Version, Commit string
+	Started         time.Time
+	Stdout, Stderr  io.Writer
+	// Exit ends the process; the watchdog and the signal handler call it
+	// from their own goroutines, since the main one may be blocked.
+	Exit func(code int)
+}
+
+// session is what every step of a run needs, fixed once MPI has started.
+type session struct {
+	opts Options
+	comm *mpi.Comm
+	wd   *watchdog.Watchdog
+	tr   *watchdog.Tracker
+	end  *watchdog.Ender
+	out  io.Writer // rank 0's tables and progress; nothing elsewhere
+
+	hostsOf []string // every rank's host, once gathered
+}
+
+// Run runs rsag on this rank and returns the process's exit code.
+func Run(o Options) int {
+	end := watchdog.NewEnder(o.Stderr, o.Exit)
+	// SIGINT and SIGTERM end the run cleanly from here on.
+	watchdog.CatchSignals(end)
+	comm, err := mpi.Start()
+	if err != nil {
+		fmt.Fprintln(o.Stderr, "rsag: starting MPI:", err)
+		return ExitFailed
+	}
+	end.SetWho(comm.Rank(), comm.Host())
+	// Every blocking step from here to MPI_Finalize has a deadline: the
+	// default until the config's timeout_s is known.
+	wd := watchdog.New(config.DefaultTimeoutS*time.Second, func(msg string) { end.End(ExitWatchdog, msg, "") })
+	wd.Start()
+	s := &session{opts: o, comm: comm, wd: wd, end: end, out: io.Discard,
+		tr: watchdog.NewTracker(wd, comm.Rank(), comm.Host(), o.Stderr)}
+	if comm.Rank() == 0 {
+		s.out = o.Stdout
+	}
+	var st state
+	err = s.run(&st)
+	if end.Ending() {
+		end.WaitForEnd() // the watchdog or a signal is ending the process
+	}
+	if err == nil {
+		end.Leaving(ExitOK)
+		s.finalize()
+		return ExitOK
+	}
+	var sh *sharedError
+	if errors.As(err, &sh) {
+		// Every rank has it: said once, by rank 0.
+		if comm.Rank() == 0 {
+			fmt.Fprintf(o.Stderr, "rsag: %v\n", err)
+		}
+		st.log.fail(err.Error())
+		end.Leaving(sh.code)
+		s.finalize()
+		return sh.code
+	}
+	fmt.Fprintf(o.Stderr, "rsag: rank %d (%s): %v\n", comm.Rank(), comm.Host(), err)
+	st.log.fail(fmt.Sprintf("rank %d (%s): %v", comm.Rank(), comm.Host(), err))
+	// Only this rank knows: the others may be waiting in a collective, so
+	// end the whole job rather than let it hang.
+	st.abortBackend()
+	if aerr := comm.Abort(ExitFailed); aerr != nil {
+		fmt.Fprintf(o.Stderr, "rsag: rank %d (%s): %v\n", comm.Rank(), comm.Host(), aerr)
+	}
+	return ExitFailed
+}
+
+// finalize shuts MPI down, under the watchdog.
+func (s *session) finalize() {
+	s.wd.Arm("MPI finalize", -1)
+	if err := s.comm.Finalize(); err != nil {
+		fmt.Fprintf(s.opts.Stderr, "rsag: rank %d (%s): %v\n", s.comm.Rank(), s.comm.Host(), err)
+	}
+}
+
+// state is what a run holds that the end of Run must release or mark: the
+// backend to abort and the run.json to mark failed. Nothing else is kept
+// between steps; results pass from step to step as values.
+type state struct {
+	backend phases.Backend
+	log     *runLog // rank 0's, once the output dir is ours
+}
+
+func (st *state) abortBackend() {
+	type aborter interface{ Abort() }
+	if a, ok := st.backend.(aborter); ok {
+		a.Abort()
+	}
+}
+
+// phase names the phase the next blocking steps belong to.
+func (s *session) phase(name string) { s.tr.SetPhase(name) }
+
+func (s *session) printf(format string, args ...any) { fmt.Fprintf(s.out, format, args...) }
+
+// run is the whole run on this rank.
+func (s *session) run(st *state) error {
+	s.phase("startup")
+	if err := s.agree(s.opts.FlagError, ExitBadArgs, "bad command line (see rsag -h)"); err != nil {
+		return err
+	}
+	cfg, err := s.loadConfig()
+	if err != nil {
+		return shared(ExitBadArgs, err)
+	}
+	s.wd.SetTimeout(time.Duration(cfg.TimeoutS) * time.Second)
+	if err := s.loadStall(); err != nil {
+		return err
+	}
+	backendName, err := s.chooseBackend(cfg.Backend)
+	if err != nil {
+		return err
+	}
+	if err := s.checkOutputDir(); err != nil {
+		return err
+	}
+	be, err := s.openBackend(backendName)
+	if err != nil {
+		return err
+	}
+	st.backend = be
+	defer be.Close()
+	watched := phases.Watch(be, s.tr)
+	s.end.SetAbort(requestAbort(be))
+	infos, err := s.gatherInfos(be)
+	if err != nil {
+		return err
+	}
+	s.printHeader(be.Info(), infos)
+	if err := s.preflight(cfg, be); err != nil {
+		return err
+	}
+	// Every input is answered: from here the run writes into the output
+	// dir, and run.json says how far it got.
+	if st.log, err = s.startRunLog(backendName); err != nil {
+		return err
+	}
+	res, phaseErr := s.runPhases(cfg, watched)
+	var shErr *sharedError
+	if phaseErr != nil && !errors.As(phaseErr, &shErr) {
+		return phaseErr
+	}
+	s.phase("results")
+	rows := report.FromResults(s.comm.Rank(), s.comm.Host(), res.contracts, res.timings, res.memory)
+	ran := report.Phases{Contracts: cfg.Contracts.Enabled, Timing: cfg.Timing.Enabled, Memory: cfg.Memory.Enabled,
+		Sweep: !cfg.IsSeedCase()}
+	sum, err := s.writeResults(cfg, rows, ran, infos)
+	if err != nil {
+		return err
+	}
+	if phaseErr == nil {
+		phaseErr = s.gate(cfg, sum)
+	}
+	status, reason := report.StatusComplete, ""
+	if phaseErr != nil {
+		status, reason = report.StatusFailed, phaseErr.Error()
+	}
+	extra, err := s.writeReport(sum, status, reason)
+	if err != nil {
+		return err
+	}
+	files := append(report.ResultFiles(s.comm.Size(), ran), extra...)
+	if phaseErr != nil {
+		// Every file is written, with the failed checks marked False; the
+		// run as a whole failed, and run.json says why.
+		st.log.finish(report.StatusFailed, phaseErr.Error(), files)
+		return phaseErr
+	}
+	// Last: every rank's files and the combined ones are in place.
+	return st.log.finish(report.StatusComplete, "", files)
+}

@@ -1,0 +1,147 @@
+package watchdog
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// ExitSignal + the signal's number is the exit code of a run a signal
+// ended, as a shell reports a process killed by it.
+const ExitSignal = 128
+
+// abortGrace bounds how long an ending process waits for the main goroutine
+// to abort the NCCL communicator (it does so at its next device poll); a
+// main goroutine blocked in MPI never gets there, and the process then ends
+// without it: the driver releases the GPU when the process exits.
+const abortGrace = 3 * time.Second
+
+// Ender ends the process from a goroutine other than main's, for the
+// watchdog and for signals: the main goroutine may be blocked in a
+// collective and cannot be waited for. It prints the reason, has rank 0's
+// run.json say "failed", asks the backend to abort its communicator and
+// exits with a non-zero code through the exit function main gave it (only
+// main's os.Exit ends the process); mpirun or srun then end the other
+// ranks. Only the first call does anything.
+type Ender struct {
+	stderr io.Writer
+	exit   func(int)
+
+	mu         sync.Mutex
+	who        string                 // "rank 1 (node7)", once MPI has started
+	markFailed func(reason string)    // rank 0, once run.json exists
+	abort      func() <-chan struct{} // once the backend can abort; nil channel: nothing to abort
+
+	once    sync.Once
+	ending  atomic.Bool
+	aborted chan struct{}
+	// leaving is 1 + the code the run already decided to exit with, once
+	// it has (0 while it runs): a launcher that ends the job because
+	// another rank exited first then only speeds the exit up.
+	leaving atomic.Int64
+}
+
+// Leaving says the run has ended with code and is only shutting down: a
+// signal from now on exits at once with that code, quietly.
+func (e *Ender) Leaving(code int) { e.leaving.Store(int64(code) + 1) }
+
+// NewEnder returns an Ender that prints to stderr and ends the process
+// with exit (main's os.Exit).
+func NewEnder(stderr io.Writer, exit func(int)) *Ender {
+	return &Ender{stderr: stderr, exit: exit}
+}
+
+// SetWho names this process in every message, once MPI has started.
+func (e *Ender) SetWho(rank int, host string) {
+	e.mu.Lock()
+	e.who = fmt.Sprintf("rank %d (%s)", rank, host)
+	e.mu.Unlock()
+}
+
+// SetMarkFailed gives the function that marks the run failed (rank 0's
+// run.json), once there is one.
+func (e *Ender) SetMarkFailed(f func(string)) { e.mu.Lock(); e.markFailed = f; e.mu.Unlock() }
+
+// SetAbort gives the function that asks the backend to abort its
+// communicator; its channel is closed once it has (nil: nothing to abort).
+func (e *Ender) SetAbort(f func() <-chan struct{}) { e.mu.Lock(); e.abort = f; e.mu.Unlock() }
+
+// Ending reports whether the process is being ended; main then waits for
+// it instead of exiting on its own.
+func (e *Ender) Ending() bool { return e.ending.Load() }
+
+// End records reason (msg with the rank when empty) in run.json first, so
+// that a launcher's kill soon after cannot leave it "running", then prints
+// msg, aborts the backend and exits with code. It does not return.
+func (e *Ender) End(code int, msg, reason string) {
+	e.once.Do(func() {
+		e.ending.Store(true)
+		e.mu.Lock()
+		who, mark, abort := e.who, e.markFailed, e.abort
+		e.mu.Unlock()
+		line := msg
+		if who != "" {
+			line = who + ": " + msg
+		}
+		if reason == "" {
+			reason = line
+		}
+		if mark != nil {
+			mark(reason)
+		}
+		fmt.Fprintf(e.stderr, "rsag: %s\n", line)
+		if abort != nil {
+			if done := abort(); done != nil {
+				select {
+				case <-done:
+					fmt.Fprintf(e.stderr, "rsag: %s: communicator aborted\n", who)
+				case <-time.After(abortGrace):
+					fmt.Fprintf(e.stderr, "rsag: %s: the communicator was not aborted within %v (the main thread is not waiting on the device); exiting without it\n", who, abortGrace)
+				}
+			}
+		}
+		e.exit(code)
+	})
+	select {} // another goroutine is ending the process
+}
+
+// WaitForEnd is the main goroutine's side: the process is being ended by
+// another goroutine, which exits; main must not exit first with another code.
+func (e *Ender) WaitForEnd() {
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+// CatchSignals ends the process cleanly on SIGINT or SIGTERM (Ctrl-C,
+// scancel, Slurm's time limit, mpirun ending the job because another rank
+// failed).
+func CatchSignals(e *Ender) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		s := (<-c).(syscall.Signal)
+		if code := e.leaving.Load(); code > 0 {
+			e.exit(int(code - 1))
+		}
+		name := signalName(s)
+		e.End(ExitSignal+int(s), fmt.Sprintf("received %s: stopping (the results are marked failed); "+
+			"a launcher sends it when the job is cancelled, hits its time limit, or another rank failed", name),
+			"signal "+name)
+	}()
+}
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}

@@ -249,7 +249,7 @@ func (j *job) requestAbort() <-chan struct{} {
 func (j *job) loadConfig() (config.Config, error) {
 	var msg []byte
 	if j.comm.Rank() == 0 {
-		data, err := os.ReadFile(j.opts.configPath)
+		data, err := config.ReadFile(j.opts.configPath)
 		if err != nil {
 			msg = append([]byte{1}, fmt.Sprintf("cannot read the config: %v (give an existing TOML file with -config, e.g. configs/smoke.toml)", err)...)
 		} else {
@@ -329,7 +329,7 @@ func (j *job) checkEarlierResults() error {
 func (j *job) checkSupport(cfg config.Config) error {
 	var err error
 	if cfg.Timing.Enabled {
-		err = phases.CheckSupport(j.backend, cfg.TimingRuns())
+		err = phases.CheckSupport(j.backend, cfg.TimingRuns)
 	}
 	return j.agree(err, exitBadArgs, "the sweep cannot run", "another rank's backend cannot run it")
 }
@@ -340,7 +340,7 @@ func (j *job) checkFits(cfg config.Config) error {
 	world := j.comm.Size()
 	var err error
 	if cfg.Timing.Enabled {
-		err = phases.CheckFits(j.backend, phases.TimingFootprint(world, cfg.TimingRuns()), "timing at the largest size")
+		err = phases.CheckFits(j.backend, phases.TimingFootprint(world, cfg.TimingRuns), "timing at the largest size")
 	}
 	if err == nil && cfg.Memory.Enabled {
 		err = phases.CheckFits(j.backend, phases.MemoryFootprint(world, int64(cfg.Memory.PayloadBytes), cfg.Memory.Modes),
@@ -409,7 +409,7 @@ func (j *job) runPhases(cfg config.Config) (c []phases.ContractResult, t []phase
 	}
 	if cfg.Timing.Enabled {
 		j.phase("timing")
-		t, err = phases.RunTiming(j.watched, comm, cfg.TimingRuns(), progress)
+		t, err = phases.RunTiming(j.watched, comm, cfg.TimingRuns, progress)
 		if err != nil {
 			return c, t, m, checkShared(err)
 		}

@@ -1,15 +1,16 @@
 // Package config reads rsag's TOML configuration: strict decoding (unknown
-// keys are errors with the closest known key suggested), defaults in one
-// place (Default), -set overrides through the same parser, and validation
-// against the world size before any collective runs.
+// keys, and known ones spelt in another case, are errors with the closest
+// known key suggested), defaults in one place (Default), -set overrides
+// through the same parser, every number checked against a documented bound
+// (bounds.go), and validation against the world size before any collective
+// runs. Parse resolves the timing runs once, into phases' own types.
 package config
 
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -31,21 +32,15 @@ type Config struct {
 	Contracts Contracts `toml:"contracts"`
 	Timing    Timing    `toml:"timing"`
 	Memory    Memory    `toml:"memory"`
+	Numerics  Numerics  `toml:"numerics"`
+	Hierarchy Hierarchy `toml:"hierarchy"`
 	// RunTables are the [[run]] tables, each a set of timing keys (and a
 	// name) that override [timing]; Runs holds them resolved.
 	RunTables []toml.Primitive `toml:"run" json:"-"`
 	Runs      []Run            `toml:"-" json:"runs"`
-}
-
-type Contracts struct {
-	Enabled bool `toml:"enabled"`
-}
-
-type Memory struct {
-	Enabled      bool `toml:"enabled"`
-	PayloadBytes Size `toml:"payload_bytes"`
-	// Modes names the buffer-lifetime strategies to measure, in order.
-	Modes []string `toml:"modes"`
+	// TimingRuns are Runs as the timing phase takes them, sizes expanded,
+	// resolved once by Parse; nil when timing is disabled.
+	TimingRuns []phases.TimingRun `toml:"-" json:"-"`
 }
 
 // Backends are the values of the backend key and the -backend flag.
@@ -59,7 +54,7 @@ var MemoryModes = phases.MemoryModeNames()
 const DefaultTimeoutS = 180
 
 // Default is the seed's run: its five sizes, 3 warmups, 10 cycles and a
-// 256 MiB memory payload, every phase on.
+// 256 MiB memory payload, every phase of the seed's on and ours off.
 func Default() Config {
 	return Config{
 		Backend:   "auto",
@@ -67,15 +62,18 @@ func Default() Config {
 		Contracts: Contracts{Enabled: true},
 		Timing: Timing{Enabled: true, Warmups: 3, Cycles: 10,
 			SizesBytes: []Size{1024, 65536, 1048576, 16777216, 268435456},
-			DTypes:     []string{"float32"}, Ops: []string{"sum"}, Placements: []string{"out-of-place"},
-			Methods: []string{"per-op"}, Batch: 20},
-		Memory: Memory{Enabled: true, PayloadBytes: 268435456, Modes: append([]string(nil), MemoryModes...)},
+			DTypes:     []phases.DType{phases.Float32}, Ops: []phases.Op{phases.Sum},
+			Placements: []phases.Placement{phases.OutOfPlace}, Methods: []phases.Method{phases.PerOp},
+			Modes: append([]phases.Mode(nil), phases.DefaultModes...), Buffers: []phases.BufferKind{phases.PlainBuffers},
+			CTAPolicies: []phases.CTAPolicy{phases.DefaultCTAPolicy}, Batch: 20},
+		Memory:   Memory{Enabled: true, PayloadBytes: 268435456, Modes: append([]string(nil), MemoryModes...)},
+		Numerics: defaultNumerics(),
 	}
 }
 
 // Error is a configuration problem, tied to the key (or flag) at fault.
 type Error struct {
-	Source string // the file name, or "-set"
+	Source string // the file name, "-set ..." or "config"
 	Key    string // e.g. "timing.sizes_bytes"; "" for a syntax error
 	Msg    string // what is wrong and what to do
 }
@@ -89,68 +87,148 @@ func (e *Error) Error() string {
 }
 
 // Parse decodes a config file's bytes over the defaults, then each -set
-// override ("section.key=value", value in TOML syntax) in order. It checks
-// what needs no world size; Validate checks the rest.
+// override in order: "section.key=value" (value in TOML syntax) for a
+// top-level key or a table's, "run.NAME.key=value" for the [[run]] named
+// NAME. The file is checked on its own first, so a file with a bad value is
+// refused whatever the flags say; then the whole. Parse checks what needs
+// no world size and resolves the timing runs; Validate checks the rest.
 func Parse(name string, data []byte, sets []string) (Config, error) {
 	cfg := Default()
-	md, err := toml.Decode(string(data), &cfg)
+	md, doc, err := decode(name, string(data), &cfg, true)
 	if err != nil {
-		return cfg, decodeError(name, err)
-	}
-	if err := checkDecoded(&cfg, md, name, false); err != nil {
 		return cfg, err
 	}
-	rangeKeys := func(md toml.MetaData) bool {
-		return md.IsDefined("timing", "min_bytes") || md.IsDefined("timing", "max_bytes")
-	}
-	if md.IsDefined("timing", "sizes_bytes") && rangeKeys(md) {
-		return cfg, &Error{Source: name, Key: "timing.sizes_bytes", Msg: "given together with min_bytes/max_bytes: use either a list of sizes or a range"}
-	}
-	cfg.Timing.keepSizeForm(md.IsDefined("timing", "sizes_bytes"), rangeKeys(md))
-	for _, set := range sets {
-		doc, err := setToTOML(set)
-		if err != nil {
-			return cfg, err
-		}
-		smd, err := toml.Decode(doc, &cfg)
-		if err != nil {
-			return cfg, decodeError("-set "+set, err)
-		}
-		if err := checkDecoded(&cfg, smd, "-set "+set, true); err != nil {
-			return cfg, err
-		}
-		cfg.Timing.keepSizeForm(smd.IsDefined("timing", "sizes_bytes"), rangeKeys(smd))
-	}
-	if err := cfg.resolveRuns(md, name); err != nil {
+	tables, runNames, err := runTables(name, cfg.RunTables, doc)
+	if err != nil {
 		return cfg, err
 	}
+	if err := cfg.finish(md, name, tables, nil); err != nil {
+		return cfg, err
+	}
+	// checkKeys and runTables refuse unknown keys before decoding; this
+	// catches any that the TOML library still left undecoded.
 	if undecoded := md.Undecoded(); len(undecoded) > 0 {
 		return cfg, unknownKeyOf(name, undecoded)
 	}
-	return cfg, cfg.check()
-}
-
-// checkDecoded rejects explicit zero world sizes and, for -set documents
-// (which hold no [[run]] tables to decode later), unknown keys.
-func checkDecoded(cfg *Config, md toml.MetaData, source string, final bool) error {
-	if final {
-		if undecoded := md.Undecoded(); len(undecoded) > 0 {
-			return unknownKeyOf(source, undecoded)
+	if len(sets) == 0 {
+		return cfg, nil
+	}
+	runSets := map[string][]runSet{}
+	for _, set := range sets {
+		source := "-set " + set
+		key, value, err := splitSet(set)
+		if err != nil {
+			return cfg, err
+		}
+		if key == "run" || strings.HasPrefix(key, "run.") {
+			rs, runName, err := parseRunSet(source, key, value, runNames)
+			if err != nil {
+				return cfg, err
+			}
+			runSets[runName] = append(runSets[runName], rs)
+			continue
+		}
+		if _, _, err := decode(source, setDoc(key, value), &cfg, false); err != nil {
+			return cfg, err
 		}
 	}
+	return cfg, cfg.finish(md, "-set", tables, runSets)
+}
+
+// finish resolves the runs and checks the whole config; errors name source.
+func (c *Config) finish(md toml.MetaData, source string, tables []runTable, sets map[string][]runSet) error {
+	if err := c.resolveRuns(md, source, tables, sets); err != nil {
+		return err
+	}
+	return c.check(source)
+}
+
+// decode checks one TOML document's keys (exact spelling, nothing unknown),
+// then decodes it over cfg. file says whether it may hold [[run]] tables
+// (a -set may not).
+func decode(source, text string, cfg *Config, file bool) (toml.MetaData, map[string]any, error) {
+	var doc map[string]any
+	kmd, err := toml.Decode(text, &doc)
+	if err != nil {
+		return kmd, nil, decodeError(source, err)
+	}
+	if err := checkKeys(source, kmd.Keys(), file); err != nil {
+		return kmd, nil, err
+	}
+	if list, ok := doc["run"].([]any); ok && len(list) == 0 {
+		return kmd, nil, &Error{Source: source, Key: "run", Msg: "= [] lists no runs: remove it (without [[run]] tables, [timing] is the one run)"}
+	}
+	if _, ok := doc["run"].([]map[string]any); doc["run"] != nil && !ok {
+		return kmd, nil, &Error{Source: source, Key: "run", Msg: "is not an array of tables: write each sweep as a [[run]] table (two brackets) with a name and the [timing] keys it changes"}
+	}
+	md, err := toml.Decode(text, cfg)
+	if err != nil {
+		return md, nil, decodeError(source, err)
+	}
+	if undecoded := md.Undecoded(); len(undecoded) > 0 && !file {
+		return md, nil, unknownKeyOf(source, undecoded)
+	}
 	// A key given explicitly as 0 is an error even where 0 is the default.
-	if md.IsDefined("required_ranks") && cfg.RequiredRanks < 2 {
-		return &Error{Source: source, Key: "required_ranks",
-			Msg: fmt.Sprintf("%d is not a world size: give the exact number of ranks the run needs (at least 2), or leave the key out to accept any", cfg.RequiredRanks)}
+	if md.IsDefined("required_ranks") {
+		r := intRule{"required_ranks", int64(cfg.RequiredRanks), 2, MaxRanks,
+			"%d is not a world size: give the exact number of ranks the run needs (at least 2), or leave the key out to accept any", "ranks"}
+		if msg := r.outOfRange(); msg != "" {
+			return md, nil, &Error{Source: source, Key: "required_ranks", Msg: msg}
+		}
+	}
+	listGiven, rangeGiven, err := sizeForm(source, "timing.", func(leaf string) bool { return md.IsDefined("timing", leaf) })
+	if err != nil {
+		return md, nil, err
+	}
+	cfg.Timing.keepSizeForm(listGiven, rangeGiven)
+	return md, doc, nil
+}
+
+// checkKeys refuses every key that is not one of Config's, spelt exactly:
+// the TOML library matches fields without regard to case, so "Cycles" and
+// "cycles" would otherwise both set one field, the last one winning.
+// [[run]] tables are checked by runTables, with their own keys.
+func checkKeys(source string, keys []toml.Key, file bool) error {
+	var unknown []toml.Key
+	for _, k := range keys {
+		if k[0] == "run" {
+			if file {
+				continue
+			}
+			// However spelt ("run", "\"run\""), a -set may not give tables.
+			return &Error{Source: source, Key: k.String(), Msg: "[[run]] tables are the file's: change one run's key with -set run.NAME.key=value"}
+		}
+		if _, ok := schema.hints[k.String()]; ok {
+			continue
+		}
+		// Below a known key that is not a table the type is wrong, not the
+		// key: sizes_bytes = [{a = 1}] is a type error, said by the decoder.
+		if underLeaf(k) {
+			continue
+		}
+		unknown = append(unknown, k)
+	}
+	if len(unknown) > 0 {
+		return unknownKeyOf(source, unknown)
 	}
 	return nil
 }
 
-// unknownKeyOf reports the deepest undecoded key: "timming.sizes_bytes"
-// suggests better than "timming".
-func unknownKeyOf(source string, undecoded []toml.Key) error {
-	key := undecoded[0]
-	for _, k := range undecoded {
+func underLeaf(k toml.Key) bool {
+	for i := 1; i < len(k); i++ {
+		prefix := k[:i].String()
+		if _, ok := schema.hints[prefix]; ok && !schema.tables[prefix] {
+			return true
+		}
+	}
+	return false
+}
+
+// unknownKeyOf reports the deepest unknown key, the first in the document
+// of those: "timming.sizes_bytes" suggests better than "timming".
+func unknownKeyOf(source string, unknown []toml.Key) error {
+	key := unknown[0]
+	for _, k := range unknown {
 		if len(k) > len(key) {
 			key = k
 		}
@@ -160,12 +238,77 @@ func unknownKeyOf(source string, undecoded []toml.Key) error {
 
 func unknownKey(source, key string) error {
 	msg := "unknown key"
-	if s := closestKey(key); s != "" {
+	if s := closestKey(key, KnownKeys()); s != "" {
 		msg += fmt.Sprintf(": did you mean %q?", s)
+		if strings.EqualFold(s, key) {
+			msg += " (keys are case-sensitive)"
+		}
 	} else {
 		msg += "; known keys: " + strings.Join(KnownKeys(), ", ")
 	}
 	return &Error{Source: source, Key: key, Msg: msg}
+}
+
+// runTables checks each [[run]] table's keys against what a run takes and
+// lists the runs' names (a table without one is "run<N>").
+func runTables(source string, prims []toml.Primitive, doc map[string]any) ([]runTable, []string, error) {
+	list, _ := doc["run"].([]map[string]any) // decode refused any other type
+	if len(list) > MaxRuns {
+		return nil, nil, &Error{Source: source, Key: "run", Msg: fmt.Sprintf("%d [[run]] tables are above rsag's bound of %d: merge some", len(list), MaxRuns)}
+	}
+	var tables []runTable
+	var runNames []string
+	for i, table := range list {
+		label := fmt.Sprintf("[[run]] %d", i+1)
+		if err := checkRunKeys(source, label, table); err != nil {
+			return nil, nil, err
+		}
+		name, _ := table["name"].(string)
+		if name == "" {
+			name = fmt.Sprintf("run%d", i+1)
+		}
+		t := runTable{prim: prims[i], given: map[string]bool{}}
+		for k := range table {
+			t.given[k] = true
+		}
+		tables = append(tables, t)
+		runNames = append(runNames, name)
+	}
+	return tables, runNames, nil
+}
+
+// checkRunKeys refuses a key that a [[run]] table does not take, such as
+// enabled (a run is timed when [timing] is), naming the keys it does take.
+// Keys are checked in sorted order so that every rank names the same one.
+func checkRunKeys(source, label string, table map[string]any) error {
+	keys := make([]string, 0, len(table))
+	for k := range table {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if contains(schema.runKeys, k) {
+			continue
+		}
+		key := toml.Key{"run", k}.String()
+		msg := "unknown key in " + label
+		if s := closestKey(k, schema.runKeys); s != "" && k != "enabled" {
+			msg += fmt.Sprintf(": did you mean %q?", "run."+s)
+			if strings.EqualFold(s, k) {
+				msg += " (keys are case-sensitive)"
+			}
+		} else {
+			if _, ok := schema.hints["timing."+k]; ok {
+				msg = fmt.Sprintf("%s is a [timing] key that a [[run]] does not take (%s)", k, label)
+				if k == "enabled" {
+					msg += ": a run is timed whenever timing.enabled is true; remove the key, or the table"
+				}
+			}
+			msg += "; a [[run]] takes " + strings.Join(schema.runKeys, ", ")
+		}
+		return &Error{Source: source, Key: key, Msg: msg}
+	}
+	return nil
 }
 
 // typeErrorRE matches the TOML library's type-mismatch errors, which are
@@ -174,94 +317,86 @@ var typeErrorRE = regexp.MustCompile(`^toml: (?:line (\d+) )?\(last key "([^"]*)
 
 // decodeError turns the TOML library's errors into ones that name the key.
 func decodeError(source string, err error) error {
+	line, key, msg := "", "", err.Error()
 	var perr toml.ParseError
 	if errors.As(err, &perr) {
-		msg := perr.Message
+		key, msg = perr.LastKey, perr.Message
 		if perr.Position.Line > 0 {
-			msg = fmt.Sprintf("line %d: %s", perr.Position.Line, msg)
+			line = fmt.Sprint(perr.Position.Line)
 		}
-		return &Error{Source: source, Key: perr.LastKey, Msg: msg + typeHint(perr.LastKey)}
+	} else if m := typeErrorRE.FindStringSubmatch(msg); m != nil {
+		line, key, msg = m[1], m[2], m[3]
+	} else {
+		return &Error{Source: source, Msg: msg}
 	}
-	if m := typeErrorRE.FindStringSubmatch(err.Error()); m != nil {
-		msg := m[3]
-		if m[1] != "" {
-			msg = "line " + m[1] + ": " + msg
-		}
-		return &Error{Source: source, Key: m[2], Msg: msg + typeHint(m[2])}
+	switch {
+	case strings.Contains(msg, "has already been defined"):
+		// The TOML library's words for a key written twice: bare, quoted
+		// or dotted, it is one key, and the second is not a correction.
+		msg = "is given twice (written bare, quoted or dotted, it is one key): give it once"
+	case strings.Contains(msg, "is unknown: use"), strings.Contains(msg, "byte size"):
+		// Our own parsers' messages say what the key takes already.
+	default:
+		msg += typeHint(key)
 	}
-	return &Error{Source: source, Msg: err.Error()}
+	if line != "" {
+		msg = "line " + line + ": " + msg
+	}
+	return &Error{Source: source, Key: key, Msg: msg}
 }
 
 // typeHint says what type a key takes, for type-mismatch errors.
 func typeHint(key string) string {
-	t, ok := keyTypes()[key]
-	if !ok {
-		return ""
+	if t := schema.hints[key]; t != "" {
+		return " (" + key + " takes " + t + ")"
 	}
-	return " (" + key + " takes " + t + ")"
+	return ""
 }
 
-// setToTOML turns "timing.warmups=5" into "[timing]\nwarmups = 5\n". A value
-// that is not valid TOML but a bare word (-set backend=mpi) is quoted.
-func setToTOML(set string) (string, error) {
-	key, value, ok := strings.Cut(set, "=")
-	key, value = strings.TrimSpace(key), strings.TrimSpace(value)
-	if !ok || key == "" || value == "" {
-		return "", &Error{Source: "-set " + set, Msg: "expected section.key=value, e.g. -set timing.warmups=5 or -set 'timing.sizes_bytes=[1024,65536]'"}
-	}
-	section, leaf := "", key
-	if i := strings.LastIndex(key, "."); i >= 0 {
-		section, leaf = key[:i], key[i+1:]
-	}
-	if _, err := toml.Decode("v = "+value, new(map[string]any)); err != nil && !strings.ContainsAny(value, "[]{}\"'=") {
-		value = fmt.Sprintf("%q", value)
-	}
-	if section == "" {
-		return leaf + " = " + value + "\n", nil
-	}
-	return "[" + section + "]\n" + leaf + " = " + value + "\n", nil
-}
-
-// check validates what does not depend on the world size.
-func (c *Config) check() error {
+// check validates what does not depend on the world size; errors name
+// source, the input whose values are at fault.
+func (c *Config) check(source string) error {
 	bad := func(key, format string, args ...any) error {
-		return &Error{Source: "config", Key: key, Msg: fmt.Sprintf(format, args...)}
+		return &Error{Source: source, Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
 	if !contains(Backends, c.Backend) {
 		return bad("backend", "%q is not a backend: use one of %s", c.Backend, strings.Join(Backends, ", "))
 	}
-	if c.TimeoutS <= 0 {
-		return bad("timeout_s", "%d is not a deadline: give the seconds any collective may take before the job is aborted, at least 1 (default %d)", c.TimeoutS, DefaultTimeoutS)
+	timeout := intRule{"timeout_s", int64(c.TimeoutS), 1, MaxTimeoutS,
+		fmt.Sprintf("%%d is not a deadline: give the seconds any collective may take before the job is aborted, at least 1 (default %d)", DefaultTimeoutS), "seconds (one day)"}
+	if msg := timeout.outOfRange(); msg != "" {
+		return bad("timeout_s", "%s", msg)
 	}
+	c.TimingRuns = nil
 	if c.Timing.Enabled {
-		if err := c.checkRuns(); err != nil {
+		if err := c.checkRuns(source); err != nil {
 			return err
 		}
 	}
 	if c.Memory.Enabled {
-		if c.Memory.PayloadBytes <= 0 {
-			return bad("memory.payload_bytes", "%d is not a positive size: give the payload in bytes, e.g. 268435456 or \"256M\"", c.Memory.PayloadBytes)
-		}
-		if len(c.Memory.Modes) == 0 {
-			return bad("memory.modes", "is empty: list modes from %s, or set memory.enabled = false", strings.Join(MemoryModes, ", "))
-		}
-		for _, m := range c.Memory.Modes {
-			if !contains(MemoryModes, m) {
-				return bad("memory.modes", "%q is not a memory mode: use %s", m, strings.Join(MemoryModes, ", "))
-			}
+		if err := c.Memory.check(bad); err != nil {
+			return err
 		}
 	}
-	if !c.Contracts.Enabled && !c.Timing.Enabled && !c.Memory.Enabled {
-		return bad("enabled", "every phase is disabled: enable at least one of contracts, timing, memory")
+	if c.Numerics.Enabled {
+		if err := c.Numerics.check(bad); err != nil {
+			return err
+		}
+	}
+	if c.Hierarchy.Enabled {
+		if err := c.Hierarchy.check(bad); err != nil {
+			return err
+		}
+	}
+	if !c.Contracts.Enabled && !c.Timing.Enabled && !c.Memory.Enabled && !c.Numerics.Enabled {
+		return bad("enabled", "every phase is disabled: enable at least one of contracts, timing, memory, numerics")
 	}
 	return nil
 }
 
-// Float32Size is the element size of the timing and memory payloads.
-const Float32Size = 4
-
-// Validate checks the config against the world size the job started with.
-// Every rank runs it on the same bytes, so every rank fails alike.
+// Validate checks the config, as Parse returned it, against the world size
+// the job started with. Every rank runs it on the same bytes, so every rank
+// fails alike.
 func (c *Config) Validate(world int) error {
 	bad := func(key, format string, args ...any) error {
 		return &Error{Source: "config", Key: key, Msg: fmt.Sprintf(format, args...)}
@@ -273,27 +408,27 @@ func (c *Config) Validate(world int) error {
 		return bad("required_ranks", "the config requires exactly %d ranks but the job has %d: start %d ranks (mpirun -np %d, srun -n %d) or use -set required_ranks=%d",
 			c.RequiredRanks, world, c.RequiredRanks, c.RequiredRanks, c.RequiredRanks, world)
 	}
-	unit := int64(world * Float32Size)
-	divisible := func(key string, s Size) error {
-		if int64(s)%unit == 0 {
-			return nil
-		}
-		lo := int64(s) / unit * unit
-		if lo == 0 {
-			lo = unit
-		}
-		return bad(key, "%d bytes does not divide by %d ranks x %d bytes (float32) = %d: use a multiple of %d, e.g. %d or %d",
-			s, world, Float32Size, unit, unit, lo, lo+unit)
-	}
 	if c.Timing.Enabled {
 		if err := c.validateRuns(world); err != nil {
 			return err
 		}
 	}
 	if c.Memory.Enabled {
-		if err := divisible("memory.payload_bytes", c.Memory.PayloadBytes); err != nil {
+		if err := divisible("config", "memory.payload_bytes", []int64{int64(c.Memory.PayloadBytes)}, []phases.DType{phases.Float32}, world); err != nil {
 			return err
 		}
+	}
+	if c.Numerics.Enabled {
+		sizes := make([]int64, len(c.Numerics.SizesBytes))
+		for i, s := range c.Numerics.SizesBytes {
+			sizes[i] = int64(s)
+		}
+		if err := divisible("config", "numerics.sizes_bytes", sizes, c.Numerics.DTypes, world); err != nil {
+			return err
+		}
+	}
+	if c.Hierarchy.Enabled {
+		return c.Hierarchy.validate(world)
 	}
 	return nil
 }
@@ -305,93 +440,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// KnownKeys lists every key a config may set, dotted, sorted.
-func KnownKeys() []string {
-	var keys []string
-	for k := range keyTypes() {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// keyTypes maps each dotted key to the kind of value it takes, from the
-// struct tags, so that the key list can never drift from Config.
-func keyTypes() map[string]string {
-	out := map[string]string{}
-	var walk func(prefix string, t reflect.Type)
-	walk = func(prefix string, t reflect.Type) {
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			name := prefix + f.Tag.Get("toml")
-			switch {
-			case name == "run" || name == "-":
-				continue
-			case f.Type.Kind() == reflect.Struct:
-				walk(name+".", f.Type)
-			case f.Type == reflect.TypeOf(Size(0)):
-				out[name] = "a byte size (integer, or a string such as \"256M\")"
-			case f.Type.Kind() == reflect.Slice && f.Type.Elem() == reflect.TypeOf(Size(0)):
-				out[name] = "a list of byte sizes, e.g. [1024, \"1M\"]"
-			case f.Type.Kind() == reflect.Slice:
-				out[name] = "a list of strings"
-			case f.Type.Kind() == reflect.Bool:
-				out[name] = "true or false"
-			case f.Type.Kind() == reflect.Int:
-				out[name] = "an integer"
-			case f.Type.Kind() == reflect.Float64:
-				out[name] = "a number"
-			default:
-				out[name] = "a string"
-			}
-		}
-	}
-	walk("", reflect.TypeOf(Config{}))
-	// [[run]] tables take a name and every [timing] key but enabled.
-	out["run.name"] = "a string"
-	for k, v := range out {
-		if leaf, ok := strings.CutPrefix(k, "timing."); ok && leaf != "enabled" {
-			out["run."+leaf] = v
-		}
-	}
-	return out
-}
-
-// closestKey suggests the known key nearest to an unknown one, by edit
-// distance over the dotted name and over its last part.
-func closestKey(key string) string {
-	best, bestDist, bestFull := "", 4, 0
-	leaf := key[strings.LastIndex(key, ".")+1:]
-	for _, k := range KnownKeys() {
-		full := editDistance(key, k)
-		d := min(full, editDistance(leaf, k[strings.LastIndex(k, ".")+1:])+1)
-		// On a tie the key closer as a whole wins: timming.warmups is
-		// timing.warmups, not run.warmups.
-		if d < bestDist || (d == bestDist && best != "" && full < bestFull) {
-			best, bestDist, bestFull = k, d, full
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

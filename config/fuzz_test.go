@@ -11,7 +11,8 @@ import (
 // FuzzParse feeds Parse arbitrary config bytes and one arbitrary -set
 // override. Whatever the input, Parse and Validate must not panic, and every
 // error must be a *config.Error (so that main can name the key). The seed
-// corpus (every shipped config and every bad input of TestBadInputs) runs in
+// corpus (every shipped config, every bad input of TestBadInputs and every
+// hostile one of TestHostileInputs) runs in
 // plain `go test`; `go test -fuzz FuzzParse ./config` explores further.
 func FuzzParse(f *testing.F) {
 	files, err := filepath.Glob("../configs/*.toml")
@@ -29,6 +30,15 @@ func FuzzParse(f *testing.F) {
 	for _, c := range badInputs {
 		f.Add([]byte(c.file), strings.Join(c.sets, ""))
 	}
+	for _, c := range hostileInputs {
+		for _, set := range append(c.sets, "") {
+			f.Add([]byte(c.file), set)
+		}
+	}
+	f.Add([]byte(runsDoc), "run.b.c.min_bytes=\"1K\"")
+	f.Add([]byte(runsDoc), "run..cycles=3")
+	f.Add([]byte(runsDoc), "run.=3")
+	f.Add([]byte("[[run]]\n[[run]]\nname = \"run1\"\n"), "run.run1.name=\"run2\"")
 	f.Add([]byte("timeout_s = 9223372036854775807\n[memory]\npayload_bytes = \"8589934591G\"\n"), "required_ranks=3")
 	f.Fuzz(func(t *testing.T, data []byte, set string) {
 		var sets []string

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -26,7 +28,11 @@ func (s *Size) UnmarshalText(text []byte) error {
 	return nil
 }
 
-// ParseSize parses a byte count with an optional K, M or G suffix (powers of 1024).
+// ParseSize parses a byte count with an optional K, M or G suffix (powers
+// of 1024). It is the one parser of sizes: a number whose value with its
+// suffix does not fit in 64 bits is refused on either sign, never wrapped
+// ("-18014398509481983K" times 1024 would wrap to 1024). Whether a size is
+// positive and within MaxSizeBytes is for the key's check to say.
 func ParseSize(text string) (Size, error) {
 	t := strings.TrimSpace(text)
 	i := len(t)
@@ -39,11 +45,11 @@ func ParseSize(text string) (Size, error) {
 		return 0, fmt.Errorf("%q is not a byte size: write a whole number of bytes, optionally with K, M or G (powers of 1024), e.g. 65536 or \"64K\"", text)
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a byte size: %v", text, err.(*strconv.NumError).Err)
+	if errors.Is(err, strconv.ErrRange) || n > math.MaxInt64/mult || n < math.MinInt64/mult {
+		return 0, fmt.Errorf("%q is out of range for a byte size: a size is positive and at most %s (%d bytes)", text, Size(MaxSizeBytes), int64(MaxSizeBytes))
 	}
-	if n != 0 && mult > 1 && n > (1<<62)/mult {
-		return 0, fmt.Errorf("%q is too large a byte size", text)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a byte size: write a whole number of bytes, optionally with K, M or G (powers of 1024), e.g. 65536 or \"64K\"", text)
 	}
 	return Size(n * mult), nil
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,7 +13,9 @@ import (
 
 // Timing is the [timing] table: the sweep every run starts from. Sizes are
 // either a list (sizes_bytes) or a range from min_bytes to max_bytes,
-// multiplying by factor or adding step_bytes.
+// multiplying by factor or adding step_bytes. The sweep's dimensions are
+// phases' own types, read through their UnmarshalText, so an unknown name
+// is refused as it is decoded, with the known ones listed.
 type Timing struct {
 	Enabled    bool   `toml:"enabled"`
 	SizesBytes []Size `toml:"sizes_bytes"`
@@ -23,10 +26,15 @@ type Timing struct {
 	Warmups    int    `toml:"warmups"`
 	Cycles     int    `toml:"cycles"`
 	// The sweep's dimensions; the defaults are the seed's single case.
-	DTypes     []string `toml:"dtypes"`
-	Ops        []string `toml:"ops"`
-	Placements []string `toml:"placements"`
-	Methods    []string `toml:"methods"`
+	DTypes     []phases.DType     `toml:"dtypes"`
+	Ops        []phases.Op        `toml:"ops"`
+	Placements []phases.Placement `toml:"placements"`
+	Methods    []phases.Method    `toml:"methods"`
+	// Modes are the timed modes; Buffers and CTAPolicies NCCL's fast paths
+	// (the defaults are the seed's: plain buffers on a default communicator).
+	Modes       []phases.Mode       `toml:"modes"`
+	Buffers     []phases.BufferKind `toml:"buffers"`
+	CTAPolicies []phases.CTAPolicy  `toml:"cta_policies"`
 	// Batch is the number of operations per batched or graph sample.
 	Batch int `toml:"batch"`
 	// Discard drops this many leading samples from the statistics.
@@ -42,16 +50,6 @@ type Run struct {
 	Timing
 }
 
-// Placements and Methods are the values those keys take.
-var (
-	Placements = []string{"out-of-place", "in-place"}
-	Methods    = []string{"per-op", "batched", "graph"}
-)
-
-// maxRangeSizes bounds a size range, so a typo in factor or step_bytes is
-// an error rather than hours of timing.
-const maxRangeSizes = 64
-
 // clone copies t so that decoding a run over it cannot write into the
 // slices t shares with the defaults.
 func (t Timing) clone() Timing {
@@ -61,6 +59,9 @@ func (t Timing) clone() Timing {
 	c.Ops = slices.Clone(t.Ops)
 	c.Placements = slices.Clone(t.Placements)
 	c.Methods = slices.Clone(t.Methods)
+	c.Modes = slices.Clone(t.Modes)
+	c.Buffers = slices.Clone(t.Buffers)
+	c.CTAPolicies = slices.Clone(t.CTAPolicies)
 	return c
 }
 
@@ -75,55 +76,88 @@ func (t *Timing) keepSizeForm(listGiven, rangeGiven bool) {
 	}
 }
 
-// Sizes returns the sizes in bytes: the list, or the range expanded.
-func (t Timing) Sizes() []int64 {
-	if len(t.SizesBytes) > 0 || t.MinBytes <= 0 {
-		out := make([]int64, len(t.SizesBytes))
-		for i, s := range t.SizesBytes {
-			out[i] = int64(s)
-		}
-		return out
-	}
-	var out []int64
-	for s := int64(t.MinBytes); s <= int64(t.MaxBytes) && len(out) <= maxRangeSizes; {
-		out = append(out, s)
-		switch {
-		case t.Factor >= 2:
-			s *= int64(t.Factor)
-		case t.StepBytes > 0:
-			s += int64(t.StepBytes)
-		default:
-			return out
+// sizeForm reads which size form one table (or -set) gives, and refuses
+// both at once: a list with any of the range's keys, which the list would
+// silently override.
+func sizeForm(source, key string, defined func(leaf string) bool) (listGiven, rangeGiven bool, err error) {
+	listGiven = defined("sizes_bytes")
+	rangeGiven = defined("min_bytes") || defined("max_bytes")
+	if listGiven {
+		for _, leaf := range []string{"min_bytes", "max_bytes", "factor", "step_bytes"} {
+			if defined(leaf) {
+				return false, false, &Error{Source: source, Key: key + "sizes_bytes", Msg: "given together with " + leaf +
+					": use either a list of sizes (sizes_bytes) or a range (min_bytes, max_bytes, and factor or step_bytes)"}
+			}
 		}
 	}
-	return out
+	return listGiven, rangeGiven, nil
 }
 
-// resolveRuns decodes each [[run]] table over a copy of [timing]; without
-// any, [timing] itself is the one run, named "default".
-func (c *Config) resolveRuns(md toml.MetaData, source string) error {
+// expandRange lists min, min*factor (or min+step), ... up to max, and
+// says whether it stopped at MaxSizes+1 sizes. Each step is checked before
+// it is taken, so no size can overflow int64 whatever the bounds.
+func expandRange(lo, hi, factor, step int64) (sizes []int64, tooMany bool) {
+	for s := lo; ; {
+		sizes = append(sizes, s)
+		if len(sizes) > MaxSizes {
+			return sizes, true
+		}
+		switch {
+		case factor >= 2 && s <= hi/factor:
+			s *= factor
+		case factor < 2 && step > 0 && s <= hi-step:
+			s += step
+		default:
+			return sizes, false
+		}
+	}
+}
+
+// runTable is one [[run]] table as the file gave it.
+type runTable struct {
+	prim  toml.Primitive
+	given map[string]bool // the keys it sets
+}
+
+// runSet is a -set run.NAME.key=value, as TOML to decode over that run.
+type runSet struct {
+	source string // "-set run.NAME.key=value"
+	doc    string // "key = value\n"
+}
+
+// resolveRuns decodes each [[run]] table over a copy of [timing], then the
+// run's -set overrides; without any table, [timing] itself is the one run,
+// named "default".
+func (c *Config) resolveRuns(md toml.MetaData, source string, tables []runTable, sets map[string][]runSet) error {
 	c.Runs = nil
-	if len(c.RunTables) == 0 {
+	if len(tables) == 0 {
 		c.Runs = []Run{{Name: "default", Timing: c.Timing.clone()}}
 		return nil
 	}
-	for i, table := range c.RunTables {
-		var given Run // what this table sets, to tell a list from a range
-		if err := md.PrimitiveDecode(table, &given); err != nil {
-			return decodeError(source, err)
-		}
-		r := Run{Timing: c.Timing.clone()}
-		if err := md.PrimitiveDecode(table, &r); err != nil {
-			return decodeError(source, err)
-		}
+	for i, table := range tables {
 		key := fmt.Sprintf("run[%d]", i+1)
-		listGiven, rangeGiven := len(given.SizesBytes) > 0, given.MinBytes > 0 || given.MaxBytes > 0
-		if listGiven && rangeGiven {
-			return &Error{Source: source, Key: key + ".sizes_bytes", Msg: "given together with min_bytes/max_bytes: use either a list of sizes or a range"}
+		r := Run{Timing: c.Timing.clone()}
+		if err := md.PrimitiveDecode(table.prim, &r); err != nil {
+			return decodeError(source, err)
+		}
+		listGiven, rangeGiven, err := sizeForm(source, key+".", func(leaf string) bool { return table.given[leaf] })
+		if err != nil {
+			return err
 		}
 		r.keepSizeForm(listGiven, rangeGiven)
 		if r.Name == "" {
 			r.Name = fmt.Sprintf("run%d", i+1)
+		}
+		for _, set := range sets[r.Name] {
+			smd, err := toml.Decode(set.doc, &r)
+			if err != nil {
+				return runSetError(set.source, r.Name, err)
+			}
+			listGiven, rangeGiven, err := sizeForm(set.source, "run."+r.Name+".", func(leaf string) bool { return smd.IsDefined(leaf) })
+			if err != nil {
+				return err
+			}
+			r.keepSizeForm(listGiven, rangeGiven)
 		}
 		for _, other := range c.Runs {
 			if other.Name == r.Name {
@@ -135,70 +169,151 @@ func (c *Config) resolveRuns(md toml.MetaData, source string) error {
 	return nil
 }
 
-// checkRuns validates each run's keys that need no world size.
-func (c *Config) checkRuns() error {
-	for _, r := range c.Runs {
-		prefix := "timing."
-		if len(c.RunTables) > 0 {
-			prefix = "run " + r.Name + ": "
+// runPrefix is how errors name a run's keys: "timing." when [timing] is
+// the one run, else "run NAME: ".
+func (c *Config) runPrefix(name string) string {
+	if len(c.RunTables) == 0 {
+		return "timing."
+	}
+	return "run " + name + ": "
+}
+
+// runSetError names the key of a -set run.NAME.key that did not decode
+// as the flag did, with what the key takes.
+func runSetError(source, name string, err error) error {
+	var cerr *Error
+	if errors.As(decodeError(source, err), &cerr) && cerr.Key != "" {
+		leaf := cerr.Key
+		cerr.Key = "run." + name + "." + leaf
+		if strings.Contains(cerr.Msg, "incompatible types") {
+			cerr.Msg += typeHint("run." + leaf)
 		}
+		return cerr
+	}
+	return decodeError(source, err)
+}
+
+// checkRuns validates each run's keys that need no world size and resolves
+// the runs into the timing phase's form, sizes expanded.
+func (c *Config) checkRuns(source string) error {
+	c.TimingRuns = nil
+	for _, r := range c.Runs {
+		prefix := c.runPrefix(r.Name)
 		bad := func(key, format string, args ...any) error {
-			return &Error{Source: "config", Key: prefix + key, Msg: fmt.Sprintf(format, args...)}
+			return &Error{Source: source, Key: prefix + key, Msg: fmt.Sprintf(format, args...)}
+		}
+		sizes, err := r.sizes(bad)
+		if err != nil {
+			return err
 		}
 		t := r.Timing
-		if len(t.SizesBytes) == 0 {
-			switch {
-			case t.MinBytes <= 0 && t.MaxBytes <= 0:
-				return bad("sizes_bytes", "is empty: list at least one size in bytes, e.g. [1024, \"1M\"], give min_bytes and max_bytes, or set timing.enabled = false")
-			case t.MinBytes <= 0 || t.MaxBytes < t.MinBytes:
-				return bad("min_bytes", "the range %d..%d is empty: give 0 < min_bytes <= max_bytes", t.MinBytes, t.MaxBytes)
-			case (t.Factor >= 2) == (t.StepBytes > 0):
-				return bad("factor", "a size range needs exactly one of factor (an integer >= 2, e.g. 2) or step_bytes (> 0)")
-			case len(t.Sizes()) > maxRangeSizes:
-				return bad("max_bytes", "the range gives more than %d sizes: raise factor or step_bytes, or narrow the range", maxRangeSizes)
+		counts := []intRule{
+			{"warmups", int64(t.Warmups), 0, MaxWarmups, "%d is negative: use 0 or more warm-up iterations (the seed used 3)", "warm-ups"},
+			{"cycles", int64(t.Cycles), 1, MaxCycles, "%d: use at least 1 measured cycle (the seed used 10)", "cycles"},
+			{"batch", int64(t.Batch), 1, MaxBatch, "%d: a batched or graph sample needs at least 1 operation (nccl-tests uses 20)", "operations per sample"},
+		}
+		for _, n := range counts {
+			if msg := n.outOfRange(); msg != "" {
+				return bad(n.key, "%s", msg)
 			}
-		}
-		for _, s := range t.SizesBytes {
-			if s <= 0 {
-				return bad("sizes_bytes", "%d is not a positive size: every size must be at least ranks x the element size", s)
-			}
-		}
-		if t.Warmups < 0 {
-			return bad("warmups", "%d is negative: use 0 or more warm-up iterations (the seed used 3)", t.Warmups)
-		}
-		if t.Cycles <= 0 {
-			return bad("cycles", "%d: use at least 1 measured cycle (the seed used 10)", t.Cycles)
 		}
 		if t.Discard < 0 || t.Discard >= t.Cycles {
 			return bad("discard", "%d: drop from 0 to cycles-1 (%d) leading samples", t.Discard, t.Cycles-1)
 		}
-		if t.Batch < 1 {
-			return bad("batch", "%d: a batched or graph sample needs at least 1 operation (nccl-tests uses 20)", t.Batch)
+		if msg := floatOutOfRange(t.MinBusBWGBps, 0, MaxBusBWGBps, "GB/s",
+			"the bus bandwidth in GB/s the largest size must reach, or 0 for no gate"); msg != "" {
+			return bad("min_busbw_gbps", "%s", msg)
 		}
-		if t.MinBusBWGBps < 0 {
-			return bad("min_busbw_gbps", "%v is negative: give the bus bandwidth in GB/s the largest size must reach, or 0 for no gate", t.MinBusBWGBps)
-		}
-		lists := []struct {
-			key    string
-			values []string
-			valid  func(string) bool
-			known  []string
-		}{
-			{"dtypes", t.DTypes, func(s string) bool { _, ok := phases.ParseDType(s); return ok }, dtypeNames()},
-			{"ops", t.Ops, func(s string) bool { _, ok := phases.ParseOp(s); return ok }, opNames()},
-			{"placements", t.Placements, func(s string) bool { return slices.Contains(Placements, s) }, Placements},
-			{"methods", t.Methods, func(s string) bool { return slices.Contains(Methods, s) }, Methods},
-		}
-		for _, l := range lists {
-			if len(l.values) == 0 {
-				return bad(l.key, "is empty: list at least one of %s", strings.Join(l.known, ", "))
-			}
-			for _, v := range l.values {
-				if !l.valid(v) {
-					return bad(l.key, "%q is unknown: use %s", v, strings.Join(l.known, ", "))
-				}
+		for _, l := range []nameList{
+			listOf("dtypes", t.DTypes, phases.AllDTypes),
+			listOf("ops", t.Ops, phases.AllOps),
+			listOf("placements", t.Placements, phases.Placements),
+			listOf("methods", t.Methods, phases.Methods),
+			listOf("modes", t.Modes, phases.Modes),
+			listOf("buffers", t.Buffers, phases.BufferKinds),
+			listOf("cta_policies", t.CTAPolicies, phases.CTAPolicies),
+		} {
+			if err := l.check(bad); err != nil {
+				return err
 			}
 		}
+		c.TimingRuns = append(c.TimingRuns, phases.TimingRun{Name: r.Name, SizesBytes: sizes,
+			DTypes: t.DTypes, Ops: t.Ops, Placements: t.Placements, Methods: t.Methods,
+			Modes: t.Modes, Buffers: t.Buffers, CTAPolicies: t.CTAPolicies,
+			Batch: t.Batch, Warmups: t.Warmups, Cycles: t.Cycles})
+	}
+	return nil
+}
+
+// sizes checks the run's sizes, a list or a range, and expands them.
+func (t Timing) sizes(bad func(key, format string, args ...any) error) ([]int64, error) {
+	if len(t.SizesBytes) > 0 {
+		if t.Factor != 0 || t.StepBytes != 0 {
+			return nil, bad("factor", "factor and step_bytes apply to a range (min_bytes..max_bytes), but these sizes are a list: remove them, or give min_bytes and max_bytes instead of sizes_bytes")
+		}
+		if len(t.SizesBytes) > MaxSizes {
+			return nil, bad("sizes_bytes", "lists %d sizes, above rsag's bound of %d sizes per sweep: split them into [[run]] tables or drop some", len(t.SizesBytes), MaxSizes)
+		}
+		out := make([]int64, len(t.SizesBytes))
+		for i, s := range t.SizesBytes {
+			if msg := sizeOutOfRange(s, "every size must be at least ranks x the element size"); msg != "" {
+				return nil, bad("sizes_bytes", "%s", msg)
+			}
+			out[i] = int64(s)
+		}
+		if d, dup := firstDuplicate(t.SizesBytes); dup {
+			return nil, bad("sizes_bytes", "%d is listed twice: list each size once", d)
+		}
+		return out, nil
+	}
+	switch {
+	case t.MinBytes <= 0 && t.MaxBytes <= 0:
+		return nil, bad("sizes_bytes", "is empty: list at least one size in bytes, e.g. [1024, \"1M\"], give min_bytes and max_bytes, or set timing.enabled = false")
+	case t.MinBytes <= 0 || t.MaxBytes < t.MinBytes:
+		return nil, bad("min_bytes", "the range %d..%d is empty: give 0 < min_bytes <= max_bytes", t.MinBytes, t.MaxBytes)
+	case t.MaxBytes > MaxSizeBytes:
+		return nil, bad("max_bytes", "%s", sizeOutOfRange(t.MaxBytes, ""))
+	case (t.Factor != 0) == (t.StepBytes != 0):
+		return nil, bad("factor", "a size range needs exactly one of factor (an integer from 2 to %d, e.g. 2) or step_bytes (a positive size)", MaxFactor)
+	case t.Factor != 0 && (t.Factor < 2 || t.Factor > MaxFactor):
+		return nil, bad("factor", "%d: use an integer from 2 to %d (rsag's bound), e.g. 2", t.Factor, MaxFactor)
+	case t.Factor == 0 && sizeOutOfRange(t.StepBytes, "") != "":
+		return nil, bad("step_bytes", "%s", sizeOutOfRange(t.StepBytes, "give the bytes added per step, e.g. \"1M\""))
+	}
+	sizes, tooMany := expandRange(int64(t.MinBytes), int64(t.MaxBytes), int64(t.Factor), int64(t.StepBytes))
+	if tooMany {
+		return nil, bad("max_bytes", "the range %s..%s by step_bytes %s gives more than %d sizes, rsag's bound per sweep: raise step_bytes, narrow the range, or use factor",
+			t.MinBytes, t.MaxBytes, t.StepBytes, MaxSizes)
+	}
+	return sizes, nil
+}
+
+// nameList is one list of names to check: not empty, no duplicates (the
+// unknown ones were refused as they were decoded).
+type nameList struct {
+	key   string
+	names []string
+	known []string
+}
+
+func listOf[T fmt.Stringer](key string, values, known []T) nameList {
+	return nameList{key, names(values), names(known)}
+}
+
+func names[T fmt.Stringer](values []T) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = v.String()
+	}
+	return out
+}
+
+func (l nameList) check(bad func(key, format string, args ...any) error) error {
+	if len(l.names) == 0 {
+		return bad(l.key, "is empty: list at least one of %s", strings.Join(l.known, ", "))
+	}
+	if d, dup := firstDuplicate(l.names); dup {
+		return bad(l.key, "%q is listed twice: list each once", d)
 	}
 	return nil
 }
@@ -207,27 +322,33 @@ func (c *Config) checkRuns() error {
 // by ranks x element size for every dtype, and every dtype/op check can be
 // exact on this many ranks.
 func (c *Config) validateRuns(world int) error {
-	for _, r := range c.Runs {
-		prefix := "timing."
-		if len(c.RunTables) > 0 {
-			prefix = "run " + r.Name + ": "
+	for _, r := range c.TimingRuns {
+		prefix := c.runPrefix(r.Name)
+		if err := divisible("config", prefix+"sizes_bytes", r.SizesBytes, r.DTypes, world); err != nil {
+			return err
 		}
-		for _, name := range r.DTypes {
-			d, _ := phases.ParseDType(name)
-			unit := int64(world * d.Size())
-			for _, s := range r.Sizes() {
-				if s%unit != 0 {
-					lo := max(s/unit*unit, unit)
-					return &Error{Source: "config", Key: prefix + "sizes_bytes", Msg: fmt.Sprintf(
-						"%d bytes does not divide by %d ranks x %d bytes (%s) = %d: use a multiple of %d, e.g. %d or %d",
-						s, world, d.Size(), d, unit, unit, lo, lo+unit)}
-				}
-			}
-			for _, opName := range r.Ops {
-				op, _ := phases.ParseOp(opName)
+		for _, d := range r.DTypes {
+			for _, op := range r.Ops {
 				if err := phases.CheckExact(d, op, world); err != nil {
 					return &Error{Source: "config", Key: prefix + "dtypes", Msg: err.Error()}
 				}
+			}
+		}
+	}
+	return nil
+}
+
+// divisible checks that every size divides by ranks x the element size of
+// every dtype, advising the nearest multiples.
+func divisible(source, key string, sizes []int64, dtypes []phases.DType, world int) error {
+	for _, d := range dtypes {
+		unit := int64(world) * int64(d.Size())
+		for _, s := range sizes {
+			if s%unit != 0 {
+				lo := max(s/unit*unit, unit)
+				return &Error{Source: source, Key: key, Msg: fmt.Sprintf(
+					"%d bytes does not divide by %d ranks x %d bytes (%s) = %d: use a multiple of %d, e.g. %d or %d",
+					s, world, d.Size(), d, unit, unit, lo, lo+unit)}
 			}
 		}
 	}
@@ -241,47 +362,8 @@ func (c *Config) IsSeedCase() bool {
 		return false
 	}
 	t := c.Runs[0].Timing
-	return slices.Equal(t.DTypes, []string{"float32"}) && slices.Equal(t.Ops, []string{"sum"}) &&
-		slices.Equal(t.Placements, []string{"out-of-place"}) && slices.Equal(t.Methods, []string{"per-op"})
-}
-
-func dtypeNames() []string {
-	var out []string
-	for _, d := range phases.AllDTypes {
-		out = append(out, d.String())
-	}
-	return out
-}
-
-func opNames() []string {
-	var out []string
-	for _, o := range phases.AllOps {
-		out = append(out, o.String())
-	}
-	return out
-}
-
-// TimingRuns returns the runs as the timing phase takes them. Names were
-// validated by check, so parsing cannot fail here.
-func (c *Config) TimingRuns() []phases.TimingRun {
-	var out []phases.TimingRun
-	for _, r := range c.Runs {
-		tr := phases.TimingRun{Name: r.Name, SizesBytes: r.Sizes(), Batch: r.Batch, Warmups: r.Warmups, Cycles: r.Cycles}
-		for _, n := range r.DTypes {
-			d, _ := phases.ParseDType(n)
-			tr.DTypes = append(tr.DTypes, d)
-		}
-		for _, n := range r.Ops {
-			o, _ := phases.ParseOp(n)
-			tr.Ops = append(tr.Ops, o)
-		}
-		for _, p := range r.Placements {
-			tr.Placements = append(tr.Placements, phases.Placement(p))
-		}
-		for _, m := range r.Methods {
-			tr.Methods = append(tr.Methods, phases.Method(m))
-		}
-		out = append(out, tr)
-	}
-	return out
+	return slices.Equal(t.DTypes, []phases.DType{phases.Float32}) && slices.Equal(t.Ops, []phases.Op{phases.Sum}) &&
+		slices.Equal(t.Placements, []phases.Placement{phases.OutOfPlace}) && slices.Equal(t.Methods, []phases.Method{phases.PerOp}) &&
+		slices.Equal(t.Modes, phases.DefaultModes) && slices.Equal(t.Buffers, []phases.BufferKind{phases.PlainBuffers}) &&
+		slices.Equal(t.CTAPolicies, []phases.CTAPolicy{phases.DefaultCTAPolicy})
 }

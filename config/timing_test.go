@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"rsag/phases"
 )
 
 func TestSizeRanges(t *testing.T) {
@@ -12,19 +14,19 @@ func TestSizeRanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cfg.Runs[0].Sizes(); !slices.Equal(got, []int64{1024, 4096, 16384, 65536, 262144, 1048576}) {
+	if got := cfg.TimingRuns[0].SizesBytes; !slices.Equal(got, []int64{1024, 4096, 16384, 65536, 262144, 1048576}) {
 		t.Errorf("factor range: %v", got)
 	}
 	cfg, err = Parse("r.toml", []byte("[timing]\nmin_bytes = 4096\nmax_bytes = 16384\nstep_bytes = 4096\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cfg.Runs[0].Sizes(); !slices.Equal(got, []int64{4096, 8192, 12288, 16384}) {
+	if got := cfg.TimingRuns[0].SizesBytes; !slices.Equal(got, []int64{4096, 8192, 12288, 16384}) {
 		t.Errorf("step range: %v", got)
 	}
 	// A -set list replaces a range from the file, and the other way round.
 	cfg, err = Parse("r.toml", []byte("[timing]\nmin_bytes = 4096\nmax_bytes = 16384\nstep_bytes = 4096\n"), []string{"timing.sizes_bytes=[64]"})
-	if err != nil || !slices.Equal(cfg.Runs[0].Sizes(), []int64{64}) {
+	if err != nil || !slices.Equal(cfg.TimingRuns[0].SizesBytes, []int64{64}) {
 		t.Errorf("-set list over a range: %v, %v", cfg.Runs, err)
 	}
 }
@@ -52,15 +54,18 @@ factor = 2
 	if len(cfg.Runs) != 2 || cfg.Runs[0].Name != "fp32" || cfg.Runs[1].Name != "narrow" {
 		t.Fatalf("runs: %+v", cfg.Runs)
 	}
-	a, b := cfg.Runs[0], cfg.Runs[1]
-	if !slices.Equal(a.Sizes(), []int64{1024, 1 << 20}) || a.Cycles != 5 || a.Warmups != 1 || !slices.Equal(a.DTypes, []string{"float32"}) {
+	a, b := cfg.TimingRuns[0], cfg.TimingRuns[1]
+	if a.Name != "fp32" || !slices.Equal(a.SizesBytes, []int64{1024, 1 << 20}) || a.Cycles != 5 || a.Warmups != 1 ||
+		!slices.Equal(a.DTypes, []phases.DType{phases.Float32}) {
 		t.Errorf("run fp32 did not inherit [timing]: %+v", a)
 	}
-	if !slices.Equal(b.Sizes(), []int64{4096, 8192, 16384}) || b.Cycles != 5 || !slices.Equal(b.DTypes, []string{"bfloat16", "int8"}) ||
-		!slices.Equal(b.Methods, []string{"batched", "graph"}) {
+	if b.Name != "narrow" || !slices.Equal(b.SizesBytes, []int64{4096, 8192, 16384}) || b.Cycles != 5 ||
+		!slices.Equal(b.DTypes, []phases.DType{phases.BFloat16, phases.Int8}) ||
+		!slices.Equal(b.Ops, []phases.Op{phases.Sum, phases.Max}) ||
+		!slices.Equal(b.Methods, []phases.Method{phases.Batched, phases.GraphReplay}) {
 		t.Errorf("run narrow: %+v", b)
 	}
-	if !slices.Equal(cfg.Timing.DTypes, []string{"float32"}) {
+	if !slices.Equal(cfg.Timing.DTypes, []phases.DType{phases.Float32}) {
 		t.Errorf("a run wrote into [timing]: %v", cfg.Timing.DTypes)
 	}
 	if cfg.IsSeedCase() {
@@ -91,7 +96,7 @@ func TestBadSweeps(t *testing.T) {
 		world     int
 		key, want string
 	}{
-		{"list and range", "[timing]\nsizes_bytes = [1024]\nmin_bytes = 1024\n", 2, "timing.sizes_bytes", "either a list of sizes or a range"},
+		{"list and range", "[timing]\nsizes_bytes = [1024]\nmin_bytes = 1024\n", 2, "timing.sizes_bytes", "given together with min_bytes: use either a list of sizes"},
 		{"range without factor", "[timing]\nmin_bytes = 1024\nmax_bytes = 4096\n", 2, "timing.factor", "exactly one of factor"},
 		{"empty range", "[timing]\nmin_bytes = 4096\nmax_bytes = 1024\nfactor = 2\n", 2, "timing.min_bytes", "is empty"},
 		{"huge range", "[timing]\nmin_bytes = 4\nmax_bytes = \"1G\"\nstep_bytes = 4\n", 2, "timing.max_bytes", "more than 64 sizes"},

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -278,6 +279,15 @@ func configFields(v reflect.Value, obj map[string]any) {
 }
 
 func configValue(v reflect.Value) any {
+	// A typed name (phases.DType, phases.Op) is written as its name, as
+	// the config spells it, not as the integer it is stored as.
+	if v.Kind() != reflect.Pointer && v.Kind() != reflect.Interface && v.CanInterface() {
+		if m, ok := v.Interface().(encoding.TextMarshaler); ok {
+			if b, err := m.MarshalText(); err == nil {
+				return string(b)
+			}
+		}
+	}
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {

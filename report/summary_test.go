@@ -263,3 +263,22 @@ func firstDifference(want, got string) string {
 	}
 	return "(same lines)"
 }
+
+// Typed names (a dtype, an op) appear in the config object as the config
+// spells them, not as the integers they are stored as.
+func TestConfigObjectWritesNames(t *testing.T) {
+	cfg := struct {
+		DTypes []phases.DType `toml:"dtypes"`
+		Op     phases.Op      `toml:"op"`
+		Mode   phases.Mode    `toml:"mode"`
+		Count  int            `toml:"count"`
+	}{[]phases.DType{phases.Float32, phases.Int8}, phases.Max, phases.Decomposed, 3}
+	obj, err := ConfigObject(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(obj)
+	if want := `{"count":3,"dtypes":["float32","int8"],"mode":"decomposed","op":"max"}`; string(data) != want {
+		t.Errorf("ConfigObject = %s, want %s", data, want)
+	}
+}

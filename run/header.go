@@ -39,7 +39,7 @@ func (s *session) printHeader(mine phases.Info, infos []phases.Info) {
 func (s *session) preflight(cfg config.Config, be phases.Backend) error {
 	var err error
 	if cfg.Timing.Enabled {
-		err = phases.CheckSupport(be, cfg.TimingRuns())
+		err = phases.CheckSupport(be, cfg.TimingRuns)
 	}
 	if err := s.agree(err, ExitBadArgs, "the sweep cannot run"); err != nil {
 		return err
@@ -47,7 +47,7 @@ func (s *session) preflight(cfg config.Config, be phases.Backend) error {
 	world := s.comm.Size()
 	err = nil
 	if cfg.Timing.Enabled {
-		err = phases.CheckFits(be, phases.TimingFootprint(world, cfg.TimingRuns()), "timing at the largest size")
+		err = phases.CheckFits(be, phases.TimingFootprint(world, cfg.TimingRuns), "timing at the largest size")
 	}
 	if err == nil && cfg.Memory.Enabled {
 		err = phases.CheckFits(be, phases.MemoryFootprint(world, int64(cfg.Memory.PayloadBytes), cfg.Memory.Modes),

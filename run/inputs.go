@@ -18,7 +18,7 @@ import (
 func (s *session) loadConfig() (config.Config, error) {
 	var msg []byte
 	if s.comm.Rank() == 0 {
-		data, err := os.ReadFile(s.opts.ConfigPath)
+		data, err := config.ReadFile(s.opts.ConfigPath)
 		if err != nil {
 			msg = append([]byte{1}, fmt.Sprintf("cannot read the config: %v (give an existing TOML file with -config, e.g. configs/smoke.toml)", err)...)
 		} else {

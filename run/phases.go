@@ -47,7 +47,7 @@ func (s *session) runPhases(cfg config.Config, be phases.Backend) (res results, 
 	}
 	if cfg.Timing.Enabled {
 		s.phase("timing")
-		if res.timings, err = phases.RunTiming(be, comm, cfg.TimingRuns(), progress); err != nil {
+		if res.timings, err = phases.RunTiming(be, comm, cfg.TimingRuns, progress); err != nil {
 			return res, checkShared(err)
 		}
 	}

@@ -1,0 +1,94 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+const setUsage = "expected section.key=value, e.g. -set timing.warmups=5 or -set 'timing.sizes_bytes=[1024,65536]', or run.NAME.key=value for the [[run]] named NAME"
+
+// splitSet splits "timing.warmups=5" into its key and value. A -set is one
+// line: a newline would let one flag set several keys unseen.
+func splitSet(set string) (key, value string, err error) {
+	if strings.ContainsAny(set, "\n\r") {
+		return "", "", &Error{Source: fmt.Sprintf("-set %q", set),
+			Msg: "holds a line break: give one key per -set, and repeat -set for the next"}
+	}
+	key, value, ok := strings.Cut(set, "=")
+	key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+	if !ok || key == "" || value == "" {
+		return "", "", &Error{Source: "-set " + set, Msg: setUsage}
+	}
+	return key, tomlValue(value), nil
+}
+
+// tomlValue quotes a value that is not valid TOML but a bare word, so that
+// -set backend=mpi means "mpi".
+func tomlValue(value string) string {
+	if _, err := toml.Decode("v = "+value, new(map[string]any)); err != nil && !strings.ContainsAny(value, "[]{}\"'=") {
+		return fmt.Sprintf("%q", value)
+	}
+	return value
+}
+
+// setDoc turns "timing.warmups", "5" into "[timing]\nwarmups = 5\n".
+func setDoc(key, value string) string {
+	section, leaf := "", key
+	if i := strings.LastIndex(key, "."); i >= 0 {
+		section, leaf = key[:i], key[i+1:]
+	}
+	if section == "" {
+		return leaf + " = " + value + "\n"
+	}
+	return "[" + section + "]\n" + leaf + " = " + value + "\n"
+}
+
+// parseRunSet reads -set run.NAME.key=value: the key of the [[run]] named
+// NAME (everything between "run." and the last dot, so a name may hold
+// dots). run.key=value is refused with how to change a run instead: which
+// run it meant is not for rsag to guess.
+func parseRunSet(source, key, value string, runNames []string) (runSet, string, error) {
+	if key == "run" {
+		return runSet{}, "", &Error{Source: source, Key: key, Msg: "[[run]] tables are the file's: change one run's key with -set run.NAME.key=value" + runList(runNames)}
+	}
+	rest := strings.TrimPrefix(key, "run.")
+	i := strings.LastIndex(rest, ".")
+	if i < 0 {
+		leaf := rest
+		msg := fmt.Sprintf("a [[run]] is changed by its name: -set run.NAME.%s=%s changes the run named NAME, and -set timing.%s=%s every run that does not set %s itself",
+			leaf, value, leaf, value, leaf)
+		if len(runNames) == 0 {
+			msg = fmt.Sprintf("this config has no [[run]] tables, so [timing] is its one run: use -set timing.%s=%s", leaf, value)
+		} else {
+			msg += runList(runNames)
+		}
+		return runSet{}, "", &Error{Source: source, Key: key, Msg: msg}
+	}
+	name, leaf := rest[:i], rest[i+1:]
+	if len(runNames) == 0 {
+		return runSet{}, "", &Error{Source: source, Key: key, Msg: fmt.Sprintf(
+			"this config has no [[run]] tables, so [timing] is its one run: use -set timing.%s=%s", leaf, value)}
+	}
+	if !contains(runNames, name) {
+		return runSet{}, "", &Error{Source: source, Key: key, Msg: fmt.Sprintf(
+			"no [[run]] is named %q: the runs are %s", name, strings.Join(runNames, ", "))}
+	}
+	doc := leaf + " = " + value + "\n"
+	var table map[string]any
+	if _, err := toml.Decode(doc, &table); err != nil {
+		return runSet{}, "", decodeError(source, err)
+	}
+	if err := checkRunKeys(source, "-set for run "+name, table); err != nil {
+		return runSet{}, "", err
+	}
+	return runSet{source: source, doc: doc}, name, nil
+}
+
+func runList(runNames []string) string {
+	if len(runNames) == 0 {
+		return " (this config has none)"
+	}
+	return "; the runs are " + strings.Join(runNames, ", ")
+}

@@ -29,6 +29,8 @@ var (
 type Backend struct {
 	comm        *mpi.Comm
 	rank, world int
+	localSize   int    // ranks on this node, which share its memory
+	meminfo     string // /proc/meminfo; another file in tests
 
 	live      map[*region]struct{} // every mapping Alloc made and Free has not released
 	liveBytes int64
@@ -47,7 +49,7 @@ func New(c *mpi.Comm) (*Backend, error) {
 // newBackend lets tests give a backend a rank and world size other than
 // the communicator's, to check what the backend decides before MPI is called.
 func newBackend(c *mpi.Comm, rank, world int) *Backend {
-	return &Backend{comm: c, rank: rank, world: world, live: map[*region]struct{}{}}
+	return &Backend{comm: c, rank: rank, world: world, localSize: c.LocalSize(), meminfo: meminfo, live: map[*region]struct{}{}}
 }
 
 func (be *Backend) Info() phases.Info {

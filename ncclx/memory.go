@@ -3,6 +3,7 @@ package ncclx
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"unsafe"
 
 	"rsag/phases"
@@ -47,6 +48,12 @@ func (b *Backend) FreeMemory() (free, total int64, err error) {
 		return 0, 0, b.errorf("%w", err)
 	}
 	return free, total, nil
+}
+
+// MemoryKind names the GPU whose memory FreeMemory measures.
+func (b *Backend) MemoryKind() phases.MemoryKind {
+	return phases.MemoryKind{Memory: "device memory", Where: fmt.Sprintf("%s (GPU %d of %s)", b.info.Device, b.ordinal, b.host),
+		Fix: "free the GPU of other processes"}
 }
 
 // Alloc allocates count elements with cuMemAlloc. A request larger than the

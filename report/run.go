@@ -2,13 +2,11 @@ package report
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"time"
 )
 
@@ -117,59 +115,6 @@ func TempFor(name string) (string, bool) {
 		return "", false
 	}
 	return m[1], true
-}
-
-func b0(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// FindResults lists the result files an earlier run left in dir (none when
-// dir does not exist).
-func FindResults(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var found []string
-	for _, e := range entries {
-		if e.Type().IsRegular() && IsResultFile(e.Name()) {
-			found = append(found, e.Name())
-		}
-	}
-	// run.json first: it says what the earlier run was.
-	slices.SortStableFunc(found, func(a, b string) int {
-		return cmp.Compare(b0(a != RunFile), b0(b != RunFile))
-	})
-	return found, nil
-}
-
-// RemoveResults removes the result files (and leftover temporary files) an
-// earlier run left in dir, and nothing else.
-func RemoveResults(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() || !(IsResultFile(e.Name()) || tempFileRE.MatchString(e.Name())) {
-			continue
-		}
-		// Ranks sharing a directory remove the same files: one that is
-		// already gone is not an error.
-		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !os.IsNotExist(err) {
-			return err
-		}
-	}
-	return nil
 }
 
 // ResultFiles names the files a run of world ranks writes for the phases

@@ -1,5 +1,8 @@
-// Package outdir keeps a run's output directory its own: an exclusive lock
-// on it for the whole run (lock.go), and what an earlier run left there,
-// told apart by that run's record of its files (manifest.go), so that
-// -overwrite removes exactly the earlier run's files and nothing else.
+// Package outdir keeps a run's output directory its own and truthful: an
+// exclusive lock on it for the whole run (lock.go); what an earlier run
+// left there, told apart by that run's record of its files, so that
+// -overwrite removes exactly the earlier run's files and nothing else
+// (manifest.go); the notes a rank that fails alone leaves rank 0 (note.go);
+// and the guard that marks run.json failed when rank 0 is killed outright
+// (guard.go).
 package outdir

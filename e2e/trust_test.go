@@ -72,6 +72,8 @@ func TestHostileInputsAreRefusedOnEveryRank(t *testing.T) {
 		{"-set run.cycles", []string{"-set", "run.cycles=3"}, "run.cycles: this config has no [[run]] tables, so [timing] is its one run: use -set timing.cycles=3"},
 		{"one key in two spellings", []string{"-config", writeFile(t, cfgs, "dup.toml", "[timing]\ncycles = 3\n\"cycles\" = 4\n")}, "timing.cycles: line 3: is given twice"},
 		{"float16 on MPI", []string{"-set", `timing.dtypes=["float16"]`}, "the MPI backend cannot run collectives on float16"},
+		// Found by a new user: a file's invalid backend is invalid whatever -backend says.
+		{"invalid backend in the file under -backend mpi", []string{"-config", writeFile(t, cfgs, "gloo.toml", "backend = \"gloo\"\n")}, `backend: "gloo" is not a backend`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -220,8 +222,12 @@ func TestNothingIsLost(t *testing.T) {
 	})
 	t.Run("-overwrite then a refused input", func(t *testing.T) {
 		dir := t.TempDir()
-		if r := mpirun(t, 2, time.Minute, append([]string{"-output-dir", dir}, smoke...)...); r.code != 0 {
+		r := mpirun(t, 2, time.Minute, append([]string{"-output-dir", dir}, smoke...)...)
+		if r.code != 0 {
 			t.Fatalf("first run: exit %d\n%s", r.code, r.stderr)
+		}
+		if n := strings.Count(r.stdout, "\n  mpi "); n != 1 {
+			t.Errorf("the header names the MPI library %d times, want once:\n%s", n, r.stdout)
 		}
 		before := snapshot(t, dir)
 		for _, c := range []struct{ set, want string }{

@@ -282,7 +282,7 @@ func finalRun(t *testing.T, dir string) report.Run {
 
 // killedOrSignalled is a reason rank 0 (a signal) or its guard (rank 0
 // killed outright) gives.
-var killedOrSignalled = regexp.MustCompile(`^(signal SIGTERM|rank 0 \([^,]+, pid [0-9]+\) was killed before it could mark the run)`)
+var killedOrSignalled = regexp.MustCompile(`^(signal SIGTERM|rank 0 \([^,]+, pid [0-9]+\) ended before it could mark the run)`)
 
 // Each way a job is signalled, five times: rsag exits non-zero and
 // run.json says failed, with a reason, never running. When one rank is
@@ -398,7 +398,7 @@ func TestADeadRunIsToldFromALiveOne(t *testing.T) {
 			t.Error("exit 0 after rank 0 was killed")
 		}
 		run := finalRun(t, dir)
-		want := fmt.Sprintf("rank 0 (%s, pid %d) was killed before it could mark the run", live.Host, live.PID)
+		want := fmt.Sprintf("rank 0 (%s, pid %d) ended before it could mark the run", live.Host, live.PID)
 		if run.Status != report.StatusFailed || !strings.HasPrefix(run.Reason, want) {
 			t.Errorf("%+v; want failed, %q", run, want)
 		}

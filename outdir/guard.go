@@ -94,8 +94,8 @@ func guard(stdin io.Reader, lock *os.File, dir, host string, pid int) error {
 // KilledReason is run.json's reason for a run whose rank 0 was killed
 // before it could say why, with what ranks that failed on their own said.
 func KilledReason(host string, pid int, notes []Note) string {
-	reason := fmt.Sprintf("rank 0 (%s, pid %d) was killed before it could mark the run (SIGKILL: the OOM killer, a user, "+
-		"or a launcher forcing the job down, as mpirun does on a second SIGTERM); its guard marked it", host, pid)
+	reason := fmt.Sprintf("rank 0 (%s, pid %d) ended before it could mark the run: killed outright (SIGKILL, the OOM killer, "+
+		"or a launcher forcing the job down, as mpirun does on a second SIGTERM) or crashed; its guard marked it", host, pid)
 	if len(notes) > 0 {
 		var said []string
 		for _, n := range notes {

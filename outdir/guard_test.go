@@ -54,7 +54,7 @@ func TestGuardMarksOnlyItsOwnRunningRun(t *testing.T) {
 				return
 			}
 			if run.Status != report.StatusFailed || run.Ended == "" ||
-				!strings.HasPrefix(run.Reason, "rank 0 (node1, pid 42) was killed before it could mark the run") ||
+				!strings.HasPrefix(run.Reason, "rank 0 (node1, pid 42) ended before it could mark the run: killed outright") ||
 				!strings.HasSuffix(run.Reason, "before that, a rank failed on its own: rank 1 (node1): watchdog: stuck") {
 				t.Errorf("%+v", run)
 			}

@@ -200,7 +200,7 @@ func signalReason(signal string, gone []string, notes []outdir.Note) string {
 		}
 		return fmt.Sprintf("signal %s from the launcher, after a rank failed on its own: %s", signal, strings.Join(said, "; "))
 	case len(gone) > 0:
-		return fmt.Sprintf("signal %s from the launcher, after %s had already ended without leaving a note (a signal sent to it alone, SIGKILL or the OOM killer ended it)",
+		return fmt.Sprintf("signal %s from the launcher, after %s had already ended without leaving a note (killed by a signal, such as SIGKILL or the OOM killer's, or crashed)",
 			signal, strings.Join(gone, ", "))
 	}
 	return fmt.Sprintf("signal %s: the job was stopped from outside (cancelled, at its time limit, or by the launcher after a rank ended); "+

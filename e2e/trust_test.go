@@ -292,15 +292,27 @@ var killedOrSignalled = regexp.MustCompile(`^(signal SIGTERM|rank 0 \([^,]+, pid
 // marked, and at least one of the five marked by rank 0, naming the rank.)
 func TestRunJSONTellsTheTruthAfterSignals(t *testing.T) {
 	rankName := regexp.MustCompile(`^signal SIGTERM from the launcher, after rank 1 \([^,]+, pid [0-9]+\) had already ended`)
+	// Every rank got it at once: none is named as having ended first.
+	outside := regexp.MustCompile(`^signal SIGTERM: the job was stopped from outside .*no rank is known to have failed first`)
 	targets := []struct {
 		name   string
 		send   func(t *testing.T, j *job) error
-		reason *regexp.Regexp // what rank 0's own reason says; nil: just the signal
+		reason *regexp.Regexp // what rank 0's own reason says
 	}{
-		{"SIGTERM to mpirun", func(t *testing.T, j *job) error { return j.cmd.Process.Signal(syscall.SIGTERM) }, nil},
+		{"SIGTERM to mpirun", func(t *testing.T, j *job) error { return j.cmd.Process.Signal(syscall.SIGTERM) }, outside},
 		{"SIGTERM to one rank", func(t *testing.T, j *job) error { return syscall.Kill(rankPID(t, 1), syscall.SIGTERM) }, rankName},
 		{"SIGKILL to one rank", func(t *testing.T, j *job) error { return syscall.Kill(rankPID(t, 1), syscall.SIGKILL) }, rankName},
-		{"SIGTERM to the process group", func(t *testing.T, j *job) error { return syscall.Kill(-j.cmd.Process.Pid, syscall.SIGTERM) }, nil},
+		// Open MPI puts each rank in a process group of its own: the job's
+		// groups are mpirun's and each rank's, all signalled at once (as a
+		// terminal's Ctrl-C or Slurm's scancel reaches every process).
+		{"SIGTERM to every process group of the job", func(t *testing.T, j *job) error {
+			groups := []int{-j.cmd.Process.Pid, -rankPID(t, 0), -rankPID(t, 1)}
+			var errs []error
+			for _, g := range groups {
+				errs = append(errs, syscall.Kill(g, syscall.SIGTERM))
+			}
+			return errors.Join(errs...)
+		}, outside},
 	}
 	var last string
 	for _, target := range targets {

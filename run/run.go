@@ -146,9 +146,10 @@ func (s *session) finalize() {
 }
 
 // signalLinger is how long a rank other than 0 that a signal ends waits
-// before it exits: far more than rank 0 takes to look (microseconds), far
-// less than a launcher's grace before SIGKILL (Open MPI's: about a second).
-const signalLinger = 200 * time.Millisecond
+// before it exits: far more than rank 0 takes to look (milliseconds, even
+// on a loaded node), less than a launcher's grace between its SIGTERM and
+// its SIGKILL (Open MPI's: a second; Slurm's KillWait: 30 s).
+const signalLinger = 500 * time.Millisecond
 
 // state is what a run holds that the end of Run must release or mark: the
 // backend to abort, the run.json to mark failed and the output dir's lock.

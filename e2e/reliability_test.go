@@ -71,7 +71,15 @@ func startJob(t *testing.T, np int, env []string, args ...string) *job {
 	t.Cleanup(func() {
 		select {
 		case <-j.done:
+			return
 		default:
+		}
+		// SIGTERM first: mpirun then ends the ranks, which Open MPI puts in
+		// process groups of their own, out of reach of a kill of mpirun's.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-j.done:
+		case <-time.After(10 * time.Second):
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-j.done
 		}

@@ -30,10 +30,16 @@ func smallSweep(world int) []phases.TimingRun {
 	return runs
 }
 
+// cases is the number of cases of r: one per size, dtype, op, placement
+// and method.
+func cases(r phases.TimingRun) int {
+	return len(r.SizesBytes) * len(r.DTypes) * len(r.Ops) * len(r.Placements) * len(r.Methods)
+}
+
 func sweepSamples(runs []phases.TimingRun) int {
 	n := 0
 	for _, r := range runs {
-		n += len(r.SizesBytes) * len(r.DTypes) * len(r.Ops) * len(r.Placements) * len(r.Methods) * r.Cycles * len(phases.DefaultModes)
+		n += cases(r) * r.Cycles * len(phases.DefaultModes)
 	}
 	return n
 }
@@ -79,8 +85,13 @@ func TestTimingChecksPass(t *testing.T) {
 				}
 			}
 		}
-		if len(progress) == 0 || !strings.Contains(progress[0], "checked") {
-			t.Errorf("%d ranks: progress %q", world, progress)
+		// One progress line per case, on the rank that asked for them.
+		want := 0
+		for _, r := range runs {
+			want += cases(r)
+		}
+		if len(progress) != want {
+			t.Errorf("%d ranks: %d progress lines, want %d", world, len(progress), want)
 		}
 	}
 }

@@ -66,7 +66,7 @@ func ReadRun(dir string) (Run, error) {
 
 // resultFileRE matches the files rsag writes, and the temporary files it
 // writes them through: nothing else in a directory is rsag's to remove.
-const resultNames = `(run\.json|summary\.json|(contracts|timings|memory)\.csv|rank[0-9]+_(contracts|timings|memory)\.csv|` +
+const resultNames = `(run\.json|summary\.json|(contracts|timings|memory|numerics)\.csv|rank[0-9]+_(contracts|timings|memory)\.csv|` +
 	`((time_vs_size|busbw_vs_size|ratio_vs_size)(_[A-Za-z0-9._-]+)?|memory_by_mode)\.(png|svg))`
 
 var resultFileRE = regexp.MustCompile(`^` + resultNames + `$`)
@@ -148,6 +148,9 @@ func ResultFiles(world int, ran Phases) []string {
 	}
 	for _, k := range kinds {
 		files = append(files, k+".csv")
+	}
+	if ran.Numerics {
+		files = append(files, "numerics.csv")
 	}
 	return files
 }

@@ -48,6 +48,9 @@ type Summary struct {
 	Timing      []TimingStat      `json:"timing"`
 	Ratios      []Ratio           `json:"ratios"`
 	Memory      []SummaryMemory   `json:"memory"`
+	// Numerics is the numerics phase, one entry per dtype and size;
+	// empty when it did not run.
+	Numerics []SummaryNumerics `json:"numerics"`
 	// ChecksPassed is whether every contract, timing check and memory check
 	// held on every rank.
 	ChecksPassed bool `json:"checks_passed"`
@@ -106,6 +109,67 @@ type SummaryMemoryRank struct {
 	Correct                bool   `json:"correct"`
 }
 
+// SummaryNumerics is one dtype and size of the numerics phase over every
+// rank: each rank compared its own two outputs, element by element, with
+// each other and with the exact sum; the figures are the worst over ranks.
+type SummaryNumerics struct {
+	DType                 string  `json:"dtype"`
+	SizeBytes             int64   `json:"size_bytes"`
+	Elements              int     `json:"elements"`
+	Ranks                 int     `json:"ranks"`
+	BitwiseEqual          bool    `json:"bitwise_equal"`      // on every rank
+	DifferingElements     int     `json:"differing_elements"` // the most on any rank
+	MaxULP                int64   `json:"max_ulp"`
+	MaxAbsErrorDirect     float64 `json:"max_abs_error_direct"`
+	MaxAbsErrorDecomposed float64 `json:"max_abs_error_decomposed"`
+	MaxRelErrorDirect     float64 `json:"max_rel_error_direct"`
+	MaxRelErrorDecomposed float64 `json:"max_rel_error_decomposed"`
+	UnitRoundoff          float64 `json:"unit_roundoff"`
+	Bound                 float64 `json:"bound"`
+	MaxBoundRatio         float64 `json:"max_bound_ratio"`
+	WithinBound           bool    `json:"within_bound"` // on every rank
+}
+
+// Verdict says in words how the two paths compare.
+func (n SummaryNumerics) Verdict() string {
+	if n.BitwiseEqual {
+		return "bitwise equal"
+	}
+	return fmt.Sprintf("%d of %d elements differ, at most %d ULP", n.DifferingElements, n.Elements, n.MaxULP)
+}
+
+func summaryNumerics(rows []NumericsRow) []SummaryNumerics {
+	type key struct {
+		dtype string
+		size  int64
+	}
+	var out []SummaryNumerics
+	index := map[key]int{}
+	for _, r := range rows {
+		k := key{r.DType, r.SizeBytes}
+		i, ok := index[k]
+		if !ok {
+			i = len(out)
+			index[k] = i
+			out = append(out, SummaryNumerics{DType: r.DType, SizeBytes: r.SizeBytes, Elements: r.Elements,
+				BitwiseEqual: true, WithinBound: true, UnitRoundoff: r.UnitRoundoff})
+		}
+		n := &out[i]
+		n.Ranks++
+		n.BitwiseEqual = n.BitwiseEqual && r.BitwiseEqual
+		n.WithinBound = n.WithinBound && r.WithinBound
+		n.DifferingElements = max(n.DifferingElements, r.DifferingElements)
+		n.MaxULP = max(n.MaxULP, r.MaxULP)
+		n.MaxAbsErrorDirect = max(n.MaxAbsErrorDirect, r.MaxAbsErrorDirect)
+		n.MaxAbsErrorDecomposed = max(n.MaxAbsErrorDecomposed, r.MaxAbsErrorDecomposed)
+		n.MaxRelErrorDirect = max(n.MaxRelErrorDirect, r.MaxRelErrorDirect)
+		n.MaxRelErrorDecomposed = max(n.MaxRelErrorDecomposed, r.MaxRelErrorDecomposed)
+		n.Bound = max(n.Bound, r.Bound)
+		n.MaxBoundRatio = max(n.MaxBoundRatio, r.MaxBoundRatio)
+	}
+	return out
+}
+
 // SummaryInput is what rank 0 knows at the end of a run.
 type SummaryInput struct {
 	Version, Commit string
@@ -142,6 +206,7 @@ func NewSummary(in SummaryInput) Summary {
 	s.Timing = TimingStatsPerRun(in.Rows.Timings, in.World, in.Discard)
 	s.Ratios = Ratios(s.Timing)
 	s.Memory = summaryMemory(in.Rows.Memory)
+	s.Numerics = summaryNumerics(in.Rows.Numerics)
 	s.ChecksPassed = allCorrect(in.Rows)
 	return s
 }
@@ -210,6 +275,11 @@ func allCorrect(rows Rows) bool {
 	}
 	for _, r := range rows.Memory {
 		if !r.Correct {
+			return false
+		}
+	}
+	for _, r := range rows.Numerics {
+		if !r.WithinBound {
 			return false
 		}
 	}
@@ -371,6 +441,9 @@ func normalized(s Summary) Summary {
 	}
 	if s.Memory == nil {
 		s.Memory = []SummaryMemory{}
+	}
+	if s.Numerics == nil {
+		s.Numerics = []SummaryNumerics{}
 	}
 	for i := range s.Memory {
 		if s.Memory[i].Ranks == nil {

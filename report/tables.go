@@ -54,7 +54,26 @@ func WriteTables(w io.Writer, s Summary, ran Phases) error {
 			return err
 		}
 	}
+	if ran.Numerics && len(s.Numerics) > 0 {
+		if err := NumericsTable(w, s.Numerics); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// NumericsTable says, per dtype and size, whether AllReduce and ReduceScatter
+// + AllGather gave the same bits on the same random floats, and how far each
+// is from the exact sum against the error bound of summing W terms.
+func NumericsTable(w io.Writer, rows []SummaryNumerics) error {
+	fmt.Fprintln(w, "Numerics (AllReduce vs RS + AG on the same random floats; errors against the exact sum, worst rank)")
+	t := newTable(w, "dtype", "size", "AllReduce vs RS + AG", "max abs error AR", "max abs error RS+AG", "bound", "error / bound", "within bound")
+	for _, n := range rows {
+		t.Append([]string{n.DType, SizeText(n.SizeBytes), n.Verdict(), fmt.Sprintf("%.3g", n.MaxAbsErrorDirect),
+			fmt.Sprintf("%.3g", n.MaxAbsErrorDecomposed), fmt.Sprintf("%.3g", n.Bound), fmt.Sprintf("%.3f", n.MaxBoundRatio),
+			yesNo(n.WithinBound)})
+	}
+	return t.Render()
 }
 
 // ContractsTable shows each contract and the ranks where it held, so that it

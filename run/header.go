@@ -41,7 +41,10 @@ func (s *session) preflight(cfg config.Config, be phases.Backend) error {
 	if cfg.Timing.Enabled {
 		err = phases.CheckSupport(be, cfg.TimingRuns)
 	}
-	if err := s.agree(err, ExitBadArgs, "the sweep cannot run"); err != nil {
+	if err == nil && cfg.Numerics.Enabled {
+		err = phases.CheckNumerics(be, cfg.Numerics.Spec())
+	}
+	if err := s.agree(err, ExitBadArgs, "the config asks for what this backend cannot do"); err != nil {
 		return err
 	}
 	world := s.comm.Size()
@@ -52,6 +55,9 @@ func (s *session) preflight(cfg config.Config, be phases.Backend) error {
 	if err == nil && cfg.Memory.Enabled {
 		err = phases.CheckFits(be, phases.MemoryFootprint(world, int64(cfg.Memory.PayloadBytes), cfg.Memory.Modes),
 			"the memory phase at memory.payload_bytes")
+	}
+	if err == nil && cfg.Numerics.Enabled {
+		err = phases.CheckFits(be, phases.NumericsFootprint(world, cfg.Numerics.Spec()), "the numerics phase at its largest size")
 	}
 	return s.agree(err, ExitBadArgs, "payload too large")
 }

@@ -14,6 +14,7 @@ type results struct {
 	contracts []phases.ContractResult
 	timings   []phases.TimingSample
 	memory    []phases.MemoryResult
+	numerics  []phases.NumericsResult
 }
 
 // runPhases runs the enabled phases in order. A check that failed on any
@@ -55,6 +56,16 @@ func (s *session) runPhases(cfg config.Config, be phases.Backend) (res results, 
 		s.phase("memory")
 		if res.memory, err = phases.RunMemory(be, comm, int64(cfg.Memory.PayloadBytes), cfg.Memory.Modes, progress); err != nil {
 			return res, checkShared(err)
+		}
+	}
+	if cfg.Numerics.Enabled {
+		s.phase("numerics")
+		if res.numerics, err = phases.RunNumerics(be, comm, cfg.Numerics.Spec()); err != nil {
+			return res, checkShared(err)
+		}
+		for _, r := range res.numerics {
+			progress(fmt.Sprintf("numerics %-8s %-6s %s (rank 0; largest error %.3g of its bound)",
+				r.DType, phases.SizeText(r.SizeBytes), r.Verdict(), r.MaxBoundRatio))
 		}
 	}
 	return res, nil

@@ -193,9 +193,9 @@ func (s *session) run(st *state) error {
 		return phaseErr
 	}
 	s.phase("results")
-	rows := report.FromResults(s.comm.Rank(), s.comm.Host(), res.contracts, res.timings, res.memory)
+	rows := report.FromResults(s.comm.Rank(), s.comm.Host(), res.contracts, res.timings, res.memory, res.numerics)
 	ran := report.Phases{Contracts: cfg.Contracts.Enabled, Timing: cfg.Timing.Enabled, Memory: cfg.Memory.Enabled,
-		Sweep: !cfg.IsSeedCase()}
+		Numerics: cfg.Numerics.Enabled, Sweep: !cfg.IsSeedCase()}
 	sum, err := s.writeResults(cfg, rows, ran, infos)
 	if err != nil {
 		return err

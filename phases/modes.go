@@ -25,6 +25,14 @@ var timedModes = []TimedMode{
 	{Name: AllGatherAlone, Title: "AllGather alone", Label: "AllGather", Short: "AG", Steps: []Collective{AllGatherColl}},
 }
 
+func modeNames() []Mode {
+	out := make([]Mode, len(timedModes))
+	for i, m := range timedModes {
+		out[i] = m.Name
+	}
+	return out
+}
+
 // ModeOf returns the record of a timed mode.
 func ModeOf(m Mode) (TimedMode, bool) {
 	for _, tm := range timedModes {

@@ -76,14 +76,17 @@ static inline CUresult call_cuMemsetD16Async(void *f, CUdeviceptr dst, unsigned 
 static inline CUresult call_cuMemsetD32Async(void *f, CUdeviceptr dst, unsigned int v, size_t n, CUstream s) { return ((CUresult (*)(CUdeviceptr, unsigned int, size_t, CUstream))f)(dst, v, n, s); }
 /* cuStreamCreate */
 static inline CUresult call_cuStreamCreate(void *f, CUstream *s, unsigned int flags) { return ((CUresult (*)(CUstream *, unsigned int))f)(s, flags); }
-/* cuStreamDestroy_v2, cuStreamSynchronize, cuStreamQuery */
+/* cuStreamDestroy_v2 */
 static inline CUresult call_cuStreamOp(void *f, CUstream s) { return ((CUresult (*)(CUstream))f)(s); }
 /* cuEventCreate */
 static inline CUresult call_cuEventCreate(void *f, CUevent *e, unsigned int flags) { return ((CUresult (*)(CUevent *, unsigned int))f)(e, flags); }
 /* cuEventRecord */
 static inline CUresult call_cuEventRecord(void *f, CUevent e, CUstream s) { return ((CUresult (*)(CUevent, CUstream))f)(e, s); }
-/* cuEventSynchronize, cuEventQuery, cuEventDestroy_v2 */
+/* cuEventDestroy_v2 */
 static inline CUresult call_cuEventOp(void *f, CUevent e) { return ((CUresult (*)(CUevent))f)(e); }
+/* cuStreamSynchronize, cuStreamQuery, cuEventSynchronize, cuEventQuery: a
+ * CUstream and a CUevent are both one pointer, passed alike. */
+static inline CUresult call_cuWaitOp(void *f, void *h) { return ((CUresult (*)(void *))f)(h); }
 /* cuEventElapsedTime_v2 (or cuEventElapsedTime before CUDA 12.8) */
 static inline CUresult call_cuEventElapsedTime(void *f, float *ms, CUevent a, CUevent b) { return ((CUresult (*)(float *, CUevent, CUevent))f)(ms, a, b); }
 
@@ -115,13 +118,14 @@ static inline ncclResult_t call_ncclCommInitRank(void *f, ncclComm_t *c, int nra
 static inline ncclResult_t call_ncclCommOp(void *f, ncclComm_t c) { return ((ncclResult_t (*)(ncclComm_t))f)(c); }
 /* ncclCommGetAsyncError */
 static inline ncclResult_t call_ncclCommGetAsyncError(void *f, ncclComm_t c, ncclResult_t *r) { return ((ncclResult_t (*)(ncclComm_t, ncclResult_t *))f)(c, r); }
-/* ncclAllReduce (count), ncclReduceScatter (recvcount) */
-static inline ncclResult_t call_ncclReduceOp(void *f, CUdeviceptr send, CUdeviceptr recv, size_t count, ncclDataType_t t, ncclRedOp_t op, ncclComm_t c, CUstream s) {
-	return ((ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, CUstream))f)((const void *)(uintptr_t)send, (void *)(uintptr_t)recv, count, t, op, c, s);
-}
-/* ncclAllGather (sendcount) */
-static inline ncclResult_t call_ncclAllGather(void *f, CUdeviceptr send, CUdeviceptr recv, size_t count, ncclDataType_t t, ncclComm_t c, CUstream s) {
-	return ((ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, CUstream))f)((const void *)(uintptr_t)send, (void *)(uintptr_t)recv, count, t, c, s);
+/* ncclAllReduce (count) and ncclReduceScatter (recvcount) when reduces is
+ * set; ncclAllGather (sendcount), which takes no reduction, when not. */
+static inline ncclResult_t call_ncclColl(void *f, int reduces, CUdeviceptr send, CUdeviceptr recv, size_t count, ncclDataType_t t, ncclRedOp_t op, ncclComm_t c, CUstream s) {
+	const void *in = (const void *)(uintptr_t)send;
+	void *out = (void *)(uintptr_t)recv;
+	if (reduces)
+		return ((ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, CUstream))f)(in, out, count, t, op, c, s);
+	return ((ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, CUstream))f)(in, out, count, t, c, s);
 }
 /* ncclGetErrorString */
 static inline const char *call_ncclGetErrorString(void *f, ncclResult_t r) { return ((const char *(*)(ncclResult_t))f)(r); }

@@ -152,26 +152,27 @@ type ncclAPI struct {
 	path string
 
 	getVersion, getUniqueID, commInitRank, commDestroy, commAbort unsafe.Pointer
-	commGetAsyncError, allReduce, reduceScatter, allGather        unsafe.Pointer
-	getErrorString, getLastError                                  unsafe.Pointer
+	commGetAsyncError, getErrorString, getLastError               unsafe.Pointer
+	colls                                                         [numColls]unsafe.Pointer // indexed by collective.index
 }
 
 func (n *ncclAPI) table() []symbol {
-	return []symbol{
+	t := []symbol{
 		sym(&n.getVersion, "ncclGetVersion"),
 		sym(&n.getUniqueID, "ncclGetUniqueId"),
 		sym(&n.commInitRank, "ncclCommInitRank"),
 		sym(&n.commDestroy, "ncclCommDestroy"),
 		sym(&n.commAbort, "ncclCommAbort"),
 		sym(&n.commGetAsyncError, "ncclCommGetAsyncError"),
-		sym(&n.allReduce, "ncclAllReduce"),
-		sym(&n.reduceScatter, "ncclReduceScatter"),
-		sym(&n.allGather, "ncclAllGather"),
 		sym(&n.getErrorString, "ncclGetErrorString"),
 		// ncclGetLastError came with NCCL 2.13; without it errors carry only
 		// ncclGetErrorString's text.
 		{names: []string{"ncclGetLastError"}, ptr: &n.getLastError, optional: true},
 	}
+	for _, c := range collectives {
+		t = append(t, sym(&n.colls[c.index], c.symbol))
+	}
+	return t
 }
 
 // loadNCCL opens NCCL from $RSAG_NCCL_LIBRARY or the soname libnccl.so.2.
@@ -264,26 +265,15 @@ func (n *ncclAPI) asyncError(comm ncclComm) error {
 	return n.check("ncclCommGetAsyncError", r, comm)
 }
 
-// The collectives queue one NCCL call on s. They are the hot path: one cgo
-// call, no allocation unless NCCL fails.
-
-func (n *ncclAPI) allReduceOn(send, recv devPtr, count int, t C.ncclDataType_t, op C.ncclRedOp_t, comm ncclComm, s cuStream) error {
-	if r := C.call_ncclReduceOp(n.allReduce, send, recv, C.size_t(count), t, op, comm, s); r != ncclSuccess {
-		return n.newError("ncclAllReduce", int(r), comm)
+// collOn queues collective c on s. It is the hot path: one cgo call, no
+// allocation unless NCCL fails.
+func (n *ncclAPI) collOn(c *collective, send, recv devPtr, count int, t C.ncclDataType_t, op C.ncclRedOp_t, comm ncclComm, s cuStream) error {
+	var reduces C.int
+	if c.reduces {
+		reduces = 1
 	}
-	return nil
-}
-
-func (n *ncclAPI) reduceScatterOn(send, recv devPtr, recvCount int, t C.ncclDataType_t, op C.ncclRedOp_t, comm ncclComm, s cuStream) error {
-	if r := C.call_ncclReduceOp(n.reduceScatter, send, recv, C.size_t(recvCount), t, op, comm, s); r != ncclSuccess {
-		return n.newError("ncclReduceScatter", int(r), comm)
-	}
-	return nil
-}
-
-func (n *ncclAPI) allGatherOn(send, recv devPtr, sendCount int, t C.ncclDataType_t, comm ncclComm, s cuStream) error {
-	if r := C.call_ncclAllGather(n.allGather, send, recv, C.size_t(sendCount), t, comm, s); r != ncclSuccess {
-		return n.newError("ncclAllGather", int(r), comm)
+	if r := C.call_ncclColl(n.colls[c.index], reduces, send, recv, C.size_t(count), t, op, comm, s); r != ncclSuccess {
+		return n.newError(c.symbol, int(r), comm)
 	}
 	return nil
 }

@@ -50,7 +50,7 @@ func (b *Backend) AllGather(send, recv phases.Buffer) error {
 }
 
 func (b *Backend) run(c *collective, send, recv phases.Buffer, op phases.Op) error {
-	if err := phases.CheckShapes(c.shape, send, recv, b.world); err != nil {
+	if err := phases.CheckShapes(c.shape, send, recv, b.WorldSize()); err != nil {
 		return err
 	}
 	s, r, t, o, err := b.operands(c.shape.Name, send, recv, op)
@@ -61,7 +61,7 @@ func (b *Backend) run(c *collective, send, recv phases.Buffer, op phases.Op) err
 	if c.recvCount {
 		count = r.count
 	}
-	if err := b.nc.collOn(c, s.ptr, r.ptr, count, t, o, b.comm, b.stream); err != nil {
+	if err := b.nc.collOn(c, s.ptr, r.ptr, count, t, o, b.c.comm, b.stream); err != nil {
 		return b.errorf("%w", err)
 	}
 	return nil
@@ -75,7 +75,7 @@ func (b *Backend) operands(what string, send, recv phases.Buffer, op phases.Op) 
 	if r, err = b.buffer(recv, what, " output"); err != nil {
 		return
 	}
-	if b.comm == nil {
+	if b.c.comm == nil {
 		err = b.errorf("%s: the communicator was aborted or closed", what)
 		return
 	}

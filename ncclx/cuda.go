@@ -65,6 +65,7 @@ type cudaAPI struct {
 	elapsedName                                              string // which elapsed-time symbol was bound
 	streamBeginCapture, streamEndCapture, graphInstantiate   unsafe.Pointer
 	graphLaunch, graphExecDestroy, graphDestroy              unsafe.Pointer
+	memGetAllocationGranularity                              unsafe.Pointer // optional: the VMM granularity
 
 	// poll, when set, is called while a wait polls the device; an error
 	// stops the wait and is returned. The backend sets it to check NCCL's
@@ -121,6 +122,9 @@ func (c *cudaAPI) table() []symbol {
 		sym(&c.graphLaunch, "cuGraphLaunch"),
 		sym(&c.graphExecDestroy, "cuGraphExecDestroy"),
 		sym(&c.graphDestroy, "cuGraphDestroy"),
+		// Every CUDA 12 driver has it (10.2 on); optional because only the
+		// symmetric buffers' footprint needs it, and that has a fallback.
+		{names: []string{"cuMemGetAllocationGranularity"}, ptr: &c.memGetAllocationGranularity, optional: true},
 	}
 }
 
@@ -346,6 +350,37 @@ func (c *cudaAPI) wait(w *waitCalls, h unsafe.Pointer) error {
 			return err
 		}
 	}
+}
+
+// CUmemAllocationProp and cuMemGetAllocationGranularity values (cuda.h).
+const (
+	cuMemAllocationTypePinned   = 1 // CU_MEM_ALLOCATION_TYPE_PINNED
+	cuMemHandleTypePosixFD      = 1 // CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+	cuMemLocationTypeDevice     = 1 // CU_MEM_LOCATION_TYPE_DEVICE
+	cuMemAllocGranularityRecomm = 1 // CU_MEM_ALLOC_GRANULARITY_RECOMMENDED
+)
+
+// vmmGranularity is the size ncclMemAlloc rounds an allocation on device
+// up to: the recommended granularity of pinned device memory that can be
+// shared through a file descriptor, which is what NCCL 2.28's ncclMemAlloc
+// asks cuMemGetAllocationGranularity for (src/allocator.cc; it adds the
+// fabric handle type and the RDMA flag where the GPU has them, which do not
+// change the granularity of device memory).
+func (c *cudaAPI) vmmGranularity(d cuDevice) (int64, error) {
+	if c.memGetAllocationGranularity == nil {
+		return 0, fmt.Errorf("the CUDA driver (%s) lacks cuMemGetAllocationGranularity", c.path)
+	}
+	var p C.rsag_CUmemAllocationProp
+	p._type = cuMemAllocationTypePinned
+	p.requestedHandleTypes = cuMemHandleTypePosixFD
+	p.location._type = cuMemLocationTypeDevice
+	p.location.id = C.int(d)
+	var g C.size_t
+	r := C.call_cuMemGetAllocationGranularity(c.memGetAllocationGranularity, &g, &p, cuMemAllocGranularityRecomm)
+	if err := c.check("cuMemGetAllocationGranularity", r); err != nil {
+		return 0, err
+	}
+	return int64(g), nil
 }
 
 // beginCapture starts capturing the work queued on s into a graph.

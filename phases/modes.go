@@ -78,20 +78,27 @@ func (m TimedMode) counts(full, world int) ([]int, error) {
 	return c, nil
 }
 
-// Footprint is the bytes the mode's buffers take for a full buffer of n
-// bytes of elemSize-byte elements: every buffer of the chain out of place,
-// the full buffer alone in place (every other one is a view inside it).
-func (m TimedMode) Footprint(n int64, elemSize, world int, p Placement) int64 {
-	if p == InPlace {
-		return n
-	}
+// bufferBytes are the sizes of the buffers the mode allocates for a full
+// buffer of n bytes of elemSize-byte elements: every buffer of the chain
+// out of place, the full buffer alone in place (every other one is a view
+// inside it).
+func (m TimedMode) bufferBytes(n int64, elemSize, world int, p Placement) []int64 {
 	counts, err := m.counts(int(n/int64(elemSize)), world)
-	if err != nil {
-		return n
+	if p == InPlace || err != nil {
+		return []int64{n}
 	}
+	out := make([]int64, len(counts))
+	for i, c := range counts {
+		out[i] = int64(c) * int64(elemSize)
+	}
+	return out
+}
+
+// Footprint is the bytes of the mode's buffers (see bufferBytes).
+func (m TimedMode) Footprint(n int64, elemSize, world int, p Placement) int64 {
 	var total int64
-	for _, c := range counts {
-		total += int64(c) * int64(elemSize)
+	for _, b := range m.bufferBytes(n, elemSize, world, p) {
+		total += b
 	}
 	return total
 }

@@ -13,9 +13,15 @@ type FreeMemoryReporter interface {
 }
 
 // TimingFootprint is the most memory the timing phase holds at once: the
-// buffers of every mode of the run at its largest size, for the placement
-// and dtype that need the most (see TimedMode.Footprint).
-func TimingFootprint(world int, runs []TimingRun) int64 {
+// buffers of every mode of the run at its largest size, for the placement,
+// dtype and buffer kind that need the most, each buffer as the backend
+// allocates it (symmetric windows round up to the VMM granularity).
+func TimingFootprint(be Backend, runs []TimingRun) int64 {
+	world := be.WorldSize()
+	allocBytes := func(_ BufferKind, n int64) int64 { return n }
+	if vs, ok := find[Variants](be); ok {
+		allocBytes = vs.AllocBytes
+	}
 	var most int64
 	for _, r := range runs {
 		if len(r.SizesBytes) == 0 {
@@ -26,13 +32,17 @@ func TimingFootprint(world int, runs []TimingRun) int64 {
 			continue
 		}
 		n := slices.Max(r.SizesBytes)
-		for _, d := range r.DTypes {
-			for _, p := range r.Placements {
-				var need int64
-				for _, m := range modes {
-					need += m.Footprint(n, d.Size(), world, p)
+		for _, v := range RunVariants(r) {
+			for _, d := range r.DTypes {
+				for _, p := range r.Placements {
+					var need int64
+					for _, m := range modes {
+						for _, b := range m.bufferBytes(n, d.Size(), world, p) {
+							need += allocBytes(v.Buffers, b)
+						}
+					}
+					most = max(most, need)
 				}
-				most = max(most, need)
 			}
 		}
 	}
@@ -51,6 +61,18 @@ func CheckSupport(be Backend, runs []TimingRun) error {
 				if err := be.Supports(d, o); err != nil {
 					return fmt.Errorf("run %s: %w", r.Name, err)
 				}
+			}
+		}
+		for _, v := range RunVariants(r) {
+			if v == Baseline {
+				continue
+			}
+			vs, ok := find[Variants](be)
+			if !ok {
+				return fmt.Errorf("run %s: %w", r.Name, missingVariants(be, v))
+			}
+			if err := vs.SupportsVariant(v); err != nil {
+				return fmt.Errorf("run %s: %w", r.Name, err)
 			}
 		}
 		for _, name := range r.Methods {

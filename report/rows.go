@@ -2,7 +2,8 @@
 // order is the CSV column order:
 //
 //	rank{r}_contracts.csv, contracts.csv: rank,name,correct,detail[,host]
-//	rank{r}_timings.csv, timings.csv:     rank,size_bytes,mode,cycle,duration_us,correct[,host]
+//	rank{r}_timings.csv, timings.csv:     rank,size_bytes,mode,cycle,duration_us,correct[,run,dtype,op,
+//	                                      placement,method,batch,buffers,cta_policy][,host]
 //	rank{r}_memory.csv, memory.csv:       rank,mode,payload_bytes,baseline_bytes,steady_delta_bytes,
 //	                                      peak_delta_bytes,correct[,host,analytic_steady_bytes,
 //	                                      analytic_peak_bytes,device_steady_delta_bytes,device_peak_delta_bytes]
@@ -47,6 +48,8 @@ type TimingRow struct {
 	Placement string `csv:"placement,sweep"`
 	Method    string `csv:"method,sweep"`
 	Batch     int    `csv:"batch,sweep"`
+	Buffers   string `csv:"buffers,sweep"`    // plain, registered, symmetric
+	CTAPolicy string `csv:"cta_policy,sweep"` // default, efficiency, zero
 	Host      string `csv:"host,extra"`
 }
 
@@ -105,7 +108,8 @@ func FromResults(rank int, host string, c []phases.ContractResult, t []phases.Ti
 	for _, x := range t {
 		r.Timings = append(r.Timings, TimingRow{Rank: rank, SizeBytes: x.SizeBytes, Mode: string(x.Mode), Cycle: x.Cycle,
 			DurationUS: x.DurationUS, Correct: x.Correct, Run: x.Run, DType: x.DType.String(), Op: x.Op.String(),
-			Placement: string(x.Placement), Method: string(x.Method), Batch: x.Batch, Host: host})
+			Placement: string(x.Placement), Method: string(x.Method), Batch: x.Batch, Buffers: string(x.Variant.Buffers),
+			CTAPolicy: string(x.Variant.CTAPolicy), Host: host})
 	}
 	for _, x := range m {
 		r.Memory = append(r.Memory, MemoryRow{Rank: rank, Mode: x.Mode, PayloadBytes: x.PayloadBytes,

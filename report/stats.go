@@ -24,6 +24,8 @@ type TimingStat struct {
 	Placement string `json:"placement"`
 	Method    string `json:"method"`
 	Batch     int    `json:"batch"`
+	Buffers   string `json:"buffers"`    // plain, registered, symmetric
+	CTAPolicy string `json:"cta_policy"` // default, efficiency, zero
 	Mode      string `json:"mode"`
 
 	Samples   int `json:"samples"`   // cycles kept
@@ -68,17 +70,19 @@ type CaseKey struct {
 	Placement string
 	Method    string
 	Batch     int
+	Buffers   string
+	CTAPolicy string
 	Mode      string
 }
 
 // Key is the row's case and mode.
 func (r TimingRow) Key() CaseKey {
-	return CaseKey{r.Run, r.SizeBytes, r.DType, r.Op, r.Placement, r.Method, r.Batch, r.Mode}
+	return CaseKey{r.Run, r.SizeBytes, r.DType, r.Op, r.Placement, r.Method, r.Batch, r.Buffers, r.CTAPolicy, r.Mode}
 }
 
 // Key is the statistic's case and mode.
 func (s TimingStat) Key() CaseKey {
-	return CaseKey{s.Run, s.SizeBytes, s.DType, s.Op, s.Placement, s.Method, s.Batch, s.Mode}
+	return CaseKey{s.Run, s.SizeBytes, s.DType, s.Op, s.Placement, s.Method, s.Batch, s.Buffers, s.CTAPolicy, s.Mode}
 }
 
 // Pair is the statistic's case without its mode.
@@ -159,7 +163,7 @@ func caseStat(k CaseKey, rows []TimingRow, world, discard int) (TimingStat, bool
 	}
 
 	s := TimingStat{Run: k.Run, SizeBytes: k.SizeBytes, DType: k.DType, Op: k.Op, Placement: k.Placement,
-		Method: k.Method, Batch: k.Batch, Mode: k.Mode, Samples: len(samples), Discarded: discard, Correct: correct}
+		Method: k.Method, Batch: k.Batch, Buffers: k.Buffers, CTAPolicy: k.CTAPolicy, Mode: k.Mode, Samples: len(samples), Discarded: discard, Correct: correct}
 	s.MinUS, s.MaxUS = slices.Min(samples), slices.Max(samples)
 	s.P10US = phases.Quantile(samples, 0.10)
 	s.MedianUS = phases.Quantile(samples, 0.50)
@@ -228,6 +232,8 @@ type Ratio struct {
 	Placement          string  `json:"placement"`
 	Method             string  `json:"method"`
 	Batch              int     `json:"batch"`
+	Buffers            string  `json:"buffers"`
+	CTAPolicy          string  `json:"cta_policy"`
 	DirectMedianUS     float64 `json:"direct_median_us"`
 	DecomposedMedianUS float64 `json:"decomposed_median_us"`
 	Ratio              float64 `json:"ratio"` // decomposed / direct; > 1 means the decomposition is slower
@@ -265,7 +271,7 @@ func Ratios(stats []TimingStat) []Ratio {
 			continue
 		}
 		out = append(out, Ratio{Run: k.Run, SizeBytes: k.SizeBytes, DType: k.DType, Op: k.Op, Placement: k.Placement,
-			Method: k.Method, Batch: k.Batch, DirectMedianUS: d.MedianUS, DecomposedMedianUS: c.MedianUS,
+			Method: k.Method, Batch: k.Batch, Buffers: k.Buffers, CTAPolicy: k.CTAPolicy, DirectMedianUS: d.MedianUS, DecomposedMedianUS: c.MedianUS,
 			Ratio: c.MedianUS / d.MedianUS})
 	}
 	return out

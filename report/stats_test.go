@@ -12,7 +12,7 @@ import (
 func statRows() []TimingRow {
 	row := func(rank, cycle int, mode string, us float64, ok bool) TimingRow {
 		return TimingRow{Rank: rank, SizeBytes: 1 << 20, Mode: mode, Cycle: cycle, DurationUS: us, Correct: ok,
-			Run: "default", DType: "float32", Op: "sum", Placement: "out-of-place", Method: "per-op", Batch: 1,
+			Run: "default", DType: "float32", Op: "sum", Placement: "out-of-place", Method: "per-op", Batch: 1, Buffers: "plain", CTAPolicy: "default",
 			Host: []string{"a", "b"}[rank]}
 	}
 	var rows []TimingRow
@@ -127,7 +127,7 @@ func TestRatios(t *testing.T) {
 	stats = append(stats, lone)
 	got := Ratios(stats)
 	want := []Ratio{{Run: "default", SizeBytes: 1 << 20, DType: "float32", Op: "sum", Placement: "out-of-place",
-		Method: "per-op", Batch: 1, DirectMedianUS: 20, DecomposedMedianUS: 30, Ratio: 1.5}}
+		Method: "per-op", Batch: 1, Buffers: "plain", CTAPolicy: "default", DirectMedianUS: 20, DecomposedMedianUS: 30, Ratio: 1.5}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Ratios = %+v, want %+v", got, want)
 	}

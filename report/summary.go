@@ -477,5 +477,22 @@ func ReadSummary(path string, data []byte) (Summary, error) {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return Summary{}, fmt.Errorf("%s: %w", path, err)
 	}
+	// Files from before buffers and cta_policy existed timed the baseline.
+	for i := range s.Timing {
+		s.Timing[i].Buffers, s.Timing[i].CTAPolicy = orBaseline(s.Timing[i].Buffers, s.Timing[i].CTAPolicy)
+	}
+	for i := range s.Ratios {
+		s.Ratios[i].Buffers, s.Ratios[i].CTAPolicy = orBaseline(s.Ratios[i].Buffers, s.Ratios[i].CTAPolicy)
+	}
 	return s, nil
+}
+
+func orBaseline(buffers, policy string) (string, string) {
+	if buffers == "" {
+		buffers = string(phases.PlainBuffers)
+	}
+	if policy == "" {
+		policy = string(phases.DefaultCTAPolicy)
+	}
+	return buffers, policy
 }

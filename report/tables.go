@@ -100,17 +100,22 @@ func TimingsTable(w io.Writer, stats []TimingStat, world int) error {
 	dims := []struct {
 		name string
 		of   func(TimingStat) string
+		// usual is the value that goes unsaid above the table when every
+		// case has it (the seed's buffers and policy).
+		usual string
 	}{
-		{"run", func(s TimingStat) string { return s.Run }},
-		{"dtype", func(s TimingStat) string { return s.DType }},
-		{"op", func(s TimingStat) string { return s.Op }},
-		{"placement", func(s TimingStat) string { return s.Placement }},
+		{"run", func(s TimingStat) string { return s.Run }, ""},
+		{"dtype", func(s TimingStat) string { return s.DType }, ""},
+		{"op", func(s TimingStat) string { return s.Op }, ""},
+		{"placement", func(s TimingStat) string { return s.Placement }, ""},
 		{"method", func(s TimingStat) string {
 			if s.Batch > 1 {
 				return fmt.Sprintf("%s x%d", s.Method, s.Batch)
 			}
 			return s.Method
-		}},
+		}, ""},
+		{"buffers", func(s TimingStat) string { return s.Buffers }, string(phases.PlainBuffers)},
+		{"cta policy", func(s TimingStat) string { return s.CTAPolicy }, string(phases.DefaultCTAPolicy)},
 	}
 	var header, fixed []string
 	var varying []func(TimingStat) string
@@ -118,7 +123,7 @@ func TimingsTable(w io.Writer, stats []TimingStat, world int) error {
 		if len(uniqueInOrder(stats, d.of)) > 1 {
 			header = append(header, d.name)
 			varying = append(varying, d.of)
-		} else if len(stats) > 0 {
+		} else if v := firstOf(stats, d.of); v != "" && v != d.usual {
 			fixed = append(fixed, d.of(stats[0]))
 		}
 	}
@@ -189,6 +194,13 @@ func TimingsTable(w io.Writer, stats []TimingStat, world int) error {
 		t.Append(row)
 	}
 	return t.Render()
+}
+
+func firstOf(stats []TimingStat, of func(TimingStat) string) string {
+	if len(stats) == 0 {
+		return ""
+	}
+	return of(stats[0])
 }
 
 func isMode(name phases.Mode) func(phases.TimedMode) bool {

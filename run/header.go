@@ -50,7 +50,7 @@ func (s *session) preflight(cfg config.Config, be phases.Backend) error {
 	world := s.comm.Size()
 	err = nil
 	if cfg.Timing.Enabled {
-		err = phases.CheckFits(be, phases.TimingFootprint(world, cfg.TimingRuns), "timing at the largest size")
+		err = phases.CheckFits(be, phases.TimingFootprint(be, cfg.TimingRuns), "timing at the largest size")
 	}
 	if err == nil && cfg.Memory.Enabled {
 		err = phases.CheckFits(be, phases.MemoryFootprint(world, int64(cfg.Memory.PayloadBytes), cfg.Memory.Modes),

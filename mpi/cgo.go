@@ -158,6 +158,15 @@ func errorsReturn() error {
 
 func worldRankSize() (rank, size int) { return gompi.WorldRank(), gompi.WorldSize() }
 
+// gompiWorld is gompi's world communicator, made once, for the typed calls
+// rsag takes from gompi.
+func (c *Comm) gompiWorld() *gompi.Communicator {
+	if c.gompi == nil {
+		c.gompi = gompi.NewCommunicator(nil)
+	}
+	return c.gompi
+}
+
 // sharedRankSize returns this process's rank and size within the processes
 // that share its memory (its node), ordered by world rank.
 func sharedRankSize(worldRank int) (rank, size int, err error) {

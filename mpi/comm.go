@@ -26,6 +26,26 @@ func (c *Comm) Bcast(buf []byte, root int) error {
 	return bcast(ptr(buf), len(buf), Byte, root)
 }
 
+// BcastUint64s copies root's words into words on every rank through
+// gompi's typed broadcast (MPI_UNSIGNED_LONG, 8 bytes a word on the 64-bit
+// ABIs rsag builds for): it moves exactly the bytes asked, unlike gompi's
+// BcastBytes. gompi drops MPI's return code, so a failure is not seen here:
+// callers put a status word in the message that a failed broadcast would
+// not carry (the NCCL unique id does).
+func (c *Comm) BcastUint64s(words []uint64, root int) error {
+	if err := c.collective("BcastUint64s", root); err != nil {
+		return err
+	}
+	if err := cInt("BcastUint64s", "length", len(words)); err != nil {
+		return err
+	}
+	if len(words) == 0 {
+		return nil // gompi indexes words[0]
+	}
+	c.gompiWorld().BcastUint64s(words, root)
+	return nil
+}
+
 // BcastBlob returns root's data on every rank: root broadcasts the length,
 // then the bytes. Root gets data itself back; the other ranks pass nil and
 // get a new slice (empty, not nil, when root's data is empty).

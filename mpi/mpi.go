@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	gompi "github.com/sbromberger/gompi"
 )
 
 // Error is a failed MPI call: the function, MPI's return code and MPI's own
@@ -36,6 +38,7 @@ type Comm struct {
 	localRank, localSize int
 	host                 string
 	finalized            bool
+	gompi                *gompi.Communicator // see gompiWorld
 }
 
 // Start initialises MPI and returns the world communicator. It fails when

@@ -19,7 +19,8 @@ import (
 )
 
 var (
-	_ phases.Backend = (*Backend)(nil)
+	_ phases.Backend  = (*Backend)(nil)
+	_ phases.Preparer = (*Backend)(nil)
 	// The phases' host-side Comm is the world communicator itself.
 	_ phases.Comm = (*mpi.Comm)(nil)
 )

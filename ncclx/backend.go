@@ -1,6 +1,7 @@
 package ncclx
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -20,8 +21,9 @@ type Bootstrap interface {
 	LocalRank() int // rank among the ranks on this node
 	LocalSize() int // ranks on this node
 	Host() string
-	// Bcast broadcasts buf (MPI_BYTE, same length on all ranks) from root.
-	Bcast(buf []byte, root int) error
+	// BcastUint64s broadcasts words (the same length on every rank) from
+	// root: gompi's typed broadcast, which moves exactly the bytes asked.
+	BcastUint64s(words []uint64, root int) error
 }
 
 // stagingBytes is the pinned host buffer Write, Read and 8-byte Fill go
@@ -86,6 +88,7 @@ var (
 	_ phases.GraphTimer = (*Backend)(nil)
 	_ phases.Variants   = (*Backend)(nil)
 	_ phases.Splitter   = (*Backend)(nil)
+	_ phases.Preparer   = (*Backend)(nil)
 )
 
 // Probe reports whether this node can run the NCCL backend with localSize
@@ -217,31 +220,43 @@ func (b *Backend) initComm(boot Bootstrap) error {
 	return nil
 }
 
+// uniqueIDWords is the id message: a status word, then the 128-byte id as
+// 16 little-endian words.
+const uniqueIDWords = 1 + uniqueIDBytes/8
+
+// idReady is rank 0's status word when its id is in the message; a failed
+// ncclGetUniqueId sends 0, and a broadcast that failed (gompi drops MPI's
+// return code) leaves the receivers' own 0.
+const idReady = 0x7273_6167_6964_0001 // "rsagid" and a version
+
 // uniqueID makes a fresh NCCL unique id on rank 0 and hands it to every
-// rank. Rank 0 broadcasts one status byte and the 128-byte id, so that when
-// ncclGetUniqueId fails there the other ranks fail too instead of waiting
-// in ncclCommInitRank.
+// rank, with a status word, so that when ncclGetUniqueId fails there the
+// other ranks fail too instead of waiting in ncclCommInitRank.
 func (d *device) uniqueID(boot Bootstrap) ([uniqueIDBytes]byte, error) {
-	var msg [1 + uniqueIDBytes]byte
+	var msg [uniqueIDWords]uint64
 	var id [uniqueIDBytes]byte
 	var idErr error
 	if boot.Rank() == 0 {
 		idErr = d.nc.uniqueID(&id)
 		if idErr == nil {
-			msg[0] = 1
-			copy(msg[1:], id[:])
+			msg[0] = idReady
+			for i := range uniqueIDBytes / 8 {
+				msg[1+i] = binary.LittleEndian.Uint64(id[8*i:])
+			}
 		}
 	}
-	if err := boot.Bcast(msg[:], 0); err != nil {
+	if err := boot.BcastUint64s(msg[:], 0); err != nil {
 		return id, d.errorf("broadcasting the NCCL unique id: %w", err)
 	}
 	if idErr != nil {
 		return id, d.errorf("%w", idErr)
 	}
-	if msg[0] != 1 {
-		return id, d.errorf("rank 0 could not create the NCCL unique id (see its error)")
+	if msg[0] != idReady {
+		return id, d.errorf("rank 0 could not create the NCCL unique id, or its broadcast failed (see rank 0's error)")
 	}
-	copy(id[:], msg[1:])
+	for i := range uniqueIDBytes / 8 {
+		binary.LittleEndian.PutUint64(id[8*i:], msg[1+i])
+	}
 	return id, nil
 }
 

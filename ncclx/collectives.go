@@ -50,18 +50,62 @@ func (b *Backend) AllGather(send, recv phases.Buffer) error {
 }
 
 func (b *Backend) run(c *collective, send, recv phases.Buffer, op phases.Op) error {
-	if err := phases.CheckShapes(c.shape, send, recv, b.WorldSize()); err != nil {
+	a, err := b.check(c, send, recv, op)
+	if err != nil {
 		return err
+	}
+	return b.queue(c, a)
+}
+
+// Prepare checks a collective's shapes and operands once and returns a call
+// that only queues it on this handle's communicator and stream
+// (phases.Preparer): the timed loop then pays for the cgo call alone.
+func (b *Backend) Prepare(c phases.Collective, send, recv phases.Buffer, op phases.Op) (func() error, error) {
+	for i := range collectives {
+		if collectives[i].shape.Name != c.Name {
+			continue
+		}
+		nc := &collectives[i]
+		a, err := b.check(nc, send, recv, op)
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return b.queue(nc, a) }, nil
+	}
+	return nil, b.errorf("no NCCL call for the %s collective", c.Name)
+}
+
+// args are a collective's checked operands.
+type args struct {
+	send, recv devPtr
+	count      int
+	t          ncclDataType
+	o          ncclRedOp
+}
+
+func (b *Backend) check(c *collective, send, recv phases.Buffer, op phases.Op) (args, error) {
+	if err := phases.CheckShapes(c.shape, send, recv, b.WorldSize()); err != nil {
+		return args{}, err
 	}
 	s, r, t, o, err := b.operands(c.shape.Name, send, recv, op)
 	if err != nil {
-		return err
+		return args{}, err
 	}
 	count := s.count
 	if c.recvCount {
 		count = r.count
 	}
-	if err := b.nc.collOn(c, s.ptr, r.ptr, count, t, o, b.c.comm, b.stream); err != nil {
+	return args{s.ptr, r.ptr, count, t, o}, nil
+}
+
+// queue queues the collective on this handle's communicator, read at each
+// call: an abort (the watchdog, a signal, a peer's failure) clears it, and
+// NCCL must never be handed a destroyed one.
+func (b *Backend) queue(c *collective, a args) error {
+	if b.c.comm == nil {
+		return b.errorf("%s: the communicator was aborted or closed", c.shape.Name)
+	}
+	if err := b.nc.collOn(c, a.send, a.recv, a.count, a.t, a.o, b.c.comm, b.stream); err != nil {
 		return b.errorf("%w", err)
 	}
 	return nil

@@ -74,12 +74,12 @@ func (r fakeRank) LocalSize() int { return r.w.n }
 func (r fakeRank) Host() string   { return "testhost" }
 func (r fakeRank) Barrier() error { r.w.exchange(r.rank, nil); return nil }
 
-func (r fakeRank) Bcast(buf []byte, root int) error {
-	var mine []byte
+func (r fakeRank) BcastUint64s(words []uint64, root int) error {
+	var mine []uint64
 	if r.rank == root {
-		mine = append([]byte(nil), buf...)
+		mine = append([]uint64(nil), words...)
 	}
-	copy(buf, r.w.exchange(r.rank, mine)[root].([]byte))
+	copy(words, r.w.exchange(r.rank, mine)[root].([]uint64))
 	return nil
 }
 

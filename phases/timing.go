@@ -161,11 +161,11 @@ func timeVariant(be Backend, comm Comm, r TimingRun, v Variant, modes []TimedMod
 // variantBackend returns be for Baseline, and otherwise the backend's
 // variant, under the same watch; release closes what it opened.
 func variantBackend(be Backend, v Variant) (Backend, func() error, error) {
+	if v == Baseline {
+		return be, noRelease, nil
+	}
 	vs, ok := find[Variants](be)
 	if !ok {
-		if v == Baseline {
-			return be, noRelease, nil
-		}
 		return nil, nil, missingVariants(be, v)
 	}
 	if err := vs.SupportsVariant(v); err != nil {

@@ -32,6 +32,7 @@ func main() {
 	k := &checker{c: c}
 	k.world(*size)
 	k.bcast()
+	k.bcastUint64s()
 	k.bcastBlob()
 	k.gather()
 	k.allGather()
@@ -120,6 +121,31 @@ func (k *checker) bcast() {
 	}
 	k.must(c.Bcast(nil, 0), "Bcast of nil")
 	k.must(c.Bcast([]byte{}, c.Size()-1), "Bcast of 0 bytes")
+}
+
+// The NCCL unique id travels as 17 words through gompi's typed broadcast:
+// exactly those bytes arrive, and the guard words after them survive.
+func (k *checker) bcastUint64s() {
+	c := k.c
+	root := c.Size() - 1
+	buf := make([]uint64, 17+3)
+	for i := range buf {
+		buf[i] = 0xEEEEEEEEEEEEEEEE
+	}
+	want := make([]uint64, 17)
+	for i := range want {
+		want[i] = 0x0102030405060708*uint64(i+1) ^ uint64(root)
+	}
+	if c.Rank() == root {
+		copy(buf, want)
+	} else {
+		clear(buf[:17])
+	}
+	k.must(c.BcastUint64s(buf[:17], root), "BcastUint64s")
+	if !slices.Equal(buf[:17], want) || slices.ContainsFunc(buf[17:], func(w uint64) bool { return w != 0xEEEEEEEEEEEEEEEE }) {
+		k.fail("BcastUint64s of 17 words from rank %d: got %x, want %x and guards", root, buf, want)
+	}
+	k.must(c.BcastUint64s(nil, 0), "BcastUint64s of nothing")
 }
 
 func (k *checker) bcastBlob() {

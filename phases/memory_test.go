@@ -26,7 +26,7 @@ func memoryDeltas(n, s int64) map[string][2]int64 {
 func runMemory(world int, faults inmem.Faults, payload int64) ([][]phases.MemoryResult, []error) {
 	results := make([][]phases.MemoryResult, world)
 	errs := inmem.Run(world, faults, func(be phases.Backend, comm phases.Comm) error {
-		r, err := phases.RunMemory(be, comm, payload, phases.MemoryModeNames(), nil)
+		r, err := phases.RunMemory(be, comm, phases.MemoryRun{PayloadBytes: payload, Modes: phases.DefaultMemoryModes()}, nil)
 		results[be.Rank()] = r
 		return err
 	})

@@ -151,6 +151,9 @@ const (
 	Decomposed         Mode = "decomposed"     // ReduceScatter, then AllGather
 	ReduceScatterAlone Mode = "reduce-scatter" // ReduceScatter of the full buffer
 	AllGatherAlone     Mode = "all-gather"     // AllGather into the full buffer
+	// Hierarchical is ReduceScatter in the group, AllReduce across the
+	// groups, AllGather in the group ([hierarchy]).
+	Hierarchical Mode = "hierarchical"
 )
 
 // Modes lists the timed modes in report order: timedModes' (modes.go).

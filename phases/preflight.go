@@ -37,7 +37,7 @@ func TimingFootprint(be Backend, runs []TimingRun) int64 {
 				for _, p := range r.Placements {
 					var need int64
 					for _, m := range modes {
-						for _, b := range m.bufferBytes(n, d.Size(), world, p) {
+						for _, b := range m.bufferBytes(n, d.Size(), runLayout(world, r), p) {
 							need += allocBytes(v.Buffers, b)
 						}
 					}
@@ -49,12 +49,30 @@ func TimingFootprint(be Backend, runs []TimingRun) int64 {
 	return most
 }
 
+// runLayout is the world's shape for a run's modes.
+func runLayout(world int, r TimingRun) Layout {
+	l := Layout{World: world}
+	if r.Groups != nil {
+		l.Group = r.Groups.Size
+	}
+	return l
+}
+
 // CheckSupport returns an error, naming the run, for the first dtype/op
 // pair, method or mode the backend cannot run.
 func CheckSupport(be Backend, runs []TimingRun) error {
 	for _, r := range runs {
-		if _, err := runModes(r); err != nil {
+		modes, err := runModes(r)
+		if err != nil {
 			return err
+		}
+		for _, m := range modes {
+			if m.NeedsGroups() && r.Groups == nil {
+				return fmt.Errorf("run %s: mode %s runs within and across groups: set [hierarchy] enabled = true, or drop it", r.Name, m.Name)
+			}
+			if _, ok := find[Splitter](be); m.NeedsGroups() && !ok {
+				return fmt.Errorf("run %s: mode %s needs sub-communicators, which the %s backend has not", r.Name, m.Name, be.Info().Backend)
+			}
 		}
 		for _, d := range r.DTypes {
 			for _, o := range r.Ops {
@@ -88,12 +106,16 @@ func CheckSupport(be Backend, runs []TimingRun) error {
 	return nil
 }
 
-// MemoryFootprint is the largest analytic peak among the named modes.
-func MemoryFootprint(world int, payload int64, modes []string) int64 {
+// MemoryFootprint is the largest analytic peak among the run's modes.
+func MemoryFootprint(world int, run MemoryRun) int64 {
+	l := Layout{World: world}
+	if run.Groups != nil {
+		l.Group = run.Groups.Size
+	}
 	var peak int64
-	for _, name := range modes {
+	for _, name := range run.Modes {
 		if m, ok := findMode(name); ok {
-			peak = max(peak, m.peak(payload, payload/int64(world)))
+			peak = max(peak, m.peak(run.PayloadBytes, m.shardOf(run.PayloadBytes, l)))
 		}
 	}
 	return peak

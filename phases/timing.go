@@ -3,6 +3,7 @@ package phases
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -65,6 +66,9 @@ type TimingRun struct {
 	Batch       int
 	Warmups     int
 	Cycles      int
+	// Groups are the hierarchy's groups, for the modes that run within
+	// and across them; nil when [hierarchy] is off.
+	Groups *Groups
 }
 
 // timingCase is one point of a sweep: everything but the mode.
@@ -141,12 +145,27 @@ func timeVariant(be Backend, comm Comm, r TimingRun, v Variant, modes []TimedMod
 			err = rerr
 		}
 	}()
+	var groups *Groups
+	if slices.ContainsFunc(modes, TimedMode.NeedsGroups) {
+		if groups = r.Groups; groups == nil {
+			return nil, fmt.Errorf("run %s: its modes run within and across groups, but it has none ([hierarchy] is off)", r.Name)
+		}
+	}
+	sc, closeScopes, err := openScopes(vb, groups)
+	if err != nil {
+		return nil, fmt.Errorf("timing %s %s on rank %d: %w", r.Name, v, be.Rank(), err)
+	}
+	defer func() {
+		if rerr := closeScopes(); err == nil {
+			err = rerr
+		}
+	}()
 	for _, size := range r.SizesBytes {
 		for _, dtype := range r.DTypes {
 			for _, op := range r.Ops {
 				for _, placement := range r.Placements {
 					c := timingCase{run: r.Name, size: size, dtype: dtype, op: op, placement: placement, variant: v}
-					got, err := timeBuffers(vb, comm, r, modes, c, progress)
+					got, err := timeBuffers(sc, comm, r, modes, c, progress)
 					samples = append(samples, got...)
 					if err != nil {
 						return samples, err
@@ -203,12 +222,13 @@ func runModes(r TimingRun) ([]TimedMode, error) {
 
 // timeBuffers allocates one (size, dtype, op, placement)'s buffers for every
 // mode and times every method over them.
-func timeBuffers(be Backend, comm Comm, r TimingRun, modes []TimedMode, base timingCase, progress func(string)) (samples []TimingSample, err error) {
+func timeBuffers(sc *scopes, comm Comm, r TimingRun, modes []TimedMode, base timingCase, progress func(string)) (samples []TimingSample, err error) {
+	be := sc.be[World]
 	a := &arena{be: be}
 	defer a.release(&err)
 	cases := make([]*modeCase, len(modes))
 	for i, m := range modes {
-		if cases[i], err = newModeCase(a, be, m, base.dtype, int(base.size/int64(base.dtype.Size())), base.placement, base.op); err != nil {
+		if cases[i], err = newModeCase(a, sc, m, base.dtype, int(base.size/int64(base.dtype.Size())), base.placement, base.op); err != nil {
 			return nil, fmt.Errorf("timing %s %s on rank %d: %w", base, m.Name, be.Rank(), err)
 		}
 	}

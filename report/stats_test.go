@@ -4,6 +4,8 @@ import (
 	"math"
 	"reflect"
 	"testing"
+
+	"rsag/phases"
 )
 
 // statRows is one case per mode on two ranks and four cycles. Per cycle, the
@@ -113,7 +115,7 @@ func TestBusFactor(t *testing.T) {
 		world int
 		want  float64
 	}{{"direct", 2, 1}, {"decomposed", 2, 1}, {"direct", 4, 1.5}, {"decomposed", 4, 1.5}, {"direct", 8, 1.75}, {"other", 4, 0}} {
-		if got := BusFactor(c.mode, c.world); !near(got, c.want) {
+		if got := BusFactor(c.mode, c.world, 0); !near(got, c.want) {
 			t.Errorf("BusFactor(%s, %d) = %v, want %v", c.mode, c.world, got, c.want)
 		}
 	}
@@ -139,12 +141,12 @@ func TestTimingStatsPerRun(t *testing.T) {
 		r.Run = "tuned"
 		rows = append(rows, r)
 	}
-	stats := TimingStatsPerRun(rows, 2, map[string]int{"default": 1, "tuned": 3})
+	stats := TimingStatsPerRun(rows, phases.Layout{World: 2}, map[string]int{"default": 1, "tuned": 3})
 	if len(stats) != 4 || stats[1].Discarded != 1 || stats[1].MedianUS != 20 ||
 		stats[3].Run != "tuned" || stats[3].Discarded != 3 || stats[3].MedianUS != 40 {
 		t.Errorf("per-run discard: %+v", stats)
 	}
-	if got := TimingStatsPerRun(statRows(), 2, nil); got[1].Discarded != 0 || got[1].MaxUS != 100 {
+	if got := TimingStatsPerRun(statRows(), phases.Layout{World: 2}, nil); got[1].Discarded != 0 || got[1].MaxUS != 100 {
 		t.Errorf("a run without a discard drops none: %+v", got[1])
 	}
 }

@@ -181,6 +181,7 @@ type SummaryInput struct {
 	Environ         []string      // rank 0's os.Environ()
 	Rows            Rows          // every rank's rows (Merge)
 	World           int
+	GroupSize       int // the hierarchy's ranks per group; 0 without one
 	// Discard is each run's number of timing cycles dropped from the start
 	// of each case (config's timing.discard, per [[run]]); missing: 0.
 	Discard map[string]int
@@ -203,7 +204,7 @@ func NewSummary(in SummaryInput) Summary {
 		s.Ranks = append(s.Ranks, SummaryRank{r, in.Host, in.Device, in.BusID})
 	}
 	s.Contracts = summaryContracts(in.Rows.Contracts)
-	s.Timing = TimingStatsPerRun(in.Rows.Timings, in.World, in.Discard)
+	s.Timing = TimingStatsPerRun(in.Rows.Timings, phases.Layout{World: in.World, Group: in.GroupSize}, in.Discard)
 	s.Ratios = Ratios(s.Timing)
 	s.Memory = summaryMemory(in.Rows.Memory)
 	s.Numerics = summaryNumerics(in.Rows.Numerics)

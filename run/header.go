@@ -36,10 +36,10 @@ func (s *session) printHeader(mine phases.Info, infos []phases.Info) {
 // preflight refuses, on every rank alike and before any collective, a run
 // the backend cannot do: a dtype, op, method or mode it lacks, or phases
 // that do not fit in some rank's free memory.
-func (s *session) preflight(cfg config.Config, be phases.Backend) error {
+func (s *session) preflight(cfg config.Config, w work, be phases.Backend) error {
 	var err error
 	if cfg.Timing.Enabled {
-		err = phases.CheckSupport(be, cfg.TimingRuns)
+		err = phases.CheckSupport(be, w.timing)
 	}
 	if err == nil && cfg.Numerics.Enabled {
 		err = phases.CheckNumerics(be, cfg.Numerics.Spec())
@@ -50,11 +50,10 @@ func (s *session) preflight(cfg config.Config, be phases.Backend) error {
 	world := s.comm.Size()
 	err = nil
 	if cfg.Timing.Enabled {
-		err = phases.CheckFits(be, phases.TimingFootprint(be, cfg.TimingRuns), "timing at the largest size")
+		err = phases.CheckFits(be, phases.TimingFootprint(be, w.timing), "timing at the largest size")
 	}
 	if err == nil && cfg.Memory.Enabled {
-		err = phases.CheckFits(be, phases.MemoryFootprint(world, int64(cfg.Memory.PayloadBytes), cfg.Memory.Modes),
-			"the memory phase at memory.payload_bytes")
+		err = phases.CheckFits(be, phases.MemoryFootprint(world, w.memory), "the memory phase at memory.payload_bytes")
 	}
 	if err == nil && cfg.Numerics.Enabled {
 		err = phases.CheckFits(be, phases.NumericsFootprint(world, cfg.Numerics.Spec()), "the numerics phase at its largest size")

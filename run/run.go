@@ -179,7 +179,11 @@ func (s *session) run(st *state) error {
 		return err
 	}
 	s.printHeader(be.Info(), infos)
-	if err := s.preflight(cfg, be); err != nil {
+	w, err := s.plan(cfg)
+	if err != nil {
+		return err
+	}
+	if err := s.preflight(cfg, w, be); err != nil {
 		return err
 	}
 	// Every input is answered: from here the run writes into the output
@@ -187,7 +191,7 @@ func (s *session) run(st *state) error {
 	if st.log, err = s.startRunLog(backendName); err != nil {
 		return err
 	}
-	res, phaseErr := s.runPhases(cfg, watched)
+	res, phaseErr := s.runPhases(cfg, w, watched)
 	var shErr *sharedError
 	if phaseErr != nil && !errors.As(phaseErr, &shErr) {
 		return phaseErr
@@ -196,7 +200,7 @@ func (s *session) run(st *state) error {
 	rows := report.FromResults(s.comm.Rank(), s.comm.Host(), res.contracts, res.timings, res.memory, res.numerics)
 	ran := report.Phases{Contracts: cfg.Contracts.Enabled, Timing: cfg.Timing.Enabled, Memory: cfg.Memory.Enabled,
 		Numerics: cfg.Numerics.Enabled, Sweep: !cfg.IsSeedCase()}
-	sum, err := s.writeResults(cfg, rows, ran, infos)
+	sum, err := s.writeResults(cfg, w, rows, ran, infos)
 	if err != nil {
 		return err
 	}

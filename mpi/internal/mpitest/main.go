@@ -46,6 +46,7 @@ func main() {
 		k.allgather(dt)
 	}
 	k.sweep()
+	k.split()
 	k.argErrors()
 	k.finalize()
 	if c.Rank() == 0 {
@@ -146,6 +147,40 @@ func (k *checker) bcastUint64s() {
 		k.fail("BcastUint64s of 17 words from rank %d: got %x, want %x and guards", root, buf, want)
 	}
 	k.must(c.BcastUint64s(nil, 0), "BcastUint64s of nothing")
+}
+
+// Split by parity, ordered by descending world rank: each group's ranks,
+// size and sums are its own, and the world is untouched.
+func (k *checker) split() {
+	c := k.c
+	n, r := c.Size(), c.Rank()
+	sub, err := c.Split(r%2, -r)
+	k.must(err, "Split")
+	var members []int
+	for q := n - 1; q >= 0; q-- {
+		if q%2 == r%2 {
+			members = append(members, q)
+		}
+	}
+	if sub.Size() != len(members) || members[sub.Rank()] != r {
+		k.fail("Split: rank %d is %d of %d, want %d of %d (%v)", r, sub.Rank(), sub.Size(), slices.Index(members, r), len(members), members)
+	}
+	in := encode(mpi.Int64, []int64{int64(r)})
+	out := make([]byte, 8)
+	k.must(sub.Allreduce(in, out, 1, mpi.Int64, mpi.Sum), "Allreduce on a split communicator")
+	var want int64
+	for _, q := range members {
+		want += int64(q)
+	}
+	k.expect("Allreduce on the parity group", mpi.Int64, out, []int64{want})
+	if _, err := c.Split(-1, 0); err == nil {
+		k.fail("Split with a negative color was accepted")
+	}
+	k.must(sub.Free(), "Free")
+	if err := sub.Barrier(); err == nil {
+		k.fail("Barrier on a freed communicator was accepted")
+	}
+	k.must(c.Barrier(), "Barrier on the world after Free")
 }
 
 func (k *checker) bcastBlob() {

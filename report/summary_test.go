@@ -282,3 +282,30 @@ func TestConfigObjectWritesNames(t *testing.T) {
 		t.Errorf("ConfigObject = %s, want %s", data, want)
 	}
 }
+
+// The schema names every timed mode phases has: a mode added to phases
+// must be documented there too.
+func TestSchemaKnowsEveryMode(t *testing.T) {
+	data, err := os.ReadFile(schemaPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Defs map[string]struct {
+			Properties map[string]struct {
+				Enum []string `json:"enum"`
+			} `json:"properties"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	got := doc.Defs["timing_stat"].Properties["mode"].Enum
+	want := make([]string, len(phases.Modes))
+	for i, m := range phases.Modes {
+		want[i] = string(m)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the schema's timing modes are %v, phases has %v: document the new mode in docs/summary.schema.json and docs/summary-schema.md", got, want)
+	}
+}

@@ -48,6 +48,9 @@ func WriteTables(w io.Writer, s Summary, ran Phases) error {
 		if err := TimingsTable(w, s.Timing, s.WorldSize); err != nil {
 			return err
 		}
+		if err := FastestTable(w, s.Timing); err != nil {
+			return err
+		}
 	}
 	if ran.Memory && len(s.Memory) > 0 {
 		if err := MemoryTable(w, s.Memory); err != nil {
@@ -108,12 +111,7 @@ func TimingsTable(w io.Writer, stats []TimingStat, world int) error {
 		{"dtype", func(s TimingStat) string { return s.DType }, ""},
 		{"op", func(s TimingStat) string { return s.Op }, ""},
 		{"placement", func(s TimingStat) string { return s.Placement }, ""},
-		{"method", func(s TimingStat) string {
-			if s.Batch > 1 {
-				return fmt.Sprintf("%s x%d", s.Method, s.Batch)
-			}
-			return s.Method
-		}, ""},
+		{"method", methodOf, ""},
 		{"buffers", func(s TimingStat) string { return s.Buffers }, string(phases.PlainBuffers)},
 		{"cta policy", func(s TimingStat) string { return s.CTAPolicy }, string(phases.DefaultCTAPolicy)},
 	}
@@ -194,6 +192,78 @@ func TimingsTable(w io.Writer, stats []TimingStat, world int) error {
 		t.Append(row)
 	}
 	return t.Render()
+}
+
+// FastestTable names, for each size and mode of a sweep over NCCL's fast
+// paths, the configuration (buffers, CTA policy, method) with the lowest
+// median, and how much faster it is than the best plain buffers on a
+// default communicator: what registration, symmetric windows or the CTA
+// policy buy. Nothing is printed for a sweep of the seed's configuration.
+func FastestTable(w io.Writer, stats []TimingStat) error {
+	if len(uniqueInOrder(stats, func(s TimingStat) [2]string { return [2]string{s.Buffers, s.CTAPolicy} })) < 2 {
+		return nil
+	}
+	type group struct {
+		run, dtype, op, placement, mode string
+		size                            int64
+	}
+	type best struct {
+		fastest, baseline TimingStat
+		haveBaseline      bool
+	}
+	var order []group
+	found := map[group]*best{}
+	for _, s := range stats {
+		g := group{s.Run, s.DType, s.Op, s.Placement, s.Mode, s.SizeBytes}
+		b, ok := found[g]
+		if !ok {
+			b = &best{fastest: s}
+			found[g] = b
+			order = append(order, g)
+		}
+		if s.MedianUS < b.fastest.MedianUS {
+			b.fastest = s
+		}
+		if variantOf(s) == "" && (!b.haveBaseline || s.MedianUS < b.baseline.MedianUS) {
+			b.baseline, b.haveBaseline = s, true
+		}
+	}
+	fmt.Fprintln(w, "Fastest configuration (buffers/cta policy, method) per size and mode, against the best plain/default")
+	t := newTable(w, "run", "dtype", "op", "placement", "size", "mode", "fastest", "median us", "plain/default", "median us", "gain")
+	for _, g := range order {
+		b := found[g]
+		base, baseUS, gain := "-", "-", "-"
+		if b.haveBaseline {
+			base, baseUS = methodOf(b.baseline), fmt.Sprintf("%.2f", b.baseline.MedianUS)
+			if b.fastest.MedianUS > 0 {
+				gain = fmt.Sprintf("%.2fx", b.baseline.MedianUS/b.fastest.MedianUS)
+			}
+		}
+		t.Append([]string{g.run, g.dtype, g.op, g.placement, SizeText(g.size), g.mode,
+			orDash(variantOf(b.fastest)) + " " + methodOf(b.fastest), fmt.Sprintf("%.2f", b.fastest.MedianUS), base, baseUS, gain})
+	}
+	return t.Render()
+}
+
+func variantOf(s TimingStat) string { return VariantText(s.Buffers, s.CTAPolicy) }
+
+func methodOf(s TimingStat) string { return MethodText(s.Method, s.Batch) }
+
+// VariantText names buffers and a CTA policy, "symmetric/zero"; "" for
+// the seed's plain buffers on a default communicator.
+func VariantText(buffers, policy string) string {
+	if (buffers == "" || buffers == string(phases.PlainBuffers)) && (policy == "" || policy == string(phases.DefaultCTAPolicy)) {
+		return ""
+	}
+	return buffers + "/" + policy
+}
+
+// MethodText is a method with its batch: "per-op", "batched x20".
+func MethodText(method string, batch int) string {
+	if batch > 1 {
+		return fmt.Sprintf("%s x%d", method, batch)
+	}
+	return method
 }
 
 func firstOf(stats []TimingStat, of func(TimingStat) string) string {

@@ -59,3 +59,40 @@ func TestTimingsTableEveryModeGolden(t *testing.T) {
 	}
 	golden(t, "timings-every-mode.golden.txt", b.Bytes())
 }
+
+// A sweep over buffers and CTA policies gets a line per size and mode that
+// names the fastest configuration and its gain over plain/default; the
+// seed's configuration alone gets none.
+func TestFastestTableGolden(t *testing.T) {
+	var rows []TimingRow
+	configs := []struct {
+		buffers, policy, method string
+		batch                   int
+		us                      float64
+	}{
+		{"plain", "default", "per-op", 1, 20}, {"plain", "default", "batched", 20, 16},
+		{"symmetric", "default", "batched", 20, 12}, {"symmetric", "zero", "batched", 20, 8},
+	}
+	for _, c := range configs {
+		for _, mode := range []string{"direct", "all-gather"} {
+			us := c.us
+			if mode == "all-gather" && c.policy == "zero" {
+				us /= 2 // the copy engines
+			}
+			for cycle := range 3 {
+				rows = append(rows, TimingRow{Rank: 0, SizeBytes: 1 << 20, Mode: mode, Cycle: cycle, DurationUS: us,
+					Correct: true, Run: "default", DType: "float32", Op: "sum", Placement: "out-of-place",
+					Method: c.method, Batch: c.batch, Buffers: c.buffers, CTAPolicy: c.policy})
+			}
+		}
+	}
+	var b bytes.Buffer
+	if err := FastestTable(&b, TimingStats(rows, 2, 0)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "fastest.golden.txt", b.Bytes())
+	b.Reset()
+	if err := FastestTable(&b, TimingStats(rows[:6], 2, 0)); err != nil || b.Len() != 0 {
+		t.Errorf("the seed's configuration alone got %q, %v", b.String(), err)
+	}
+}

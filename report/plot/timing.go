@@ -5,7 +5,6 @@ import (
 	"image/color"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -94,6 +93,10 @@ var modeDashes = [][]vg.Length{
 	{vg.Points(7), vg.Points(4)},
 	{vg.Points(14), vg.Points(4)},
 	{vg.Points(8), vg.Points(3), vg.Points(2), vg.Points(3)},
+	{vg.Points(4), vg.Points(2)},
+	{vg.Points(12), vg.Points(3), vg.Points(4), vg.Points(3)},
+	{vg.Points(10), vg.Points(2), vg.Points(2), vg.Points(2), vg.Points(2), vg.Points(2)},
+	{vg.Points(3), vg.Points(5)},
 }
 
 // modeStyle returns a timed mode's dashes and its legend name.
@@ -110,18 +113,20 @@ func modeStyle(mode string) ([]vg.Length, string) {
 type panelKey struct {
 	Placement, Method string
 	Batch             int
+	Variant           string // buffers/cta_policy, "" for the baseline
 }
 
-// label names a panel: "out-of-place, batched x20".
-func (k panelKey) label() string { return k.Placement + ", " + methodText(k.Method, k.Batch) }
-
-// methodText is a method with its batch: "per-op", "graph x20".
-func methodText(method string, batch int) string {
-	if method == string(phases.PerOp) || batch <= 1 {
-		return method
+// label names a panel: "out-of-place, batched x20", and its buffers and
+// CTA policy when they are not the seed's: "..., symmetric/zero".
+func (k panelKey) label() string {
+	l := k.Placement + ", " + methodText(k.Method, k.Batch)
+	if k.Variant != "" {
+		l += ", " + k.Variant
 	}
-	return method + " x" + strconv.Itoa(batch)
+	return l
 }
+
+func methodText(method string, batch int) string { return report.MethodText(method, batch) }
 
 // lineKey is one line of a panel; Mode is empty on the ratio figure.
 type lineKey struct{ DType, Op, Mode string }
@@ -189,7 +194,7 @@ func layoutOf(run runStats) layout {
 		add(&lay.dtypes, "dtype", s.DType)
 		add(&lay.ops, "op", s.Op)
 		add(&lay.modes, "mode", s.Mode)
-		if k := (panelKey{s.Placement, s.Method, s.Batch}); !seen[k] {
+		if k := (panelKey{s.Placement, s.Method, s.Batch, report.VariantText(s.Buffers, s.CTAPolicy)}); !seen[k] {
 			seen[k] = true
 			lay.panels = append(lay.panels, k)
 		}
@@ -208,7 +213,10 @@ func layoutOf(run runStats) layout {
 		if d := rank(methodOrder, a.Method) - rank(methodOrder, b.Method); d != 0 {
 			return d
 		}
-		return a.Batch - b.Batch
+		if a.Batch != b.Batch {
+			return a.Batch - b.Batch
+		}
+		return strings.Compare(a.Variant, b.Variant)
 	})
 	// One column per method and batch, so that a row is a placement; one
 	// row of up to three panels when there is one method; three columns
@@ -445,7 +453,7 @@ func positive(v float64) bool { return finite(v) && v > 0 }
 func timingValues(stats []report.TimingStat, y func(report.TimingStat) float64) []value {
 	out := make([]value, len(stats))
 	for i, s := range stats {
-		out[i] = value{panelKey{s.Placement, s.Method, s.Batch}, lineKey{s.DType, s.Op, s.Mode}, float64(s.SizeBytes), y(s)}
+		out[i] = value{panelKey{s.Placement, s.Method, s.Batch, report.VariantText(s.Buffers, s.CTAPolicy)}, lineKey{s.DType, s.Op, s.Mode}, float64(s.SizeBytes), y(s)}
 	}
 	return out
 }
@@ -486,7 +494,7 @@ func ratioVsSize(run runStats) (figure, bool) {
 	lay := layoutOf(run)
 	vals := make([]value, len(ratios))
 	for i, r := range ratios {
-		vals[i] = value{panelKey{r.Placement, r.Method, r.Batch}, lineKey{r.DType, r.Op, ""}, float64(r.SizeBytes), r.Ratio}
+		vals[i] = value{panelKey{r.Placement, r.Method, r.Batch, report.VariantText(r.Buffers, r.CTAPolicy)}, lineKey{r.DType, r.Op, ""}, float64(r.SizeBytes), r.Ratio}
 	}
 	f := grid(RatioVsSize+run.suffix, "Cost of the decomposition", "RS+AG median / AllReduce median", lay, vals, finite,
 		func(p *plot.Plot, lo, hi float64) {

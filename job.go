@@ -13,6 +13,7 @@ import (
 
 	"rsag/config"
 	"rsag/mpi"
+	"rsag/outdir"
 	"rsag/phases"
 	"rsag/report"
 	"rsag/report/plot"
@@ -296,7 +297,12 @@ func (j *job) checkOutputDir() error {
 	if err != nil {
 		err = fmt.Errorf("%w; choose another with -output-dir", err)
 	}
-	return j.agree(err, exitBadArgs, "output dir "+dir+" is not writable", "another rank could not write there; choose another with -output-dir")
+	if err := j.agree(err, exitBadArgs, "output dir "+dir+" is not writable", "another rank could not write there; choose another with -output-dir"); err != nil {
+		return err
+	}
+	// One directory for every rank: a node-local one would scatter the files.
+	j.tr.Arm("output dir check between ranks", -1)
+	return outdir.CheckShared(j.comm, dir)
 }
 
 // checkEarlierResults refuses, on every rank alike, an output dir that

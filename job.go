@@ -358,6 +358,7 @@ func (j *job) checkFits(cfg config.Config) error {
 // printHeader gathers every rank's backend description and prints it.
 func (j *job) printHeader(cfg config.Config) error {
 	info := j.backend.Info()
+	info.LocalRank = j.comm.LocalRank()
 	data, err := json.Marshal(info)
 	if err != nil {
 		return err
@@ -382,7 +383,10 @@ func (j *job) printHeader(cfg config.Config) error {
 	if info.Driver != "" {
 		j.printf("  driver %s\n", info.Driver)
 	}
-	return report.RanksTable(j.out, infos)
+	if err := report.RanksTable(j.out, infos); err != nil {
+		return err
+	}
+	return report.NodesTable(j.out, report.Nodes(infos))
 }
 
 // runPhases runs the enabled phases in order. A check that failed on any
@@ -516,7 +520,7 @@ func (j *job) printSummary(all []report.Rows, ran report.Phases) error {
 		}
 	}
 	if ran.Timing && len(merged.Timings) > 0 {
-		if err := report.TimingsTable(j.out, j.summary.Timing, world); err != nil {
+		if err := report.TimingsTable(j.out, j.summary.Timing, world, len(j.summary.Nodes)); err != nil {
 			return err
 		}
 	}

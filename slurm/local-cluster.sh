@@ -338,6 +338,12 @@ do_stop() {
 	pids=$(marked_pids | grep -vxF "${munged:-none}" | tr '\n' ' ')
 	if [[ -n ${pids// /} ]]; then
 		log "stopping leftover processes: $pids"
+		# A step daemon whose slurmd is gone (a failed node) ignores
+		# SIGTERM: it would only cost kill_wait's 5 s.
+		local p
+		for p in $pids; do
+			[[ $(cat "/proc/$p/comm" 2>/dev/null) == slurmstepd ]] && kill -KILL "$p" 2>/dev/null
+		done
 		# shellcheck disable=SC2086
 		kill_wait 5 $pids
 	fi

@@ -316,7 +316,9 @@ do_up() {
 		for h in $(hosts_of); do echo "$(addr_of "$h") $h"; done
 	} >"$STATE/etc-hosts"
 	if [[ -n ${RSAG_HOSTS_OWNER:-} ]]; then
-		echo "$RSAG_HOSTS_OWNER $(start_time "$RSAG_HOSTS_OWNER")" >"$STATE/owner"
+		# Renamed into place: gc, running meanwhile, never reads half of it.
+		echo "$RSAG_HOSTS_OWNER $(start_time "$RSAG_HOSTS_OWNER")" >"$STATE/owner.new"
+		mv "$STATE/owner.new" "$STATE/owner"
 	fi
 	for h in $(hosts_of); do
 		make_host "$h" || { err "making host $h failed"; return 1; }

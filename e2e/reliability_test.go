@@ -42,6 +42,12 @@ func startJob(t *testing.T, np int, env []string, args ...string) *job {
 	t.Helper()
 	cmd := exec.Command("../scripts/mpirun.sh", append([]string{strconv.Itoa(np), rsagBin}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
+	return startCmd(t, cmd)
+}
+
+// startCmd starts a launcher command as a job.
+func startCmd(t *testing.T, cmd *exec.Cmd) *job {
+	t.Helper()
 	// Its own process group, so a test that fails can end every process.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	j := &job{cmd: cmd, lines: make(chan string, 1000), done: make(chan struct{})}

@@ -43,6 +43,7 @@ type Summary struct {
 	Libraries   []SummaryLibrary  `json:"libraries"` // rank 0's
 	Driver      string            `json:"driver"`    // rank 0's CUDA driver, "" without one
 	Ranks       []SummaryRank     `json:"ranks"`
+	Nodes       []SummaryNode     `json:"nodes"`       // the ranks grouped by host
 	Environment map[string]string `json:"environment"` // rank 0's NCCL_* and UCX_* variables
 	Contracts   []SummaryContract `json:"contracts"`
 	Timing      []TimingStat      `json:"timing"`
@@ -71,10 +72,40 @@ type SummaryLibrary struct {
 
 // SummaryRank is where one rank ran.
 type SummaryRank struct {
-	Rank   int    `json:"rank"`
-	Host   string `json:"host"`
-	Device string `json:"device"`
-	BusID  string `json:"bus_id"`
+	Rank      int    `json:"rank"`
+	Host      string `json:"host"`
+	LocalRank int    `json:"local_rank"` // among the ranks on its host
+	Device    string `json:"device"`
+	BusID     string `json:"bus_id"`
+}
+
+// SummaryNode is one host and the ranks that ran on it.
+type SummaryNode struct {
+	Host       string `json:"host"`
+	Ranks      []int  `json:"ranks"`       // world ranks, ascending
+	LocalRanks []int  `json:"local_ranks"` // each one's node-local rank, in the same order
+	Device     string `json:"device"`      // the ranks' devices: the distinct names, joined by ", "
+}
+
+// Nodes groups the ranks by host, in the order of each host's first rank.
+func Nodes(infos []phases.Info) []SummaryNode {
+	var nodes []SummaryNode
+	index := map[string]int{}
+	for r, in := range infos {
+		i, ok := index[in.Host]
+		if !ok {
+			i = len(nodes)
+			index[in.Host] = i
+			nodes = append(nodes, SummaryNode{Host: in.Host})
+		}
+		n := &nodes[i]
+		n.Ranks = append(n.Ranks, r)
+		n.LocalRanks = append(n.LocalRanks, in.LocalRank)
+		if !slices.Contains(strings.Split(n.Device, ", "), in.Device) {
+			n.Device = strings.TrimPrefix(n.Device+", "+in.Device, ", ")
+		}
+	}
+	return nodes
 }
 
 // SummaryContract is one contract over every rank.
@@ -201,8 +232,9 @@ func NewSummary(in SummaryInput) Summary {
 		}
 	}
 	for r, in := range in.Infos {
-		s.Ranks = append(s.Ranks, SummaryRank{r, in.Host, in.Device, in.BusID})
+		s.Ranks = append(s.Ranks, SummaryRank{Rank: r, Host: in.Host, LocalRank: in.LocalRank, Device: in.Device, BusID: in.BusID})
 	}
+	s.Nodes = Nodes(in.Infos)
 	s.Contracts = summaryContracts(in.Rows.Contracts)
 	s.Timing = TimingStatsPerRun(in.Rows.Timings, phases.Layout{World: in.World, Group: in.GroupSize}, in.Discard)
 	s.Ratios = Ratios(s.Timing)
@@ -422,6 +454,9 @@ func normalized(s Summary) Summary {
 	}
 	if s.Ranks == nil {
 		s.Ranks = []SummaryRank{}
+	}
+	if s.Nodes == nil {
+		s.Nodes = []SummaryNode{}
 	}
 	if s.Environment == nil {
 		s.Environment = map[string]string{}

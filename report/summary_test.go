@@ -81,7 +81,7 @@ func TestSummaryFields(t *testing.T) {
 	if s.Backend != "nccl" || s.Driver != "12.8" || len(s.Libraries) != 1 || s.Libraries[0].Version != "2.26.2" {
 		t.Errorf("rank 0's backend description: %+v", s)
 	}
-	if len(s.Ranks) != 2 || s.Ranks[1] != (SummaryRank{1, "b", "NVIDIA H200", "0000:3b:00.0"}) {
+	if len(s.Ranks) != 2 || s.Ranks[1] != (SummaryRank{Rank: 1, Host: "b", Device: "NVIDIA H200", BusID: "0000:3b:00.0"}) {
 		t.Errorf("ranks: %+v", s.Ranks)
 	}
 	wantEnv := map[string]string{"NCCL_DEBUG": "INFO", "UCX_NET_DEVICES": "mlx5_0:1", "NCCL_ALGO": "Ring"}

@@ -26,14 +26,45 @@ func newTable(w io.Writer, header ...string) *tablewriter.Table {
 	return t
 }
 
-// RanksTable lists every rank's host and device.
+// RanksTable lists every rank's host, node-local rank and device.
 func RanksTable(w io.Writer, infos []phases.Info) error {
 	fmt.Fprintln(w, "Ranks")
-	t := newTable(w, "rank", "host", "device", "bus id")
+	t := newTable(w, "rank", "host", "local rank", "device", "bus id")
 	for r, in := range infos {
-		t.Append([]string{fmt.Sprint(r), in.Host, in.Device, orDash(in.BusID)})
+		t.Append([]string{fmt.Sprint(r), in.Host, fmt.Sprint(in.LocalRank), in.Device, orDash(in.BusID)})
 	}
 	return t.Render()
+}
+
+// NodesTable lists every host with its ranks, their node-local ranks and
+// devices: the shape of the job at a glance, at any world size.
+func NodesTable(w io.Writer, nodes []SummaryNode) error {
+	fmt.Fprintln(w, "Nodes")
+	t := newTable(w, "host", "ranks", "local ranks", "device")
+	for _, n := range nodes {
+		t.Append([]string{n.Host, listText(n.Ranks), listText(n.LocalRanks), n.Device})
+	}
+	return t.Render()
+}
+
+// listText writes ascending runs of three or more as a range: 0-3,6,8.
+func listText(v []int) string {
+	var parts []string
+	for i := 0; i < len(v); {
+		j := i
+		for j+1 < len(v) && v[j+1] == v[j]+1 {
+			j++
+		}
+		if j-i >= 2 {
+			parts = append(parts, fmt.Sprintf("%d-%d", v[i], v[j]))
+		} else {
+			for k := i; k <= j; k++ {
+				parts = append(parts, fmt.Sprint(v[k]))
+			}
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
 }
 
 // WriteTables prints the tables of the phases that ran, from the summary:
@@ -45,7 +76,7 @@ func WriteTables(w io.Writer, s Summary, ran Phases) error {
 		}
 	}
 	if ran.Timing && len(s.Timing) > 0 {
-		if err := TimingsTable(w, s.Timing, s.WorldSize); err != nil {
+		if err := TimingsTable(w, s.Timing, s.WorldSize, len(s.Nodes)); err != nil {
 			return err
 		}
 		if err := FastestTable(w, s.Timing); err != nil {
@@ -98,8 +129,10 @@ func ContractsTable(w io.Writer, contracts []SummaryContract, world int) error {
 // side, from TimingStats: a sample is the slowest rank's time. Modes come
 // in phases.Modes' order, each with its median and bus bandwidth, and the
 // decomposed/direct ratio when both ran. Dimensions that do not vary over
-// the sweep are named once above the table instead of in columns.
-func TimingsTable(w io.Writer, stats []TimingStat, world int) error {
+// the sweep are named once above the table instead of in columns. A run
+// over more than one node says so: its bandwidth is the network's between
+// the nodes, not NVLink's.
+func TimingsTable(w io.Writer, stats []TimingStat, world, nodes int) error {
 	dims := []struct {
 		name string
 		of   func(TimingStat) string
@@ -145,6 +178,9 @@ func TimingsTable(w io.Writer, stats []TimingStat, world int) error {
 	ratio := slices.ContainsFunc(modes, isMode(phases.Direct)) && slices.ContainsFunc(modes, isMode(phases.Decomposed))
 	fmt.Fprintf(w, "Timings (us per operation; a sample is the slowest of %d ranks; median [p10..p90]; GB/s from the median) %s\n",
 		world, strings.Join(fixed, " "))
+	if nodes > 1 {
+		fmt.Fprintf(w, "  across %d nodes: the bandwidth is bounded by the network between them (NIC, switch), not by NVLink\n", nodes)
+	}
 	header = append(header, "size")
 	for _, m := range modes {
 		header = append(header, m.Label)

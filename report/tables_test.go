@@ -54,7 +54,7 @@ func TestTimingsTableEveryModeGolden(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	if err := TimingsTable(&b, TimingStats(rows, 2, 0), 2); err != nil {
+	if err := TimingsTable(&b, TimingStats(rows, 2, 0), 2, 1); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "timings-every-mode.golden.txt", b.Bytes())

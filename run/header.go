@@ -10,7 +10,9 @@ import (
 // gatherInfos gathers every rank's backend description to rank 0 (nil on
 // the other ranks).
 func (s *session) gatherInfos(be phases.Backend) ([]phases.Info, error) {
-	return gatherJSON(s, "backend descriptions", be.Info())
+	info := be.Info()
+	info.LocalRank = s.comm.LocalRank()
+	return gatherJSON(s, "backend descriptions", info)
 }
 
 // printHeader prints, on rank 0, what runs where: the binary, the backend,
@@ -31,6 +33,7 @@ func (s *session) printHeader(mine phases.Info, infos []phases.Info) {
 		s.printf("  driver %s\n", mine.Driver)
 	}
 	report.RanksTable(s.out, infos)
+	report.NodesTable(s.out, report.Nodes(infos))
 }
 
 // preflight refuses, on every rank alike and before any collective, a run

@@ -1,10 +1,13 @@
 package run
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
+	"rsag/mpi"
+	"rsag/outdir"
 	"rsag/report"
 )
 
@@ -30,7 +33,18 @@ func (s *session) checkOutputDir() error {
 	if err != nil {
 		err = fmt.Errorf("%w; choose another with -output-dir", err)
 	}
-	return s.agree(err, ExitBadArgs, "output dir "+dir+" is not writable")
+	if err := s.agree(err, ExitBadArgs, "output dir "+dir+" is not writable"); err != nil {
+		return err
+	}
+	// One directory for every rank: a node-local one would scatter the files.
+	s.tr.Arm("output dir check between ranks", -1)
+	err = outdir.CheckShared(s.comm, dir)
+	var mpiErr *mpi.Error
+	if err == nil || errors.As(err, &mpiErr) {
+		return err // an MPI failure is this rank's
+	}
+	// Built from what every rank gathered: the same everywhere.
+	return shared(ExitBadArgs, err)
 }
 
 // checkEarlierResults refuses, on every rank alike, an output dir that

@@ -41,6 +41,10 @@ command -v jq >/dev/null || { echo "bench-imb.sh: needs jq to read summary.json"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 list=$(IFS=,; echo "${sizes[*]}")
+# Open MPI 4 makes one session directory per user with a race between jobs
+# that start at once (other users of the machine); each job here gets its
+# own. Other MPIs ignore the variable.
+export OMPI_MCA_orte_tmpdir_base="$work"
 
 read -ra extra <<<"${MPIRUN_ARGS:-}"
 

@@ -40,6 +40,9 @@ type Case struct {
 	Op        string `json:"op"`
 	Placement string `json:"placement"`
 	Method    string `json:"method"`
+	Batch     int    `json:"batch"`
+	Buffers   string `json:"buffers"`
+	CTAPolicy string `json:"cta_policy"`
 }
 
 // Point is one median: a case, a mode, a size and its median time per

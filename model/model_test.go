@@ -385,7 +385,9 @@ func TestJSONNames(t *testing.T) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"run", "dtype", "op", "placement", "method", "mode", "alpha_us", "bandwidth_gbps", "r2", "max_rel_residual", "sizes_bytes"}
+	// The names, and the case fields a timing statistic has too.
+	want := []string{"run", "dtype", "op", "placement", "method", "batch", "buffers", "cta_policy", "mode", "alpha_us",
+		"bandwidth_gbps", "r2", "max_rel_residual", "sizes_bytes"}
 	var got []string
 	for k := range m {
 		got = append(got, k)

@@ -29,6 +29,10 @@ type TimedMode struct {
 	// Bus, when not nil, is the mode's bus factor instead of the sum of
 	// its steps'.
 	Bus func(l Layout) float64
+	// Parts are the modes that time this one's steps alone, when it is a
+	// decomposition of AllReduce: the model compares it with direct and
+	// splits its time between them.
+	Parts []Mode
 }
 
 // Layout is the shape of the world a mode runs on: its ranks and, for the
@@ -54,7 +58,8 @@ func one(s Collective) []Step { return []Step{{s, World}} }
 var timedModes = []TimedMode{
 	{Name: Direct, Title: "AllReduce (direct)", Label: "direct AllReduce", Short: "AR", Steps: one(AllReduceColl)},
 	{Name: Decomposed, Title: "ReduceScatter + AllGather", Label: "RS + AG", Short: "RS+AG",
-		Steps: []Step{{ReduceScatterColl, World}, {AllGatherColl, World}}},
+		Steps: []Step{{ReduceScatterColl, World}, {AllGatherColl, World}},
+		Parts: []Mode{ReduceScatterAlone, AllGatherAlone}},
 	{Name: ReduceScatterAlone, Title: "ReduceScatter alone", Label: "ReduceScatter", Short: "RS", Steps: one(ReduceScatterColl)},
 	{Name: AllGatherAlone, Title: "AllGather alone", Label: "AllGather", Short: "AG", Steps: one(AllGatherColl)},
 	// The two-level form: ReduceScatter in the group (a node), AllReduce of
@@ -63,7 +68,8 @@ var timedModes = []TimedMode{
 	// that it compares with direct.
 	{Name: Hierarchical, Title: "hierarchical RS + AR + AG", Label: "hierarchical", Short: "H",
 		Steps: []Step{{ReduceScatterColl, InGroup}, {AllReduceColl, AcrossGroups}, {AllGatherColl, InGroup}},
-		Bus:   func(l Layout) float64 { return AllReduceColl.BusFactor(l.World) }},
+		Bus:   func(l Layout) float64 { return AllReduceColl.BusFactor(l.World) },
+		Parts: []Mode{"hierarchical-reduce-scatter", "hierarchical-all-reduce", "hierarchical-all-gather"}},
 	// Each of its steps alone, on the buffers it has in the chain, so that
 	// the report shows where the time goes.
 	{Name: "hierarchical-reduce-scatter", Title: "hierarchical: ReduceScatter in the group", Label: "H: RS in group",

@@ -14,6 +14,7 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 
+	"rsag/model"
 	"rsag/phases"
 )
 
@@ -48,6 +49,12 @@ type Summary struct {
 	Contracts   []SummaryContract `json:"contracts"`
 	Timing      []TimingStat      `json:"timing"`
 	Ratios      []Ratio           `json:"ratios"`
+	// Fits is the Hockney model t(n) = alpha + n/B of every case and mode
+	// over its sizes; Crossover and Breakdown compare each decomposition of
+	// AllReduce with direct and split its time between its parts.
+	Fits      []model.Fit        `json:"fits"`
+	Crossover []SummaryCrossover `json:"crossover"`
+	Breakdown []SummaryBreakdown `json:"breakdown"`
 	Memory      []SummaryMemory   `json:"memory"`
 	// Numerics is the numerics phase, one entry per dtype and size;
 	// empty when it did not run.
@@ -238,6 +245,7 @@ func NewSummary(in SummaryInput) Summary {
 	s.Contracts = summaryContracts(in.Rows.Contracts)
 	s.Timing = TimingStatsPerRun(in.Rows.Timings, phases.Layout{World: in.World, Group: in.GroupSize}, in.Discard)
 	s.Ratios = Ratios(s.Timing)
+	s.Fits, s.Crossover, s.Breakdown = fitsOf(s.Timing)
 	s.Memory = summaryMemory(in.Rows.Memory)
 	s.Numerics = summaryNumerics(in.Rows.Numerics)
 	s.ChecksPassed = allCorrect(in.Rows)
@@ -474,6 +482,20 @@ func normalized(s Summary) Summary {
 	}
 	if s.Ratios == nil {
 		s.Ratios = []Ratio{}
+	}
+	if s.Fits == nil {
+		s.Fits = []model.Fit{}
+	}
+	for i := range s.Fits {
+		if s.Fits[i].SizesBytes == nil {
+			s.Fits[i].SizesBytes = []int64{}
+		}
+	}
+	if s.Crossover == nil {
+		s.Crossover = []SummaryCrossover{}
+	}
+	if s.Breakdown == nil {
+		s.Breakdown = []SummaryBreakdown{}
 	}
 	if s.Memory == nil {
 		s.Memory = []SummaryMemory{}

@@ -79,6 +79,9 @@ func WriteTables(w io.Writer, s Summary, ran Phases) error {
 		if err := TimingsTable(w, s.Timing, s.WorldSize, len(s.Nodes)); err != nil {
 			return err
 		}
+		if err := ModelTable(w, s); err != nil {
+			return err
+		}
 		if err := FastestTable(w, s.Timing); err != nil {
 			return err
 		}

@@ -265,9 +265,9 @@ func TestExistingResultsNeedOverwrite(t *testing.T) {
 		t.Fatalf("first run: exit %d\n%s", r.code, r.stderr)
 	}
 	first, err := report.ReadRun(dir)
-	// 9 CSVs, summary.json and 4 figures as PNG and SVG.
-	if err != nil || first.Status != report.StatusComplete || len(first.Files) != 18 {
-		t.Fatalf("first run's %s: %+v, %v; want complete with 18 files", report.RunFile, first, err)
+	// 9 CSVs, summary.json and 5 figures as PNG and SVG.
+	if err != nil || first.Status != report.StatusComplete || len(first.Files) != 20 {
+		t.Fatalf("first run's %s: %+v, %v; want complete with 20 files", report.RunFile, first, err)
 	}
 	for _, f := range first.Files {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {

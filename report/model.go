@@ -32,11 +32,11 @@ func caseOf(s TimingStat) model.Case {
 		Batch: s.Batch, Buffers: s.Buffers, CTAPolicy: s.CTAPolicy}
 }
 
-// fitsOf fits the Hockney model to every case and mode of stats, then, for
+// FitsOf fits the Hockney model to every case and mode of stats, then, for
 // every mode that is a decomposition of AllReduce (phases' records say
 // which, and what its parts are), compares it with direct and splits its
 // time between its parts.
-func fitsOf(stats []TimingStat) ([]model.Fit, []SummaryCrossover, []SummaryBreakdown) {
+func FitsOf(stats []TimingStat) ([]model.Fit, []SummaryCrossover, []SummaryBreakdown) {
 	points := make([]model.Point, len(stats))
 	for i, s := range stats {
 		points[i] = model.Point{Case: caseOf(s), Mode: s.Mode, SizeBytes: s.SizeBytes, MedianUS: s.MedianUS}

@@ -67,7 +67,7 @@ func ReadRun(dir string) (Run, error) {
 // resultFileRE matches the files rsag writes, and the temporary files it
 // writes them through: nothing else in a directory is rsag's to remove.
 const resultNames = `(run\.json|summary\.json|(contracts|timings|memory|numerics)\.csv|rank[0-9]+_(contracts|timings|memory)\.csv|` +
-	`((time_vs_size|busbw_vs_size|ratio_vs_size)(_[A-Za-z0-9._-]+)?|memory_by_mode)\.(png|svg))`
+	`((time_vs_size|busbw_vs_size|ratio_vs_size|crossover_vs_size)(_[A-Za-z0-9._-]+)?|memory_by_mode)\.(png|svg))`
 
 var resultFileRE = regexp.MustCompile(`^` + resultNames + `$`)
 var tempFileRE = regexp.MustCompile(`^\.` + resultNames + `\.tmp[0-9]*$`)

@@ -55,7 +55,7 @@ type Summary struct {
 	Fits      []model.Fit        `json:"fits"`
 	Crossover []SummaryCrossover `json:"crossover"`
 	Breakdown []SummaryBreakdown `json:"breakdown"`
-	Memory      []SummaryMemory   `json:"memory"`
+	Memory    []SummaryMemory    `json:"memory"`
 	// Numerics is the numerics phase, one entry per dtype and size;
 	// empty when it did not run.
 	Numerics []SummaryNumerics `json:"numerics"`
@@ -245,7 +245,7 @@ func NewSummary(in SummaryInput) Summary {
 	s.Contracts = summaryContracts(in.Rows.Contracts)
 	s.Timing = TimingStatsPerRun(in.Rows.Timings, phases.Layout{World: in.World, Group: in.GroupSize}, in.Discard)
 	s.Ratios = Ratios(s.Timing)
-	s.Fits, s.Crossover, s.Breakdown = fitsOf(s.Timing)
+	s.Fits, s.Crossover, s.Breakdown = FitsOf(s.Timing)
 	s.Memory = summaryMemory(in.Rows.Memory)
 	s.Numerics = summaryNumerics(in.Rows.Numerics)
 	s.ChecksPassed = allCorrect(in.Rows)

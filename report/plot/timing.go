@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"rsag/model"
 	"rsag/phases"
 	"rsag/report"
 )
@@ -87,16 +88,17 @@ func (diamondGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) 
 
 // modeDashes are the line styles of the timed modes, in phases.Modes'
 // order: AllReduce solid, the decomposition dashed, ReduceScatter and
-// AllGather alone long-dashed and dash-dotted (dotted is the fits').
+// AllGather alone short-dashed and dash-dotted, then the hierarchy's;
+// finely dotted is the fits'.
 var modeDashes = [][]vg.Length{
 	nil,
 	{vg.Points(7), vg.Points(4)},
+	{vg.Points(3), vg.Points(3)},
+	{vg.Points(10), vg.Points(3), vg.Points(2), vg.Points(3)},
 	{vg.Points(14), vg.Points(4)},
-	{vg.Points(8), vg.Points(3), vg.Points(2), vg.Points(3)},
-	{vg.Points(4), vg.Points(2)},
 	{vg.Points(12), vg.Points(3), vg.Points(4), vg.Points(3)},
 	{vg.Points(10), vg.Points(2), vg.Points(2), vg.Points(2), vg.Points(2), vg.Points(2)},
-	{vg.Points(3), vg.Points(5)},
+	{vg.Points(5), vg.Points(2), vg.Points(5), vg.Points(6)},
 }
 
 // modeStyle returns a timed mode's dashes and its legend name.
@@ -370,9 +372,9 @@ func ratioLegend(dtypes, ops []string) []legendSection {
 // grid draws a run's values as a figure: a panel per placement and method,
 // all on the run's size range and on the y range of every value that
 // valid accepts, which setY turns into the axis; decorate adds to each
-// panel what goes under the lines.
+// panel what goes under the lines (it is told the panel).
 func grid(name, what, yLabel string, lay layout, vals []value, valid func(float64) bool,
-	setY func(p *plot.Plot, lo, hi float64), decorate func(p *plot.Plot), legend []legendSection) figure {
+	setY func(p *plot.Plot, lo, hi float64), decorate func(p *plot.Plot, k panelKey), legend []legendSection) figure {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	byPanel := map[panelKey]map[lineKey]plotter.XYs{}
 	for _, v := range vals {
@@ -404,7 +406,7 @@ func grid(name, what, yLabel string, lay layout, vals []value, valid func(float6
 		sizeAxis(p, lay.xlo, lay.xhi, labels)
 		setY(p, lo, hi)
 		if decorate != nil {
-			decorate(p)
+			decorate(p, k)
 		}
 		lines := byPanel[k]
 		keys := make([]lineKey, 0, len(lines))
@@ -460,6 +462,10 @@ func timingValues(stats []report.TimingStat, y func(report.TimingStat) float64) 
 
 func timeVsSize(run runStats) figure {
 	lay := layoutOf(run)
+	legend := timingLegend(lay.dtypes, lay.ops, lay.modes)
+	if len(run.fits) > 0 {
+		legend = append(legend, legendSection{entries: []legendEntry{{"fit: alpha + n/B", []plot.Thumbnailer{lineThumb(neutral(lay.dtypes), fitDashes)}}}})
+	}
 	// A short y label: gonum centres it at the linear midpoint of a log
 	// axis and pads the plot for a long one as if it stood near the top.
 	return grid(TimeVsSize+run.suffix, "Median time per operation", "median time (µs)", lay,
@@ -468,7 +474,34 @@ func timeVsSize(run runStats) figure {
 			p.Y.Scale = plot.LogScale{}
 			p.Y.Min, p.Y.Max = lo/1.4, hi*1.4
 			p.Y.Tick.Marker = logTicks{}
-		}, nil, timingLegend(lay.dtypes, lay.ops, lay.modes))
+		}, func(p *plot.Plot, k panelKey) { addFits(p, lay, k, run.fits) }, legend)
+}
+
+// fitDashes are the model's lines: dotted, under the measured ones.
+var fitDashes = []vg.Length{vg.Points(1), vg.Points(2.5)}
+
+// addFits draws, dotted in each line's colour, the Hockney fit of every
+// case and mode of the panel over the sizes it was fitted to.
+func addFits(p *plot.Plot, lay layout, k panelKey, fits []model.Fit) {
+	for _, f := range fits {
+		if !f.OK() || len(f.SizesBytes) < 2 || (panelKey{f.Placement, f.Method, f.Batch, report.VariantText(f.Buffers, f.CTAPolicy)}) != k {
+			continue
+		}
+		lo, hi := float64(f.SizesBytes[0]), float64(f.SizesBytes[len(f.SizesBytes)-1])
+		var xy plotter.XYs
+		for i := range 33 {
+			n := lo * math.Pow(hi/lo, float64(i)/32)
+			if t := f.At(n); t > 0 {
+				xy = append(xy, plotter.XY{X: n, Y: t})
+			}
+		}
+		line, err := plotter.NewLine(xy)
+		if err != nil {
+			continue
+		}
+		line.LineStyle = draw.LineStyle{Color: dtypeColour(f.DType), Width: lay.lineWidth() * 0.7, Dashes: fitDashes}
+		p.Add(line)
+	}
 }
 
 func busBWVsSize(run runStats) figure {
@@ -482,6 +515,85 @@ func busBWVsSize(run runStats) figure {
 			}
 			p.Y.Tick.Marker = linearTicks{}
 		}, nil, timingLegend(lay.dtypes, lay.ops, lay.modes))
+}
+
+// crossoverVsSize is, for every decomposition of AllReduce the run timed
+// (decomposed, hierarchical), its median over direct's against size, with
+// the 5% the crossover is read against and, per case, a vertical mark at
+// the measured crossover; false when the run has no crossover to show.
+func crossoverVsSize(run runStats) (figure, bool) {
+	if len(run.crossovers) == 0 {
+		return figure{}, false
+	}
+	lay := layoutOf(run)
+	byKey := map[report.CaseKey]report.TimingStat{}
+	for _, s := range run.stats {
+		byKey[s.Key()] = s
+	}
+	var vals []value
+	var decomps []string
+	for _, s := range run.stats {
+		for _, c := range run.crossovers {
+			if c.Mode != s.Mode || caseOfStat(s) != c.Case {
+				continue
+			}
+			k := s.Key()
+			k.Mode = string(phases.Direct)
+			if d, ok := byKey[k]; ok && d.MedianUS > 0 {
+				vals = append(vals, value{panelOf(s), lineKey{s.DType, s.Op, s.Mode}, float64(s.SizeBytes), s.MedianUS / d.MedianUS})
+				if !slices.Contains(decomps, s.Mode) {
+					decomps = append(decomps, s.Mode)
+				}
+			}
+		}
+	}
+	if len(vals) == 0 {
+		return figure{}, false
+	}
+	sortBy(decomps, modeOrder)
+	limit := 1 + model.Tolerance
+	legend := timingLegend(lay.dtypes, lay.ops, decomps)
+	legend = append(legend, legendSection{entries: []legendEntry{
+		{fmt.Sprintf("%.2f = within %.0f%%", limit, 100*model.Tolerance), []plot.Thumbnailer{&plotter.Line{LineStyle: limitStyle}}},
+		{"measured crossover", []plot.Thumbnailer{&plotter.Line{LineStyle: crossStyle(neutral(lay.dtypes))}}}}})
+	f := grid(CrossoverVsSize+run.suffix, "Where the decomposition stops mattering", "median / AllReduce median", lay, vals, finite,
+		func(p *plot.Plot, lo, hi float64) {
+			lo, hi = math.Min(lo, 1), math.Max(hi, limit)
+			span := hi - lo
+			p.Y.Min, p.Y.Max = math.Max(0, lo-0.1*span-0.05), hi+0.1*span+0.05
+			p.Y.Tick.Marker = linearTicks{}
+		},
+		func(p *plot.Plot, k panelKey) {
+			ref, _ := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: limit}, {X: p.X.Max, Y: limit}})
+			ref.LineStyle = limitStyle
+			p.Add(ref)
+			for _, c := range run.crossovers {
+				if !c.Measured.Found || (panelKey{c.Placement, c.Method, c.Batch, report.VariantText(c.Buffers, c.CTAPolicy)}) != k {
+					continue
+				}
+				x := float64(c.Measured.Bytes)
+				mark, _ := plotter.NewLine(plotter.XYs{{X: x, Y: p.Y.Min}, {X: x, Y: p.Y.Max}})
+				mark.LineStyle = crossStyle(dtypeColour(c.DType))
+				p.Add(mark)
+			}
+		}, legend)
+	return f, true
+}
+
+// limitStyle is the crossover figure's line at 1.05.
+var limitStyle = draw.LineStyle{Color: color.Gray{60}, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(6), vg.Points(3)}}
+
+func crossStyle(c color.Color) draw.LineStyle {
+	return draw.LineStyle{Color: c, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(1), vg.Points(2)}}
+}
+
+func panelOf(s report.TimingStat) panelKey {
+	return panelKey{s.Placement, s.Method, s.Batch, report.VariantText(s.Buffers, s.CTAPolicy)}
+}
+
+func caseOfStat(s report.TimingStat) model.Case {
+	return model.Case{Run: s.Run, DType: s.DType, Op: s.Op, Placement: s.Placement, Method: s.Method, Batch: s.Batch,
+		Buffers: s.Buffers, CTAPolicy: s.CTAPolicy}
 }
 
 // ratioVsSize is the decomposed / direct median of the run's cases that
@@ -504,7 +616,7 @@ func ratioVsSize(run runStats) (figure, bool) {
 			p.Y.Min, p.Y.Max = math.Max(0, lo-0.1*span-0.05), hi+0.1*span+0.05
 			p.Y.Tick.Marker = linearTicks{}
 		},
-		func(p *plot.Plot) {
+		func(p *plot.Plot, _ panelKey) {
 			// ratio = 1: the decomposition costs nothing.
 			ref, _ := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: 1}, {X: p.X.Max, Y: 1}})
 			ref.LineStyle = refStyle

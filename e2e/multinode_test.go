@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -56,6 +57,65 @@ func TestMultiNode(t *testing.T) {
 	t.Run("no shared memory between nodes", m.testNoSharedMemory)
 	t.Run("node-local output dir is refused", m.testNodeLocalOutputDir)
 	t.Run("a killed node ends the job", m.testKilledNode)
+	t.Run("hierarchy 2+2 block", func(t *testing.T) { m.testHierarchy(t, "slot") })
+	t.Run("hierarchy 2+2 cyclic", func(t *testing.T) { m.testHierarchy(t, "node") })
+	t.Run("hierarchy refuses 3+1", m.testHierarchyUneven)
+}
+
+// The hierarchical decomposition on two nodes of two ranks, the groups
+// being the nodes whichever way the ranks are placed: its contracts hold,
+// every hierarchical output is checked, and hierarchical-lifetime's peak
+// is N + N/2, the shard of a node's two ranks.
+func (m *multi) testHierarchy(t *testing.T, mapBy string) {
+	dir := filepath.Join(m.shared, "hierarchy-"+mapBy)
+	r := m.mpirun(t, 2*time.Minute, nil, []string{"--host", "node1:2,node2:2", "--map-by", mapBy},
+		"-config", filepath.Join(m.h.Repo, "configs", "hierarchy.toml"), "-output-dir", dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	s := checkSummary(t, filepath.Join(dir, report.SummaryFile))
+	held := map[string]int{}
+	for _, c := range s.Contracts {
+		held[c.Name] = c.HeldOn
+	}
+	for _, name := range []string{"hierarchical-sum-equivalence", "hierarchical-wrong-group-rejected", "uneven-groups-rejected"} {
+		if held[name] != 4 {
+			t.Errorf("%s held on %d of 4 ranks", name, held[name])
+		}
+	}
+	modes := map[string]bool{}
+	for _, st := range s.Timing {
+		modes[st.Mode] = true
+		if !st.Correct {
+			t.Errorf("not correct: %+v", st)
+		}
+	}
+	for _, mode := range []string{"hierarchical", "hierarchical-reduce-scatter", "hierarchical-all-reduce", "hierarchical-all-gather"} {
+		if !modes[mode] {
+			t.Errorf("no %s statistics", mode)
+		}
+	}
+	const n = 1075200
+	for _, mm := range s.Memory {
+		if mm.Mode == "hierarchical-lifetime" && (mm.AnalyticPeakBytes != n+n/2 || !mm.MatchesAnalytic || !mm.Correct) {
+			t.Errorf("hierarchical-lifetime: %+v, want peak %d measured and checked", mm, n+n/2)
+		}
+	}
+	if len(s.Nodes) != 2 {
+		t.Errorf("nodes %+v", s.Nodes)
+	}
+}
+
+// Three ranks on one node and one on the other cannot split into equal
+// groups: refused before any collective, said once, naming both nodes.
+func (m *multi) testHierarchyUneven(t *testing.T) {
+	dir := filepath.Join(m.shared, "hierarchy-uneven")
+	r := m.mpirun(t, time.Minute, nil, []string{"--host", "node1:3,node2:1"},
+		"-config", filepath.Join(m.h.Repo, "configs", "hierarchy.toml"), "-output-dir", dir)
+	if r.code != 2 {
+		t.Fatalf("exit %d, want 2\nstderr:\n%s", r.code, r.stderr)
+	}
+	saidOnce(t, r.stderr, "the nodes hold different numbers of ranks (node1 3, node2 1)")
 }
 
 type multi struct {
@@ -91,7 +151,11 @@ func (m *multi) mpirun(t *testing.T, limit time.Duration, env, mpiArgs []string,
 
 func (m *multi) command(ctx context.Context, env, mpiArgs []string, rsagArgs ...string) *exec.Cmd {
 	args := append([]string{"--allow-run-as-root", "--bind-to", "none", "-np", "4"}, mpiArgs...)
-	args = append(append(args, rsagBin, "-config", m.smoke, "-backend", "mpi"), rsagArgs...)
+	args = append(args, rsagBin, "-backend", "mpi")
+	if !slices.Contains(rsagArgs, "-config") {
+		args = append(args, "-config", m.smoke)
+	}
+	args = append(args, rsagArgs...)
 	cmd := m.h.Command(ctx, "head", "mpirun", args...)
 	cmd.Env = append(append([]string{}, m.env...), env...)
 	cmd.WaitDelay = 10 * time.Second

@@ -92,6 +92,23 @@ type SummaryNode struct {
 	Ranks      []int  `json:"ranks"`       // world ranks, ascending
 	LocalRanks []int  `json:"local_ranks"` // each one's node-local rank, in the same order
 	Device     string `json:"device"`      // the ranks' devices: the distinct names, joined by ", "
+	// Groups is each rank's group of the hierarchical decomposition, in
+	// the same order; absent when [hierarchy] is off.
+	Groups []int `json:"groups,omitempty"`
+}
+
+// WithGroups fills in each node's ranks' hierarchy groups (g nil: none).
+func WithGroups(nodes []SummaryNode, g *phases.Groups) []SummaryNode {
+	if g == nil {
+		return nodes
+	}
+	for i := range nodes {
+		nodes[i].Groups = nil
+		for _, r := range nodes[i].Ranks {
+			nodes[i].Groups = append(nodes[i].Groups, g.Group[r])
+		}
+	}
+	return nodes
 }
 
 // Nodes groups the ranks by host, in the order of each host's first rank.
@@ -219,7 +236,8 @@ type SummaryInput struct {
 	Environ         []string      // rank 0's os.Environ()
 	Rows            Rows          // every rank's rows (Merge)
 	World           int
-	GroupSize       int // the hierarchy's ranks per group; 0 without one
+	GroupSize       int            // the hierarchy's ranks per group; 0 without one
+	Groups          *phases.Groups // the hierarchy's groups; nil without one
 	// Discard is each run's number of timing cycles dropped from the start
 	// of each case (config's timing.discard, per [[run]]); missing: 0.
 	Discard map[string]int
@@ -241,7 +259,7 @@ func NewSummary(in SummaryInput) Summary {
 	for r, in := range in.Infos {
 		s.Ranks = append(s.Ranks, SummaryRank{Rank: r, Host: in.Host, LocalRank: in.LocalRank, Device: in.Device, BusID: in.BusID})
 	}
-	s.Nodes = Nodes(in.Infos)
+	s.Nodes = WithGroups(Nodes(in.Infos), in.Groups)
 	s.Contracts = summaryContracts(in.Rows.Contracts)
 	s.Timing = TimingStatsPerRun(in.Rows.Timings, phases.Layout{World: in.World, Group: in.GroupSize}, in.Discard)
 	s.Ratios = Ratios(s.Timing)

@@ -38,13 +38,32 @@ func RanksTable(w io.Writer, infos []phases.Info) error {
 
 // NodesTable lists every host with its ranks, their node-local ranks and
 // devices: the shape of the job at a glance, at any world size.
+// With the hierarchy on, it shows each rank's group as well.
 func NodesTable(w io.Writer, nodes []SummaryNode) error {
 	fmt.Fprintln(w, "Nodes")
-	t := newTable(w, "host", "ranks", "local ranks", "device")
+	grouped := slices.ContainsFunc(nodes, func(n SummaryNode) bool { return len(n.Groups) > 0 })
+	header := []string{"host", "ranks", "local ranks", "device"}
+	if grouped {
+		header = append(header, "hierarchy groups")
+	}
+	t := newTable(w, header...)
 	for _, n := range nodes {
-		t.Append([]string{n.Host, listText(n.Ranks), listText(n.LocalRanks), n.Device})
+		row := []string{n.Host, listText(n.Ranks), listText(n.LocalRanks), n.Device}
+		if grouped {
+			row = append(row, groupsText(n.Groups))
+		}
+		t.Append(row)
 	}
 	return t.Render()
+}
+
+// groupsText writes each rank's group in rank order: "0,0,1,1".
+func groupsText(g []int) string {
+	parts := make([]string, len(g))
+	for i, v := range g {
+		parts[i] = fmt.Sprint(v)
+	}
+	return strings.Join(parts, ",")
 }
 
 // listText writes ascending runs of three or more as a range: 0-3,6,8.

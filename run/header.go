@@ -17,7 +17,7 @@ func (s *session) gatherInfos(be phases.Backend) ([]phases.Info, error) {
 
 // printHeader prints, on rank 0, what runs where: the binary, the backend,
 // the libraries and every rank.
-func (s *session) printHeader(mine phases.Info, infos []phases.Info) {
+func (s *session) printHeader(mine phases.Info, infos []phases.Info, groups *phases.Groups) {
 	if s.comm.Rank() != 0 {
 		return
 	}
@@ -33,7 +33,7 @@ func (s *session) printHeader(mine phases.Info, infos []phases.Info) {
 		s.printf("  driver %s\n", mine.Driver)
 	}
 	report.RanksTable(s.out, infos)
-	report.NodesTable(s.out, report.Nodes(infos))
+	report.NodesTable(s.out, report.WithGroups(report.Nodes(infos), groups))
 }
 
 // preflight refuses, on every rank alike and before any collective, a run

@@ -188,11 +188,11 @@ func (s *session) run(st *state) error {
 	if err != nil {
 		return err
 	}
-	s.printHeader(be.Info(), infos)
 	w, err := s.plan(cfg)
 	if err != nil {
 		return err
 	}
+	s.printHeader(be.Info(), infos, w.groups)
 	if err := s.preflight(cfg, w, be); err != nil {
 		return err
 	}

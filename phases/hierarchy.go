@@ -38,12 +38,8 @@ func RunHierarchyContracts(be Backend, g *Groups, hosts []string) (results []Con
 		results = append(results, ContractResult{Name: name, Correct: ok, Detail: detail})
 	}
 
-	n := ExactCount(world)
-	base, expected := make([]int64, n), make([]int64, n)
-	for i := range base {
-		base[i] = int64(i + rank*100)
-		expected[i] = int64(world*i + 100*world*(world-1)/2)
-	}
+	base, expected := exactInput(world, rank)
+	n := len(base)
 	flat, err := a.int64s(base)
 	if err != nil {
 		return nil, err
@@ -81,21 +77,11 @@ func RunHierarchyContracts(be Backend, g *Groups, hosts []string) (results []Con
 	if err := across.AllGather(shard, wrong); err != nil {
 		return nil, err
 	}
-	if err := be.Synchronize(); err != nil {
-		return nil, err
-	}
-	flatV, err := readInt64s(be, flat)
+	got, err := readAll(be, flat, gathered, wrong)
 	if err != nil {
 		return nil, err
 	}
-	hierV, err := readInt64s(be, gathered)
-	if err != nil {
-		return nil, err
-	}
-	wrongV, err := readInt64s(be, wrong)
-	if err != nil {
-		return nil, err
-	}
+	flatV, hierV, wrongV := got[0], got[1], got[2]
 	record(HierarchicalSumEquivalence, slices.Equal(flatV, hierV) && slices.Equal(hierV, expected),
 		fmt.Sprintf("int64 full tensor direct==RS(in group of %d)+AR(across %d groups)+AG(in group)==CPU formula", g.Size, g.Count))
 	record(HierarchicalWrongGroup, !slices.Equal(flatV, wrongV), "AllGather across the groups instead of within one")

@@ -86,14 +86,11 @@ func RunContracts(be Backend) (results []ContractResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := be.Synchronize(); err != nil {
-		return nil, err
-	}
-	maxV, err := readInt64s(be, maxGathered)
+	got, err = readAll(be, maxGathered)
 	if err != nil {
 		return nil, err
 	}
-	record(WrongOpRejected, !slices.Equal(directV, maxV), "direct SUM compared with ReduceScatter MAX plus AllGather")
+	record(WrongOpRejected, !slices.Equal(directV, got[0]), "direct SUM compared with ReduceScatter MAX plus AllGather")
 
 	// Equal-size ReduceScatter needs divisibility; padding with SUM's
 	// identity (0) and trimming restores equivalence.
@@ -118,17 +115,11 @@ func RunContracts(be Backend) (results []ContractResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := be.Synchronize(); err != nil {
-		return nil, err
-	}
-	unevenV, err := readInt64s(be, directUneven)
+	got, err = readAll(be, directUneven, paddedOut)
 	if err != nil {
 		return nil, err
 	}
-	paddedV, err := readInt64s(be, paddedOut)
-	if err != nil {
-		return nil, err
-	}
+	unevenV, paddedV := got[0], got[1]
 	record(PaddingAndTrim, slices.Equal(unevenV, paddedV[:logical]),
 		fmt.Sprintf("logical=%d;padded=%d;identity=0", logical, padded))
 

@@ -66,7 +66,7 @@ func Default() Config {
 			Placements: []phases.Placement{phases.OutOfPlace}, Methods: []phases.Method{phases.PerOp},
 			Modes: append([]phases.Mode(nil), phases.DefaultModes...), Buffers: []phases.BufferKind{phases.PlainBuffers},
 			CTAPolicies: []phases.CTAPolicy{phases.DefaultCTAPolicy}, Batch: 20},
-		Memory:   Memory{Enabled: true, PayloadBytes: 268435456, Modes: append([]string(nil), MemoryModes...)},
+		Memory:   Memory{Enabled: true, PayloadBytes: 268435456, Modes: phases.DefaultMemoryModes()},
 		Numerics: defaultNumerics(),
 	}
 }

@@ -134,3 +134,12 @@ func (h Hierarchy) validate(world int) error {
 		"group_size %d does not divide the world size %d, so the ranks cannot form equal groups: use a divisor of %d (%s), or 0 for the ranks per node",
 		h.GroupSize, world, world, strings.Join(divisors, ", "))}
 }
+
+// Spec is the numerics phase's spec.
+func (n Numerics) Spec() phases.NumericsSpec {
+	sizes := make([]int64, len(n.SizesBytes))
+	for i, s := range n.SizesBytes {
+		sizes[i] = int64(s)
+	}
+	return phases.NumericsSpec{DTypes: n.DTypes, SizesBytes: sizes, Seed: uint64(n.Seed)}
+}

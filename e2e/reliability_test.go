@@ -43,6 +43,12 @@ func startJob(t *testing.T, np int, env []string, args ...string) *job {
 	t.Helper()
 	cmd := exec.Command("../scripts/mpirun.sh", append([]string{strconv.Itoa(np), rsagBin}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
+	return startCmd(t, cmd)
+}
+
+// startCmd starts a launcher command as a job.
+func startCmd(t *testing.T, cmd *exec.Cmd) *job {
+	t.Helper()
 	// Its own process group, so a test that fails can end every process.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	j := &job{cmd: cmd, lines: make(chan string, 1000), done: make(chan struct{})}
@@ -222,9 +228,9 @@ func TestExistingResultsNeedOverwrite(t *testing.T) {
 		t.Fatalf("first run: exit %d\n%s", r.code, r.stderr)
 	}
 	first, err := report.ReadRun(dir)
-	// run.json, 9 CSVs, summary.json and 4 figures as PNG and SVG.
-	if err != nil || first.Status != report.StatusComplete || len(first.Files) != 19 || first.Files[0] != report.RunFile {
-		t.Fatalf("first run's %s: %+v, %v; want complete with 19 files, itself first", report.RunFile, first, err)
+	// run.json, 9 CSVs, summary.json and 5 figures as PNG and SVG.
+	if err != nil || first.Status != report.StatusComplete || len(first.Files) != 21 || first.Files[0] != report.RunFile {
+		t.Fatalf("first run's %s: %+v, %v; want complete with 21 files, itself first", report.RunFile, first, err)
 	}
 	for _, f := range first.Files {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {

@@ -60,8 +60,29 @@ func TestSweepOnTheMPIBackend(t *testing.T) {
 				}
 			}
 		}
-		checkSummary(t, filepath.Join(dir, report.SummaryFile))
+		sum := checkSummary(t, filepath.Join(dir, report.SummaryFile))
 		checkFigures(t, dir)
+		// The numerics phase: both float types at the three sizes, every
+		// element within the bound, on every rank.
+		numerics := readCSV(t, filepath.Join(dir, "numerics.csv"))
+		if len(numerics) != 1+np*2*3 {
+			t.Errorf("%d ranks: numerics.csv has %d rows, want %d", np, len(numerics)-1, np*2*3)
+		}
+		if len(sum.Numerics) != 6 {
+			t.Errorf("%d ranks: summary.json numerics: %+v, want 2 dtypes x 3 sizes", np, sum.Numerics)
+		}
+		for _, n := range sum.Numerics {
+			if !n.WithinBound || n.Ranks != np || n.Elements*map[string]int{"float32": 4, "float64": 8}[n.DType] != int(n.SizeBytes) {
+				t.Errorf("%d ranks: numerics %+v", np, n)
+			}
+			// Two ranks add a + b either way: the paths agree bit for bit.
+			if np == 2 && !n.BitwiseEqual {
+				t.Errorf("2 ranks: %s %d bytes: %s, want bitwise equal", n.DType, n.SizeBytes, n.Verdict())
+			}
+		}
+		if !strings.Contains(r.stdout, "Numerics (AllReduce vs RS + AG") {
+			t.Errorf("%d ranks: no numerics table:\n%s", np, r.stdout)
+		}
 		summaries = append(summaries, filepath.Join(dir, report.SummaryFile))
 	}
 
@@ -122,7 +143,7 @@ func readCSV(t *testing.T, path string) [][]string {
 	return rows
 }
 
-func checkSummary(t *testing.T, path string) {
+func checkSummary(t *testing.T, path string) report.Summary {
 	t.Helper()
 	sch, err := schemacheck.Load("../docs/summary.schema.json")
 	if err != nil {
@@ -139,6 +160,7 @@ func checkSummary(t *testing.T, path string) {
 	if err != nil || s.Status != report.StatusComplete || !s.ChecksPassed || len(s.Timing) == 0 {
 		t.Errorf("%s: status %q, checks passed %v, %d timing stats, %v", path, s.Status, s.ChecksPassed, len(s.Timing), err)
 	}
+	return s
 }
 
 func checkFigures(t *testing.T, dir string) {

@@ -21,29 +21,36 @@ static int rsag_errors_return(void) {
 static int rsag_split_shared(int key, MPI_Comm *local) {
 	return MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, key, MPI_INFO_NULL, local);
 }
-static int rsag_barrier(void) { return MPI_Barrier(MPI_COMM_WORLD); }
-static int rsag_bcast(void *buf, int count, MPI_Datatype dt, int root) {
-	return MPI_Bcast(buf, count, dt, root, MPI_COMM_WORLD);
+static int rsag_barrier(MPI_Comm comm) { return MPI_Barrier(comm); }
+static int rsag_bcast(MPI_Comm comm, void *buf, int count, MPI_Datatype dt, int root) {
+	return MPI_Bcast(buf, count, dt, root, comm);
 }
-static int rsag_gather(void *send, int count, void *recv, MPI_Datatype dt, int root) {
-	return MPI_Gather(send, count, dt, recv, count, dt, root, MPI_COMM_WORLD);
+static int rsag_gather(MPI_Comm comm, void *send, int count, void *recv, MPI_Datatype dt, int root) {
+	return MPI_Gather(send, count, dt, recv, count, dt, root, comm);
 }
-static int rsag_gatherv(void *send, int count, void *recv, int *counts, int *displs, int root) {
-	return MPI_Gatherv(send, count, MPI_BYTE, recv, counts, displs, MPI_BYTE, root, MPI_COMM_WORLD);
+static int rsag_gatherv(MPI_Comm comm, void *send, int count, void *recv, int *counts, int *displs, int root) {
+	return MPI_Gatherv(send, count, MPI_BYTE, recv, counts, displs, MPI_BYTE, root, comm);
 }
-static int rsag_allgather(void *send, int count, void *recv, MPI_Datatype dt, int in_place) {
-	return MPI_Allgather(rsag_send(send, in_place), count, dt, recv, count, dt, MPI_COMM_WORLD);
+static int rsag_allgather(MPI_Comm comm, void *send, int count, void *recv, MPI_Datatype dt, int in_place) {
+	return MPI_Allgather(rsag_send(send, in_place), count, dt, recv, count, dt, comm);
 }
-static int rsag_allgatherv(void *send, int count, void *recv, int *counts, int *displs) {
-	return MPI_Allgatherv(send, count, MPI_BYTE, recv, counts, displs, MPI_BYTE, MPI_COMM_WORLD);
+static int rsag_allgatherv(MPI_Comm comm, void *send, int count, void *recv, int *counts, int *displs) {
+	return MPI_Allgatherv(send, count, MPI_BYTE, recv, counts, displs, MPI_BYTE, comm);
 }
-static int rsag_allreduce(void *send, void *recv, int count, MPI_Datatype dt, MPI_Op op, int in_place) {
-	return MPI_Allreduce(rsag_send(send, in_place), recv, count, dt, op, MPI_COMM_WORLD);
+static int rsag_allreduce(MPI_Comm comm, void *send, void *recv, int count, MPI_Datatype dt, MPI_Op op, int in_place) {
+	return MPI_Allreduce(rsag_send(send, in_place), recv, count, dt, op, comm);
 }
-static int rsag_reduce_scatter_block(void *send, void *recv, int count, MPI_Datatype dt, MPI_Op op, int in_place) {
-	return MPI_Reduce_scatter_block(rsag_send(send, in_place), recv, count, dt, op, MPI_COMM_WORLD);
+static int rsag_reduce_scatter_block(MPI_Comm comm, void *send, void *recv, int count, MPI_Datatype dt, MPI_Op op, int in_place) {
+	return MPI_Reduce_scatter_block(rsag_send(send, in_place), recv, count, dt, op, comm);
 }
 static int rsag_abort(int code) { return MPI_Abort(MPI_COMM_WORLD, code); }
+static MPI_Comm rsag_world(void) { return MPI_COMM_WORLD; }
+static MPI_Comm rsag_comm_null(void) { return MPI_COMM_NULL; }
+static int rsag_split(MPI_Comm comm, int color, int key, MPI_Comm *out) {
+	int rc = MPI_Comm_split(comm, color, key, out);
+	if (rc == MPI_SUCCESS) rc = MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
+	return rc;
+}
 */
 import "C"
 
@@ -158,6 +165,45 @@ func errorsReturn() error {
 
 func worldRankSize() (rank, size int) { return gompi.WorldRank(), gompi.WorldSize() }
 
+// handle is an MPI communicator, for the Comm that holds it.
+type handle = C.MPI_Comm
+
+func worldHandle() handle { return C.rsag_world() }
+
+// split is MPI_Comm_split of c into the ranks of the same color, ordered by
+// key; the new communicator returns errors, as the world does.
+func (c *Comm) split(color, key int) (handle, error) {
+	out := C.rsag_comm_null()
+	if err := check("MPI_Comm_split", C.rsag_split(c.h, C.int(color), C.int(key), &out)); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// rankSize is MPI_Comm_rank and MPI_Comm_size of c.
+func (c *Comm) rankSize() (rank, size int, err error) {
+	var r, s C.int
+	if err := check("MPI_Comm_rank", C.MPI_Comm_rank(c.h, &r)); err != nil {
+		return 0, 0, err
+	}
+	if err := check("MPI_Comm_size", C.MPI_Comm_size(c.h, &s)); err != nil {
+		return 0, 0, err
+	}
+	return int(r), int(s), nil
+}
+
+// free is MPI_Comm_free.
+func (c *Comm) free() error { return check("MPI_Comm_free", C.MPI_Comm_free(&c.h)) }
+
+// gompiWorld is gompi's world communicator, made once, for the typed calls
+// rsag takes from gompi.
+func (c *Comm) gompiWorld() *gompi.Communicator {
+	if c.gompi == nil {
+		c.gompi = gompi.NewCommunicator(nil)
+	}
+	return c.gompi
+}
+
 // sharedRankSize returns this process's rank and size within the processes
 // that share its memory (its node), ordered by world rank.
 func sharedRankSize(worldRank int) (rank, size int, err error) {
@@ -203,42 +249,42 @@ func abort(code int) { C.rsag_abort(C.int(code)) }
 
 func wtime() float64 { return gompi.WorldTime() }
 
-func barrier() error { return check("MPI_Barrier", C.rsag_barrier()) }
+func (c *Comm) barrier() error { return check("MPI_Barrier", C.rsag_barrier(c.h)) }
 
-func bcast(buf unsafe.Pointer, count int, dt Datatype, root int) error {
-	return check("MPI_Bcast", C.rsag_bcast(buf, C.int(count), datatypes[dt].handle, C.int(root)))
+func (c *Comm) bcast(buf unsafe.Pointer, count int, dt Datatype, root int) error {
+	return check("MPI_Bcast", C.rsag_bcast(c.h, buf, C.int(count), datatypes[dt].handle, C.int(root)))
 }
 
 // gather collects count elements from every rank into recv on root.
-func gather(send unsafe.Pointer, count int, recv unsafe.Pointer, dt Datatype, root int) error {
-	return check("MPI_Gather", C.rsag_gather(send, C.int(count), recv, datatypes[dt].handle, C.int(root)))
+func (c *Comm) gather(send unsafe.Pointer, count int, recv unsafe.Pointer, dt Datatype, root int) error {
+	return check("MPI_Gather", C.rsag_gather(c.h, send, C.int(count), recv, datatypes[dt].handle, C.int(root)))
 }
 
 // gatherv collects bytes; counts and displs matter on root only, where they
 // have one entry per rank.
-func gatherv(send []byte, recv []byte, counts, displs []int32, root int) error {
+func (cm *Comm) gatherv(send []byte, recv []byte, counts, displs []int32, root int) error {
 	var c, d *C.int
 	if len(counts) > 0 {
 		c, d = (*C.int)(unsafe.Pointer(&counts[0])), (*C.int)(unsafe.Pointer(&displs[0]))
 	}
-	return check("MPI_Gatherv", C.rsag_gatherv(ptr(send), C.int(len(send)), ptr(recv), c, d, C.int(root)))
+	return check("MPI_Gatherv", C.rsag_gatherv(cm.h, ptr(send), C.int(len(send)), ptr(recv), c, d, C.int(root)))
 }
 
-func allgather(send unsafe.Pointer, count int, recv unsafe.Pointer, dt Datatype, inPlace bool) error {
-	return check("MPI_Allgather", C.rsag_allgather(send, C.int(count), recv, datatypes[dt].handle, flag(inPlace)))
+func (c *Comm) allgather(send unsafe.Pointer, count int, recv unsafe.Pointer, dt Datatype, inPlace bool) error {
+	return check("MPI_Allgather", C.rsag_allgather(c.h, send, C.int(count), recv, datatypes[dt].handle, flag(inPlace)))
 }
 
-func allgatherv(send []byte, recv []byte, counts, displs []int32) error {
-	return check("MPI_Allgatherv", C.rsag_allgatherv(ptr(send), C.int(len(send)), ptr(recv),
+func (c *Comm) allgatherv(send []byte, recv []byte, counts, displs []int32) error {
+	return check("MPI_Allgatherv", C.rsag_allgatherv(c.h, ptr(send), C.int(len(send)), ptr(recv),
 		(*C.int)(unsafe.Pointer(&counts[0])), (*C.int)(unsafe.Pointer(&displs[0]))))
 }
 
-func allreduce(send, recv unsafe.Pointer, count int, dt Datatype, op Op, inPlace bool) error {
-	return check("MPI_Allreduce", C.rsag_allreduce(send, recv, C.int(count),
+func (c *Comm) allreduce(send, recv unsafe.Pointer, count int, dt Datatype, op Op, inPlace bool) error {
+	return check("MPI_Allreduce", C.rsag_allreduce(c.h, send, recv, C.int(count),
 		datatypes[dt].handle, ops[op].handle, flag(inPlace)))
 }
 
-func reduceScatterBlock(send, recv unsafe.Pointer, recvCount int, dt Datatype, op Op, inPlace bool) error {
-	return check("MPI_Reduce_scatter_block", C.rsag_reduce_scatter_block(send, recv, C.int(recvCount),
+func (c *Comm) reduceScatterBlock(send, recv unsafe.Pointer, recvCount int, dt Datatype, op Op, inPlace bool) error {
+	return check("MPI_Reduce_scatter_block", C.rsag_reduce_scatter_block(c.h, send, recv, C.int(recvCount),
 		datatypes[dt].handle, ops[op].handle, flag(inPlace)))
 }

@@ -71,7 +71,7 @@ func (c *Comm) Allreduce(send, recv []byte, count int, dt Datatype, op Op) error
 	if err := buffers(name, send, count*es, recv, count*es); err != nil {
 		return err
 	}
-	return allreduce(ptr(send), ptr(recv), count, dt, op, send == nil)
+	return c.allreduce(ptr(send), ptr(recv), count, dt, op, send == nil)
 }
 
 // ReduceScatterBlock reduces recvCount x world elements of send over all
@@ -95,7 +95,7 @@ func (c *Comm) ReduceScatterBlock(send, recv []byte, recvCount int, dt Datatype,
 	if err := buffers(name, send, total*es, recv, recvBytes); err != nil {
 		return err
 	}
-	return reduceScatterBlock(ptr(send), ptr(recv), recvCount, dt, op, send == nil)
+	return c.reduceScatterBlock(ptr(send), ptr(recv), recvCount, dt, op, send == nil)
 }
 
 // Allgather concatenates sendCount elements from every rank, in rank order,
@@ -112,7 +112,7 @@ func (c *Comm) Allgather(send, recv []byte, sendCount int, dt Datatype) error {
 		return err
 	}
 	// MPI ignores the send count and type with MPI_IN_PLACE.
-	return allgather(ptr(send), sendCount, ptr(recv), dt, send == nil)
+	return c.allgather(ptr(send), sendCount, ptr(recv), dt, send == nil)
 }
 
 // hostArgs checks what the host collectives share. total is the largest

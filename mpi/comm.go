@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"unsafe"
@@ -11,7 +12,7 @@ func (c *Comm) Barrier() error {
 	if err := c.live("Barrier"); err != nil {
 		return err
 	}
-	return barrier()
+	return c.barrier()
 }
 
 // Bcast copies root's buf into buf on every rank, as bytes (MPI_BYTE).
@@ -23,7 +24,30 @@ func (c *Comm) Bcast(buf []byte, root int) error {
 	if err := cInt("Bcast", "length", len(buf)); err != nil {
 		return err
 	}
-	return bcast(ptr(buf), len(buf), Byte, root)
+	return c.bcast(ptr(buf), len(buf), Byte, root)
+}
+
+// BcastUint64s copies root's words into words on every rank through
+// gompi's typed broadcast (MPI_UNSIGNED_LONG, 8 bytes a word on the 64-bit
+// ABIs rsag builds for): it moves exactly the bytes asked, unlike gompi's
+// BcastBytes. gompi drops MPI's return code, so a failure is not seen here:
+// callers put a status word in the message that a failed broadcast would
+// not carry (the NCCL unique id does).
+func (c *Comm) BcastUint64s(words []uint64, root int) error {
+	if err := c.collective("BcastUint64s", root); err != nil {
+		return err
+	}
+	if err := cInt("BcastUint64s", "length", len(words)); err != nil {
+		return err
+	}
+	if c.sub {
+		return errors.New("mpi: BcastUint64s on a split communicator: gompi's is the world's")
+	}
+	if len(words) == 0 {
+		return nil // gompi indexes words[0]
+	}
+	c.gompiWorld().BcastUint64s(words, root)
+	return nil
 }
 
 // BcastBlob returns root's data on every rank: root broadcasts the length,
@@ -36,7 +60,7 @@ func (c *Comm) BcastBlob(data []byte, root int) ([]byte, error) {
 	// The length travels as an int64 so that every rank, not root alone,
 	// sees a length MPI cannot count and fails with it instead of waiting.
 	n := int64(len(data))
-	if err := bcast(unsafe.Pointer(&n), 1, Int64, root); err != nil {
+	if err := c.bcast(unsafe.Pointer(&n), 1, Int64, root); err != nil {
 		return nil, err
 	}
 	if n > math.MaxInt32 {
@@ -48,7 +72,7 @@ func (c *Comm) BcastBlob(data []byte, root int) ([]byte, error) {
 	if n == 0 {
 		return data, nil
 	}
-	if err := bcast(ptr(data), int(n), Byte, root); err != nil {
+	if err := c.bcast(ptr(data), int(n), Byte, root); err != nil {
 		return nil, err
 	}
 	return data, nil
@@ -73,7 +97,7 @@ func (c *Comm) Gather(data []byte, root int) ([][]byte, error) {
 	} else {
 		counts, displs = nil, nil
 	}
-	if err := gatherv(data, recv, counts, displs, root); err != nil {
+	if err := c.gatherv(data, recv, counts, displs, root); err != nil {
 		return nil, err
 	}
 	if c.rank != root {
@@ -93,7 +117,7 @@ func (c *Comm) AllGather(data []byte) ([][]byte, error) {
 		return nil, err
 	}
 	recv := make([]byte, total)
-	if err := allgatherv(data, recv, counts, displs); err != nil {
+	if err := c.allgatherv(data, recv, counts, displs); err != nil {
 		return nil, err
 	}
 	return split(recv, counts, displs), nil
@@ -104,7 +128,7 @@ func (c *Comm) AllGather(data []byte) ([][]byte, error) {
 func (c *Comm) layout(op string, n int) (counts, displs []int32, total int, err error) {
 	lengths := make([]int64, c.size)
 	mine := int64(n)
-	if err := allgather(unsafe.Pointer(&mine), 1, unsafe.Pointer(&lengths[0]), Int64, false); err != nil {
+	if err := c.allgather(unsafe.Pointer(&mine), 1, unsafe.Pointer(&lengths[0]), Int64, false); err != nil {
 		return nil, nil, 0, err
 	}
 	counts, displs = make([]int32, c.size), make([]int32, c.size)
@@ -142,7 +166,7 @@ func (c *Comm) AllTrue(ok bool) (bool, []int, error) {
 		mine[0] = 1
 	}
 	all := make([]byte, c.size)
-	if err := allgather(ptr(mine), 1, ptr(all), Byte, false); err != nil {
+	if err := c.allgather(ptr(mine), 1, ptr(all), Byte, false); err != nil {
 		return false, nil, err
 	}
 	var bad []int
@@ -160,7 +184,7 @@ func (c *Comm) MaxFloat64(v float64) (float64, error) {
 		return 0, err
 	}
 	var out float64
-	if err := allreduce(unsafe.Pointer(&v), unsafe.Pointer(&out), 1, Float64, Max, false); err != nil {
+	if err := c.allreduce(unsafe.Pointer(&v), unsafe.Pointer(&out), 1, Float64, Max, false); err != nil {
 		return 0, err
 	}
 	return out, nil

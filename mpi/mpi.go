@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	gompi "github.com/sbromberger/gompi"
 )
 
 // Error is a failed MPI call: the function, MPI's return code and MPI's own
@@ -32,10 +34,13 @@ func (e *Error) Error() string { return fmt.Sprintf("%s: %s (code %d)", e.Op, e.
 // Comm is MPI_COMM_WORLD as seen from this process. Rank, size, the
 // node-local rank and size and the host name are found once, at Start.
 type Comm struct {
+	h                    handle // the MPI communicator
 	rank, size           int
 	localRank, localSize int
 	host                 string
-	finalized            bool
+	finalized            bool                // or, for a split communicator, freed
+	sub                  bool                // made by Split
+	gompi                *gompi.Communicator // see gompiWorld
 }
 
 // Start initialises MPI and returns the world communicator. It fails when
@@ -58,7 +63,7 @@ func Start() (*Comm, error) {
 	if err := errorsReturn(); err != nil {
 		return nil, err
 	}
-	c := &Comm{}
+	c := &Comm{h: worldHandle()}
 	c.rank, c.size = worldRankSize()
 	if c.localRank, c.localSize, err = sharedRankSize(c.rank); err != nil {
 		return nil, err
@@ -87,6 +92,9 @@ func (c *Comm) Finalize() error {
 	if err := c.live("Finalize"); err != nil {
 		return err
 	}
+	if c.sub {
+		return errors.New("mpi: Finalize of a split communicator: Free it, and Finalize the world")
+	}
 	c.finalized = true
 	return finalize()
 }
@@ -100,6 +108,42 @@ func (c *Comm) Abort(code int) error {
 	}
 	abort(code)
 	return errors.New("mpi: MPI_Abort returned")
+}
+
+// Split is MPI_Comm_split: collective over c, it returns the communicator
+// of the ranks that passed the same color, ordered by key. Its node-local
+// rank and size are its own rank and size (a group is within a node or
+// across nodes, as its caller made it), its host c's. Free releases it.
+func (c *Comm) Split(color, key int) (*Comm, error) {
+	if err := c.live("Split"); err != nil {
+		return nil, err
+	}
+	if color < 0 {
+		return nil, fmt.Errorf("mpi: Split: color %d is negative (MPI_UNDEFINED is not a group here)", color)
+	}
+	h, err := c.split(color, key)
+	if err != nil {
+		return nil, err
+	}
+	sub := &Comm{h: h, host: c.host, sub: true}
+	if sub.rank, sub.size, err = sub.rankSize(); err != nil {
+		sub.free()
+		return nil, err
+	}
+	sub.localRank, sub.localSize = sub.rank, sub.size
+	return sub, nil
+}
+
+// Free releases a communicator Split returned (MPI_Comm_free).
+func (c *Comm) Free() error {
+	if err := c.live("Free"); err != nil {
+		return err
+	}
+	if !c.sub {
+		return errors.New("mpi: Free of the world communicator: Finalize ends it")
+	}
+	c.finalized = true
+	return c.free()
 }
 
 // Wtime is MPI_Wtime: seconds since an arbitrary time in the past.

@@ -225,7 +225,7 @@ func TestHostCollectiveErrors(t *testing.T) {
 // MPI_ERRORS_RETURN set at Start the call returns, and the code becomes an
 // *Error carrying MPI's own message.
 func TestMPIError(t *testing.T) {
-	err := bcast(ptr([]byte{1}), 1, Byte, 7)
+	err := world.bcast(ptr([]byte{1}), 1, Byte, 7)
 	var e *Error
 	if !errors.As(err, &e) {
 		t.Fatalf("MPI_Bcast from root 7 of 1: %v (%T), want an *Error", err, err)

@@ -19,7 +19,9 @@ import (
 )
 
 var (
-	_ phases.Backend = (*Backend)(nil)
+	_ phases.Backend  = (*Backend)(nil)
+	_ phases.Preparer = (*Backend)(nil)
+	_ phases.Splitter = (*Backend)(nil)
 	// The phases' host-side Comm is the world communicator itself.
 	_ phases.Comm = (*mpi.Comm)(nil)
 )
@@ -29,9 +31,15 @@ var (
 type Backend struct {
 	comm        *mpi.Comm
 	rank, world int
+	*pool            // the rank's buffers, shared with its groups (Split)
+	group       bool // made by Split: Close frees its communicator alone
+	closed      bool
 	localSize   int    // ranks on this node, which share its memory
 	meminfo     string // /proc/meminfo; another file in tests
+}
 
+// pool is one rank's host buffers and their exact accounting.
+type pool struct {
 	live      map[*region]struct{} // every mapping Alloc made and Free has not released
 	liveBytes int64
 	peakBytes int64
@@ -49,7 +57,8 @@ func New(c *mpi.Comm) (*Backend, error) {
 // newBackend lets tests give a backend a rank and world size other than
 // the communicator's, to check what the backend decides before MPI is called.
 func newBackend(c *mpi.Comm, rank, world int) *Backend {
-	return &Backend{comm: c, rank: rank, world: world, localSize: c.LocalSize(), meminfo: meminfo, live: map[*region]struct{}{}}
+	return &Backend{comm: c, rank: rank, world: world, pool: &pool{live: map[*region]struct{}{}},
+		localSize: c.LocalSize(), meminfo: meminfo}
 }
 
 func (be *Backend) Info() phases.Info {
@@ -103,13 +112,34 @@ func (be *Backend) TimeBatch(n int, op func() error) (float64, error) {
 	return float64(time.Since(start).Nanoseconds()) / 1e3, nil
 }
 
-// Close releases the buffers still allocated. Buffers left over are a leak
-// in the caller, so Close reports them as an error after releasing them.
+// Split gives the group of ranks with the same color, ordered by key
+// (MPI_Comm_split): its collectives run among them, on this rank's buffers
+// and accounting, which it shares (phases.Splitter).
+func (be *Backend) Split(color, key int) (phases.Backend, error) {
+	if be.closed {
+		return nil, errors.New("mpibackend: Split after Close")
+	}
+	sub, err := be.comm.Split(color, key)
+	if err != nil {
+		return nil, fmt.Errorf("mpibackend: Split into color %d: %w", color, err)
+	}
+	// The node's memory is shared by the world's ranks on it, whatever the group.
+	return &Backend{comm: sub, rank: sub.Rank(), world: sub.Size(), pool: be.pool, group: true,
+		localSize: be.localSize, meminfo: be.meminfo}, nil
+}
+
+// Close releases the buffers still allocated; a group's Close frees its
+// communicator only. Buffers left over are a leak in the caller, so Close
+// reports them as an error after releasing them.
 func (be *Backend) Close() error {
 	if be.closed {
 		return errors.New("mpibackend: Close: already closed")
 	}
 	be.closed = true
+	if be.group {
+		return be.comm.Free()
+	}
+	be.pool.closed = true
 	n, bytes := len(be.live), be.liveBytes
 	var errs []error
 	for r := range be.live {

@@ -30,7 +30,7 @@ func (b *buffer) DType() phases.DType { return b.dtype }
 // now, as a device allocation would, so that first-touch page faults land in
 // Alloc and not in the first collective that writes the buffer.
 func (be *Backend) Alloc(dtype phases.DType, count int) (phases.Buffer, error) {
-	if be.closed {
+	if be.closed || be.pool.closed {
 		return nil, errors.New("mpibackend: Alloc after Close")
 	}
 	// Types MPI cannot reduce (float16) still have host memory; only the
@@ -155,7 +155,7 @@ func (be *Backend) memory(op string, b phases.Buffer) (*buffer, []byte, error) {
 	if !ok || buf == nil {
 		return nil, nil, fmt.Errorf("mpibackend: %s: %T is not a buffer of the MPI backend", op, b)
 	}
-	if buf.owner != be {
+	if buf.owner.pool != be.pool {
 		return nil, nil, fmt.Errorf("mpibackend: %s: the buffer belongs to another backend", op)
 	}
 	if buf.region.mem == nil {

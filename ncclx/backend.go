@@ -1,6 +1,7 @@
 package ncclx
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -20,52 +21,74 @@ type Bootstrap interface {
 	LocalRank() int // rank among the ranks on this node
 	LocalSize() int // ranks on this node
 	Host() string
-	// Bcast broadcasts buf (MPI_BYTE, same length on all ranks) from root.
-	Bcast(buf []byte, root int) error
+	// BcastUint64s broadcasts words (the same length on every rank) from
+	// root: gompi's typed broadcast, which moves exactly the bytes asked.
+	BcastUint64s(words []uint64, root int) error
 }
 
 // stagingBytes is the pinned host buffer Write, Read and 8-byte Fill go
 // through: 8 MiB, one chunk for the checker's reads of 1<<20 int64 elements.
 const stagingBytes = 8 << 20
 
-// Backend is one rank's GPU and NCCL communicator. It implements
-// phases.Backend. Its methods must be called from the goroutine that called
-// New, which main keeps on one OS thread: the CUDA context is current on
-// that thread only.
-type Backend struct {
+// device is what every Backend of one rank shares: the libraries, the
+// GPU and its context, the stream, the timing events, the staging buffer,
+// the buffers and their accounting, the graphs, and every communicator.
+// A variant's or a group's Backend therefore times and counts like the
+// one New returned, and any of them may use a buffer any of them made.
+type device struct {
 	cu *cudaAPI
 	nc *ncclAPI
 
-	rank, world int
-	host        string
-	ordinal     int // the GPU: this rank's local rank
+	rank    int // in the world, for errors
+	host    string
+	ordinal int // the GPU: this rank's local rank
 
 	dev         cuDevice
 	ctx         cuContext
 	ctxRetained bool
 	stream      cuStream
 	start, end  cuEvent
-	comm        ncclComm
 	staging     unsafe.Pointer // stagingBytes of pinned host memory
 
 	info        phases.Info
-	ncclVersion int // ncclGetVersion's code
+	ncclVersion int   // ncclGetVersion's code
+	granularity int64 // what ncclMemAlloc rounds a size up to (vmmGranularity)
 	live, peak  int64
 	allocs      map[*deviceBuffer]struct{}
 	graphs      map[*graph]struct{} // captured and not yet closed
+	comms       []*communicator     // every communicator made, in order
 	closed      bool
 
 	// abortAsked is set from another goroutine (the watchdog, a signal);
-	// the main goroutine's next device wait aborts the communicator and
+	// the main goroutine's next device wait aborts every communicator and
 	// closes abortDone.
 	abortAsked atomic.Bool
 	abortDone  chan struct{}
 	abortOnce  sync.Once
 }
 
+// Backend is one rank's GPU and one NCCL communicator on it: the world's
+// default one for the Backend New returns, a CTA policy's for a variant
+// (WithVariant), a group's for Split. It implements phases.Backend,
+// phases.GraphTimer, phases.Variants and phases.Splitter. Its methods must
+// be called from the goroutine that called New, which main keeps on one OS
+// thread: the CUDA context is current on that thread only.
+type Backend struct {
+	*device
+	c    *communicator
+	kind phases.BufferKind // what Alloc makes
+	// owns is the group whose communicators Close destroys: the world for
+	// the Backend New returned (whose Close releases everything), the
+	// group for a Backend Split returned; nil for a variant.
+	owns *group
+}
+
 var (
 	_ phases.Backend    = (*Backend)(nil)
 	_ phases.GraphTimer = (*Backend)(nil)
+	_ phases.Variants   = (*Backend)(nil)
+	_ phases.Splitter   = (*Backend)(nil)
+	_ phases.Preparer   = (*Backend)(nil)
 )
 
 // Probe reports whether this node can run the NCCL backend with localSize
@@ -112,10 +135,12 @@ func tooFewGPUs(host string, gpus, localSize int) error {
 // ranks: rank 0 makes the unique id and b broadcasts it. Every rank does the
 // same steps in the same order.
 func New(boot Bootstrap) (*Backend, error) {
-	b := &Backend{
-		rank: boot.Rank(), world: boot.Size(), host: boot.Host(), ordinal: boot.LocalRank(),
+	d := &device{
+		rank: boot.Rank(), host: boot.Host(), ordinal: boot.LocalRank(),
 		allocs: map[*deviceBuffer]struct{}{}, graphs: map[*graph]struct{}{}, abortDone: make(chan struct{}),
 	}
+	world := &group{rank: boot.Rank(), size: boot.Size(), comms: map[phases.CTAPolicy]*communicator{}, boot: boot}
+	b := &Backend{device: d, c: &communicator{g: world, policy: phases.DefaultCTAPolicy}, kind: phases.PlainBuffers, owns: world}
 	if err := b.open(boot); err != nil {
 		_ = b.Close()
 		return nil, err
@@ -174,39 +199,81 @@ func (b *Backend) open(boot Bootstrap) error {
 	if err := b.describe(); err != nil {
 		return err
 	}
+	b.granularity = b.symmetricGranularity()
 	return b.initComm(boot)
 }
 
-// initComm creates the communicator. Rank 0 broadcasts one status byte and
-// the 128-byte unique id, so that when ncclGetUniqueId fails there the other
-// ranks fail too instead of waiting in ncclCommInitRank.
+// initComm creates the world's default communicator, with ncclCommInitRank
+// as the seed did (no config: NCCL's defaults).
 func (b *Backend) initComm(boot Bootstrap) error {
-	var msg [1 + uniqueIDBytes]byte
+	id, err := b.uniqueID(boot)
+	if err != nil {
+		return err
+	}
+	g := b.c.g
+	comm, err := b.nc.initRank(g.size, &id, g.rank)
+	if err != nil {
+		return b.errorf("creating the NCCL communicator of %d ranks: %w (set NCCL_DEBUG=INFO for NCCL's log)", g.size, err)
+	}
+	b.c.comm = comm
+	b.adopt(b.c)
+	return nil
+}
+
+// uniqueIDWords is the id message: a status word, then the 128-byte id as
+// 16 little-endian words.
+const uniqueIDWords = 1 + uniqueIDBytes/8
+
+// idReady is rank 0's status word when its id is in the message; a failed
+// ncclGetUniqueId sends 0, and a broadcast that failed (gompi drops MPI's
+// return code) leaves the receivers' own 0.
+const idReady = 0x7273_6167_6964_0001 // "rsagid" and a version
+
+// uniqueID makes a fresh NCCL unique id on rank 0 and hands it to every
+// rank, with a status word, so that when ncclGetUniqueId fails there the
+// other ranks fail too instead of waiting in ncclCommInitRank.
+func (d *device) uniqueID(boot Bootstrap) ([uniqueIDBytes]byte, error) {
+	var msg [uniqueIDWords]uint64
 	var id [uniqueIDBytes]byte
 	var idErr error
-	if b.rank == 0 {
-		idErr = b.nc.uniqueID(&id)
+	if boot.Rank() == 0 {
+		idErr = d.nc.uniqueID(&id)
 		if idErr == nil {
-			msg[0] = 1
-			copy(msg[1:], id[:])
+			msg[0] = idReady
+			for i := range uniqueIDBytes / 8 {
+				msg[1+i] = binary.LittleEndian.Uint64(id[8*i:])
+			}
 		}
 	}
-	if err := boot.Bcast(msg[:], 0); err != nil {
-		return b.errorf("broadcasting the NCCL unique id: %w", err)
+	if err := boot.BcastUint64s(msg[:], 0); err != nil {
+		return id, d.errorf("broadcasting the NCCL unique id: %w", err)
 	}
 	if idErr != nil {
-		return b.errorf("%w", idErr)
+		return id, d.errorf("%w", idErr)
 	}
-	if msg[0] != 1 {
-		return b.errorf("rank 0 could not create the NCCL unique id (see its error)")
+	if msg[0] != idReady {
+		return id, d.errorf("rank 0 could not create the NCCL unique id, or its broadcast failed (see rank 0's error)")
 	}
-	copy(id[:], msg[1:])
-	comm, err := b.nc.initRank(b.world, &id, b.rank)
-	if err != nil {
-		return b.errorf("creating the NCCL communicator of %d ranks: %w (set NCCL_DEBUG=INFO for NCCL's log)", b.world, err)
+	for i := range uniqueIDBytes / 8 {
+		binary.LittleEndian.PutUint64(id[8*i:], msg[1+i])
 	}
-	b.comm = comm
-	return nil
+	return id, nil
+}
+
+// fallbackGranularity is what a symmetric buffer's footprint is rounded to
+// when the driver cannot say: 2 MiB, the granularity CUDA reports for
+// device memory on the GPUs NCCL's symmetric kernels run on (Hopper,
+// Blackwell). A wrong figure only makes the footprint check before the
+// timing phase approximate; NCCL itself asks the driver.
+const fallbackGranularity = 2 << 20
+
+// symmetricGranularity is the driver's VMM granularity for this GPU, or
+// fallbackGranularity when it has none to give.
+func (b *Backend) symmetricGranularity() int64 {
+	if g, err := b.cu.vmmGranularity(b.dev); err == nil && g > 0 {
+		return g
+	}
+	return fallbackGranularity
 }
 
 // describe fills Info from the device and the loaded libraries.
@@ -239,9 +306,9 @@ func (b *Backend) describe() error {
 }
 
 // errorf prefixes an error with where it happened.
-func (b *Backend) errorf(format string, args ...any) error {
+func (d *device) errorf(format string, args ...any) error {
 	return fmt.Errorf("nccl backend, rank %d on %s GPU %d: "+format,
-		append([]any{b.rank, b.host, b.ordinal}, args...)...)
+		append([]any{d.rank, d.host, d.ordinal}, args...)...)
 }
 
 func (b *Backend) Info() phases.Info {
@@ -250,8 +317,10 @@ func (b *Backend) Info() phases.Info {
 	return info
 }
 
-func (b *Backend) Rank() int      { return b.rank }
-func (b *Backend) WorldSize() int { return b.world }
+// Rank and WorldSize are within the Backend's group: the world's, or the
+// group Split made.
+func (b *Backend) Rank() int      { return b.c.g.rank }
+func (b *Backend) WorldSize() int { return b.c.g.size }
 
 // Supports returns nil for every element type and reduction NCCL has, as
 // long as the NCCL loaded is new enough for it (bfloat16 and avg came with
@@ -260,35 +329,42 @@ func (b *Backend) Supports(d phases.DType, o phases.Op) error {
 	return ncclSupports(b.ncclVersion, b.nc.path, d, o)
 }
 
-// AsyncError returns the communicator's asynchronous NCCL error (a peer that
-// died, a network failure), or nil.
+// AsyncError returns the first asynchronous NCCL error of any of this
+// rank's communicators (a peer that died, a network failure), or nil.
 func (b *Backend) AsyncError() error {
-	if b.comm == nil {
-		return nil
-	}
-	if err := b.nc.asyncError(b.comm); err != nil {
-		return b.errorf("%w", err)
+	for _, c := range b.comms {
+		if c.comm == nil {
+			continue
+		}
+		if err := b.nc.asyncError(c.comm); err != nil {
+			return b.errorf("%w", err)
+		}
 	}
 	return nil
 }
 
-// Abort tears the communicator down without waiting for peers
-// (ncclCommAbort), for the path where the job is being aborted. Close after
-// Abort releases the rest.
-func (b *Backend) Abort() {
-	if b.comm != nil {
-		_ = b.nc.abort(b.comm)
-		b.comm = nil
+// Abort tears down every communicator of this rank without waiting for
+// peers (ncclCommAbort), for the path where the job is being aborted.
+// Close after Abort releases the rest.
+func (b *Backend) Abort() { b.device.abort() }
+
+func (d *device) abort() {
+	for _, c := range d.comms {
+		if c.comm != nil {
+			_ = d.nc.abort(c.comm)
+			c.comm = nil
+		}
 	}
-	b.abortOnce.Do(func() { close(b.abortDone) })
+	d.abortOnce.Do(func() { close(d.abortDone) })
 }
 
-// RequestAbort asks, from any goroutine, for the communicator to be aborted.
-// NCCL and CUDA calls stay on the main goroutine's thread (the context is
-// current there), so the abort happens at the main goroutine's next poll of
-// a device wait, which is where it waits for a collective that does not
-// end; the returned channel is closed once it has. A main goroutine blocked
-// elsewhere (in MPI) never polls: the caller bounds its wait.
+// RequestAbort asks, from any goroutine, for the communicators to be
+// aborted. NCCL and CUDA calls stay on the main goroutine's thread (the
+// context is current there), so the abort happens at the main goroutine's
+// next poll of a device wait, which is where it waits for a collective that
+// does not end; the returned channel is closed once it has. A main
+// goroutine blocked elsewhere (in MPI) never polls: the caller bounds its
+// wait.
 func (b *Backend) RequestAbort() <-chan struct{} {
 	b.abortAsked.Store(true)
 	return b.abortDone
@@ -299,28 +375,40 @@ func (b *Backend) RequestAbort() <-chan struct{} {
 var ErrAborted = errors.New("the NCCL communicator was aborted while waiting for the device (watchdog or signal)")
 
 // pollAbort runs inside every device wait, on the main goroutine: it aborts
-// the communicator when an abort was asked for or NCCL reports an
-// asynchronous error (a peer that died, a network failure), and ends the
-// wait with that reason.
-func (b *Backend) pollAbort() error {
-	if b.abortAsked.Load() {
-		b.Abort()
-		return b.errorf("%w", ErrAborted)
+// the communicators when an abort was asked for or NCCL reports an
+// asynchronous error on any of them (a peer that died, a network failure),
+// and ends the wait with that reason.
+func (d *device) pollAbort() error {
+	if d.abortAsked.Load() {
+		d.abort()
+		return d.errorf("%w", ErrAborted)
 	}
-	if b.comm == nil {
-		return nil
-	}
-	if err := b.nc.asyncError(b.comm); err != nil {
-		b.Abort()
-		return b.errorf("%w; the communicator was aborted", err)
+	for _, c := range d.comms {
+		if c.comm == nil {
+			continue
+		}
+		if err := d.nc.asyncError(c.comm); err != nil {
+			d.abort()
+			return d.errorf("%w; the communicators were aborted", err)
+		}
 	}
 	return nil
 }
 
-// Close waits for the GPU, destroys the communicator, frees buffers still
-// allocated, the events, the stream and the staging buffer, and releases the
-// primary context. It releases what it can and reports every failure.
+// Close releases what this Backend owns. For the Backend New returned, that
+// is everything: it waits for the GPU, destroys the graphs, every
+// communicator (each after deregistering the buffers registered with it),
+// frees the buffers still allocated, the events, the stream and the staging
+// buffer, and releases the primary context; it releases what it can and
+// reports every failure. For a Backend Split returned, it destroys the
+// group's communicators (see closeGroup); for a variant, nothing.
 func (b *Backend) Close() error {
+	if b.owns == nil {
+		return nil
+	}
+	if b.owns.parent != nil {
+		return b.closeGroup()
+	}
 	if b.closed {
 		return nil
 	}
@@ -338,18 +426,16 @@ func (b *Backend) Close() error {
 		keep(b.cu.ctxSync())
 	}
 	// Graphs hold NCCL's resources for the collectives they captured: they
-	// go before the communicator does.
+	// go before the communicators do.
 	for g := range b.graphs {
 		keep(g.release())
 	}
-	if b.comm != nil {
-		keep(b.nc.destroy(b.comm))
-		b.comm = nil
+	// The groups split last go first, then the policies, then the world's.
+	for i := len(b.comms) - 1; i >= 0; i-- {
+		keep(b.destroy(b.comms[i]))
 	}
 	for d := range b.allocs {
-		if d.ptr != 0 {
-			keep(b.cu.free(d.ptr))
-		}
+		keep(b.release(d))
 		d.freed = true
 		delete(b.allocs, d)
 	}

@@ -3,50 +3,109 @@ package ncclx
 import "rsag/phases"
 
 // The collectives check shapes with phases.CheckShapes (NCCL cannot see
-// buffer sizes) and then queue one NCCL call on the backend's stream; they
-// return when it is queued, like NCCL. In-place needs nothing here: the
-// caller passes a send buffer that is a view of recv at NCCL's in-place
-// offset (AllReduce: recv itself; ReduceScatter: recv == send + rank*recvcount;
-// AllGather: send == recv + rank*sendcount) and NCCL recognises the aliasing.
+// buffer sizes) and then queue one NCCL call on the backend's stream, on
+// the backend's communicator; they return when it is queued, like NCCL.
+// In-place needs nothing here: the caller passes a send buffer that is a
+// view of recv at NCCL's in-place offset (AllReduce: recv itself;
+// ReduceScatter: recv == send + rank*recvcount; AllGather: send == recv +
+// rank*sendcount) and NCCL recognises the aliasing.
 // This is the timed path: no allocation, map or fmt unless something fails.
 
+// collective is one NCCL collective's facts, so that one body runs all
+// three: its shapes, its ABI name, whether it takes a reduction, and which
+// buffer's count NCCL is given.
+type collective struct {
+	shape     phases.Collective
+	symbol    string
+	index     int  // into ncclAPI.colls
+	reduces   bool // ncclAllGather takes no ncclRedOp_t
+	recvCount bool // the count NCCL takes is the output's (ReduceScatter's recvcount)
+}
+
+const (
+	collAllReduce = iota
+	collReduceScatter
+	collAllGather
+	numColls
+)
+
+var collectives = [numColls]collective{
+	collAllReduce:     {shape: phases.AllReduceColl, symbol: "ncclAllReduce", index: collAllReduce, reduces: true},
+	collReduceScatter: {shape: phases.ReduceScatterColl, symbol: "ncclReduceScatter", index: collReduceScatter, reduces: true, recvCount: true},
+	collAllGather:     {shape: phases.AllGatherColl, symbol: "ncclAllGather", index: collAllGather},
+}
+
 func (b *Backend) AllReduce(send, recv phases.Buffer, op phases.Op) error {
-	if err := phases.CheckShapes(phases.AllReduceColl, send, recv, b.world); err != nil {
-		return err
-	}
-	s, r, t, o, err := b.operands("all-reduce", send, recv, op)
-	if err != nil {
-		return err
-	}
-	if err := b.nc.allReduceOn(s.ptr, r.ptr, s.count, t, o, b.comm, b.stream); err != nil {
-		return b.errorf("%w", err)
-	}
-	return nil
+	return b.run(&collectives[collAllReduce], send, recv, op)
 }
 
 func (b *Backend) ReduceScatter(send, recv phases.Buffer, op phases.Op) error {
-	if err := phases.CheckShapes(phases.ReduceScatterColl, send, recv, b.world); err != nil {
-		return err
-	}
-	s, r, t, o, err := b.operands("reduce-scatter", send, recv, op)
-	if err != nil {
-		return err
-	}
-	if err := b.nc.reduceScatterOn(s.ptr, r.ptr, r.count, t, o, b.comm, b.stream); err != nil {
-		return b.errorf("%w", err)
-	}
-	return nil
+	return b.run(&collectives[collReduceScatter], send, recv, op)
 }
 
+// AllGather takes no reduction; Sum stands in so that operands' check of
+// the pair passes for every type.
 func (b *Backend) AllGather(send, recv phases.Buffer) error {
-	if err := phases.CheckShapes(phases.AllGatherColl, send, recv, b.world); err != nil {
-		return err
-	}
-	s, r, t, _, err := b.operands("all-gather", send, recv, phases.Sum)
+	return b.run(&collectives[collAllGather], send, recv, phases.Sum)
+}
+
+func (b *Backend) run(c *collective, send, recv phases.Buffer, op phases.Op) error {
+	a, err := b.check(c, send, recv, op)
 	if err != nil {
 		return err
 	}
-	if err := b.nc.allGatherOn(s.ptr, r.ptr, s.count, t, b.comm, b.stream); err != nil {
+	return b.queue(c, a)
+}
+
+// Prepare checks a collective's shapes and operands once and returns a call
+// that only queues it on this handle's communicator and stream
+// (phases.Preparer): the timed loop then pays for the cgo call alone.
+func (b *Backend) Prepare(c phases.Collective, send, recv phases.Buffer, op phases.Op) (func() error, error) {
+	for i := range collectives {
+		if collectives[i].shape.Name != c.Name {
+			continue
+		}
+		nc := &collectives[i]
+		a, err := b.check(nc, send, recv, op)
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return b.queue(nc, a) }, nil
+	}
+	return nil, b.errorf("no NCCL call for the %s collective", c.Name)
+}
+
+// args are a collective's checked operands.
+type args struct {
+	send, recv devPtr
+	count      int
+	t          ncclDataType
+	o          ncclRedOp
+}
+
+func (b *Backend) check(c *collective, send, recv phases.Buffer, op phases.Op) (args, error) {
+	if err := phases.CheckShapes(c.shape, send, recv, b.WorldSize()); err != nil {
+		return args{}, err
+	}
+	s, r, t, o, err := b.operands(c.shape.Name, send, recv, op)
+	if err != nil {
+		return args{}, err
+	}
+	count := s.count
+	if c.recvCount {
+		count = r.count
+	}
+	return args{s.ptr, r.ptr, count, t, o}, nil
+}
+
+// queue queues the collective on this handle's communicator, read at each
+// call: an abort (the watchdog, a signal, a peer's failure) clears it, and
+// NCCL must never be handed a destroyed one.
+func (b *Backend) queue(c *collective, a args) error {
+	if b.c.comm == nil {
+		return b.errorf("%s: the communicator was aborted or closed", c.shape.Name)
+	}
+	if err := b.nc.collOn(c, a.send, a.recv, a.count, a.t, a.o, b.c.comm, b.stream); err != nil {
 		return b.errorf("%w", err)
 	}
 	return nil
@@ -60,7 +119,7 @@ func (b *Backend) operands(what string, send, recv phases.Buffer, op phases.Op) 
 	if r, err = b.buffer(recv, what, " output"); err != nil {
 		return
 	}
-	if b.comm == nil {
+	if b.c.comm == nil {
 		err = b.errorf("%s: the communicator was aborted or closed", what)
 		return
 	}

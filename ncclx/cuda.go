@@ -59,11 +59,13 @@ type cudaAPI struct {
 	memsetD8Async, memsetD16Async, memsetD32Async            unsafe.Pointer
 	streamCreate, streamDestroy, streamSynchronize           unsafe.Pointer
 	streamQuery, eventQuery                                  unsafe.Pointer
+	streamWait, eventWait                                    waitCalls // filled from the above at load
 	eventCreate, eventRecord, eventSynchronize               unsafe.Pointer
 	eventElapsedTime, eventDestroy                           unsafe.Pointer
 	elapsedName                                              string // which elapsed-time symbol was bound
 	streamBeginCapture, streamEndCapture, graphInstantiate   unsafe.Pointer
 	graphLaunch, graphExecDestroy, graphDestroy              unsafe.Pointer
+	memGetAllocationGranularity                              unsafe.Pointer // optional: the VMM granularity
 
 	// poll, when set, is called while a wait polls the device; an error
 	// stops the wait and is returned. The backend sets it to check NCCL's
@@ -120,6 +122,9 @@ func (c *cudaAPI) table() []symbol {
 		sym(&c.graphLaunch, "cuGraphLaunch"),
 		sym(&c.graphExecDestroy, "cuGraphExecDestroy"),
 		sym(&c.graphDestroy, "cuGraphDestroy"),
+		// Every CUDA 12 driver has it (10.2 on); optional because only the
+		// symmetric buffers' footprint needs it, and that has a fallback.
+		{names: []string{"cuMemGetAllocationGranularity"}, ptr: &c.memGetAllocationGranularity, optional: true},
 	}
 }
 
@@ -138,6 +143,8 @@ func loadCUDA() (*cudaAPI, error) {
 		return nil, err
 	}
 	c.path = lib.path(t)
+	c.streamWait = waitCalls{c.streamSynchronize, c.streamQuery, "cuStreamSynchronize", "cuStreamQuery"}
+	c.eventWait = waitCalls{c.eventSynchronize, c.eventQuery, "cuEventSynchronize", "cuEventQuery"}
 	if err := c.check("cuInit", C.call_cuInit(c.init, 0)); err != nil {
 		if err.(*Error).Code == cudaErrorStubLibrary {
 			return nil, fmt.Errorf("initialising the CUDA driver (%s): %w: this is the CUDA toolkit's stub "+
@@ -290,29 +297,8 @@ func (c *cudaAPI) destroyStream(s cuStream) error {
 	return c.check("cuStreamDestroy_v2", C.call_cuStreamOp(c.streamDestroy, s))
 }
 
-// syncStream waits for the work queued on s. With a poll hook it polls
-// cuStreamQuery instead of blocking in cuStreamSynchronize (see pause).
-func (c *cudaAPI) syncStream(s cuStream) error {
-	if c.poll == nil {
-		if r := C.call_cuStreamOp(c.streamSynchronize, s); r != cudaSuccess {
-			return c.newError("cuStreamSynchronize", int(r))
-		}
-		return nil
-	}
-	w := waiter{start: time.Now()}
-	for i := 0; ; i++ {
-		r := C.call_cuStreamOp(c.streamQuery, s)
-		if r == cudaSuccess {
-			return nil
-		}
-		if r != cudaErrorNotReady {
-			return c.newError("cuStreamQuery", int(r))
-		}
-		if err := w.pause(c, i); err != nil {
-			return err
-		}
-	}
-}
+// syncStream waits for the work queued on s (see wait).
+func (c *cudaAPI) syncStream(s cuStream) error { return c.wait(&c.streamWait, unsafe.Pointer(s)) }
 
 func (c *cudaAPI) newEvent() (cuEvent, error) {
 	var e C.CUevent
@@ -331,27 +317,70 @@ func (c *cudaAPI) record(e cuEvent, s cuStream) error {
 	return nil
 }
 
-// syncEvent waits for e, polling cuEventQuery when there is a poll hook.
-func (c *cudaAPI) syncEvent(e cuEvent) error {
+// syncEvent waits for e (see wait).
+func (c *cudaAPI) syncEvent(e cuEvent) error { return c.wait(&c.eventWait, unsafe.Pointer(e)) }
+
+// waitCalls are the driver calls that wait for one kind of handle: one
+// that blocks (cuStreamSynchronize, cuEventSynchronize) and one that asks
+// (cuStreamQuery, cuEventQuery), with their names for errors.
+type waitCalls struct {
+	block, query         unsafe.Pointer
+	blockName, queryName string
+}
+
+// wait waits for the stream or event h. With a poll hook it polls the
+// query call instead of blocking (see waiter); without, it blocks.
+func (c *cudaAPI) wait(w *waitCalls, h unsafe.Pointer) error {
 	if c.poll == nil {
-		if r := C.call_cuEventOp(c.eventSynchronize, e); r != cudaSuccess {
-			return c.newError("cuEventSynchronize", int(r))
+		if r := C.call_cuWaitOp(w.block, h); r != cudaSuccess {
+			return c.newError(w.blockName, int(r))
 		}
 		return nil
 	}
-	w := waiter{start: time.Now()}
+	p := waiter{start: time.Now()}
 	for i := 0; ; i++ {
-		r := C.call_cuEventOp(c.eventQuery, e)
+		r := C.call_cuWaitOp(w.query, h)
 		if r == cudaSuccess {
 			return nil
 		}
 		if r != cudaErrorNotReady {
-			return c.newError("cuEventQuery", int(r))
+			return c.newError(w.queryName, int(r))
 		}
-		if err := w.pause(c, i); err != nil {
+		if err := p.pause(c, i); err != nil {
 			return err
 		}
 	}
+}
+
+// CUmemAllocationProp and cuMemGetAllocationGranularity values (cuda.h).
+const (
+	cuMemAllocationTypePinned   = 1 // CU_MEM_ALLOCATION_TYPE_PINNED
+	cuMemHandleTypePosixFD      = 1 // CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+	cuMemLocationTypeDevice     = 1 // CU_MEM_LOCATION_TYPE_DEVICE
+	cuMemAllocGranularityRecomm = 1 // CU_MEM_ALLOC_GRANULARITY_RECOMMENDED
+)
+
+// vmmGranularity is the size ncclMemAlloc rounds an allocation on device
+// up to: the recommended granularity of pinned device memory that can be
+// shared through a file descriptor, which is what NCCL 2.28's ncclMemAlloc
+// asks cuMemGetAllocationGranularity for (src/allocator.cc; it adds the
+// fabric handle type and the RDMA flag where the GPU has them, which do not
+// change the granularity of device memory).
+func (c *cudaAPI) vmmGranularity(d cuDevice) (int64, error) {
+	if c.memGetAllocationGranularity == nil {
+		return 0, fmt.Errorf("the CUDA driver (%s) lacks cuMemGetAllocationGranularity", c.path)
+	}
+	var p C.rsag_CUmemAllocationProp
+	p._type = cuMemAllocationTypePinned
+	p.requestedHandleTypes = cuMemHandleTypePosixFD
+	p.location._type = cuMemLocationTypeDevice
+	p.location.id = C.int(d)
+	var g C.size_t
+	r := C.call_cuMemGetAllocationGranularity(c.memGetAllocationGranularity, &g, &p, cuMemAllocGranularityRecomm)
+	if err := c.check("cuMemGetAllocationGranularity", r); err != nil {
+		return 0, err
+	}
+	return int64(g), nil
 }
 
 // beginCapture starts capturing the work queued on s into a graph.

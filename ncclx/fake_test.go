@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"rsag/phases"
@@ -18,22 +21,53 @@ import (
 // the world has one rank. They prove the binding (symbol tables, trampolines,
 // error paths) and the Go side, not CUDA or NCCL.
 
+// fakeDir holds the fakes built for this run of the tests, each once per
+// source and flags: gcc takes about half a second a build, and a library
+// dlopen has loaded stays loaded anyway.
+var (
+	fakeDir    string
+	fakeMu     sync.Mutex
+	fakeBuilds = map[string]string{}
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ncclx-fakes-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	fakeDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 func buildFake(t *testing.T, src, name string, defs ...string) string {
 	t.Helper()
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
 		t.Skip("gcc not found")
 	}
-	out := filepath.Join(t.TempDir(), name)
-	args := append([]string{"-shared", "-fPIC", "-O1", "-o", out, filepath.Join("testdata", src)}, defs...)
+	key := strings.Join(append([]string{src}, defs...), " ")
+	fakeMu.Lock()
+	defer fakeMu.Unlock()
+	if p, ok := fakeBuilds[key]; ok {
+		return p
+	}
+	out := filepath.Join(fakeDir, fmt.Sprint(len(fakeBuilds)), name)
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"-shared", "-fPIC", "-O1", "-pthread", "-fwrapv", "-o", out, filepath.Join("testdata", src)}, defs...)
 	if msg, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
 		t.Fatalf("building %s: %v\n%s", name, err, msg)
 	}
+	fakeBuilds[key] = out
 	return out
 }
 
-func useFakeCUDA(t *testing.T) string {
-	p := buildFake(t, "fakecuda.c", "libcuda.so.1")
+func useFakeCUDA(t *testing.T, defs ...string) string {
+	p := buildFake(t, "fakecuda.c", "libcuda.so.1", defs...)
 	old := cudaLibrary
 	cudaLibrary = p
 	t.Cleanup(func() { cudaLibrary = old })

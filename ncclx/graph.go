@@ -30,7 +30,7 @@ func (b *Backend) CaptureGraph(n int, op func() error) (phases.Graph, error) {
 	if n < 1 {
 		return nil, b.errorf("capturing a graph of %d runs: at least one", n)
 	}
-	if b.comm == nil {
+	if b.c.comm == nil {
 		return nil, b.errorf("capturing a graph: the communicator was aborted or closed")
 	}
 	if b.ncclVersion < ncclVersionGraphs {
@@ -92,7 +92,7 @@ func (g *graph) Time() (float64, error) {
 	if g.exec == nil {
 		return 0, b.errorf("timing a graph that was closed")
 	}
-	if b.comm == nil {
+	if b.c.comm == nil {
 		return 0, b.errorf("timing a graph: the communicator was aborted or closed")
 	}
 	if err := b.startTiming(); err != nil {

@@ -9,26 +9,35 @@ import (
 	"rsag/phases"
 )
 
-// deviceBuffer is device memory from Alloc, or a view into it.
+// deviceBuffer is device memory from Alloc, or a view into it. Buffers
+// belong to the device, not to one Backend: any Backend of the rank (a
+// variant, a group) may use any of them.
 type deviceBuffer struct {
-	owner *Backend
+	owner *device
 	ptr   devPtr // device address of element 0; 0 for an empty allocation
 	count int
 	dtype phases.DType
 	root  *deviceBuffer // the allocation a view looks into; nil for an allocation
 	freed bool          // allocations only
+
+	// Allocations only: their kind, and the registration (ncclCommRegister's
+	// handle, or the window) with the communicator it belongs to; regComm
+	// is nil once it is deregistered.
+	kind    phases.BufferKind
+	reg     unsafe.Pointer
+	regComm *communicator
 }
 
 func (d *deviceBuffer) Count() int          { return d.count }
 func (d *deviceBuffer) DType() phases.DType { return d.dtype }
 func (d *deviceBuffer) bytes() int          { return d.count * d.dtype.Size() }
 
-// buffer checks that buf is live device memory of this backend; what and
+// buffer checks that buf is live device memory of this rank; what and
 // role (e.g. "all-reduce", " input") name it in the error, and are joined
 // only then because the collectives call this on the timed path.
 func (b *Backend) buffer(buf phases.Buffer, what, role string) (*deviceBuffer, error) {
 	d, ok := buf.(*deviceBuffer)
-	if !ok || d == nil || d.owner != b {
+	if !ok || d == nil || d.owner != b.device {
 		return nil, b.errorf("%s%s: the buffer was not allocated by this NCCL backend", what, role)
 	}
 	r := d
@@ -56,8 +65,15 @@ func (b *Backend) MemoryKind() phases.MemoryKind {
 		Fix: "free the GPU of other processes"}
 }
 
-// Alloc allocates count elements with cuMemAlloc. A request larger than the
-// device's free memory is refused with a *MemoryError before CUDA sees it.
+// Alloc allocates count elements of this Backend's buffer kind: plain
+// (cuMemAlloc), registered (cuMemAlloc, then ncclCommRegister with this
+// Backend's communicator) or symmetric (ncclMemAlloc, then
+// ncclCommWindowRegister with NCCL_WIN_COLL_SYMMETRIC, which is collective:
+// every rank of the group allocates the same symmetric buffers in the same
+// order). The window starts at the allocation, so a view of element k is at
+// the same offset of its window on every rank. A request larger than the
+// device's free memory (AllocBytes of it) is refused with a *MemoryError
+// before CUDA sees it.
 func (b *Backend) Alloc(dtype phases.DType, count int) (phases.Buffer, error) {
 	if _, ok := ncclDType(dtype); !ok {
 		return nil, b.errorf("alloc: unsupported element type %v", dtype)
@@ -65,27 +81,28 @@ func (b *Backend) Alloc(dtype phases.DType, count int) (phases.Buffer, error) {
 	if count < 0 {
 		return nil, b.errorf("alloc: negative count %d", count)
 	}
-	d := &deviceBuffer{owner: b, count: count, dtype: dtype}
+	d := &deviceBuffer{owner: b.device, count: count, dtype: dtype, kind: b.kind}
 	n := int64(count) * int64(dtype.Size())
 	if n > 0 {
+		if b.c.comm == nil && b.kind != phases.PlainBuffers {
+			return nil, b.errorf("alloc %s buffer: the communicator was aborted or closed", b.kind)
+		}
 		free, total, err := b.FreeMemory()
 		if err != nil {
 			return nil, err
 		}
-		merr := &MemoryError{Host: b.host, Device: b.ordinal, Requested: n, Free: free, Total: total}
-		if n > free {
+		merr := &MemoryError{Host: b.host, Device: b.ordinal, Requested: b.AllocBytes(b.kind, n), Free: free, Total: total}
+		if merr.Requested > free {
 			return nil, b.errorf("alloc %d x %v: %w", count, dtype, merr)
 		}
-		p, err := b.cu.alloc(n)
-		if err != nil {
+		if err := b.allocate(d, n); err != nil {
 			var ce *Error
-			if errors.As(err, &ce) && ce.Code == cudaErrorOOM {
+			if errors.As(err, &ce) && ce.Lib == "cuda" && ce.Code == cudaErrorOOM {
 				merr.Err = err
 				return nil, b.errorf("alloc %d x %v: %w", count, dtype, merr)
 			}
-			return nil, b.errorf("alloc %d x %v: %w", count, dtype, err)
+			return nil, b.errorf("alloc %d x %v %s: %w", count, dtype, b.kind, err)
 		}
-		d.ptr = p
 	}
 	b.allocs[d] = struct{}{}
 	b.live += n
@@ -93,6 +110,81 @@ func (b *Backend) Alloc(dtype phases.DType, count int) (phases.Buffer, error) {
 		b.peak = b.live
 	}
 	return d, nil
+}
+
+// allocate gets d's n bytes of memory and registers them as d.kind needs;
+// when registration fails, the memory is released again.
+func (b *Backend) allocate(d *deviceBuffer, n int64) error {
+	var err error
+	switch d.kind {
+	case phases.PlainBuffers:
+		d.ptr, err = b.cu.alloc(n)
+		return err
+	case phases.RegisteredBuffers:
+		if d.ptr, err = b.cu.alloc(n); err != nil {
+			return err
+		}
+		if d.reg, err = b.nc.register(b.c.comm, d.ptr, n); err != nil {
+			return errors.Join(err, b.cu.free(d.ptr))
+		}
+	case phases.SymmetricBuffers:
+		if d.ptr, err = b.nc.memAllocate(n); err != nil {
+			return err
+		}
+		if d.ptr%ncclWinRequiredAlignment != 0 {
+			return errors.Join(fmt.Errorf("ncclMemAlloc returned %#x, which is not aligned to NCCL_WIN_REQUIRED_ALIGNMENT (%d)",
+				uint64(d.ptr), ncclWinRequiredAlignment), b.nc.memRelease(d.ptr))
+		}
+		if d.reg, err = b.nc.registerWindow(b.c.comm, d.ptr, n); err != nil {
+			return errors.Join(err, b.nc.memRelease(d.ptr))
+		}
+		// NCCL 2.28 returns success and no window when the communicator
+		// cannot have symmetric memory; a run labelled symmetric would then
+		// time plain buffers.
+		if d.reg == nil {
+			return errors.Join(errors.New("NCCL registered no symmetric window: it has symmetric memory only for a "+
+				"communicator on one node whose GPUs all reach each other directly (NVLink P2P), with CUDA VMM "+
+				"memory (NCCL_CUMEM_ENABLE not 0) and NCCL_WIN_ENABLE not 0; drop \"symmetric\" from [timing] buffers here"),
+				b.nc.memRelease(d.ptr))
+		}
+	default:
+		return fmt.Errorf("unknown buffer kind %q", d.kind)
+	}
+	d.regComm = b.c
+	return nil
+}
+
+// unregister releases d's registration with its communicator, when it
+// still has one; after an abort NCCL has released it already.
+func (dv *device) unregister(d *deviceBuffer) error {
+	c := d.regComm
+	d.regComm = nil
+	if c == nil || c.comm == nil || d.reg == nil {
+		return nil
+	}
+	h := d.reg
+	d.reg = nil
+	if d.kind == phases.SymmetricBuffers {
+		return dv.nc.deregisterWindow(c.comm, h)
+	}
+	return dv.nc.deregister(c.comm, h)
+}
+
+// release deregisters d and frees its memory, with the call that matches
+// the one that allocated it.
+func (dv *device) release(d *deviceBuffer) error {
+	err := dv.unregister(d)
+	if d.ptr != 0 {
+		if d.kind == phases.SymmetricBuffers {
+			err = errors.Join(err, dv.nc.memRelease(d.ptr))
+		} else {
+			err = errors.Join(err, dv.cu.free(d.ptr))
+		}
+	}
+	if err == nil {
+		d.freed = true
+	}
+	return err
 }
 
 // View returns count elements of buf from element offset, sharing its memory.
@@ -108,10 +200,11 @@ func (b *Backend) View(buf phases.Buffer, offset, count int) (phases.Buffer, err
 	if root == nil {
 		root = d
 	}
-	return &deviceBuffer{owner: b, ptr: d.ptr + devPtr(offset*d.dtype.Size()), count: count, dtype: d.dtype, root: root}, nil
+	return &deviceBuffer{owner: b.device, ptr: d.ptr + devPtr(offset*d.dtype.Size()), count: count, dtype: d.dtype, root: root}, nil
 }
 
-// Free releases an allocation after the work queued on it has finished.
+// Free releases an allocation after the work queued on it has finished:
+// it deregisters it first (registered and symmetric buffers), then frees it.
 func (b *Backend) Free(buf phases.Buffer) error {
 	d, err := b.buffer(buf, "free", "")
 	if err != nil {
@@ -121,22 +214,24 @@ func (b *Backend) Free(buf phases.Buffer) error {
 		return b.errorf("free: the buffer is a view; free the buffer it views instead")
 	}
 	if d.ptr != 0 {
-		// The stream may still use the memory; cuMemFree must not race it.
+		// The stream may still use the memory; freeing must not race it.
 		if err := b.cu.syncStream(b.stream); err != nil {
 			return b.errorf("free: %w", err)
 		}
-		if err := b.cu.free(d.ptr); err != nil {
-			return b.errorf("free: %w", err)
-		}
 	}
-	d.freed = true
+	if err := b.release(d); err != nil {
+		return b.errorf("free: %w", err)
+	}
 	delete(b.allocs, d)
 	b.live -= int64(d.bytes())
 	return nil
 }
 
-// Memory is the exact bytes live and at peak through Alloc, and the device's
-// used bytes (total - free, which includes NCCL's and CUDA's own memory).
+// Memory is the exact bytes live and at peak through Alloc, of every kind
+// and from every Backend of the rank (what was asked for: a symmetric
+// buffer's VMM rounding is in AllocBytes, not here), and the device's used
+// bytes (total - free, which includes NCCL's and CUDA's own memory and
+// that rounding).
 func (b *Backend) Memory() (phases.MemoryStats, error) {
 	free, total, err := b.FreeMemory()
 	if err != nil {

@@ -152,26 +152,70 @@ type ncclAPI struct {
 	path string
 
 	getVersion, getUniqueID, commInitRank, commDestroy, commAbort unsafe.Pointer
-	commGetAsyncError, allReduce, reduceScatter, allGather        unsafe.Pointer
-	getErrorString, getLastError                                  unsafe.Pointer
+	commGetAsyncError, getErrorString, getLastError               unsafe.Pointer
+	commCount, commUserRank                                       unsafe.Pointer
+	colls                                                         [numColls]unsafe.Pointer // indexed by collective.index
+
+	// What came after NCCL 2.0 and only the fast paths and the splits use:
+	// optional, so that an older NCCL still loads (see laterSymbols).
+	commInitRankConfig, commSplit, memAlloc, memFree               unsafe.Pointer
+	commRegister, commDeregister, windowRegister, windowDeregister unsafe.Pointer
+}
+
+// laterSymbol is an optional NCCL symbol and the version code of the first
+// NCCL that has it (nccl.h of each release).
+type laterSymbol struct {
+	name  string
+	ptr   func(n *ncclAPI) *unsafe.Pointer
+	since int
+}
+
+var laterSymbols = []laterSymbol{
+	{"ncclCommInitRankConfig", func(n *ncclAPI) *unsafe.Pointer { return &n.commInitRankConfig }, 21400},
+	{"ncclCommSplit", func(n *ncclAPI) *unsafe.Pointer { return &n.commSplit }, 21800},
+	{"ncclMemAlloc", func(n *ncclAPI) *unsafe.Pointer { return &n.memAlloc }, 21900},
+	{"ncclMemFree", func(n *ncclAPI) *unsafe.Pointer { return &n.memFree }, 21900},
+	{"ncclCommRegister", func(n *ncclAPI) *unsafe.Pointer { return &n.commRegister }, 21900},
+	{"ncclCommDeregister", func(n *ncclAPI) *unsafe.Pointer { return &n.commDeregister }, 21900},
+	{"ncclCommWindowRegister", func(n *ncclAPI) *unsafe.Pointer { return &n.windowRegister }, 22700},
+	{"ncclCommWindowDeregister", func(n *ncclAPI) *unsafe.Pointer { return &n.windowDeregister }, 22700},
 }
 
 func (n *ncclAPI) table() []symbol {
-	return []symbol{
+	t := []symbol{
 		sym(&n.getVersion, "ncclGetVersion"),
 		sym(&n.getUniqueID, "ncclGetUniqueId"),
 		sym(&n.commInitRank, "ncclCommInitRank"),
 		sym(&n.commDestroy, "ncclCommDestroy"),
 		sym(&n.commAbort, "ncclCommAbort"),
 		sym(&n.commGetAsyncError, "ncclCommGetAsyncError"),
-		sym(&n.allReduce, "ncclAllReduce"),
-		sym(&n.reduceScatter, "ncclReduceScatter"),
-		sym(&n.allGather, "ncclAllGather"),
 		sym(&n.getErrorString, "ncclGetErrorString"),
+		sym(&n.commCount, "ncclCommCount"),
+		sym(&n.commUserRank, "ncclCommUserRank"),
 		// ncclGetLastError came with NCCL 2.13; without it errors carry only
 		// ncclGetErrorString's text.
 		{names: []string{"ncclGetLastError"}, ptr: &n.getLastError, optional: true},
 	}
+	for _, c := range collectives {
+		t = append(t, sym(&n.colls[c.index], c.symbol))
+	}
+	for _, l := range laterSymbols {
+		t = append(t, symbol{names: []string{l.name}, ptr: l.ptr(n), optional: true})
+	}
+	return t
+}
+
+// lacks returns nil when NCCL has every symbol named, and otherwise an
+// error naming the first it lacks and the NCCL that brought it.
+func (n *ncclAPI) lacks(names ...string) error {
+	for _, name := range names {
+		for _, l := range laterSymbols {
+			if l.name == name && *l.ptr(n) == nil {
+				return fmt.Errorf("%s lacks %s, which came with NCCL %s", n.path, name, shortVersion(l.since))
+			}
+		}
+	}
+	return nil
 }
 
 // loadNCCL opens NCCL from $RSAG_NCCL_LIBRARY or the soname libnccl.so.2.
@@ -264,28 +308,78 @@ func (n *ncclAPI) asyncError(comm ncclComm) error {
 	return n.check("ncclCommGetAsyncError", r, comm)
 }
 
-// The collectives queue one NCCL call on s. They are the hot path: one cgo
-// call, no allocation unless NCCL fails.
-
-func (n *ncclAPI) allReduceOn(send, recv devPtr, count int, t C.ncclDataType_t, op C.ncclRedOp_t, comm ncclComm, s cuStream) error {
-	if r := C.call_ncclReduceOp(n.allReduce, send, recv, C.size_t(count), t, op, comm, s); r != ncclSuccess {
-		return n.newError("ncclAllReduce", int(r), comm)
+// collOn queues collective c on s. It is the hot path: one cgo call, no
+// allocation unless NCCL fails.
+func (n *ncclAPI) collOn(c *collective, send, recv devPtr, count int, t C.ncclDataType_t, op C.ncclRedOp_t, comm ncclComm, s cuStream) error {
+	var reduces C.int
+	if c.reduces {
+		reduces = 1
+	}
+	if r := C.call_ncclColl(n.colls[c.index], reduces, send, recv, C.size_t(count), t, op, comm, s); r != ncclSuccess {
+		return n.newError(c.symbol, int(r), comm)
 	}
 	return nil
 }
 
-func (n *ncclAPI) reduceScatterOn(send, recv devPtr, recvCount int, t C.ncclDataType_t, op C.ncclRedOp_t, comm ncclComm, s cuStream) error {
-	if r := C.call_ncclReduceOp(n.reduceScatter, send, recv, C.size_t(recvCount), t, op, comm, s); r != ncclSuccess {
-		return n.newError("ncclReduceScatter", int(r), comm)
-	}
-	return nil
+// ncclWinCollSymmetric is NCCL_WIN_COLL_SYMMETRIC: every rank's buffer is
+// at the same offset of its window in the collectives that use it.
+const ncclWinCollSymmetric = 0x01
+
+// ncclWinRequiredAlignment is NCCL_WIN_REQUIRED_ALIGNMENT, the alignment
+// ncclCommWindowRegister needs of a window's address.
+const ncclWinRequiredAlignment = 4096
+
+func (n *ncclAPI) initRankConfig(world int, id *[uniqueIDBytes]byte, rank int, cfg *C.rsag_ncclConfig) (ncclComm, error) {
+	var comm C.ncclComm_t
+	r := C.call_ncclCommInitRankConfig(n.commInitRankConfig, &comm, C.int(world), unsafe.Pointer(&id[0]), C.int(rank), cfg)
+	return comm, n.check("ncclCommInitRankConfig", r, nil)
 }
 
-func (n *ncclAPI) allGatherOn(send, recv devPtr, sendCount int, t C.ncclDataType_t, comm ncclComm, s cuStream) error {
-	if r := C.call_ncclAllGather(n.allGather, send, recv, C.size_t(sendCount), t, comm, s); r != ncclSuccess {
-		return n.newError("ncclAllGather", int(r), comm)
+// split is ncclCommSplit; cfg nil inherits parent's config.
+func (n *ncclAPI) split(parent ncclComm, color, key int, cfg *C.rsag_ncclConfig) (ncclComm, error) {
+	var comm C.ncclComm_t
+	r := C.call_ncclCommSplit(n.commSplit, parent, C.int(color), C.int(key), &comm, cfg)
+	return comm, n.check("ncclCommSplit", r, parent)
+}
+
+// countAndRank are the size of comm's group and this rank in it.
+func (n *ncclAPI) countAndRank(comm ncclComm) (size, rank int, err error) {
+	var s, r C.int
+	if err = n.check("ncclCommCount", C.call_ncclCommInt(n.commCount, comm, &s), comm); err != nil {
+		return 0, 0, err
 	}
-	return nil
+	err = n.check("ncclCommUserRank", C.call_ncclCommInt(n.commUserRank, comm, &r), comm)
+	return int(s), int(r), err
+}
+
+func (n *ncclAPI) memAllocate(size int64) (devPtr, error) {
+	var p C.CUdeviceptr
+	err := n.check("ncclMemAlloc", C.call_ncclMemAlloc(n.memAlloc, &p, C.size_t(size)), nil)
+	return p, err
+}
+
+func (n *ncclAPI) memRelease(p devPtr) error {
+	return n.check("ncclMemFree", C.call_ncclMemFree(n.memFree, p), nil)
+}
+
+func (n *ncclAPI) register(comm ncclComm, p devPtr, size int64) (unsafe.Pointer, error) {
+	var h unsafe.Pointer
+	err := n.check("ncclCommRegister", C.call_ncclCommRegister(n.commRegister, comm, p, C.size_t(size), &h), comm)
+	return h, err
+}
+
+func (n *ncclAPI) deregister(comm ncclComm, h unsafe.Pointer) error {
+	return n.check("ncclCommDeregister", C.call_ncclCommDeregister(n.commDeregister, comm, h), comm)
+}
+
+func (n *ncclAPI) registerWindow(comm ncclComm, p devPtr, size int64) (unsafe.Pointer, error) {
+	var w C.ncclWindow_t
+	r := C.call_ncclCommWindowRegister(n.windowRegister, comm, p, C.size_t(size), &w, ncclWinCollSymmetric)
+	return unsafe.Pointer(w), n.check("ncclCommWindowRegister", r, comm)
+}
+
+func (n *ncclAPI) deregisterWindow(comm ncclComm, w unsafe.Pointer) error {
+	return n.check("ncclCommWindowDeregister", C.call_ncclCommWindowDeregister(n.windowDeregister, comm, C.ncclWindow_t(w)), comm)
 }
 
 // formatNCCLVersion writes ncclGetVersion's code as major.minor.patch. NCCL

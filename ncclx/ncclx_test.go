@@ -222,8 +222,8 @@ func (fakeBoot) Size() int        { return 1 }
 func (f fakeBoot) LocalRank() int { return f.localRank }
 func (f fakeBoot) LocalSize() int { return max(f.localSize, 1) }
 func (fakeBoot) Host() string     { return "testhost" }
-func (fakeBoot) Bcast(buf []byte, root int) error {
-	if root != 0 || len(buf) != 1+uniqueIDBytes {
+func (fakeBoot) BcastUint64s(words []uint64, root int) error {
+	if root != 0 || len(words) != uniqueIDWords {
 		return errors.New("unexpected broadcast")
 	}
 	return nil

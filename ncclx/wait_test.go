@@ -38,7 +38,7 @@ func TestRequestAbortEndsAHungWait(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the wait did not end within 10 s of an abort request")
 			}
-			if b.comm != nil {
+			if b.c.comm != nil {
 				t.Error("the communicator was not aborted")
 			}
 			select {
@@ -67,7 +67,7 @@ func TestAsyncErrorEndsAHungWait(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the wait did not end on NCCL's asynchronous error")
 	}
-	if b.comm != nil {
+	if b.c.comm != nil {
 		t.Error("the communicator was not aborted")
 	}
 }

@@ -40,6 +40,7 @@ type Info struct {
 	BusID     string // PCI bus id of the GPU, "" for host memory
 	Driver    string // CUDA driver version, "" when none
 	Libraries []Library
+	LocalRank int // rank among the ranks on its host (the GPU index on GPU nodes); set by the caller from MPI
 }
 
 // Backend moves data between ranks. Each process owns one Backend, which

@@ -51,12 +51,8 @@ func RunContracts(be Backend) (results []ContractResult, err error) {
 	}
 
 	// Exact, nonuniform integer input proves rank-major shard placement.
-	n := ExactCount(world)
-	base, expected := make([]int64, n), make([]int64, n)
-	for i := range base {
-		base[i] = int64(i + rank*100)
-		expected[i] = int64(world*i + 100*world*(world-1)/2)
-	}
+	base, expected := exactInput(world, rank)
+	n := len(base)
 	in, err := a.int64s(base)
 	if err != nil {
 		return nil, err
@@ -72,17 +68,11 @@ func RunContracts(be Backend) (results []ContractResult, err error) {
 	if err := be.AllReduce(direct, direct, Sum); err != nil {
 		return nil, err
 	}
-	if err := be.Synchronize(); err != nil {
-		return nil, err
-	}
-	directV, err := readInt64s(be, direct)
+	got, err := readAll(be, direct, gathered)
 	if err != nil {
 		return nil, err
 	}
-	gatheredV, err := readInt64s(be, gathered)
-	if err != nil {
-		return nil, err
-	}
+	directV, gatheredV := got[0], got[1]
 	record(ExactSumEquivalence, slices.Equal(directV, gatheredV) && slices.Equal(gatheredV, expected),
 		"int64 full tensor direct==RS+AG==CPU formula")
 
@@ -96,14 +86,11 @@ func RunContracts(be Backend) (results []ContractResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := be.Synchronize(); err != nil {
-		return nil, err
-	}
-	maxV, err := readInt64s(be, maxGathered)
+	got, err = readAll(be, maxGathered)
 	if err != nil {
 		return nil, err
 	}
-	record(WrongOpRejected, !slices.Equal(directV, maxV), "direct SUM compared with ReduceScatter MAX plus AllGather")
+	record(WrongOpRejected, !slices.Equal(directV, got[0]), "direct SUM compared with ReduceScatter MAX plus AllGather")
 
 	// Equal-size ReduceScatter needs divisibility; padding with SUM's
 	// identity (0) and trimming restores equivalence.
@@ -128,17 +115,11 @@ func RunContracts(be Backend) (results []ContractResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := be.Synchronize(); err != nil {
-		return nil, err
-	}
-	unevenV, err := readInt64s(be, directUneven)
+	got, err = readAll(be, directUneven, paddedOut)
 	if err != nil {
 		return nil, err
 	}
-	paddedV, err := readInt64s(be, paddedOut)
-	if err != nil {
-		return nil, err
-	}
+	unevenV, paddedV := got[0], got[1]
 	record(PaddingAndTrim, slices.Equal(unevenV, paddedV[:logical]),
 		fmt.Sprintf("logical=%d;padded=%d;identity=0", logical, padded))
 
@@ -166,6 +147,35 @@ func RunContracts(be Backend) (results []ContractResult, err error) {
 	}
 	record(NondivisibleRejected, rsErr != nil, detail)
 	return results, be.Synchronize()
+}
+
+// exactInput is the seed's exact, nonuniform int64 input of rank (element
+// i holds i + 100 rank) and its sum over world ranks, for ExactCount(world)
+// elements.
+func exactInput(world, rank int) (base, expected []int64) {
+	n := ExactCount(world)
+	base, expected = make([]int64, n), make([]int64, n)
+	for i := range base {
+		base[i] = int64(i + rank*100)
+		expected[i] = int64(world*i + 100*world*(world-1)/2)
+	}
+	return base, expected
+}
+
+// readAll waits for the device and reads every buffer back as int64s.
+func readAll(be Backend, bufs ...Buffer) ([][]int64, error) {
+	if err := be.Synchronize(); err != nil {
+		return nil, err
+	}
+	out := make([][]int64, len(bufs))
+	for i, b := range bufs {
+		v, err := readInt64s(be, b)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
 }
 
 // reduceScatterAllGather is the decomposition: ReduceScatter into a new

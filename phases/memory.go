@@ -34,6 +34,9 @@ type memoryMode struct {
 	name         string
 	steady, peak func(n, s int64) int64
 	run          func(m *memSession) (Buffer, error)
+	// grouped: the mode runs within and across the hierarchy's groups, and
+	// its shard s is n/group_size rather than n/W.
+	grouped bool
 }
 
 // memoryModes are the seed's four strategies, with its exact lifetimes, and
@@ -147,6 +150,59 @@ var memoryModes = []memoryMode{
 			return full, m.do(m.be.AllGather(shard, full))
 		},
 	},
+	hierarchicalLifetime,
+}
+
+// hierarchicalLifetime is the two-level decomposition's buffer lifetimes,
+// as rs-ag-optimized-lifetime has them for the flat one: the group shard
+// (N/g) is allocated, ReduceScatter in the group fills it, the full buffer
+// is freed, AllReduce across the groups works on the shard in place, and
+// the full result is allocated for AllGather in the group.
+var hierarchicalLifetime = memoryMode{
+	name:    "hierarchical-lifetime",
+	grouped: true,
+	steady:  func(n, s int64) int64 { return n },
+	peak:    func(n, s int64) int64 { return n + s },
+	run: func(m *memSession) (Buffer, error) {
+		in, across := m.scopes.be[InGroup], m.scopes.be[AcrossGroups]
+		full, err := m.full()
+		if err != nil {
+			return nil, err
+		}
+		shard, err := m.alloc(m.count / m.scopes.groups.Size)
+		if err != nil {
+			return nil, err
+		}
+		if err := m.do(in.ReduceScatter(full, shard, Sum)); err != nil {
+			return nil, err
+		}
+		if err := m.free(full); err != nil {
+			return nil, err
+		}
+		if err := m.do(across.AllReduce(shard, shard, Sum)); err != nil {
+			return nil, err
+		}
+		gathered, err := m.alloc(m.count)
+		if err != nil {
+			return nil, err
+		}
+		if err := m.do(in.AllGather(shard, gathered)); err != nil {
+			return nil, err
+		}
+		return gathered, m.free(shard)
+	},
+}
+
+// DefaultMemoryModes are the seed's four strategies and rs-ag-in-place:
+// every mode that runs on the whole world.
+func DefaultMemoryModes() []string {
+	var names []string
+	for _, m := range memoryModes {
+		if !m.grouped {
+			names = append(names, m.name)
+		}
+	}
+	return names
 }
 
 // MemoryModeNames lists the strategies in their order.
@@ -162,6 +218,7 @@ func MemoryModeNames() []string {
 // device's used memory after every allocation and collective.
 type memSession struct {
 	be           Backend
+	scopes       *scopes
 	a            *arena
 	count, world int
 	fill         []byte
@@ -207,23 +264,51 @@ func (m *memSession) do(err error) error {
 
 func (m *memSession) free(b Buffer) error { return m.a.free(b) }
 
-// RunMemory measures each named mode at payloadBytes (float32) on this rank,
-// with a barrier between modes as in the seed, and checks every element of
-// each result. A wrong element on any rank fails the run with the mode named.
-func RunMemory(be Backend, comm Comm, payloadBytes int64, modes []string, progress func(string)) ([]MemoryResult, error) {
-	var results []MemoryResult
-	for _, name := range modes {
+// MemoryRun is what the memory phase measures: each named mode at a
+// payload of PayloadBytes (float32); Groups are the hierarchy's, for
+// hierarchical-lifetime (nil when [hierarchy] is off).
+type MemoryRun struct {
+	PayloadBytes int64
+	Modes        []string
+	Groups       *Groups
+}
+
+// RunMemory measures each of the run's modes on this rank, with a barrier
+// between modes as in the seed, and checks every element of each result.
+// A wrong element on any rank fails the run with the mode named.
+func RunMemory(be Backend, comm Comm, run MemoryRun, progress func(string)) (results []MemoryResult, err error) {
+	var groups *Groups
+	for _, name := range run.Modes {
 		mode, ok := findMode(name)
 		if !ok {
 			return results, fmt.Errorf("memory mode %q is unknown", name)
 		}
+		if mode.grouped {
+			if groups = run.Groups; groups == nil {
+				return nil, fmt.Errorf("memory mode %s runs within and across groups: set [hierarchy] enabled = true, or drop it", name)
+			}
+		}
+	}
+	// The groups' communicators exist before the first mode's baseline, so
+	// that their buffers (NCCL's) are in every mode's baseline alike.
+	sc, closeScopes, err := openScopes(be, groups)
+	if err != nil {
+		return nil, fmt.Errorf("memory on rank %d: %w", be.Rank(), err)
+	}
+	defer func() {
+		if cerr := closeScopes(); err == nil {
+			err = cerr
+		}
+	}()
+	for _, name := range run.Modes {
+		mode, _ := findMode(name)
 		if err := comm.Barrier(); err != nil {
 			return results, err
 		}
-		r, err := measure(be, mode, payloadBytes)
+		r, err := measure(sc, mode, run.PayloadBytes)
 		var local *CheckError
 		if err != nil && !errors.As(err, &local) {
-			return results, fmt.Errorf("memory mode %s at %d bytes on rank %d: %w", name, payloadBytes, be.Rank(), err)
+			return results, fmt.Errorf("memory mode %s at %d bytes on rank %d: %w", name, run.PayloadBytes, be.Rank(), err)
 		}
 		results = append(results, r)
 		if err := agree(comm, "memory", "mode "+name, local); err != nil {
@@ -237,6 +322,15 @@ func RunMemory(be Backend, comm Comm, payloadBytes int64, modes []string, progre
 	return results, nil
 }
 
+// shardOf is a mode's shard for a payload of n bytes: n/g for a grouped
+// mode, n/W for the others.
+func (mode memoryMode) shardOf(n int64, l Layout) int64 {
+	if mode.grouped && l.Group > 0 {
+		return n / int64(l.Group)
+	}
+	return n / int64(l.World)
+}
+
 func findMode(name string) (memoryMode, bool) {
 	for _, m := range memoryModes {
 		if m.name == name {
@@ -246,11 +340,13 @@ func findMode(name string) (memoryMode, bool) {
 	return memoryMode{}, false
 }
 
-func measure(be Backend, mode memoryMode, payloadBytes int64) (r MemoryResult, err error) {
+func measure(sc *scopes, mode memoryMode, payloadBytes int64) (r MemoryResult, err error) {
+	be := sc.be[World]
 	world := be.WorldSize()
 	n := payloadBytes
-	r = MemoryResult{Mode: mode.name, PayloadBytes: n, AnalyticSteady: mode.steady(n, n/int64(world)),
-		AnalyticPeak: mode.peak(n, n/int64(world))}
+	shard := mode.shardOf(n, sc.layout())
+	r = MemoryResult{Mode: mode.name, PayloadBytes: n, AnalyticSteady: mode.steady(n, shard),
+		AnalyticPeak: mode.peak(n, shard)}
 	if err := be.Synchronize(); err != nil {
 		return r, err
 	}
@@ -261,7 +357,7 @@ func measure(be Backend, mode memoryMode, payloadBytes int64) (r MemoryResult, e
 	be.ResetPeak()
 	a := &arena{be: be}
 	defer a.release(&err)
-	m := &memSession{be: be, a: a, count: int(n / int64(Float32.Size())), world: world,
+	m := &memSession{be: be, scopes: sc, a: a, count: int(n / int64(Float32.Size())), world: world,
 		fill: Float32.Elem(Input(Sum, be.Rank())), devicePeak: base.DeviceUsedBytes}
 	result, err := mode.run(m)
 	if err != nil {

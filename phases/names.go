@@ -140,7 +140,9 @@ func unknownName(got string, known []string) error {
 	return fmt.Errorf("%q is unknown: use %s", got, strings.Join(known, ", "))
 }
 
-// Mode is a timed mode: what one timed sample runs (see timedModes).
+// Mode is a timed mode's name: what one timed sample runs (see timedModes,
+// whose records are the modes; the constants name the ones the harness and
+// reports refer to).
 type Mode string
 
 // The timed modes. Direct and Decomposed are the seed's names.
@@ -149,10 +151,13 @@ const (
 	Decomposed         Mode = "decomposed"     // ReduceScatter, then AllGather
 	ReduceScatterAlone Mode = "reduce-scatter" // ReduceScatter of the full buffer
 	AllGatherAlone     Mode = "all-gather"     // AllGather into the full buffer
+	// Hierarchical is ReduceScatter in the group, AllReduce across the
+	// groups, AllGather in the group ([hierarchy]).
+	Hierarchical Mode = "hierarchical"
 )
 
-// Modes lists the timed modes in report order.
-var Modes = []Mode{Direct, Decomposed, ReduceScatterAlone, AllGatherAlone}
+// Modes lists the timed modes in report order: timedModes' (modes.go).
+var Modes = modeNames()
 
 // DefaultModes are the seed's two: the comparison itself.
 var DefaultModes = []Mode{Direct, Decomposed}

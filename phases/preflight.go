@@ -24,9 +24,15 @@ type MemoryKind struct {
 }
 
 // TimingFootprint is the most memory the timing phase holds at once: the
-// buffers of every mode of the run at its largest size, for the placement
-// and dtype that need the most (see TimedMode.Footprint).
-func TimingFootprint(world int, runs []TimingRun) int64 {
+// buffers of every mode of the run at its largest size, for the placement,
+// dtype and buffer kind that need the most, each buffer as the backend
+// allocates it (symmetric windows round up to the VMM granularity).
+func TimingFootprint(be Backend, runs []TimingRun) int64 {
+	world := be.WorldSize()
+	allocBytes := func(_ BufferKind, n int64) int64 { return n }
+	if vs, ok := find[Variants](be); ok {
+		allocBytes = vs.AllocBytes
+	}
 	var most int64
 	for _, r := range runs {
 		if len(r.SizesBytes) == 0 {
@@ -37,31 +43,65 @@ func TimingFootprint(world int, runs []TimingRun) int64 {
 			continue
 		}
 		n := slices.Max(r.SizesBytes)
-		for _, d := range r.DTypes {
-			for _, p := range r.Placements {
-				var need int64
-				for _, m := range modes {
-					need += m.Footprint(n, d.Size(), world, p)
+		for _, v := range RunVariants(r) {
+			for _, d := range r.DTypes {
+				for _, p := range r.Placements {
+					var need int64
+					for _, m := range modes {
+						for _, b := range m.bufferBytes(n, d.Size(), runLayout(world, r), p) {
+							need += allocBytes(v.Buffers, b)
+						}
+					}
+					most = max(most, need)
 				}
-				most = max(most, need)
 			}
 		}
 	}
 	return most
 }
 
+// runLayout is the world's shape for a run's modes.
+func runLayout(world int, r TimingRun) Layout {
+	l := Layout{World: world}
+	if r.Groups != nil {
+		l.Group = r.Groups.Size
+	}
+	return l
+}
+
 // CheckSupport returns an error, naming the run, for the first dtype/op
 // pair, method or mode the backend cannot run.
 func CheckSupport(be Backend, runs []TimingRun) error {
 	for _, r := range runs {
-		if _, err := runModes(r); err != nil {
+		modes, err := runModes(r)
+		if err != nil {
 			return err
+		}
+		for _, m := range modes {
+			if m.NeedsGroups() && r.Groups == nil {
+				return fmt.Errorf("run %s: mode %s runs within and across groups: set [hierarchy] enabled = true, or drop it", r.Name, m.Name)
+			}
+			if _, ok := find[Splitter](be); m.NeedsGroups() && !ok {
+				return fmt.Errorf("run %s: mode %s needs sub-communicators, which the %s backend has not", r.Name, m.Name, be.Info().Backend)
+			}
 		}
 		for _, d := range r.DTypes {
 			for _, o := range r.Ops {
 				if err := be.Supports(d, o); err != nil {
 					return fmt.Errorf("run %s: %w", r.Name, err)
 				}
+			}
+		}
+		for _, v := range RunVariants(r) {
+			if v == Baseline {
+				continue
+			}
+			vs, ok := find[Variants](be)
+			if !ok {
+				return fmt.Errorf("run %s: %w", r.Name, missingVariants(be, v))
+			}
+			if err := vs.SupportsVariant(v); err != nil {
+				return fmt.Errorf("run %s: %w", r.Name, err)
 			}
 		}
 		for _, name := range r.Methods {
@@ -77,12 +117,16 @@ func CheckSupport(be Backend, runs []TimingRun) error {
 	return nil
 }
 
-// MemoryFootprint is the largest analytic peak among the named modes.
-func MemoryFootprint(world int, payload int64, modes []string) int64 {
+// MemoryFootprint is the largest analytic peak among the run's modes.
+func MemoryFootprint(world int, run MemoryRun) int64 {
+	l := Layout{World: world}
+	if run.Groups != nil {
+		l.Group = run.Groups.Size
+	}
 	var peak int64
-	for _, name := range modes {
+	for _, name := range run.Modes {
 		if m, ok := findMode(name); ok {
-			peak = max(peak, m.peak(payload, payload/int64(world)))
+			peak = max(peak, m.peak(run.PayloadBytes, m.shardOf(run.PayloadBytes, l)))
 		}
 	}
 	return peak

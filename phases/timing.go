@@ -3,6 +3,7 @@ package phases
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -40,6 +41,7 @@ type TimingSample struct {
 	DType      DType
 	Op         Op
 	Placement  Placement
+	Variant    Variant // buffers and CTA policy
 	Method     Method
 	Batch      int // operations per sample: 1 for per-op
 	Mode       Mode
@@ -64,6 +66,9 @@ type TimingRun struct {
 	Batch       int
 	Warmups     int
 	Cycles      int
+	// Groups are the hierarchy's groups, for the modes that run within
+	// and across them; nil when [hierarchy] is off.
+	Groups *Groups
 }
 
 // timingCase is one point of a sweep: everything but the mode.
@@ -73,12 +78,17 @@ type timingCase struct {
 	dtype     DType
 	op        Op
 	placement Placement
+	variant   Variant
 	method    Method
 	batch     int
 }
 
 func (c timingCase) String() string {
-	return fmt.Sprintf("%s %s %s %s %s %s", c.run, SizeText(c.size), c.dtype, c.op, c.placement, c.method)
+	s := fmt.Sprintf("%s %s %s %s %s %s", c.run, SizeText(c.size), c.dtype, c.op, c.placement, c.method)
+	if c.variant != Baseline {
+		s += " " + c.variant.String()
+	}
+	return s
 }
 
 // RunTiming times every mode of every case of every run: per case, warmups,
@@ -94,21 +104,102 @@ func RunTiming(be Backend, comm Comm, runs []TimingRun, progress func(string)) (
 		if err != nil {
 			return samples, err
 		}
-		for _, size := range r.SizesBytes {
-			for _, dtype := range r.DTypes {
-				for _, op := range r.Ops {
-					for _, placement := range r.Placements {
-						got, err := timeBuffers(be, comm, r, modes, size, dtype, op, placement, progress)
-						samples = append(samples, got...)
-						if err != nil {
-							return samples, err
-						}
+		for _, v := range RunVariants(r) {
+			got, err := timeVariant(be, comm, r, v, modes, progress)
+			samples = append(samples, got...)
+			if err != nil {
+				return samples, err
+			}
+		}
+	}
+	return samples, nil
+}
+
+// RunVariants are the run's buffer kinds x CTA policies (Baseline when it
+// names none), in the config's order.
+func RunVariants(r TimingRun) []Variant {
+	buffers, policies := r.Buffers, r.CTAPolicies
+	if len(buffers) == 0 {
+		buffers = []BufferKind{PlainBuffers}
+	}
+	if len(policies) == 0 {
+		policies = []CTAPolicy{DefaultCTAPolicy}
+	}
+	var out []Variant
+	for _, p := range policies {
+		for _, b := range buffers {
+			out = append(out, Variant{Buffers: b, CTAPolicy: p})
+		}
+	}
+	return out
+}
+
+// timeVariant times every case of the run on the variant's backend.
+func timeVariant(be Backend, comm Comm, r TimingRun, v Variant, modes []TimedMode, progress func(string)) (samples []TimingSample, err error) {
+	vb, release, err := variantBackend(be, v)
+	if err != nil {
+		return nil, fmt.Errorf("timing %s %s on rank %d: %w", r.Name, v, be.Rank(), err)
+	}
+	defer func() {
+		if rerr := release(); err == nil {
+			err = rerr
+		}
+	}()
+	var groups *Groups
+	if slices.ContainsFunc(modes, TimedMode.NeedsGroups) {
+		if groups = r.Groups; groups == nil {
+			return nil, fmt.Errorf("run %s: its modes run within and across groups, but it has none ([hierarchy] is off)", r.Name)
+		}
+	}
+	sc, closeScopes, err := openScopes(vb, groups)
+	if err != nil {
+		return nil, fmt.Errorf("timing %s %s on rank %d: %w", r.Name, v, be.Rank(), err)
+	}
+	defer func() {
+		if rerr := closeScopes(); err == nil {
+			err = rerr
+		}
+	}()
+	for _, size := range r.SizesBytes {
+		for _, dtype := range r.DTypes {
+			for _, op := range r.Ops {
+				for _, placement := range r.Placements {
+					c := timingCase{run: r.Name, size: size, dtype: dtype, op: op, placement: placement, variant: v}
+					got, err := timeBuffers(sc, comm, r, modes, c, progress)
+					samples = append(samples, got...)
+					if err != nil {
+						return samples, err
 					}
 				}
 			}
 		}
 	}
 	return samples, nil
+}
+
+// variantBackend returns be for Baseline, and otherwise the backend's
+// variant, under the same watch; release closes what it opened.
+func variantBackend(be Backend, v Variant) (Backend, func() error, error) {
+	if v == Baseline {
+		return be, noRelease, nil
+	}
+	vs, ok := find[Variants](be)
+	if !ok {
+		return nil, nil, missingVariants(be, v)
+	}
+	if err := vs.SupportsVariant(v); err != nil {
+		return nil, nil, err
+	}
+	vb, err := vs.WithVariant(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rewatch(be, vb), vb.Close, nil
+}
+
+func missingVariants(be Backend, v Variant) error {
+	return fmt.Errorf("buffers %q and cta_policy %q need NCCL's fast paths, which the %s backend has not: use plain buffers and the default policy, or the nccl backend",
+		v.Buffers, v.CTAPolicy, be.Info().Backend)
 }
 
 // runModes returns the records of the run's modes (the seed's two when the
@@ -131,13 +222,14 @@ func runModes(r TimingRun) ([]TimedMode, error) {
 
 // timeBuffers allocates one (size, dtype, op, placement)'s buffers for every
 // mode and times every method over them.
-func timeBuffers(be Backend, comm Comm, r TimingRun, modes []TimedMode, size int64, dtype DType, op Op, placement Placement, progress func(string)) (samples []TimingSample, err error) {
+func timeBuffers(sc *scopes, comm Comm, r TimingRun, modes []TimedMode, base timingCase, progress func(string)) (samples []TimingSample, err error) {
+	be := sc.be[World]
 	a := &arena{be: be}
 	defer a.release(&err)
 	cases := make([]*modeCase, len(modes))
 	for i, m := range modes {
-		if cases[i], err = newModeCase(a, be, m, dtype, int(size/int64(dtype.Size())), placement, op); err != nil {
-			return nil, fmt.Errorf("timing %s %s %s %s at %d bytes on rank %d: %w", r.Name, m.Name, dtype, placement, size, be.Rank(), err)
+		if cases[i], err = newModeCase(a, sc, m, base.dtype, int(base.size/int64(base.dtype.Size())), base.placement, base.op); err != nil {
+			return nil, fmt.Errorf("timing %s %s on rank %d: %w", base, m.Name, be.Rank(), err)
 		}
 	}
 	for _, name := range r.Methods {
@@ -145,7 +237,8 @@ func timeBuffers(be Backend, comm Comm, r TimingRun, modes []TimedMode, size int
 		if !ok {
 			return samples, fmt.Errorf("run %s: timing method %q is unknown", r.Name, name)
 		}
-		c := timingCase{run: r.Name, size: size, dtype: dtype, op: op, placement: placement, method: name, batch: 1}
+		c := base
+		c.method, c.batch = name, 1
 		if method.batched {
 			c.batch = r.Batch
 		}
@@ -219,8 +312,8 @@ func timeCase(be Backend, modes []*modeCase, method timingMethod, c timingCase, 
 				return samples, fmt.Errorf("%s cycle %d: %w", m.mode.Name, cycle, err)
 			}
 			samples = append(samples, TimingSample{Run: c.run, SizeBytes: c.size, DType: c.dtype, Op: c.op,
-				Placement: c.placement, Method: c.method, Batch: c.batch, Mode: m.mode.Name, Cycle: cycle,
-				DurationUS: us, Correct: true})
+				Placement: c.placement, Variant: c.variant, Method: c.method, Batch: c.batch, Mode: m.mode.Name,
+				Cycle: cycle, DurationUS: us, Correct: true})
 		}
 	}
 	if method.validateAfter {

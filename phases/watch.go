@@ -89,3 +89,12 @@ func armStep(be Backend, op string, bytes int64) {
 		a.Arm(op, bytes)
 	}
 }
+
+// rewatch puts inner (a variant or a group of outer's backend) under the
+// same watch as outer, when outer is watched.
+func rewatch(outer, inner Backend) Backend {
+	if w, ok := outer.(*watched); ok {
+		return Watch(inner, w.t)
+	}
+	return inner
+}

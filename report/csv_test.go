@@ -131,8 +131,11 @@ func TestTimingsTableAndGate(t *testing.T) {
 	}
 	stats := TimingStats(rows, 2, 0)
 	var out strings.Builder
-	if err := TimingsTable(&out, stats, 2); err != nil {
+	if err := TimingsTable(&out, stats, 2, 1); err != nil {
 		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "across") {
+		t.Errorf("a one-node run is said to span nodes:\n%s", out.String())
 	}
 	// Median of 11,21,31,41 is 26; 1 MiB / 26 us = 40.33 GB/s, factor 1 on 2 ranks.
 	for _, want := range []string{"default float32 sum out-of-place per-op", "| 1M ", "26.00 [14.00..38.00]",

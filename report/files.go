@@ -11,7 +11,7 @@ import (
 // Phases says which phases ran, so that a disabled phase leaves no file,
 // and whether the timing phase swept beyond the seed's single case, so that
 // the per-rank timing files say which case each row is.
-type Phases struct{ Contracts, Timing, Memory, Sweep bool }
+type Phases struct{ Contracts, Timing, Memory, Numerics, Sweep bool }
 
 // WriteRankFiles writes this rank's rank{r}_{contracts,timings,memory}.csv
 // with exactly the seed's columns.
@@ -26,9 +26,16 @@ func WriteRankFiles(dir string, rank int, rows Rows, ran Phases) error {
 
 // WriteCombined writes contracts.csv, timings.csv and memory.csv holding
 // every rank's rows (Merge), with our columns after the seed's.
+// numerics.csv is rank 0's alone: it has no seed columns to keep per rank.
 func WriteCombined(dir string, merged Rows, ran Phases) error {
 	name := func(kind string) string { return filepath.Join(dir, kind+".csv") }
-	return writeSet(name, merged, ran, AllColumns)
+	if err := writeSet(name, merged, ran, AllColumns); err != nil {
+		return err
+	}
+	if !ran.Numerics {
+		return nil
+	}
+	return writeFile(name("numerics"), func(b *bytes.Buffer) error { return WriteCSV(b, merged.Numerics, AllColumns, true) })
 }
 
 // Merge concatenates every rank's rows in rank order.
@@ -38,6 +45,7 @@ func Merge(all []Rows) Rows {
 		merged.Contracts = append(merged.Contracts, r.Contracts...)
 		merged.Timings = append(merged.Timings, r.Timings...)
 		merged.Memory = append(merged.Memory, r.Memory...)
+		merged.Numerics = append(merged.Numerics, r.Numerics...)
 	}
 	return merged
 }

@@ -2,10 +2,15 @@
 // order is the CSV column order:
 //
 //	rank{r}_contracts.csv, contracts.csv: rank,name,correct,detail[,host]
-//	rank{r}_timings.csv, timings.csv:     rank,size_bytes,mode,cycle,duration_us,correct[,host]
+//	rank{r}_timings.csv, timings.csv:     rank,size_bytes,mode,cycle,duration_us,correct[,run,dtype,op,
+//	                                      placement,method,batch,buffers,cta_policy][,host]
 //	rank{r}_memory.csv, memory.csv:       rank,mode,payload_bytes,baseline_bytes,steady_delta_bytes,
 //	                                      peak_delta_bytes,correct[,host,analytic_steady_bytes,
 //	                                      analytic_peak_bytes,device_steady_delta_bytes,device_peak_delta_bytes]
+//	numerics.csv (rank 0 only):           rank,dtype,size_bytes,elements,bitwise_equal,differing_elements,
+//	                                      max_ulp,max_abs_error_direct,max_abs_error_decomposed,
+//	                                      max_rel_error_direct,max_rel_error_decomposed,unit_roundoff,
+//	                                      bound,max_bound_ratio,within_bound,host
 //
 // The per-rank files have exactly the seed's columns, order and spelling
 // (True/False, Python's float repr, CRLF line ends) so that notebooks written for the seed
@@ -43,6 +48,8 @@ type TimingRow struct {
 	Placement string `csv:"placement,sweep"`
 	Method    string `csv:"method,sweep"`
 	Batch     int    `csv:"batch,sweep"`
+	Buffers   string `csv:"buffers,sweep"`    // plain, registered, symmetric
+	CTAPolicy string `csv:"cta_policy,sweep"` // default, efficiency, zero
 	Host      string `csv:"host,extra"`
 }
 
@@ -62,15 +69,38 @@ type MemoryRow struct {
 	DevicePeakDelta   int64  `csv:"device_peak_delta_bytes,extra"`
 }
 
+// NumericsRow is one dtype and size of the numerics phase on one rank:
+// AllReduce against ReduceScatter + AllGather on the same random floats,
+// and each against the exact sum (phases.NumericsResult).
+type NumericsRow struct {
+	Rank                  int     `csv:"rank"`
+	DType                 string  `csv:"dtype"`
+	SizeBytes             int64   `csv:"size_bytes"`
+	Elements              int     `csv:"elements"`
+	BitwiseEqual          bool    `csv:"bitwise_equal"`
+	DifferingElements     int     `csv:"differing_elements"`
+	MaxULP                int64   `csv:"max_ulp"`
+	MaxAbsErrorDirect     float64 `csv:"max_abs_error_direct"`
+	MaxAbsErrorDecomposed float64 `csv:"max_abs_error_decomposed"`
+	MaxRelErrorDirect     float64 `csv:"max_rel_error_direct"`
+	MaxRelErrorDecomposed float64 `csv:"max_rel_error_decomposed"`
+	UnitRoundoff          float64 `csv:"unit_roundoff"`
+	Bound                 float64 `csv:"bound"`
+	MaxBoundRatio         float64 `csv:"max_bound_ratio"`
+	WithinBound           bool    `csv:"within_bound"`
+	Host                  string  `csv:"host"`
+}
+
 // Rows is everything one rank produced.
 type Rows struct {
 	Contracts []ContractRow
 	Timings   []TimingRow
 	Memory    []MemoryRow
+	Numerics  []NumericsRow
 }
 
 // FromResults turns one rank's phase results into rows.
-func FromResults(rank int, host string, c []phases.ContractResult, t []phases.TimingSample, m []phases.MemoryResult) Rows {
+func FromResults(rank int, host string, c []phases.ContractResult, t []phases.TimingSample, m []phases.MemoryResult, n []phases.NumericsResult) Rows {
 	var r Rows
 	for _, x := range c {
 		r.Contracts = append(r.Contracts, ContractRow{Rank: rank, Name: x.Name, Correct: x.Correct, Detail: x.Detail, Host: host})
@@ -78,13 +108,22 @@ func FromResults(rank int, host string, c []phases.ContractResult, t []phases.Ti
 	for _, x := range t {
 		r.Timings = append(r.Timings, TimingRow{Rank: rank, SizeBytes: x.SizeBytes, Mode: string(x.Mode), Cycle: x.Cycle,
 			DurationUS: x.DurationUS, Correct: x.Correct, Run: x.Run, DType: x.DType.String(), Op: x.Op.String(),
-			Placement: string(x.Placement), Method: string(x.Method), Batch: x.Batch, Host: host})
+			Placement: string(x.Placement), Method: string(x.Method), Batch: x.Batch, Buffers: string(x.Variant.Buffers),
+			CTAPolicy: string(x.Variant.CTAPolicy), Host: host})
 	}
 	for _, x := range m {
 		r.Memory = append(r.Memory, MemoryRow{Rank: rank, Mode: x.Mode, PayloadBytes: x.PayloadBytes,
 			BaselineBytes: x.BaselineBytes, SteadyDeltaBytes: x.SteadyDeltaBytes, PeakDeltaBytes: x.PeakDeltaBytes,
 			Correct: x.Correct, Host: host, AnalyticSteady: x.AnalyticSteady, AnalyticPeak: x.AnalyticPeak,
 			DeviceSteadyDelta: x.DeviceSteadyDelta, DevicePeakDelta: x.DevicePeakDelta})
+	}
+	for _, x := range n {
+		r.Numerics = append(r.Numerics, NumericsRow{Rank: rank, DType: x.DType.String(), SizeBytes: x.SizeBytes,
+			Elements: x.Elements, BitwiseEqual: x.BitwiseEqual, DifferingElements: x.DifferingElements,
+			MaxULP: int64(min(x.MaxULP, 1<<62)), MaxAbsErrorDirect: x.MaxAbsErrorDirect,
+			MaxAbsErrorDecomposed: x.MaxAbsErrorDecomposed, MaxRelErrorDirect: x.MaxRelErrorDirect,
+			MaxRelErrorDecomposed: x.MaxRelErrorDecomposed, UnitRoundoff: x.UnitRoundoff, Bound: x.Bound,
+			MaxBoundRatio: x.MaxBoundRatio, WithinBound: x.WithinBound, Host: host})
 	}
 	return r
 }

@@ -98,8 +98,8 @@ func ReadRun(dir string) (Run, error) {
 // resultNames matches the files rsag writes; tempFileRE the temporary
 // files it writes them through (internal/atomicfile: ".NAME.tmpDIGITS").
 // Nothing else in a directory can be rsag's.
-const resultNames = `(run\.json|summary\.json|(contracts|timings|memory)\.csv|rank[0-9]+_(contracts|timings|memory)\.csv|` +
-	`((time_vs_size|busbw_vs_size|ratio_vs_size)(_[A-Za-z0-9._-]+)?|memory_by_mode)\.(png|svg))`
+const resultNames = `(run\.json|summary\.json|(contracts|timings|memory|numerics)\.csv|rank[0-9]+_(contracts|timings|memory)\.csv|` +
+	`((time_vs_size|busbw_vs_size|ratio_vs_size|crossover_vs_size)(_[A-Za-z0-9._-]+)?|memory_by_mode)\.(png|svg))`
 
 var resultFileRE = regexp.MustCompile(`^` + resultNames + `$`)
 var tempFileRE = regexp.MustCompile(`^\.(` + resultNames + `)\.tmp[0-9]*$`)
@@ -137,6 +137,9 @@ func ResultFiles(world int, ran Phases) []string {
 	}
 	for _, k := range kinds {
 		files = append(files, k+".csv")
+	}
+	if ran.Numerics {
+		files = append(files, "numerics.csv")
 	}
 	return files
 }

@@ -24,6 +24,8 @@ type TimingStat struct {
 	Placement string `json:"placement"`
 	Method    string `json:"method"`
 	Batch     int    `json:"batch"`
+	Buffers   string `json:"buffers"`    // plain, registered, symmetric
+	CTAPolicy string `json:"cta_policy"` // default, efficiency, zero
 	Mode      string `json:"mode"`
 
 	Samples   int `json:"samples"`   // cycles kept
@@ -68,17 +70,19 @@ type CaseKey struct {
 	Placement string
 	Method    string
 	Batch     int
+	Buffers   string
+	CTAPolicy string
 	Mode      string
 }
 
 // Key is the row's case and mode.
 func (r TimingRow) Key() CaseKey {
-	return CaseKey{r.Run, r.SizeBytes, r.DType, r.Op, r.Placement, r.Method, r.Batch, r.Mode}
+	return CaseKey{r.Run, r.SizeBytes, r.DType, r.Op, r.Placement, r.Method, r.Batch, r.Buffers, r.CTAPolicy, r.Mode}
 }
 
 // Key is the statistic's case and mode.
 func (s TimingStat) Key() CaseKey {
-	return CaseKey{s.Run, s.SizeBytes, s.DType, s.Op, s.Placement, s.Method, s.Batch, s.Mode}
+	return CaseKey{s.Run, s.SizeBytes, s.DType, s.Op, s.Placement, s.Method, s.Batch, s.Buffers, s.CTAPolicy, s.Mode}
 }
 
 // Pair is the statistic's case without its mode.
@@ -89,10 +93,11 @@ func (s TimingStat) Pair() CaseKey {
 }
 
 // BusFactor is nccl-tests' bus-bandwidth factor of a timing mode on world
-// ranks (phases.TimedMode.BusFactor); 0 for a mode phases does not know.
-func BusFactor(mode string, world int) float64 {
+// ranks in groups of group (0: none) (phases.TimedMode.BusFactor); 0 for a
+// mode phases does not know.
+func BusFactor(mode string, world, group int) float64 {
 	if m, ok := phases.ModeOf(phases.Mode(mode)); ok {
-		return m.BusFactor(world)
+		return m.BusFactor(phases.Layout{World: world, Group: group})
 	}
 	return 0
 }
@@ -104,16 +109,17 @@ func BusFactor(mode string, world int) float64 {
 // discard below the number of cycles. world is the world size that the bus
 // bandwidth factor uses.
 func TimingStats(rows []TimingRow, world int, discard int) []TimingStat {
-	return timingStats(rows, world, func(string) int { return discard })
+	return timingStats(rows, phases.Layout{World: world}, func(string) int { return discard })
 }
 
 // TimingStatsPerRun is TimingStats with each run's own discard (a sweep's
-// [[run]] tables may set their own); a run missing from discard drops none.
-func TimingStatsPerRun(rows []TimingRow, world int, discard map[string]int) []TimingStat {
-	return timingStats(rows, world, func(run string) int { return discard[run] })
+// [[run]] tables may set their own; a run missing from discard drops none),
+// on a world of the layout's ranks and groups.
+func TimingStatsPerRun(rows []TimingRow, l phases.Layout, discard map[string]int) []TimingStat {
+	return timingStats(rows, l, func(run string) int { return discard[run] })
 }
 
-func timingStats(rows []TimingRow, world int, discardOf func(run string) int) []TimingStat {
+func timingStats(rows []TimingRow, l phases.Layout, discardOf func(run string) int) []TimingStat {
 	byCase := map[CaseKey][]TimingRow{}
 	var order []CaseKey
 	for _, r := range rows {
@@ -125,14 +131,14 @@ func timingStats(rows []TimingRow, world int, discardOf func(run string) int) []
 	}
 	var out []TimingStat
 	for _, k := range order {
-		if s, ok := caseStat(k, byCase[k], world, max(0, discardOf(k.Run))); ok {
+		if s, ok := caseStat(k, byCase[k], l, max(0, discardOf(k.Run))); ok {
 			out = append(out, s)
 		}
 	}
 	return out
 }
 
-func caseStat(k CaseKey, rows []TimingRow, world, discard int) (TimingStat, bool) {
+func caseStat(k CaseKey, rows []TimingRow, l phases.Layout, discard int) (TimingStat, bool) {
 	// The slowest rank's duration of each cycle.
 	cycleMax := map[int]float64{}
 	correct := true
@@ -159,7 +165,7 @@ func caseStat(k CaseKey, rows []TimingRow, world, discard int) (TimingStat, bool
 	}
 
 	s := TimingStat{Run: k.Run, SizeBytes: k.SizeBytes, DType: k.DType, Op: k.Op, Placement: k.Placement,
-		Method: k.Method, Batch: k.Batch, Mode: k.Mode, Samples: len(samples), Discarded: discard, Correct: correct}
+		Method: k.Method, Batch: k.Batch, Buffers: k.Buffers, CTAPolicy: k.CTAPolicy, Mode: k.Mode, Samples: len(samples), Discarded: discard, Correct: correct}
 	s.MinUS, s.MaxUS = slices.Min(samples), slices.Max(samples)
 	s.P10US = phases.Quantile(samples, 0.10)
 	s.MedianUS = phases.Quantile(samples, 0.50)
@@ -171,7 +177,7 @@ func caseStat(k CaseKey, rows []TimingRow, world, discard int) (TimingStat, bool
 	}
 	if s.MedianUS > 0 {
 		s.AlgBWGBps = float64(k.SizeBytes) / s.MedianUS / 1e3
-		s.BusBWGBps = s.AlgBWGBps * BusFactor(k.Mode, world)
+		s.BusBWGBps = s.AlgBWGBps * BusFactor(k.Mode, l.World, l.Group)
 	}
 
 	// Each rank's own median over the kept cycles.
@@ -228,6 +234,8 @@ type Ratio struct {
 	Placement          string  `json:"placement"`
 	Method             string  `json:"method"`
 	Batch              int     `json:"batch"`
+	Buffers            string  `json:"buffers"`
+	CTAPolicy          string  `json:"cta_policy"`
 	DirectMedianUS     float64 `json:"direct_median_us"`
 	DecomposedMedianUS float64 `json:"decomposed_median_us"`
 	Ratio              float64 `json:"ratio"` // decomposed / direct; > 1 means the decomposition is slower
@@ -265,7 +273,7 @@ func Ratios(stats []TimingStat) []Ratio {
 			continue
 		}
 		out = append(out, Ratio{Run: k.Run, SizeBytes: k.SizeBytes, DType: k.DType, Op: k.Op, Placement: k.Placement,
-			Method: k.Method, Batch: k.Batch, DirectMedianUS: d.MedianUS, DecomposedMedianUS: c.MedianUS,
+			Method: k.Method, Batch: k.Batch, Buffers: k.Buffers, CTAPolicy: k.CTAPolicy, DirectMedianUS: d.MedianUS, DecomposedMedianUS: c.MedianUS,
 			Ratio: c.MedianUS / d.MedianUS})
 	}
 	return out

@@ -4,6 +4,8 @@ import (
 	"math"
 	"reflect"
 	"testing"
+
+	"rsag/phases"
 )
 
 // statRows is one case per mode on two ranks and four cycles. Per cycle, the
@@ -12,7 +14,7 @@ import (
 func statRows() []TimingRow {
 	row := func(rank, cycle int, mode string, us float64, ok bool) TimingRow {
 		return TimingRow{Rank: rank, SizeBytes: 1 << 20, Mode: mode, Cycle: cycle, DurationUS: us, Correct: ok,
-			Run: "default", DType: "float32", Op: "sum", Placement: "out-of-place", Method: "per-op", Batch: 1,
+			Run: "default", DType: "float32", Op: "sum", Placement: "out-of-place", Method: "per-op", Batch: 1, Buffers: "plain", CTAPolicy: "default",
 			Host: []string{"a", "b"}[rank]}
 	}
 	var rows []TimingRow
@@ -113,7 +115,7 @@ func TestBusFactor(t *testing.T) {
 		world int
 		want  float64
 	}{{"direct", 2, 1}, {"decomposed", 2, 1}, {"direct", 4, 1.5}, {"decomposed", 4, 1.5}, {"direct", 8, 1.75}, {"other", 4, 0}} {
-		if got := BusFactor(c.mode, c.world); !near(got, c.want) {
+		if got := BusFactor(c.mode, c.world, 0); !near(got, c.want) {
 			t.Errorf("BusFactor(%s, %d) = %v, want %v", c.mode, c.world, got, c.want)
 		}
 	}
@@ -127,7 +129,7 @@ func TestRatios(t *testing.T) {
 	stats = append(stats, lone)
 	got := Ratios(stats)
 	want := []Ratio{{Run: "default", SizeBytes: 1 << 20, DType: "float32", Op: "sum", Placement: "out-of-place",
-		Method: "per-op", Batch: 1, DirectMedianUS: 20, DecomposedMedianUS: 30, Ratio: 1.5}}
+		Method: "per-op", Batch: 1, Buffers: "plain", CTAPolicy: "default", DirectMedianUS: 20, DecomposedMedianUS: 30, Ratio: 1.5}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Ratios = %+v, want %+v", got, want)
 	}
@@ -139,12 +141,12 @@ func TestTimingStatsPerRun(t *testing.T) {
 		r.Run = "tuned"
 		rows = append(rows, r)
 	}
-	stats := TimingStatsPerRun(rows, 2, map[string]int{"default": 1, "tuned": 3})
+	stats := TimingStatsPerRun(rows, phases.Layout{World: 2}, map[string]int{"default": 1, "tuned": 3})
 	if len(stats) != 4 || stats[1].Discarded != 1 || stats[1].MedianUS != 20 ||
 		stats[3].Run != "tuned" || stats[3].Discarded != 3 || stats[3].MedianUS != 40 {
 		t.Errorf("per-run discard: %+v", stats)
 	}
-	if got := TimingStatsPerRun(statRows(), 2, nil); got[1].Discarded != 0 || got[1].MaxUS != 100 {
+	if got := TimingStatsPerRun(statRows(), phases.Layout{World: 2}, nil); got[1].Discarded != 0 || got[1].MaxUS != 100 {
 		t.Errorf("a run without a discard drops none: %+v", got[1])
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 
+	"rsag/model"
 	"rsag/phases"
 )
 
@@ -43,11 +44,21 @@ type Summary struct {
 	Libraries   []SummaryLibrary  `json:"libraries"` // rank 0's
 	Driver      string            `json:"driver"`    // rank 0's CUDA driver, "" without one
 	Ranks       []SummaryRank     `json:"ranks"`
+	Nodes       []SummaryNode     `json:"nodes"`       // the ranks grouped by host
 	Environment map[string]string `json:"environment"` // rank 0's NCCL_* and UCX_* variables
 	Contracts   []SummaryContract `json:"contracts"`
 	Timing      []TimingStat      `json:"timing"`
 	Ratios      []Ratio           `json:"ratios"`
-	Memory      []SummaryMemory   `json:"memory"`
+	// Fits is the Hockney model t(n) = alpha + n/B of every case and mode
+	// over its sizes; Crossover and Breakdown compare each decomposition of
+	// AllReduce with direct and split its time between its parts.
+	Fits      []model.Fit        `json:"fits"`
+	Crossover []SummaryCrossover `json:"crossover"`
+	Breakdown []SummaryBreakdown `json:"breakdown"`
+	Memory    []SummaryMemory    `json:"memory"`
+	// Numerics is the numerics phase, one entry per dtype and size;
+	// empty when it did not run.
+	Numerics []SummaryNumerics `json:"numerics"`
 	// ChecksPassed is whether every contract, timing check and memory check
 	// held on every rank.
 	ChecksPassed bool `json:"checks_passed"`
@@ -68,10 +79,57 @@ type SummaryLibrary struct {
 
 // SummaryRank is where one rank ran.
 type SummaryRank struct {
-	Rank   int    `json:"rank"`
-	Host   string `json:"host"`
-	Device string `json:"device"`
-	BusID  string `json:"bus_id"`
+	Rank      int    `json:"rank"`
+	Host      string `json:"host"`
+	LocalRank int    `json:"local_rank"` // among the ranks on its host
+	Device    string `json:"device"`
+	BusID     string `json:"bus_id"`
+}
+
+// SummaryNode is one host and the ranks that ran on it.
+type SummaryNode struct {
+	Host       string `json:"host"`
+	Ranks      []int  `json:"ranks"`       // world ranks, ascending
+	LocalRanks []int  `json:"local_ranks"` // each one's node-local rank, in the same order
+	Device     string `json:"device"`      // the ranks' devices: the distinct names, joined by ", "
+	// Groups is each rank's group of the hierarchical decomposition, in
+	// the same order; absent when [hierarchy] is off.
+	Groups []int `json:"groups,omitempty"`
+}
+
+// WithGroups fills in each node's ranks' hierarchy groups (g nil: none).
+func WithGroups(nodes []SummaryNode, g *phases.Groups) []SummaryNode {
+	if g == nil {
+		return nodes
+	}
+	for i := range nodes {
+		nodes[i].Groups = nil
+		for _, r := range nodes[i].Ranks {
+			nodes[i].Groups = append(nodes[i].Groups, g.Group[r])
+		}
+	}
+	return nodes
+}
+
+// Nodes groups the ranks by host, in the order of each host's first rank.
+func Nodes(infos []phases.Info) []SummaryNode {
+	var nodes []SummaryNode
+	index := map[string]int{}
+	for r, in := range infos {
+		i, ok := index[in.Host]
+		if !ok {
+			i = len(nodes)
+			index[in.Host] = i
+			nodes = append(nodes, SummaryNode{Host: in.Host})
+		}
+		n := &nodes[i]
+		n.Ranks = append(n.Ranks, r)
+		n.LocalRanks = append(n.LocalRanks, in.LocalRank)
+		if !slices.Contains(strings.Split(n.Device, ", "), in.Device) {
+			n.Device = strings.TrimPrefix(n.Device+", "+in.Device, ", ")
+		}
+	}
+	return nodes
 }
 
 // SummaryContract is one contract over every rank.
@@ -106,6 +164,67 @@ type SummaryMemoryRank struct {
 	Correct                bool   `json:"correct"`
 }
 
+// SummaryNumerics is one dtype and size of the numerics phase over every
+// rank: each rank compared its own two outputs, element by element, with
+// each other and with the exact sum; the figures are the worst over ranks.
+type SummaryNumerics struct {
+	DType                 string  `json:"dtype"`
+	SizeBytes             int64   `json:"size_bytes"`
+	Elements              int     `json:"elements"`
+	Ranks                 int     `json:"ranks"`
+	BitwiseEqual          bool    `json:"bitwise_equal"`      // on every rank
+	DifferingElements     int     `json:"differing_elements"` // the most on any rank
+	MaxULP                int64   `json:"max_ulp"`
+	MaxAbsErrorDirect     float64 `json:"max_abs_error_direct"`
+	MaxAbsErrorDecomposed float64 `json:"max_abs_error_decomposed"`
+	MaxRelErrorDirect     float64 `json:"max_rel_error_direct"`
+	MaxRelErrorDecomposed float64 `json:"max_rel_error_decomposed"`
+	UnitRoundoff          float64 `json:"unit_roundoff"`
+	Bound                 float64 `json:"bound"`
+	MaxBoundRatio         float64 `json:"max_bound_ratio"`
+	WithinBound           bool    `json:"within_bound"` // on every rank
+}
+
+// Verdict says in words how the two paths compare.
+func (n SummaryNumerics) Verdict() string {
+	if n.BitwiseEqual {
+		return "bitwise equal"
+	}
+	return fmt.Sprintf("%d of %d elements differ, at most %d ULP", n.DifferingElements, n.Elements, n.MaxULP)
+}
+
+func summaryNumerics(rows []NumericsRow) []SummaryNumerics {
+	type key struct {
+		dtype string
+		size  int64
+	}
+	var out []SummaryNumerics
+	index := map[key]int{}
+	for _, r := range rows {
+		k := key{r.DType, r.SizeBytes}
+		i, ok := index[k]
+		if !ok {
+			i = len(out)
+			index[k] = i
+			out = append(out, SummaryNumerics{DType: r.DType, SizeBytes: r.SizeBytes, Elements: r.Elements,
+				BitwiseEqual: true, WithinBound: true, UnitRoundoff: r.UnitRoundoff})
+		}
+		n := &out[i]
+		n.Ranks++
+		n.BitwiseEqual = n.BitwiseEqual && r.BitwiseEqual
+		n.WithinBound = n.WithinBound && r.WithinBound
+		n.DifferingElements = max(n.DifferingElements, r.DifferingElements)
+		n.MaxULP = max(n.MaxULP, r.MaxULP)
+		n.MaxAbsErrorDirect = max(n.MaxAbsErrorDirect, r.MaxAbsErrorDirect)
+		n.MaxAbsErrorDecomposed = max(n.MaxAbsErrorDecomposed, r.MaxAbsErrorDecomposed)
+		n.MaxRelErrorDirect = max(n.MaxRelErrorDirect, r.MaxRelErrorDirect)
+		n.MaxRelErrorDecomposed = max(n.MaxRelErrorDecomposed, r.MaxRelErrorDecomposed)
+		n.Bound = max(n.Bound, r.Bound)
+		n.MaxBoundRatio = max(n.MaxBoundRatio, r.MaxBoundRatio)
+	}
+	return out
+}
+
 // SummaryInput is what rank 0 knows at the end of a run.
 type SummaryInput struct {
 	Version, Commit string
@@ -117,6 +236,8 @@ type SummaryInput struct {
 	Environ         []string      // rank 0's os.Environ()
 	Rows            Rows          // every rank's rows (Merge)
 	World           int
+	GroupSize       int            // the hierarchy's ranks per group; 0 without one
+	Groups          *phases.Groups // the hierarchy's groups; nil without one
 	// Discard is each run's number of timing cycles dropped from the start
 	// of each case (config's timing.discard, per [[run]]); missing: 0.
 	Discard map[string]int
@@ -136,12 +257,15 @@ func NewSummary(in SummaryInput) Summary {
 		}
 	}
 	for r, in := range in.Infos {
-		s.Ranks = append(s.Ranks, SummaryRank{r, in.Host, in.Device, in.BusID})
+		s.Ranks = append(s.Ranks, SummaryRank{Rank: r, Host: in.Host, LocalRank: in.LocalRank, Device: in.Device, BusID: in.BusID})
 	}
+	s.Nodes = WithGroups(Nodes(in.Infos), in.Groups)
 	s.Contracts = summaryContracts(in.Rows.Contracts)
-	s.Timing = TimingStatsPerRun(in.Rows.Timings, in.World, in.Discard)
+	s.Timing = TimingStatsPerRun(in.Rows.Timings, phases.Layout{World: in.World, Group: in.GroupSize}, in.Discard)
 	s.Ratios = Ratios(s.Timing)
+	s.Fits, s.Crossover, s.Breakdown = FitsOf(s.Timing)
 	s.Memory = summaryMemory(in.Rows.Memory)
+	s.Numerics = summaryNumerics(in.Rows.Numerics)
 	s.ChecksPassed = allCorrect(in.Rows)
 	return s
 }
@@ -210,6 +334,11 @@ func allCorrect(rows Rows) bool {
 	}
 	for _, r := range rows.Memory {
 		if !r.Correct {
+			return false
+		}
+	}
+	for _, r := range rows.Numerics {
+		if !r.WithinBound {
 			return false
 		}
 	}
@@ -352,6 +481,9 @@ func normalized(s Summary) Summary {
 	if s.Ranks == nil {
 		s.Ranks = []SummaryRank{}
 	}
+	if s.Nodes == nil {
+		s.Nodes = []SummaryNode{}
+	}
 	if s.Environment == nil {
 		s.Environment = map[string]string{}
 	}
@@ -369,8 +501,25 @@ func normalized(s Summary) Summary {
 	if s.Ratios == nil {
 		s.Ratios = []Ratio{}
 	}
+	if s.Fits == nil {
+		s.Fits = []model.Fit{}
+	}
+	for i := range s.Fits {
+		if s.Fits[i].SizesBytes == nil {
+			s.Fits[i].SizesBytes = []int64{}
+		}
+	}
+	if s.Crossover == nil {
+		s.Crossover = []SummaryCrossover{}
+	}
+	if s.Breakdown == nil {
+		s.Breakdown = []SummaryBreakdown{}
+	}
 	if s.Memory == nil {
 		s.Memory = []SummaryMemory{}
+	}
+	if s.Numerics == nil {
+		s.Numerics = []SummaryNumerics{}
 	}
 	for i := range s.Memory {
 		if s.Memory[i].Ranks == nil {
@@ -404,5 +553,22 @@ func ReadSummary(path string, data []byte) (Summary, error) {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return Summary{}, fmt.Errorf("%s: %w", path, err)
 	}
+	// Files from before buffers and cta_policy existed timed the baseline.
+	for i := range s.Timing {
+		s.Timing[i].Buffers, s.Timing[i].CTAPolicy = orBaseline(s.Timing[i].Buffers, s.Timing[i].CTAPolicy)
+	}
+	for i := range s.Ratios {
+		s.Ratios[i].Buffers, s.Ratios[i].CTAPolicy = orBaseline(s.Ratios[i].Buffers, s.Ratios[i].CTAPolicy)
+	}
 	return s, nil
+}
+
+func orBaseline(buffers, policy string) (string, string) {
+	if buffers == "" {
+		buffers = string(phases.PlainBuffers)
+	}
+	if policy == "" {
+		policy = string(phases.DefaultCTAPolicy)
+	}
+	return buffers, policy
 }

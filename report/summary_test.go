@@ -81,7 +81,7 @@ func TestSummaryFields(t *testing.T) {
 	if s.Backend != "nccl" || s.Driver != "12.8" || len(s.Libraries) != 1 || s.Libraries[0].Version != "2.26.2" {
 		t.Errorf("rank 0's backend description: %+v", s)
 	}
-	if len(s.Ranks) != 2 || s.Ranks[1] != (SummaryRank{1, "b", "NVIDIA H200", "0000:3b:00.0"}) {
+	if len(s.Ranks) != 2 || s.Ranks[1] != (SummaryRank{Rank: 1, Host: "b", Device: "NVIDIA H200", BusID: "0000:3b:00.0"}) {
 		t.Errorf("ranks: %+v", s.Ranks)
 	}
 	wantEnv := map[string]string{"NCCL_DEBUG": "INFO", "UCX_NET_DEVICES": "mlx5_0:1", "NCCL_ALGO": "Ring"}
@@ -280,5 +280,32 @@ func TestConfigObjectWritesNames(t *testing.T) {
 	data, _ := json.Marshal(obj)
 	if want := `{"count":3,"dtypes":["float32","int8"],"mode":"decomposed","op":"max"}`; string(data) != want {
 		t.Errorf("ConfigObject = %s, want %s", data, want)
+	}
+}
+
+// The schema names every timed mode phases has: a mode added to phases
+// must be documented there too.
+func TestSchemaKnowsEveryMode(t *testing.T) {
+	data, err := os.ReadFile(schemaPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Defs map[string]struct {
+			Properties map[string]struct {
+				Enum []string `json:"enum"`
+			} `json:"properties"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	got := doc.Defs["timing_stat"].Properties["mode"].Enum
+	want := make([]string, len(phases.Modes))
+	for i, m := range phases.Modes {
+		want[i] = string(m)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the schema's timing modes are %v, phases has %v: document the new mode in docs/summary.schema.json and docs/summary-schema.md", got, want)
 	}
 }

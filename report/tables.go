@@ -26,14 +26,64 @@ func newTable(w io.Writer, header ...string) *tablewriter.Table {
 	return t
 }
 
-// RanksTable lists every rank's host and device.
+// RanksTable lists every rank's host, node-local rank and device.
 func RanksTable(w io.Writer, infos []phases.Info) error {
 	fmt.Fprintln(w, "Ranks")
-	t := newTable(w, "rank", "host", "device", "bus id")
+	t := newTable(w, "rank", "host", "local rank", "device", "bus id")
 	for r, in := range infos {
-		t.Append([]string{fmt.Sprint(r), in.Host, in.Device, orDash(in.BusID)})
+		t.Append([]string{fmt.Sprint(r), in.Host, fmt.Sprint(in.LocalRank), in.Device, orDash(in.BusID)})
 	}
 	return t.Render()
+}
+
+// NodesTable lists every host with its ranks, their node-local ranks and
+// devices: the shape of the job at a glance, at any world size.
+// With the hierarchy on, it shows each rank's group as well.
+func NodesTable(w io.Writer, nodes []SummaryNode) error {
+	fmt.Fprintln(w, "Nodes")
+	grouped := slices.ContainsFunc(nodes, func(n SummaryNode) bool { return len(n.Groups) > 0 })
+	header := []string{"host", "ranks", "local ranks", "device"}
+	if grouped {
+		header = append(header, "hierarchy groups")
+	}
+	t := newTable(w, header...)
+	for _, n := range nodes {
+		row := []string{n.Host, listText(n.Ranks), listText(n.LocalRanks), n.Device}
+		if grouped {
+			row = append(row, groupsText(n.Groups))
+		}
+		t.Append(row)
+	}
+	return t.Render()
+}
+
+// groupsText writes each rank's group in rank order: "0,0,1,1".
+func groupsText(g []int) string {
+	parts := make([]string, len(g))
+	for i, v := range g {
+		parts[i] = fmt.Sprint(v)
+	}
+	return strings.Join(parts, ",")
+}
+
+// listText writes ascending runs of three or more as a range: 0-3,6,8.
+func listText(v []int) string {
+	var parts []string
+	for i := 0; i < len(v); {
+		j := i
+		for j+1 < len(v) && v[j+1] == v[j]+1 {
+			j++
+		}
+		if j-i >= 2 {
+			parts = append(parts, fmt.Sprintf("%d-%d", v[i], v[j]))
+		} else {
+			for k := i; k <= j; k++ {
+				parts = append(parts, fmt.Sprint(v[k]))
+			}
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
 }
 
 // WriteTables prints the tables of the phases that ran, from the summary:
@@ -45,7 +95,13 @@ func WriteTables(w io.Writer, s Summary, ran Phases) error {
 		}
 	}
 	if ran.Timing && len(s.Timing) > 0 {
-		if err := TimingsTable(w, s.Timing, s.WorldSize); err != nil {
+		if err := TimingsTable(w, s.Timing, s.WorldSize, len(s.Nodes)); err != nil {
+			return err
+		}
+		if err := ModelTable(w, s); err != nil {
+			return err
+		}
+		if err := FastestTable(w, s.Timing); err != nil {
 			return err
 		}
 	}
@@ -54,7 +110,26 @@ func WriteTables(w io.Writer, s Summary, ran Phases) error {
 			return err
 		}
 	}
+	if ran.Numerics && len(s.Numerics) > 0 {
+		if err := NumericsTable(w, s.Numerics); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// NumericsTable says, per dtype and size, whether AllReduce and ReduceScatter
+// + AllGather gave the same bits on the same random floats, and how far each
+// is from the exact sum against the error bound of summing W terms.
+func NumericsTable(w io.Writer, rows []SummaryNumerics) error {
+	fmt.Fprintln(w, "Numerics (AllReduce vs RS + AG on the same random floats; errors against the exact sum, worst rank)")
+	t := newTable(w, "dtype", "size", "AllReduce vs RS + AG", "max abs error AR", "max abs error RS+AG", "bound", "error / bound", "within bound")
+	for _, n := range rows {
+		t.Append([]string{n.DType, SizeText(n.SizeBytes), n.Verdict(), fmt.Sprintf("%.3g", n.MaxAbsErrorDirect),
+			fmt.Sprintf("%.3g", n.MaxAbsErrorDecomposed), fmt.Sprintf("%.3g", n.Bound), fmt.Sprintf("%.3f", n.MaxBoundRatio),
+			yesNo(n.WithinBound)})
+	}
+	return t.Render()
 }
 
 // ContractsTable shows each contract and the ranks where it held, so that it
@@ -76,22 +151,24 @@ func ContractsTable(w io.Writer, contracts []SummaryContract, world int) error {
 // side, from TimingStats: a sample is the slowest rank's time. Modes come
 // in phases.Modes' order, each with its median and bus bandwidth, and the
 // decomposed/direct ratio when both ran. Dimensions that do not vary over
-// the sweep are named once above the table instead of in columns.
-func TimingsTable(w io.Writer, stats []TimingStat, world int) error {
+// the sweep are named once above the table instead of in columns. A run
+// over more than one node says so: its bandwidth is the network's between
+// the nodes, not NVLink's.
+func TimingsTable(w io.Writer, stats []TimingStat, world, nodes int) error {
 	dims := []struct {
 		name string
 		of   func(TimingStat) string
+		// usual is the value that goes unsaid above the table when every
+		// case has it (the seed's buffers and policy).
+		usual string
 	}{
-		{"run", func(s TimingStat) string { return s.Run }},
-		{"dtype", func(s TimingStat) string { return s.DType }},
-		{"op", func(s TimingStat) string { return s.Op }},
-		{"placement", func(s TimingStat) string { return s.Placement }},
-		{"method", func(s TimingStat) string {
-			if s.Batch > 1 {
-				return fmt.Sprintf("%s x%d", s.Method, s.Batch)
-			}
-			return s.Method
-		}},
+		{"run", func(s TimingStat) string { return s.Run }, ""},
+		{"dtype", func(s TimingStat) string { return s.DType }, ""},
+		{"op", func(s TimingStat) string { return s.Op }, ""},
+		{"placement", func(s TimingStat) string { return s.Placement }, ""},
+		{"method", methodOf, ""},
+		{"buffers", func(s TimingStat) string { return s.Buffers }, string(phases.PlainBuffers)},
+		{"cta policy", func(s TimingStat) string { return s.CTAPolicy }, string(phases.DefaultCTAPolicy)},
 	}
 	var header, fixed []string
 	var varying []func(TimingStat) string
@@ -99,7 +176,7 @@ func TimingsTable(w io.Writer, stats []TimingStat, world int) error {
 		if len(uniqueInOrder(stats, d.of)) > 1 {
 			header = append(header, d.name)
 			varying = append(varying, d.of)
-		} else if len(stats) > 0 {
+		} else if v := firstOf(stats, d.of); v != "" && v != d.usual {
 			fixed = append(fixed, d.of(stats[0]))
 		}
 	}
@@ -123,6 +200,9 @@ func TimingsTable(w io.Writer, stats []TimingStat, world int) error {
 	ratio := slices.ContainsFunc(modes, isMode(phases.Direct)) && slices.ContainsFunc(modes, isMode(phases.Decomposed))
 	fmt.Fprintf(w, "Timings (us per operation; a sample is the slowest of %d ranks; median [p10..p90]; GB/s from the median) %s\n",
 		world, strings.Join(fixed, " "))
+	if nodes > 1 {
+		fmt.Fprintf(w, "  across %d nodes: the bandwidth is bounded by the network between them (NIC, switch), not by NVLink\n", nodes)
+	}
 	header = append(header, "size")
 	for _, m := range modes {
 		header = append(header, m.Label)
@@ -170,6 +250,85 @@ func TimingsTable(w io.Writer, stats []TimingStat, world int) error {
 		t.Append(row)
 	}
 	return t.Render()
+}
+
+// FastestTable names, for each size and mode of a sweep over NCCL's fast
+// paths, the configuration (buffers, CTA policy, method) with the lowest
+// median, and how much faster it is than the best plain buffers on a
+// default communicator: what registration, symmetric windows or the CTA
+// policy buy. Nothing is printed for a sweep of the seed's configuration.
+func FastestTable(w io.Writer, stats []TimingStat) error {
+	if len(uniqueInOrder(stats, func(s TimingStat) [2]string { return [2]string{s.Buffers, s.CTAPolicy} })) < 2 {
+		return nil
+	}
+	type group struct {
+		run, dtype, op, placement, mode string
+		size                            int64
+	}
+	type best struct {
+		fastest, baseline TimingStat
+		haveBaseline      bool
+	}
+	var order []group
+	found := map[group]*best{}
+	for _, s := range stats {
+		g := group{s.Run, s.DType, s.Op, s.Placement, s.Mode, s.SizeBytes}
+		b, ok := found[g]
+		if !ok {
+			b = &best{fastest: s}
+			found[g] = b
+			order = append(order, g)
+		}
+		if s.MedianUS < b.fastest.MedianUS {
+			b.fastest = s
+		}
+		if variantOf(s) == "" && (!b.haveBaseline || s.MedianUS < b.baseline.MedianUS) {
+			b.baseline, b.haveBaseline = s, true
+		}
+	}
+	fmt.Fprintln(w, "Fastest configuration (buffers/cta policy, method) per size and mode, against the best plain/default")
+	t := newTable(w, "run", "dtype", "op", "placement", "size", "mode", "fastest", "median us", "plain/default", "median us", "gain")
+	for _, g := range order {
+		b := found[g]
+		base, baseUS, gain := "-", "-", "-"
+		if b.haveBaseline {
+			base, baseUS = methodOf(b.baseline), fmt.Sprintf("%.2f", b.baseline.MedianUS)
+			if b.fastest.MedianUS > 0 {
+				gain = fmt.Sprintf("%.2fx", b.baseline.MedianUS/b.fastest.MedianUS)
+			}
+		}
+		t.Append([]string{g.run, g.dtype, g.op, g.placement, SizeText(g.size), g.mode,
+			orDash(variantOf(b.fastest)) + " " + methodOf(b.fastest), fmt.Sprintf("%.2f", b.fastest.MedianUS), base, baseUS, gain})
+	}
+	return t.Render()
+}
+
+func variantOf(s TimingStat) string { return VariantText(s.Buffers, s.CTAPolicy) }
+
+func methodOf(s TimingStat) string { return MethodText(s.Method, s.Batch) }
+
+// VariantText names buffers and a CTA policy, "symmetric/zero"; "" for
+// the seed's plain buffers on a default communicator.
+func VariantText(buffers, policy string) string {
+	if (buffers == "" || buffers == string(phases.PlainBuffers)) && (policy == "" || policy == string(phases.DefaultCTAPolicy)) {
+		return ""
+	}
+	return buffers + "/" + policy
+}
+
+// MethodText is a method with its batch: "per-op", "batched x20".
+func MethodText(method string, batch int) string {
+	if batch > 1 {
+		return fmt.Sprintf("%s x%d", method, batch)
+	}
+	return method
+}
+
+func firstOf(stats []TimingStat, of func(TimingStat) string) string {
+	if len(stats) == 0 {
+		return ""
+	}
+	return of(stats[0])
 }
 
 func isMode(name phases.Mode) func(phases.TimedMode) bool {

@@ -54,8 +54,96 @@ func TestTimingsTableEveryModeGolden(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	if err := TimingsTable(&b, TimingStats(rows, 2, 0), 2); err != nil {
+	if err := TimingsTable(&b, TimingStats(rows, 2, 0), 2, 1); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "timings-every-mode.golden.txt", b.Bytes())
+}
+
+// A sweep over buffers and CTA policies gets a line per size and mode that
+// names the fastest configuration and its gain over plain/default; the
+// seed's configuration alone gets none.
+func TestFastestTableGolden(t *testing.T) {
+	var rows []TimingRow
+	configs := []struct {
+		buffers, policy, method string
+		batch                   int
+		us                      float64
+	}{
+		{"plain", "default", "per-op", 1, 20}, {"plain", "default", "batched", 20, 16},
+		{"symmetric", "default", "batched", 20, 12}, {"symmetric", "zero", "batched", 20, 8},
+	}
+	for _, c := range configs {
+		for _, mode := range []string{"direct", "all-gather"} {
+			us := c.us
+			if mode == "all-gather" && c.policy == "zero" {
+				us /= 2 // the copy engines
+			}
+			for cycle := range 3 {
+				rows = append(rows, TimingRow{Rank: 0, SizeBytes: 1 << 20, Mode: mode, Cycle: cycle, DurationUS: us,
+					Correct: true, Run: "default", DType: "float32", Op: "sum", Placement: "out-of-place",
+					Method: c.method, Batch: c.batch, Buffers: c.buffers, CTAPolicy: c.policy})
+			}
+		}
+	}
+	var b bytes.Buffer
+	if err := FastestTable(&b, TimingStats(rows, 2, 0)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "fastest.golden.txt", b.Bytes())
+	b.Reset()
+	if err := FastestTable(&b, TimingStats(rows[:6], 2, 0)); err != nil || b.Len() != 0 {
+		t.Errorf("the seed's configuration alone got %q, %v", b.String(), err)
+	}
+}
+
+// hockneyRows are two ranks' rows of every flat mode over 1 KiB to 4 MiB
+// whose times follow t = alpha + n/B exactly: direct 10 us + n / 20 GB/s,
+// reduce-scatter 8 us + n / 40 GB/s, all-gather 6 us + n / 40 GB/s, and
+// the decomposition 15 us + n / 19.5 GB/s (it overlaps its parts a little).
+func hockneyRows() []TimingRow {
+	models := map[string][2]float64{"direct": {10, 20}, "decomposed": {15, 19.5}, "reduce-scatter": {8, 40}, "all-gather": {6, 40}}
+	var rows []TimingRow
+	for size := int64(1 << 10); size <= 4<<20; size *= 4 {
+		for _, mode := range []string{"direct", "decomposed", "reduce-scatter", "all-gather"} {
+			m := models[mode]
+			for cycle := range 3 {
+				for rank := range 2 {
+					rows = append(rows, TimingRow{Rank: rank, SizeBytes: size, Mode: mode, Cycle: cycle,
+						DurationUS: m[0] + float64(size)/(m[1]*1e3), Correct: true, Run: "default", DType: "float32",
+						Op: "sum", Placement: "out-of-place", Method: "batched", Batch: 20, Buffers: "plain", CTAPolicy: "default"})
+				}
+			}
+		}
+	}
+	return rows
+}
+
+// The model's table on exact Hockney rows: every fit recovers its alpha
+// and B, the crossover is where 15 + n/19.5 = 1.05 (10 + n/20) (the fitted
+// one) and the first measured size past it, and the parts explain all of
+// the decomposition but what it overlaps.
+func TestModelTableGolden(t *testing.T) {
+	s := NewSummary(SummaryInput{Rows: Rows{Timings: hockneyRows()}, World: 2})
+	var b bytes.Buffer
+	if err := ModelTable(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "model.golden.txt", b.Bytes())
+	for _, f := range s.Fits {
+		want := map[string][2]float64{"direct": {10, 20}, "decomposed": {15, 19.5}, "reduce-scatter": {8, 40}, "all-gather": {6, 40}}[f.Mode]
+		if !f.OK() || abs(f.AlphaUS-want[0]) > 1e-6 || abs(f.BandwidthGBps-want[1]) > 1e-6 {
+			t.Errorf("%s: %+v, want alpha %v B %v", f.Mode, f, want[0], want[1])
+		}
+	}
+	if len(s.Crossover) != 1 || !s.Crossover[0].Fitted.Found || len(s.Breakdown) != 1 {
+		t.Errorf("crossover %+v, breakdown %+v", s.Crossover, s.Breakdown)
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

@@ -10,12 +10,14 @@ import (
 // gatherInfos gathers every rank's backend description to rank 0 (nil on
 // the other ranks).
 func (s *session) gatherInfos(be phases.Backend) ([]phases.Info, error) {
-	return gatherJSON(s, "backend descriptions", be.Info())
+	info := be.Info()
+	info.LocalRank = s.comm.LocalRank()
+	return gatherJSON(s, "backend descriptions", info)
 }
 
 // printHeader prints, on rank 0, what runs where: the binary, the backend,
 // the libraries and every rank.
-func (s *session) printHeader(mine phases.Info, infos []phases.Info) {
+func (s *session) printHeader(mine phases.Info, infos []phases.Info, groups *phases.Groups) {
 	if s.comm.Rank() != 0 {
 		return
 	}
@@ -31,27 +33,33 @@ func (s *session) printHeader(mine phases.Info, infos []phases.Info) {
 		s.printf("  driver %s\n", mine.Driver)
 	}
 	report.RanksTable(s.out, infos)
+	report.NodesTable(s.out, report.WithGroups(report.Nodes(infos), groups))
 }
 
 // preflight refuses, on every rank alike and before any collective, a run
 // the backend cannot do: a dtype, op, method or mode it lacks, or phases
 // that do not fit in some rank's free memory.
-func (s *session) preflight(cfg config.Config, be phases.Backend) error {
+func (s *session) preflight(cfg config.Config, w work, be phases.Backend) error {
 	var err error
 	if cfg.Timing.Enabled {
-		err = phases.CheckSupport(be, cfg.TimingRuns)
+		err = phases.CheckSupport(be, w.timing)
 	}
-	if err := s.agree(err, ExitBadArgs, "the sweep cannot run"); err != nil {
+	if err == nil && cfg.Numerics.Enabled {
+		err = phases.CheckNumerics(be, cfg.Numerics.Spec())
+	}
+	if err := s.agree(err, ExitBadArgs, "the config asks for what this backend cannot do"); err != nil {
 		return err
 	}
 	world := s.comm.Size()
 	err = nil
 	if cfg.Timing.Enabled {
-		err = phases.CheckFits(be, phases.TimingFootprint(world, cfg.TimingRuns), "timing at the largest size")
+		err = phases.CheckFits(be, phases.TimingFootprint(be, w.timing), "timing at the largest size")
 	}
 	if err == nil && cfg.Memory.Enabled {
-		err = phases.CheckFits(be, phases.MemoryFootprint(world, int64(cfg.Memory.PayloadBytes), cfg.Memory.Modes),
-			"the memory phase at memory.payload_bytes")
+		err = phases.CheckFits(be, phases.MemoryFootprint(world, w.memory), "the memory phase at memory.payload_bytes")
+	}
+	if err == nil && cfg.Numerics.Enabled {
+		err = phases.CheckFits(be, phases.NumericsFootprint(world, cfg.Numerics.Spec()), "the numerics phase at its largest size")
 	}
 	return s.agree(err, ExitBadArgs, "payload too large")
 }

@@ -1,19 +1,22 @@
 package run
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"time"
 
+	"rsag/mpi"
 	"rsag/outdir"
 )
 
 // checkOutputDir makes the output dir this run's, on every rank alike and
-// before any collective: every rank can write there, rank 0 holds its lock
-// (for the rest of the run), and an earlier run left nothing there, or
-// (with -overwrite) only files its run.json lists as its own. It changes
-// nothing there: the earlier run's files are removed only once every input
-// is answered (startRunLog), so that a refused run leaves them as they were.
+// before any collective: every rank can write there, it is one directory
+// that every rank sees, rank 0 holds its lock (for the rest of the run),
+// and an earlier run left nothing there, or (with -overwrite) only files
+// its run.json lists as its own. It changes nothing there: the earlier
+// run's files are removed only once every input is answered (startRunLog),
+// so that a refused run leaves them as they were.
 func (s *session) checkOutputDir(st *state) (outdir.Earlier, error) {
 	dir := s.opts.OutputDir
 	err := os.MkdirAll(dir, 0o755)
@@ -29,6 +32,16 @@ func (s *session) checkOutputDir(st *state) (outdir.Earlier, error) {
 	}
 	if err := s.agree(err, ExitBadArgs, "output dir "+dir+" is not writable"); err != nil {
 		return outdir.Earlier{}, err
+	}
+	// One directory for every rank: a node-local one would scatter the files.
+	s.tr.Arm("output dir check between ranks", -1)
+	if err := outdir.CheckShared(s.comm, dir); err != nil {
+		var mpiErr *mpi.Error
+		if errors.As(err, &mpiErr) {
+			return outdir.Earlier{}, err // an MPI failure is this rank's
+		}
+		// Built from what every rank gathered: the same everywhere.
+		return outdir.Earlier{}, shared(ExitBadArgs, err)
 	}
 	// The lock before the survey: a live run's files are never surveyed,
 	// let alone removed.

@@ -3,6 +3,7 @@ package run
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"rsag/config"
@@ -14,18 +15,68 @@ type results struct {
 	contracts []phases.ContractResult
 	timings   []phases.TimingSample
 	memory    []phases.MemoryResult
+	numerics  []phases.NumericsResult
+}
+
+// work is what the phases run, resolved against the job: the config's
+// timing runs and memory run, with the hierarchy's groups when it is on.
+type work struct {
+	timing []phases.TimingRun
+	memory phases.MemoryRun
+	groups *phases.Groups
+	hosts  []string // every rank's, in rank order
+}
+
+// plan resolves the config against the job: the hierarchy's groups come
+// from every rank's host, the same on every rank, so that a world that
+// cannot split evenly is refused alike everywhere before any collective.
+func (s *session) plan(cfg config.Config) (work, error) {
+	w := work{timing: cfg.TimingRuns,
+		memory: phases.MemoryRun{PayloadBytes: int64(cfg.Memory.PayloadBytes), Modes: cfg.Memory.Modes}}
+	if !cfg.Hierarchy.Enabled {
+		return w, nil
+	}
+	hosts, err := s.hosts()
+	if err != nil {
+		return w, err
+	}
+	if w.groups, err = phases.NewGroups(hosts, cfg.Hierarchy.GroupSize); err != nil {
+		return w, shared(ExitBadArgs, fmt.Errorf("config: hierarchy: %w", err))
+	}
+	w.hosts = hosts
+	w.timing = slices.Clone(w.timing)
+	for i := range w.timing {
+		w.timing[i].Groups = w.groups
+	}
+	w.memory.Groups = w.groups
+	return w, nil
+}
+
+// groupSize is the hierarchy's ranks per group, 0 when it is off.
+func (w work) groupSize() int {
+	if w.groups == nil {
+		return 0
+	}
+	return w.groups.Size
 }
 
 // runPhases runs the enabled phases in order. A check that failed on any
 // rank stops the run as a sharedError, with what ran so far; a backend
 // failure is returned as is.
-func (s *session) runPhases(cfg config.Config, be phases.Backend) (res results, err error) {
+func (s *session) runPhases(cfg config.Config, w work, be phases.Backend) (res results, err error) {
 	progress := func(line string) { s.printf("%s\n", line) }
 	comm := phases.WatchComm(s.comm, s.tr)
 	if cfg.Contracts.Enabled {
 		s.phase("contracts")
 		if res.contracts, err = phases.RunContracts(be); err != nil {
 			return res, fmt.Errorf("contracts on rank %d: %w", s.comm.Rank(), err)
+		}
+		if w.groups != nil {
+			more, err := phases.RunHierarchyContracts(be, w.groups, w.hosts)
+			res.contracts = append(res.contracts, more...)
+			if err != nil {
+				return res, fmt.Errorf("hierarchical contracts on rank %d: %w", s.comm.Rank(), err)
+			}
 		}
 		var failed []string
 		for _, r := range res.contracts {
@@ -47,14 +98,24 @@ func (s *session) runPhases(cfg config.Config, be phases.Backend) (res results, 
 	}
 	if cfg.Timing.Enabled {
 		s.phase("timing")
-		if res.timings, err = phases.RunTiming(be, comm, cfg.TimingRuns, progress); err != nil {
+		if res.timings, err = phases.RunTiming(be, comm, w.timing, progress); err != nil {
 			return res, checkShared(err)
 		}
 	}
 	if cfg.Memory.Enabled {
 		s.phase("memory")
-		if res.memory, err = phases.RunMemory(be, comm, int64(cfg.Memory.PayloadBytes), cfg.Memory.Modes, progress); err != nil {
+		if res.memory, err = phases.RunMemory(be, comm, w.memory, progress); err != nil {
 			return res, checkShared(err)
+		}
+	}
+	if cfg.Numerics.Enabled {
+		s.phase("numerics")
+		if res.numerics, err = phases.RunNumerics(be, comm, cfg.Numerics.Spec()); err != nil {
+			return res, checkShared(err)
+		}
+		for _, r := range res.numerics {
+			progress(fmt.Sprintf("numerics %-8s %-6s %s (rank 0; largest error %.3g of its bound)",
+				r.DType, phases.SizeText(r.SizeBytes), r.Verdict(), r.MaxBoundRatio))
 		}
 	}
 	return res, nil

@@ -19,7 +19,7 @@ import (
 // rank 0, which builds the summary once, writes the combined files and
 // prints the tables from it. It returns the summary on rank 0, nil
 // elsewhere.
-func (s *session) writeResults(cfg config.Config, rows report.Rows, ran report.Phases, infos []phases.Info) (*report.Summary, error) {
+func (s *session) writeResults(cfg config.Config, w work, rows report.Rows, ran report.Phases, infos []phases.Info) (*report.Summary, error) {
 	dir := s.opts.OutputDir
 	werr := report.WriteRankFiles(dir, s.comm.Rank(), rows, ran)
 	if err := s.agree(werr, ExitFailed, "writing results in "+dir+" failed"); err != nil {
@@ -44,7 +44,7 @@ func (s *session) writeResults(cfg config.Config, rows report.Rows, ran report.P
 	sum := report.NewSummary(report.SummaryInput{Version: s.opts.Version, Commit: s.opts.Commit,
 		Status: report.StatusRunning, Started: s.opts.Started, Ended: time.Now(), Config: obj,
 		MPILibrary: mpi.LibraryVersion(), Infos: infos, Environ: os.Environ(), Rows: merged,
-		World: s.comm.Size(), Discard: discard})
+		World: s.comm.Size(), GroupSize: w.groupSize(), Groups: w.groups, Discard: discard})
 	if err := report.WriteTables(s.out, sum, ran); err != nil {
 		return nil, err
 	}

@@ -1,8 +1,11 @@
 #!/bin/bash
-# local-cluster.sh — a throw-away Slurm 22.05 cluster on this one host (Debian
+# local-cluster.sh — a throw-away Slurm 22.05 cluster on this one machine (Debian
 # packages), for testing slurm/ch7.sbatch in CI and by hand. Run as root.
 #
 # Usage:
+#   slurm/local-cluster.sh [--nodes N] start|stop|status|env   (--nodes may
+#                                   also follow the verb; default
+#                                   $RSAG_SLURM_NODES or 1)
 #   slurm/local-cluster.sh start    install slurm-wlm and munge if missing, start
 #                                   munged, slurmctld and slurmd, wait (bounded)
 #                                   until every node is idle. Idempotent: a
@@ -17,7 +20,8 @@
 #                                   or nothing runs.
 #   slurm/local-cluster.sh status   daemon pids and `sinfo`; exit 0 only when
 #                                   the cluster is up and every node usable.
-#   slurm/local-cluster.sh env      print SLURM_CONF=<path>, for clients:
+#   slurm/local-cluster.sh env      print SLURM_CONF=<path> (and RSAG_HOSTS=<name>
+#                                   with --nodes 2 or more), for clients:
 #                                   eval "export $(slurm/local-cluster.sh env)"
 #
 # Environment:
@@ -25,17 +29,25 @@
 #                     socket, state, spool, per-step tmp, logs, pid files);
 #                     `stop` deletes it. Default /var/lib/rsag-slurm.
 #   RSAG_SLURM_WAIT   seconds `start` waits for the nodes to become idle (60).
-#   RSAG_SLURM_NODES  number of nodes (1). More than 1 emulates a multi-node
-#                     cluster on this host — one slurmd per node, named HOST,
-#                     HOST-2, ... (Debian's slurmd supports this) — so that
-#                     the Slurm side of `sbatch -N 2 ...` can be tried.
-#                     Caveat: this is not faithful for Open MPI. The emulated
-#                     nodes share /dev/shm, so shared memory between "nodes"
-#                     breaks (mpirun: segfaults in btl_vader; use
-#                     OMPI_MCA_btl=self,tcp), and node locality is inconsistent
-#                     (MPI_Comm_split_type(SHARED) gives 4 and 5 for 4+4
-#                     ranks; rsag crashes there under srun, hangs under
-#                     mpirun). Plain collectives across them do work.
+#   RSAG_SLURM_NODES  number of nodes (1), as --nodes. One node is this
+#                     machine itself (its hostname, 127.0.0.1). Two or more are
+#                     hosts emulated by scripts/hosts.sh, each with its own
+#                     network, hostname, IPC, /tmp and /dev/shm, so that they
+#                     share no memory, as real nodes: munged and slurmctld run
+#                     on head (10.77.0.254), one slurmd on each of node1..N
+#                     (10.77.0.K). Clients must then run on head, where the
+#                     controller is reachable:
+#                       RSAG_HOSTS=<name> scripts/hosts.sh exec head sbatch ...
+#                     $RSAG_SLURM_DIR and the checkout are shared with every
+#                     host; RSAG_HOSTS_SHARE names more (e.g. the submit dir).
+#                     (An earlier version ran every slurmd on this host with
+#                     one hostname: PMIx then handed node2's tasks node1's
+#                     local peers and MPI_Comm_split_type crashed.)
+#   RSAG_HOSTS        the hosts' instance name with --nodes 2+ (rsag-slurm);
+#                     RSAG_HOSTS_OWNER, RSAG_HOSTS_SHARE: see scripts/hosts.sh.
+#   RSAG_SLURMD_TIMEOUT  SlurmdTimeout, seconds (60): how long a node whose
+#                     slurmd stopped answering stays up before its jobs are
+#                     killed (tests of a dying node lower it).
 #
 # What it sets up (facts that matter, learnt the hard way):
 #   * Debian's slurm-wlm and munge (apt-get update && install if missing; the
@@ -45,12 +57,15 @@
 #     pid, seed and log files under $RSAG_SLURM_DIR/munge, so that a system
 #     munged, if any, is left alone; slurm.conf points Slurm at that socket
 #     (AuthInfo=socket=...).
-#   * slurm.conf names this host (`hostname -s`, address 127.0.0.1) with CPUs=4
-#     per node and SlurmdParameters=config_overrides, so 4 tasks fit on a 2-core
-#     box; SlurmUser=root, proctrack/linuxproc, task/none, select/cons_tres
-#     (CR_CPU), partition `debug` (default, no time limit). No accounting
+#   * slurm.conf names this host (`hostname -s`, address 127.0.0.1), or head and
+#     node1..N, with CPUs=4 per node and SlurmdParameters=config_overrides, so 4
+#     tasks fit on a 2-core box; SlurmUser=root, proctrack/linuxproc, task/none,
+#     select/cons_tres (CR_CPU), partition `debug` (default, no time limit),
+#     JobRequeue=0 (a job on a failed node ends instead of rerunning). No accounting
 #     (slurmdbd): `sacct` does not work, use `scontrol show job -o ID`;
-#     MinJobAge=3600 keeps finished jobs visible to it for an hour.
+#     MinJobAge=0 keeps finished jobs visible to it (never purged), and makes
+#     `sbatch --wait` poll every 2 s (it polls at 2, 10, 42 s when MinJobAge
+#     is large: a 15 s job took 42 s to be seen done).
 #   * MpiDefault=none; `srun --mpi=pmix` works through Debian's mpi_pmix_v4
 #     plugin. Its per-step directories go under TmpFS=$RSAG_SLURM_DIR/tmp/%n:
 #     in /tmp, one left behind by a step that `stop` killed makes the step with
@@ -69,7 +84,10 @@ set -uo pipefail
 DIR=${RSAG_SLURM_DIR:-/var/lib/rsag-slurm}
 WAIT=${RSAG_SLURM_WAIT:-60}
 NODES=${RSAG_SLURM_NODES:-1}
+SLURMD_TIMEOUT=${RSAG_SLURMD_TIMEOUT:-60}
+HOSTS_SH=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/scripts/hosts.sh
 CONF=$DIR/etc/slurm.conf
+MODE=$DIR/etc/mode # "NODES HOSTS": what start made, for stop and status
 MUNGE_DIR=$DIR/munge
 MUNGE_SOCKET=$MUNGE_DIR/munge.socket.2
 MUNGE_KEY=/etc/munge/munge.key
@@ -92,11 +110,25 @@ need_root() {
 
 # node_names: this cluster's node names, one a line.
 node_names() {
-	local host i
-	host=$(hostname -s)
-	echo "$host"
-	for ((i = 2; i <= NODES; i++)); do echo "$host-$i"; done
+	local i
+	if ! multi; then
+		hostname -s
+		return
+	fi
+	for ((i = 1; i <= NODES; i++)); do echo "node$i"; done
 }
+
+# multi: the nodes are emulated hosts (scripts/hosts.sh).
+multi() { ((NODES > 1)); }
+
+# on HOST CMD...: run CMD on HOST (head or a node) of an emulated cluster,
+# here on a one-node one. Clients of the controller run on head.
+on() {
+	local h=$1
+	shift
+	if multi; then "$HOSTS_SH" exec "$h" "$@"; else "$@"; fi
+}
+client() { on head "$@"; }
 
 # ---------------------------------------------------------------- install ---
 
@@ -134,15 +166,18 @@ install_packages() {
 
 # ----------------------------------------------------------------- config ---
 
+NODE_HW="CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=1000 State=UNKNOWN"
+
 write_conf() { # $1: output file
-	local host nodes i=0 n
-	host=$(hostname -s)
+	local ctl nodes i n
+	ctl="$(hostname -s)(127.0.0.1)"
+	multi && ctl="head(10.77.0.254)"
 	nodes=$(node_names | paste -sd,)
 	cat >"$1" <<EOF
 # Generated by slurm/local-cluster.sh — a throw-away test cluster. Do not edit:
 # 'local-cluster.sh stop && local-cluster.sh start' rewrites it.
 ClusterName=$CLUSTER
-SlurmctldHost=$host(127.0.0.1)
+SlurmctldHost=$ctl
 SlurmctldPort=6817
 SlurmUser=root
 SlurmdUser=root
@@ -170,17 +205,24 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 SchedulerType=sched/backfill
 ReturnToService=2
-MinJobAge=3600
+MinJobAge=0
 KillWait=5
 InactiveLimit=0
 SlurmctldTimeout=30
-SlurmdTimeout=60
+SlurmdTimeout=$SLURMD_TIMEOUT
+JobRequeue=0
 MailProg=/bin/true
 SlurmdParameters=config_overrides
 EOF
+	i=0
 	for n in $(node_names); do
-		echo "NodeName=$n NodeHostname=$host NodeAddr=127.0.0.1 Port=$((6818 + i)) CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=1000 State=UNKNOWN" >>"$1"
 		i=$((i + 1))
+		if multi; then
+			# Each node has its own network: every slurmd takes port 6818.
+			echo "NodeName=$n NodeHostname=$n NodeAddr=10.77.0.$i Port=6818 $NODE_HW" >>"$1"
+		else
+			echo "NodeName=$n NodeHostname=$n NodeAddr=127.0.0.1 Port=6818 $NODE_HW" >>"$1"
+		fi
 	done
 	echo "PartitionName=$PARTITION Nodes=$nodes Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO" >>"$1"
 }
@@ -261,16 +303,16 @@ kill_wait() {
 do_stop() {
 	local pid pids f
 	# 1. Cancel jobs while the controller still answers (bounded).
-	if [[ -n $(pid_of slurmctld) && -r $CONF ]] && timeout 5 scontrol ping >/dev/null 2>&1; then
+	if [[ -n $(pid_of slurmctld) && -r $CONF ]] && client timeout 5 scontrol ping >/dev/null 2>&1; then
 		local jobs
-		jobs=$(timeout 5 squeue -h -o %i 2>/dev/null | tr '\n' ' ')
+		jobs=$(client timeout 5 squeue -h -o %i 2>/dev/null | tr '\n' ' ')
 		if [[ -n ${jobs// /} ]]; then
 			log "cancelling jobs: $jobs"
 			# shellcheck disable=SC2086
-			timeout 10 scancel $jobs >/dev/null 2>&1
+			client timeout 10 scancel $jobs >/dev/null 2>&1
 			local end=$((SECONDS + 10))
 			while ((SECONDS < end)); do
-				[[ -z $(timeout 3 squeue -h -t R,CG,CF -o %i 2>/dev/null) ]] && break
+				[[ -z $(client timeout 3 squeue -h -t R,CG,CF -o %i 2>/dev/null) ]] && break
 				sleep 0.2
 			done
 		fi
@@ -296,6 +338,12 @@ do_stop() {
 	pids=$(marked_pids | grep -vxF "${munged:-none}" | tr '\n' ' ')
 	if [[ -n ${pids// /} ]]; then
 		log "stopping leftover processes: $pids"
+		# A step daemon whose slurmd is gone (a failed node) ignores
+		# SIGTERM: it would only cost kill_wait's 5 s.
+		local p
+		for p in $pids; do
+			[[ $(cat "/proc/$p/comm" 2>/dev/null) == slurmstepd ]] && kill -KILL "$p" 2>/dev/null
+		done
 		# shellcheck disable=SC2086
 		kill_wait 5 $pids
 	fi
@@ -305,7 +353,15 @@ do_stop() {
 		# shellcheck disable=SC2086
 		kill_wait 5 $pids
 	fi
-	# 4. Files.
+	# 4. The emulated hosts, with anything still running on them.
+	if multi; then
+		if RSAG_HOSTS=$HOSTS "$HOSTS_SH" down; then
+			log "hosts $HOSTS down"
+		else
+			err "taking hosts $HOSTS down failed"
+		fi
+	fi
+	# 5. Files.
 	if [[ -L $SYS_CONF && $(readlink "$SYS_CONF") == "$CONF" ]]; then
 		rm -f "$SYS_CONF"
 	fi
@@ -327,12 +383,12 @@ do_stop() {
 # ------------------------------------------------------------------- status ---
 
 node_state() { # NODE: the node's state as sinfo shows it (idle, down*, ...)
-	timeout 5 sinfo -h -N -n "$1" -o %t 2>/dev/null | head -n1
+	client timeout 5 sinfo -h -N -n "$1" -o %t 2>/dev/null | head -n1
 }
 
 healthy() {
 	[[ -n $(pid_of munged) && -n $(pid_of slurmctld) ]] || return 1
-	timeout 5 scontrol ping >/dev/null 2>&1 || return 1
+	client timeout 5 scontrol ping >/dev/null 2>&1 || return 1
 	local n
 	for n in $(node_names); do
 		[[ -n $(pid_of slurmd "$n") ]] || return 1
@@ -353,7 +409,7 @@ do_status() {
 	done
 	if [[ -r $CONF ]]; then
 		echo "SLURM_CONF=$CONF"
-		timeout 5 sinfo 2>&1
+		client timeout 5 sinfo 2>&1
 	else
 		echo "not started (no $CONF)"
 	fi
@@ -375,7 +431,7 @@ start_munge() {
 	fi
 	chown munge:munge "$MUNGE_KEY"
 	chmod 0400 "$MUNGE_KEY"
-	env "$MARK" runuser -u munge -- munged \
+	on head env "$MARK" runuser -u munge -- munged \
 		--socket="$MUNGE_SOCKET" --key-file="$MUNGE_KEY" \
 		--pid-file="$MUNGE_DIR/munged.pid" --seed-file="$MUNGE_DIR/munged.seed" \
 		--log-file="$MUNGE_DIR/munged.log" >>"$DIR/log/munged.out" 2>&1 || {
@@ -397,16 +453,16 @@ start_munge() {
 
 start_slurm() {
 	local i n
-	env "$MARK" slurmctld -f "$CONF" >>"$DIR/log/slurmctld.out" 2>&1 || {
+	on head env "$MARK" slurmctld -f "$CONF" >>"$DIR/log/slurmctld.out" 2>&1 || {
 		err "slurmctld failed to start:"
 		tail -n 20 "$DIR/log/slurmctld.out" "$DIR/log/slurmctld.log" >&2 2>/dev/null
 		return 1
 	}
 	for ((i = 0; i < 100; i++)); do
-		timeout 5 scontrol ping >/dev/null 2>&1 && break
+		client timeout 5 scontrol ping >/dev/null 2>&1 && break
 		sleep 0.2
 	done
-	if ! timeout 5 scontrol ping >/dev/null 2>&1; then
+	if ! client timeout 5 scontrol ping >/dev/null 2>&1; then
 		err "slurmctld does not answer 'scontrol ping':"
 		tail -n 20 "$DIR/log/slurmctld.log" >&2 2>/dev/null
 		return 1
@@ -414,7 +470,7 @@ start_slurm() {
 	for n in $(node_names); do
 		mkdir -p "$DIR/spool/$n" "$DIR/tmp/$n"
 		chmod 1777 "$DIR/tmp/$n"
-		env "$MARK" slurmd -f "$CONF" -N "$n" >>"$DIR/log/slurmd-$n.out" 2>&1 || {
+		on "$n" env "$MARK" slurmd -f "$CONF" -N "$n" >>"$DIR/log/slurmd-$n.out" 2>&1 || {
 			err "slurmd for node $n failed to start:"
 			tail -n 20 "$DIR/log/slurmd-$n.out" "$DIR/log/slurmd-$n.log" >&2 2>/dev/null
 			return 1
@@ -429,7 +485,7 @@ start_slurm() {
 			idle) ;;
 			down* | drain* | drng* | fail*)
 				# A node left down by an earlier life of the controller.
-				timeout 5 scontrol update NodeName="$n" State=RESUME >/dev/null 2>&1
+				client timeout 5 scontrol update NodeName="$n" State=RESUME >/dev/null 2>&1
 				all_idle=0
 				;;
 			*) all_idle=0 ;;
@@ -439,7 +495,7 @@ start_slurm() {
 		sleep 0.5
 	done
 	err "nodes not idle after ${WAIT}s:"
-	timeout 5 sinfo -N -l >&2 2>&1
+	client timeout 5 sinfo -N -l >&2 2>&1
 	echo "--- slurmctld.log" >&2
 	tail -n 20 "$DIR/log/slurmctld.log" >&2 2>/dev/null
 	for n in $(node_names); do
@@ -450,10 +506,6 @@ start_slurm() {
 }
 
 do_start() {
-	if ! [[ $NODES =~ ^[1-9][0-9]*$ ]]; then
-		err "RSAG_SLURM_NODES=$NODES: want a positive number"
-		return 2
-	fi
 	install_packages
 	local new nodes
 	nodes=$(node_names | paste -sd,)
@@ -467,12 +519,24 @@ do_start() {
 	# Not running, half running, or the config changed: restart from scratch.
 	if [[ -d $DIR ]]; then
 		log "cleaning up an earlier cluster in $DIR"
-		do_stop >/dev/null || true
+		# As it was made, which may differ from what is asked now.
+		(
+			[[ -r $MODE ]] && read -r NODES HOSTS <"$MODE"
+			do_stop >/dev/null
+		) || true
 	fi
 	mkdir -p "$DIR"/{etc,state,spool,log,run,tmp}
 	chmod 0755 "$DIR"
 	mv "$new" "$CONF"
 	chmod 0644 "$CONF"
+	echo "$NODES $HOSTS" >"$MODE"
+	if multi; then
+		# The cluster's directory is on every host, as NFS would give it.
+		if ! RSAG_HOSTS=$HOSTS "$HOSTS_SH" up --nodes "$NODES" --share "$DIR"; then
+			err "emulated hosts failed to come up (run '$0 stop' to clean up)"
+			return 1
+		fi
+	fi
 	if [[ ! -e $SYS_CONF && ! -L $SYS_CONF ]] || [[ -L $SYS_CONF && $(readlink "$SYS_CONF") == "$CONF" ]]; then
 		mkdir -p "$(dirname "$SYS_CONF")"
 		ln -sfn "$CONF" "$SYS_CONF"
@@ -487,13 +551,33 @@ do_start() {
 
 # --------------------------------------------------------------------- main ---
 
-case ${1:-} in
+verb=""
+nodes_flag=""
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--nodes) nodes_flag=${2:-}; shift 2 || shift ;;
+	--nodes=*) nodes_flag=${1#--nodes=}; shift ;;
+	start | stop | status | env) [[ -z $verb ]] && verb=$1 || verb=bad; shift ;;
+	*) verb=bad; shift ;;
+	esac
+done
+[[ -n $nodes_flag ]] && NODES=$nodes_flag
+HOSTS=${RSAG_HOSTS:-rsag-slurm}
+# stop, status and env act on the cluster that start made, whatever --nodes.
+if [[ $verb != start && -r $MODE ]]; then
+	read -r NODES HOSTS <"$MODE"
+fi
+if ! [[ $NODES =~ ^[1-9][0-9]*$ ]]; then
+	err "--nodes $NODES (or RSAG_SLURM_NODES): want a positive number"
+	exit 2
+fi
+case $verb in
 start) need_root; do_start ;;
 stop) need_root; do_stop ;;
 status) do_status ;;
-env) echo "SLURM_CONF=$CONF" ;;
+env) if multi; then echo "SLURM_CONF=$CONF RSAG_HOSTS=$HOSTS"; else echo "SLURM_CONF=$CONF"; fi ;;
 *)
-	echo "usage: $0 start|stop|status|env" >&2
+	echo "usage: $0 [--nodes N] start|stop|status|env" >&2
 	exit 2
 	;;
 esac

@@ -1,21 +1,20 @@
-// Package slurm_test runs slurm/ch7.sbatch on a real one-node Slurm cluster
-// that slurm/local-cluster.sh brings up on this host (and tears down again).
+// Package slurm_test runs slurm/ch7.sbatch on real Slurm clusters that
+// slurm/local-cluster.sh brings up on this machine (and tears down again):
+// TestSlurm on a one-node cluster (this machine), TestSlurmTwoNodes on two
+// nodes emulated by scripts/hosts.sh (each its own network, hostname, IPC,
+// /tmp and /dev/shm; munged and slurmctld on head).
 //
-// The tests are off unless RSAG_SLURM_TESTS=1. When on, anything missing is a
-// failure, not a skip. They need:
+// The tests are off unless RSAG_SLURM_TESTS=1 (make test sets it). When on,
+// anything missing is a failure, not a skip. They need:
 //   - root (the script starts munged, slurmctld and slurmd; it installs
 //     slurm-wlm and munge with apt-get when they are missing);
 //   - RSAG_BIN: absolute path of an rsag binary (the Makefile builds it);
 //   - configs/smoke.toml in the repository root.
 //
-// Optional: RSAG_SLURM_DIR (cluster state directory, see local-cluster.sh),
-// RSAG_LAUNCHER / RSAG_LAUNCHER_ARGS (passed on to ch7.sbatch), and
-// RSAG_SLURM_NODES=2 to also run TwoNodes on two nodes emulated on this host.
-// TwoNodes is opt-in because the emulation is not faithful for Open MPI: both
-// "nodes" are one host, Open MPI gets inconsistent locality (a C program's
-// MPI_Comm_split_type(SHARED) returns sizes 4 and 5 for 4+4 ranks), and rsag
-// crashes in that call under srun and hangs under mpirun, while plain
-// collectives work. It checks the Slurm side of `sbatch -N 2`.
+// Optional: RSAG_SLURM_DIR (the one-node cluster's state directory, see
+// local-cluster.sh; the two-node cluster's is a temporary directory),
+// RSAG_LAUNCHER / RSAG_LAUNCHER_ARGS (passed on to ch7.sbatch by the
+// one-node tests; the two-node tests run both launchers).
 //
 //	sudo RSAG_SLURM_TESTS=1 RSAG_BIN=$PWD/rsag go test -v -count=1 ./slurm/
 package slurm_test
@@ -28,10 +27,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"rsag/internal/outcheck"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"rsag/internal/hosts"
+	"rsag/internal/outcheck"
+	"rsag/report"
 )
 
 const (
@@ -47,27 +52,35 @@ type cluster struct {
 	sbatch    string // the real slurm/ch7.sbatch
 	rsagBin   string // absolute path from RSAG_BIN
 	slurmConf string // SLURM_CONF for client commands
-	nodes     int    // RSAG_SLURM_NODES the cluster was started with
+	slurmDir  string // RSAG_SLURM_DIR
+	nodes     int    // --nodes the cluster was started with
+	// hosts are the emulated hosts of a cluster of 2 or more nodes, where
+	// every client runs on head; nil for one node (this machine).
+	hosts      *hosts.Hosts
+	submitRoot string // where submit dirs are made: shared with every host
 }
 
-func TestSlurm(t *testing.T) {
+func slurmTestsOn(t *testing.T) {
 	if os.Getenv("RSAG_SLURM_TESTS") != "1" {
 		t.Skip("Slurm tests are off: set RSAG_SLURM_TESTS=1 and RSAG_BIN=/abs/path/to/rsag and run as root " +
-			"(they start a local one-node Slurm cluster with slurm/local-cluster.sh)")
+			"(they start local Slurm clusters with slurm/local-cluster.sh)")
 	}
-	c := startCluster(t)
-	t.Run("Smoke", func(t *testing.T) { testSmoke(t, c) })
-	t.Run("BadConfig", func(t *testing.T) { testBadConfig(t, c) })
-	t.Run("TwoNodes", func(t *testing.T) { testTwoNodes(t, c) })
-}
-
-// startCluster checks the prerequisites, starts the cluster and registers its
-// teardown (which runs even when a subtest fails or panics).
-func startCluster(t *testing.T) *cluster {
-	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatalf("RSAG_SLURM_TESTS=1 needs root (euid is %d): local-cluster.sh starts munged, slurmctld and slurmd", os.Geteuid())
 	}
+}
+
+func TestSlurm(t *testing.T) {
+	slurmTestsOn(t)
+	c := startCluster(t, 1)
+	t.Run("Smoke", func(t *testing.T) { testSmoke(t, c) })
+	t.Run("BadConfig", func(t *testing.T) { testBadConfig(t, c) })
+}
+
+// startCluster checks the prerequisites, starts a cluster of nodes and
+// registers its teardown (which runs even when a subtest fails or panics).
+func startCluster(t *testing.T, nodes int) *cluster {
+	t.Helper()
 	repo, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -91,20 +104,36 @@ func startCluster(t *testing.T) *cluster {
 		t.Fatalf("RSAG_BIN=%s is not an executable file", c.rsagBin)
 	}
 
-	nodes := os.Getenv("RSAG_SLURM_NODES")
-	if nodes == "" {
-		nodes = "1"
+	c.nodes = nodes
+	c.submitRoot = t.TempDir()
+	c.slurmDir = os.Getenv("RSAG_SLURM_DIR")
+	scriptEnv := os.Environ()
+	if nodes > 1 {
+		// Its own state directory, shared with the hosts by the script.
+		// munged runs as munge, which must reach its socket in it.
+		c.slurmDir = filepath.Join(c.submitRoot, "cluster")
+		for _, d := range []string{filepath.Dir(c.submitRoot), c.submitRoot} {
+			if err := os.Chmod(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		share := []string{c.submitRoot}
+		if !strings.HasPrefix(c.rsagBin, repo+"/") {
+			share = append(share, filepath.Dir(c.rsagBin))
+		}
+		// Registered first, so it runs last: after local-cluster.sh stop it
+		// checks that nothing of the hosts is left.
+		c.hosts = hosts.New(t, hosts.Config{Nodes: nodes, Share: share})
+		// A slurmd that stops answering fails its node after 10 s.
+		scriptEnv = append(append(scriptEnv, c.hosts.Env()...), "RSAG_SLURM_DIR="+c.slurmDir, "RSAG_SLURMD_TIMEOUT=10")
 	}
-	if _, err := fmt.Sscan(nodes, &c.nodes); err != nil || c.nodes < 1 {
-		t.Fatalf("RSAG_SLURM_NODES=%q: want a positive number", nodes)
-	}
-	scriptEnv := append(os.Environ(), "RSAG_SLURM_NODES="+nodes)
+	scriptEnv = append(scriptEnv, "RSAG_SLURM_NODES="+strconv.Itoa(nodes))
 
 	out, err := runCmd(context.Background(), 10*time.Second, "", scriptEnv, "bash", script, "env")
 	if err != nil || !strings.HasPrefix(out, "SLURM_CONF=") {
 		t.Fatalf("local-cluster.sh env: %v\n%s", err, out)
 	}
-	c.slurmConf = strings.TrimSpace(strings.TrimPrefix(out, "SLURM_CONF="))
+	c.slurmConf = strings.TrimPrefix(strings.Fields(out)[0], "SLURM_CONF=")
 
 	t0 := time.Now()
 	// Register the teardown first: a start that half-failed is cleaned up too.
@@ -170,30 +199,118 @@ func testBadConfig(t *testing.T, c *cluster) {
 	}
 }
 
-// testTwoNodes: the multi-node form from the docs,
-// `sbatch -N 2 --ntasks-per-node=4 slurm/ch7.sbatch`, runs 8 ranks on two
-// (emulated) nodes.
-func testTwoNodes(t *testing.T, c *cluster) {
-	if c.nodes < 2 {
-		t.Skipf("opt-in: RSAG_SLURM_NODES=2 emulates two nodes on this host (the cluster has %d)", c.nodes)
-	}
-	dir := c.submitDir(t)
-	// The emulated nodes share one host's /dev/shm, where Open MPI's
-	// shared-memory transport between "nodes" breaks; real nodes don't.
-	j := c.submit(t, dir, "configs/smoke.toml", []string{"-N", "2", "--ntasks-per-node=4"},
-		[]string{"OMPI_MCA_btl=self,tcp"})
-	if j.sbatchErr != nil {
-		t.Errorf("sbatch --wait: %v (want exit status 0)", j.sbatchErr)
-	}
-	for k, want := range map[string]string{"JobState": "COMPLETED", "ExitCode": "0:0", "NumNodes": "2", "NumTasks": "8"} {
-		if got := j.fields[k]; got != want {
-			t.Errorf("%s=%s, want %s", k, got, want)
+// TestSlurmTwoNodes runs the real ch7.sbatch and srun on two nodes that
+// share no memory (emulated hosts): every rank on its node with node-local
+// ranks 0..1, under srun and under mpirun, and a node that dies ends the job.
+func TestSlurmTwoNodes(t *testing.T) {
+	slurmTestsOn(t)
+	c := startCluster(t, 2)
+	want := []string{"node1", "node1", "node2", "node2"} // -N 2 --ntasks-per-node=2, block
+	t.Run("srun", func(t *testing.T) {
+		dir := c.submitDir(t)
+		out := filepath.Join(dir, "out")
+		r, err := c.clientRun(dir, 2*time.Minute, "srun", "--mpi=pmix", "--kill-on-bad-exit=1", "-N", "2",
+			"--ntasks-per-node=2", "--gpus-per-node=0", c.rsagBin, "-config", "configs/smoke.toml", "-backend", "mpi",
+			"-output-dir", out)
+		if err != nil {
+			t.Fatalf("srun: %v\n%s", err, r)
 		}
+		assertOutputDir(t, out, 4)
+		assertHosts(t, out, want)
+		if !strings.Contains(r, "across 2 nodes") {
+			t.Errorf("the timings table does not say the run spans nodes:\n%s", r)
+		}
+	})
+	for _, launcher := range []string{"srun", "mpirun"} {
+		t.Run("sbatch "+launcher, func(t *testing.T) {
+			dir := c.submitDir(t)
+			j := c.submit(t, dir, "configs/smoke.toml", []string{"-N", "2", "--ntasks-per-node=2"},
+				[]string{"RSAG_LAUNCHER=" + launcher})
+			if j.sbatchErr != nil {
+				t.Errorf("sbatch --wait: %v (want exit status 0)", j.sbatchErr)
+			}
+			for k, want := range map[string]string{"JobState": "COMPLETED", "ExitCode": "0:0", "NumNodes": "2", "NumTasks": "4"} {
+				if got := j.fields[k]; got != want {
+					t.Errorf("%s=%s, want %s", k, got, want)
+				}
+			}
+			if t.Failed() {
+				t.FailNow()
+			}
+			out := filepath.Join(dir, "results", j.id)
+			assertOutputDir(t, out, 4)
+			assertHosts(t, out, want)
+		})
 	}
-	if t.Failed() {
-		t.FailNow()
+	// The node-death tests come last: the second leaves node2 down.
+	t.Run("killed ranks of a node end the job", func(t *testing.T) {
+		c.testNodeDies(t, "node2's ranks (SIGKILL)", func(t *testing.T) {
+			var killed []int
+			for _, pid := range c.hosts.PIDs(t, "node2") {
+				if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); filepath.Base(exe) == filepath.Base(c.rsagBin) {
+					if syscall.Kill(pid, syscall.SIGKILL) == nil {
+						killed = append(killed, pid)
+					}
+				}
+			}
+			if len(killed) != 2 {
+				t.Fatalf("killed %v on node2, want its 2 ranks", killed)
+			}
+		}, time.Minute, []string{"FAILED"}, "node2: tasks 2-3: Killed")
+	})
+	t.Run("a dead slurmd ends the job", func(t *testing.T) {
+		c.testNodeDies(t, "node2's slurmd (SIGKILL)", func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join(c.slurmDir, "run", "slurmd-node2.pid"))
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil || pid <= 0 {
+				t.Fatalf("slurmd-node2.pid: %q, %v", b, err)
+			}
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			// slurmctld fails the node after SlurmdTimeout=10 s, and kills
+			// its job.
+		}, 2*time.Minute, []string{"NODE_FAIL"}, "srun: error: Node failure on node2")
+	})
+}
+
+// testNodeDies starts a job that times for minutes on 2+2 ranks, waits
+// until it is timing, kills part of node2 and asserts that the job ends
+// within limit in one of states, that the job log names the node (logSays,
+// when not empty), and that run.json says failed.
+func (c *cluster) testNodeDies(t *testing.T, what string, kill func(*testing.T), limit time.Duration, states []string, logSays string) {
+	dir := c.submitDir(t)
+	id := c.start(t, dir, "configs/smoke.toml", []string{"-N", "2", "--ntasks-per-node=2"},
+		[]string{"RSAG_ARGS=-set timing.cycles=50000000 -set timing.sizes_bytes=[4096] -set memory.enabled=false -set timeout_s=600"})
+	logFile := filepath.Join(dir, "rsag-ch7-"+id+".out")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if b, _ := os.ReadFile(logFile); bytes.Contains(b, []byte("contracts: 5 held on every rank")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			c.dumpJob(t, dir, id)
+			c.clientRun("", 10*time.Second, "scancel", id)
+			t.Fatalf("job %s did not reach the timing phase within a minute", id)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	assertOutputDir(t, filepath.Join(dir, "results", j.id), 8)
+	time.Sleep(time.Second) // into the timing phase
+	kill(t)
+	at := time.Now()
+	j := c.waitJob(t, dir, id, limit)
+	t.Logf("killed %s: job %s ended %.1f s later in %s, ExitCode=%s, Reason=%s", what, id, time.Since(at).Seconds(),
+		j.fields["JobState"], j.fields["ExitCode"], j.fields["Reason"])
+	if !slices.Contains(states, j.fields["JobState"]) {
+		t.Errorf("JobState=%s, want one of %v", j.fields["JobState"], states)
+	}
+	if logSays != "" && !strings.Contains(j.log, logSays) {
+		t.Errorf("the job log does not say %q", logSays)
+	}
+	run, err := report.ReadRun(filepath.Join(dir, "results", id))
+	if err != nil || run.Status != report.StatusFailed {
+		t.Errorf("%s: %+v, %v; want failed", report.RunFile, run, err)
+	}
 }
 
 // assertOutputDir checks the output directory with the same checker as the
@@ -205,10 +322,22 @@ func assertOutputDir(t *testing.T, dir string, ranks int) {
 	}
 }
 
-// submitDir makes a fresh submit directory with configs/ linked in.
+// assertHosts checks every rank's host and node-local rank.
+func assertHosts(t *testing.T, dir string, hosts []string) {
+	t.Helper()
+	if err := outcheck.CheckHosts(dir, hosts); err != nil {
+		t.Errorf("output dir %s: %v", dir, err)
+	}
+}
+
+// submitDir makes a fresh submit directory with configs/ linked in, under
+// submitRoot, which every host sees.
 func (c *cluster) submitDir(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
+	dir, err := os.MkdirTemp(c.submitRoot, "submit-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Symlink(filepath.Join(c.repo, "configs"), filepath.Join(dir, "configs")); err != nil {
 		t.Fatal(err)
 	}
@@ -222,24 +351,24 @@ type job struct {
 	log       string            // the job's output file (%x-%j.out)
 }
 
+// jobEnv is what ch7.sbatch is given.
+func (c *cluster) jobEnv(config string, extra []string) []string {
+	return c.env(append([]string{"RSAG_BIN=" + c.rsagBin, "RSAG_BACKEND=mpi", "RSAG_CONFIG=" + config}, extra...))
+}
+
 // submit runs the real ch7.sbatch with `sbatch --parsable --wait
 // --gpus-per-node=0 [sbatchArgs]` from dir, bounded by submitTimeout, and
 // returns the finished job. Everything useful for debugging is logged.
 func (c *cluster) submit(t *testing.T, dir, config string, sbatchArgs, extraEnv []string) job {
 	t.Helper()
-	env := append([]string{
-		"RSAG_BIN=" + c.rsagBin,
-		"RSAG_BACKEND=mpi",
-		"RSAG_CONFIG=" + config,
-	}, extraEnv...)
 	args := append([]string{"--parsable", "--wait", "--gpus-per-node=0"}, sbatchArgs...)
 	args = append(args, c.sbatch)
 	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), submitTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "sbatch", args...)
+	cmd := c.client(ctx, "sbatch", args...)
 	cmd.Dir = dir
-	cmd.Env = c.env(env)
+	cmd.Env = c.jobEnv(config, extraEnv)
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -249,18 +378,44 @@ func (c *cluster) submit(t *testing.T, dir, config string, sbatchArgs, extraEnv 
 	id, _, _ := strings.Cut(strings.TrimSpace(strings.SplitN(stdout.String(), "\n", 2)[0]), ";")
 	if id == "" {
 		// --parsable prints the id only when sbatch ends: look it up by name.
-		out, _ := runCmd(context.Background(), 10*time.Second, "", c.env(nil), "squeue", "-h", "-n", "rsag-ch7", "-o", "%i")
+		out, _ := c.clientRun("", 10*time.Second, "squeue", "-h", "-n", "rsag-ch7", "-o", "%i")
 		t.Fatalf("sbatch gave no job id (err %v); jobs named rsag-ch7 still queued: %q", err, out)
 	}
 	if ctx.Err() != nil {
 		c.dumpJob(t, dir, id)
-		_, _ = runCmd(context.Background(), 10*time.Second, "", c.env(nil), "scancel", id)
+		_, _ = c.clientRun("", 10*time.Second, "scancel", id)
 		t.Fatalf("job %s did not finish within %v", id, submitTimeout)
 	}
-	j := job{id: id, sbatchErr: err}
-	// sbatch --wait returns when the job is done; the controller may still
-	// show COMPLETING for a moment.
-	deadline := time.Now().Add(30 * time.Second)
+	j := c.waitJob(t, dir, id, 30*time.Second)
+	j.sbatchErr = err
+	return j
+}
+
+// start submits ch7.sbatch without waiting and returns the job id.
+func (c *cluster) start(t *testing.T, dir, config string, sbatchArgs, extraEnv []string) string {
+	t.Helper()
+	args := append(append([]string{"--parsable", "--gpus-per-node=0"}, sbatchArgs...), c.sbatch)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := c.client(ctx, "sbatch", args...)
+	cmd.Dir = dir
+	cmd.Env = c.jobEnv(config, extraEnv)
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
+	if err != nil || id == "" {
+		t.Fatalf("sbatch %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	t.Cleanup(func() { c.clientRun("", 10*time.Second, "scancel", id) }) // a no-op once it ended
+	return id
+}
+
+// waitJob waits up to limit for the job to have ended (the controller may
+// show COMPLETING for a moment after sbatch --wait returns) and returns it.
+func (c *cluster) waitJob(t *testing.T, dir, id string, limit time.Duration) job {
+	t.Helper()
+	j := job{id: id}
+	deadline := time.Now().Add(limit)
 	for {
 		j.fields = c.showJob(t, id)
 		switch j.fields["JobState"] {
@@ -269,6 +424,8 @@ func (c *cluster) submit(t *testing.T, dir, config string, sbatchArgs, extraEnv 
 				time.Sleep(200 * time.Millisecond)
 				continue
 			}
+			c.dumpJob(t, dir, id)
+			t.Fatalf("job %s still %s after %v", id, j.fields["JobState"], limit)
 		}
 		break
 	}
@@ -283,10 +440,10 @@ func (c *cluster) submit(t *testing.T, dir, config string, sbatchArgs, extraEnv 
 }
 
 // showJob parses `scontrol show job -o ID` (sacct needs slurmdbd, which the
-// local cluster does not run; MinJobAge keeps finished jobs visible).
+// local cluster does not run; MinJobAge=0 keeps finished jobs visible).
 func (c *cluster) showJob(t *testing.T, id string) map[string]string {
 	t.Helper()
-	out, err := runCmd(context.Background(), 10*time.Second, "", c.env(nil), "scontrol", "show", "job", "-o", id)
+	out, err := c.clientRun("", 10*time.Second, "scontrol", "show", "job", "-o", id)
 	if err != nil {
 		t.Fatalf("scontrol show job %s: %v\n%s", id, err, out)
 	}
@@ -303,15 +460,40 @@ func (c *cluster) showJob(t *testing.T, id string) map[string]string {
 
 func (c *cluster) dumpJob(t *testing.T, dir, id string) {
 	t.Helper()
-	out, _ := runCmd(context.Background(), 10*time.Second, "", c.env(nil), "scontrol", "show", "job", id)
+	out, _ := c.clientRun("", 10*time.Second, "scontrol", "show", "job", id)
 	t.Logf("scontrol show job %s:\n%s", id, out)
 	b, _ := os.ReadFile(filepath.Join(dir, "rsag-ch7-"+id+".out"))
 	t.Logf("job log so far:\n%s", b)
 }
 
+// client is a Slurm client command: on head when the nodes are emulated
+// hosts (only there is the controller reachable), here otherwise.
+func (c *cluster) client(ctx context.Context, name string, args ...string) *exec.Cmd {
+	if c.hosts != nil {
+		return c.hosts.Command(ctx, "head", name, args...)
+	}
+	return exec.CommandContext(ctx, name, args...)
+}
+
+// clientRun runs a client command in dir (none: here) with c.env, bounded
+// by timeout, and returns its combined output.
+func (c *cluster) clientRun(dir string, timeout time.Duration, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := c.client(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = c.env(nil)
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%s %s: timed out after %v: %w", name, strings.Join(args, " "), timeout, err)
+	}
+	return string(out), err
+}
+
 // env is the environment for Slurm clients and jobs: this process's, without
 // Slurm's own variables (the test may run inside a job) or rsag's job
-// settings, plus SLURM_CONF and extra.
+// settings, plus SLURM_CONF, the hosts' instance and extra.
 func (c *cluster) env(extra []string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -325,6 +507,9 @@ func (c *cluster) env(extra []string) []string {
 		env = append(env, kv)
 	}
 	env = append(env, "SLURM_CONF="+c.slurmConf)
+	if c.hosts != nil {
+		env = append(env, c.hosts.Env()...)
+	}
 	return append(env, extra...)
 }
 

@@ -221,3 +221,83 @@ func checkManifest(dir string) error {
 	}
 	return nil
 }
+
+// CheckHosts checks where the ranks ran against hosts, the host of each rank
+// in rank order: summary.json's ranks (host, and a node-local rank that
+// counts 0..k-1 over each host's ranks in rank order, the GPU index on GPU
+// nodes) and nodes, and the host column of every row of the combined CSVs.
+func CheckHosts(dir string, hosts []string) error {
+	data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return err
+	}
+	var s struct {
+		Ranks []struct {
+			Rank      int    `json:"rank"`
+			Host      string `json:"host"`
+			LocalRank *int   `json:"local_rank"`
+		} `json:"ranks"`
+		Nodes []struct {
+			Host       string `json:"host"`
+			Ranks      []int  `json:"ranks"`
+			LocalRanks []int  `json:"local_ranks"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("summary.json: %w", err)
+	}
+	if len(s.Ranks) != len(hosts) {
+		return fmt.Errorf("summary.json: %d ranks, want %d", len(s.Ranks), len(hosts))
+	}
+	type node struct{ ranks, local []int }
+	want := map[string]*node{}
+	var order []string
+	for r, h := range hosts {
+		if want[h] == nil {
+			want[h] = &node{}
+			order = append(order, h)
+		}
+		n := want[h]
+		got := s.Ranks[r]
+		if got.Rank != r || got.Host != h || got.LocalRank == nil || *got.LocalRank != len(n.ranks) {
+			lr := "none"
+			if got.LocalRank != nil {
+				lr = strconv.Itoa(*got.LocalRank)
+			}
+			return fmt.Errorf("summary.json ranks[%d]: rank %d on %s, local rank %s; want rank %d on %s, local rank %d",
+				r, got.Rank, got.Host, lr, r, h, len(n.ranks))
+		}
+		n.local = append(n.local, len(n.ranks))
+		n.ranks = append(n.ranks, r)
+	}
+	if len(s.Nodes) != len(order) {
+		return fmt.Errorf("summary.json: %d nodes, want %d (%v)", len(s.Nodes), len(order), order)
+	}
+	for i, h := range order {
+		got := s.Nodes[i]
+		if got.Host != h || !slices.Equal(got.Ranks, want[h].ranks) || !slices.Equal(got.LocalRanks, want[h].local) {
+			return fmt.Errorf("summary.json nodes[%d]: %s ranks %v local %v; want %s ranks %v local %v",
+				i, got.Host, got.Ranks, got.LocalRanks, h, want[h].ranks, want[h].local)
+		}
+	}
+	for _, name := range []string{"contracts.csv", "timings.csv", "memory.csv"} {
+		recs, err := read(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		host := slices.Index(recs[0], "host")
+		if recs[0][0] != "rank" || host < 0 {
+			return fmt.Errorf("%s: header %v, want rank first and a host column", name, recs[0])
+		}
+		for _, row := range recs[1:] {
+			r, err := strconv.Atoi(row[0])
+			if err != nil || r < 0 || r >= len(hosts) {
+				return fmt.Errorf("%s: row %v: no rank of %d", name, row, len(hosts))
+			}
+			if row[host] != hosts[r] {
+				return fmt.Errorf("%s: row %v: rank %d's host is %q, want %q", name, row, r, row[host], hosts[r])
+			}
+		}
+	}
+	return nil
+}

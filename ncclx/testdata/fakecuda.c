@@ -9,6 +9,14 @@
  *                           collective whose peer never arrives
  *   RSAG_FAKE_CUDA_INSTANTIATE  the CUresult cuGraphInstantiateWithFlags
  *                           returns (default 0)
+ *   RSAG_FAKE_CUDA_GRANULARITY  what cuMemGetAllocationGranularity gives
+ *                           (default 2 MiB); built with -DOMIT_GRANULARITY
+ *                           the driver lacks that symbol
+ *   RSAG_FAKE_LOG           the call log (fakelog.h): cuMemAlloc_v2,
+ *                           cuMemFree_v2 and the granularity query, with the
+ *                           current device (dev=, a rank's GPU)
+ * Several ranks may run in one process, each on its own thread with its own
+ * device current (cuCtxSetCurrent): memory is counted per device.
  * Streams are fakestream.h's: work runs when queued, or is recorded while the
  * stream is captured and replayed by cuGraphLaunch. As in CUDA, waiting for a
  * stream that is being captured fails (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
@@ -22,6 +30,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <pthread.h>
+
+#include "fakelog.h"
 #include "fakestream.h"
 
 typedef int CUresult;
@@ -29,8 +40,14 @@ typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
 typedef void *CUcontext, *CUstream, *CUevent;
 
+#define MAX_DEVICES 64
+
 static const size_t total_bytes = (size_t)80 << 30;
-static size_t used_bytes;
+static size_t used_bytes[MAX_DEVICES]; /* under mu */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The device whose context is current on this thread (cuCtxSetCurrent). */
+static __thread int current_device;
 
 static int env_int(const char *name, int def) {
 	const char *s = getenv(name);
@@ -74,36 +91,75 @@ CUresult cuDeviceGet(CUdevice *d, int ordinal) {
 CUresult cuDeviceGetName(char *s, int n, CUdevice d) { snprintf(s, n, "Fake H200 #%d", d); return 0; }
 CUresult cuDeviceGetPCIBusId(char *s, int n, CUdevice d) { snprintf(s, n, "0000:%02X:00.0", 0x18 + d); return 0; }
 
-static int ctx_storage[64];
-CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { *c = &ctx_storage[d & 63]; return 0; }
+static int ctx_storage[MAX_DEVICES];
+CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { *c = &ctx_storage[d & (MAX_DEVICES - 1)]; return 0; }
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) { (void)d; return 0; }
-CUresult cuCtxSetCurrent(CUcontext c) { return c ? 0 : 201; }
+CUresult cuCtxSetCurrent(CUcontext c) {
+	if (!c) return 201;
+	current_device = (int)((int *)c - ctx_storage);
+	return 0;
+}
 CUresult cuCtxSynchronize(void) { return 0; }
 
 CUresult cuMemGetInfo_v2(size_t *free_, size_t *total) {
-	*free_ = total_bytes - used_bytes;
+	pthread_mutex_lock(&mu);
+	*free_ = total_bytes - used_bytes[current_device];
+	pthread_mutex_unlock(&mu);
 	*total = total_bytes;
 	return 0;
 }
 
+/* An allocation keeps its size and device in two words before it. */
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
 	if (n == 0) return 1;
-	if (n > total_bytes - used_bytes) return 2;
+	pthread_mutex_lock(&mu);
+	int d = current_device;
+	int full = n > total_bytes - used_bytes[d];
+	if (!full) used_bytes[d] += n;
+	pthread_mutex_unlock(&mu);
+	if (full) return 2;
 	size_t *h = malloc(n + 2 * sizeof(size_t));
 	if (h == NULL) return 2;
 	h[0] = n;
-	used_bytes += n;
+	h[1] = (size_t)d;
 	*p = (CUdeviceptr)(uintptr_t)(h + 2);
+	fake_log("cuMemAlloc_v2 dev=%d ptr=%#llx size=%zu", d, (unsigned long long)*p, n);
 	return 0;
 }
 
 CUresult cuMemFree_v2(CUdeviceptr p) {
 	if (p == 0) return 1;
 	size_t *h = (size_t *)(uintptr_t)p - 2;
-	used_bytes -= h[0];
+	fake_log("cuMemFree_v2 dev=%d ptr=%#llx", (int)h[1], (unsigned long long)p);
+	pthread_mutex_lock(&mu);
+	used_bytes[h[1]] -= h[0];
+	pthread_mutex_unlock(&mu);
 	free(h);
 	return 0;
 }
+
+#ifndef OMIT_GRANULARITY
+/* CUmemAllocationProp as cuda.h lays it out (32 bytes). */
+struct mem_prop {
+	int type, handle_types;
+	struct { int type, id; } location;
+	void *win32;
+	struct { unsigned char compression, rdma; unsigned short usage; unsigned char reserved[4]; } flags;
+};
+
+/* It checks what ncclx asks: pinned device memory of a device that
+ * exists, shareable by file descriptor, nothing else set, the
+ * recommended granularity. */
+CUresult cuMemGetAllocationGranularity(size_t *g, const struct mem_prop *p, int flags) {
+	if (!g || !p || p->type != 1 || p->handle_types != 1 || p->location.type != 1 || p->win32 ||
+	    p->location.id < 0 || p->location.id >= env_int("RSAG_FAKE_CUDA_DEVICES", 1) || flags != 1 ||
+	    p->flags.compression || p->flags.rdma || p->flags.usage)
+		return 1;
+	*g = (size_t)env_int("RSAG_FAKE_CUDA_GRANULARITY", 2 << 20);
+	fake_log("cuMemGetAllocationGranularity dev=%d granularity=%zu", p->location.id, *g);
+	return 0;
+}
+#endif
 
 CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = malloc(n); return *p ? 0 : 2; }
 CUresult cuMemFreeHost(void *p) { free(p); return 0; }
@@ -175,7 +231,7 @@ CUresult cuStreamQuery(CUstream s) {
 	return r ? r : env_int("RSAG_FAKE_CUDA_HANG", 0) ? 600 : 0;
 }
 
-static int live_graphs, last_capture_mode = -1;
+static int live_graphs, last_capture_mode = -1; /* under mu */
 
 struct fake_graph {
 	size_t nops;
@@ -190,7 +246,9 @@ CUresult cuStreamBeginCapture_v2(CUstream s, int mode) {
 	fs->capturing = 1;
 	fs->invalidated = 0;
 	fs->nops = 0;
+	pthread_mutex_lock(&mu);
 	last_capture_mode = mode;
+	pthread_mutex_unlock(&mu);
 	return 0;
 }
 
@@ -208,7 +266,9 @@ CUresult cuStreamEndCapture(CUstream s, void **graph) {
 	if (!g->ops) { free(g); return 2; }
 	memcpy(g->ops, fs->ops, fs->nops * sizeof *g->ops);
 	fs->nops = 0;
+	pthread_mutex_lock(&mu);
 	live_graphs++;
+	pthread_mutex_unlock(&mu);
 	*graph = g;
 	return 0;
 }
@@ -225,7 +285,9 @@ CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long lon
 	e->ops = malloc((g->nops ? g->nops : 1) * sizeof *e->ops);
 	if (!e->ops) { free(e); return 2; }
 	memcpy(e->ops, g->ops, g->nops * sizeof *e->ops);
+	pthread_mutex_lock(&mu);
 	live_graphs++;
+	pthread_mutex_unlock(&mu);
 	*exec = e;
 	return 0;
 }
@@ -245,15 +307,27 @@ static CUresult destroy_graph(void *graph) {
 	if (!g) return 400;
 	free(g->ops);
 	free(g);
+	pthread_mutex_lock(&mu);
 	live_graphs--;
+	pthread_mutex_unlock(&mu);
 	return 0;
 }
 
 CUresult cuGraphExecDestroy(void *exec) { return destroy_graph(exec); }
 CUresult cuGraphDestroy(void *graph) { return destroy_graph(graph); }
 
-CUresult rsagFakeLiveGraphs(int *n) { *n = live_graphs; return 0; }
-CUresult rsagFakeCaptureMode(int *m) { *m = last_capture_mode; return 0; }
+CUresult rsagFakeLiveGraphs(int *n) {
+	pthread_mutex_lock(&mu);
+	*n = live_graphs;
+	pthread_mutex_unlock(&mu);
+	return 0;
+}
+CUresult rsagFakeCaptureMode(int *m) {
+	pthread_mutex_lock(&mu);
+	*m = last_capture_mode;
+	pthread_mutex_unlock(&mu);
+	return 0;
+}
 
 CUresult cuEventCreate(CUevent *e, unsigned int flags) {
 	(void)flags;

@@ -18,6 +18,11 @@ struct fake_op {
 	size_t n;                /* bytes to copy, or elements to set */
 	unsigned size;           /* element size of a memset */
 	unsigned long long v;    /* memset value */
+	/* A collective of the fake NCCL, which runs it across the ranks of
+	 * comm when the op runs (at once, or when its graph is launched). */
+	void *comm;
+	int coll, type, redop;
+	size_t count;
 };
 
 struct fake_stream {

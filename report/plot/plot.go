@@ -43,6 +43,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"rsag/internal/atomicfile"
+	"rsag/model"
 	"rsag/report"
 )
 
@@ -60,10 +61,13 @@ const (
 
 // Names of the figures, without extension (and without a run's suffix).
 const (
-	TimeVsSize   = "time_vs_size"
-	BusBWVsSize  = "busbw_vs_size"
-	RatioVsSize  = "ratio_vs_size"
-	MemoryByMode = "memory_by_mode"
+	TimeVsSize  = "time_vs_size"
+	BusBWVsSize = "busbw_vs_size"
+	RatioVsSize = "ratio_vs_size"
+	// CrossoverVsSize is every decomposition's median over direct's, with
+	// the 5% line and the measured crossover marked.
+	CrossoverVsSize = "crossover_vs_size"
+	MemoryByMode    = "memory_by_mode"
 )
 
 // figure is one or more panels with one legend, which is drawn in a column
@@ -141,9 +145,12 @@ func Names(s report.Summary) []string {
 // figures are the figures s has data for.
 func figures(s report.Summary) []figure {
 	var figs []figure
-	for _, run := range splitRuns(s.Timing) {
+	for _, run := range splitRuns(s) {
 		figs = append(figs, timeVsSize(run), busBWVsSize(run))
 		if f, ok := ratioVsSize(run); ok {
+			figs = append(figs, f)
+		}
+		if f, ok := crossoverVsSize(run); ok {
 			figs = append(figs, f)
 		}
 	}
@@ -153,19 +160,22 @@ func figures(s report.Summary) []figure {
 	return figs
 }
 
-// runStats is one run's statistics and the suffix of its file names.
+// runStats is one run's statistics, fits and crossovers, and the suffix of
+// its file names.
 type runStats struct {
 	name, suffix string
 	stats        []report.TimingStat
+	fits         []model.Fit
+	crossovers   []report.SummaryCrossover
 }
 
 // splitRuns groups stats by run in order of first appearance and gives
 // each a file-name suffix: none for a lone "default" run (the seed's
 // names), else "_" and the sanitized name, made unique.
-func splitRuns(stats []report.TimingStat) []runStats {
+func splitRuns(sum report.Summary) []runStats {
 	var runs []runStats
 	idx := map[string]int{}
-	for _, s := range stats {
+	for _, s := range sum.Timing {
 		i, ok := idx[s.Run]
 		if !ok {
 			i = len(runs)
@@ -173,6 +183,16 @@ func splitRuns(stats []report.TimingStat) []runStats {
 			runs = append(runs, runStats{name: s.Run})
 		}
 		runs[i].stats = append(runs[i].stats, s)
+	}
+	for _, f := range sum.Fits {
+		if i, ok := idx[f.Run]; ok {
+			runs[i].fits = append(runs[i].fits, f)
+		}
+	}
+	for _, c := range sum.Crossover {
+		if i, ok := idx[c.Run]; ok {
+			runs[i].crossovers = append(runs[i].crossovers, c)
+		}
 	}
 	if len(runs) == 1 && runs[0].name == "default" {
 		return runs

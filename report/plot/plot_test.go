@@ -95,6 +95,7 @@ func realRows(t *testing.T) ([]report.TimingRow, []report.MemoryRow) {
 func summaryOf(stats []report.TimingStat, memory []report.MemoryRow) report.Summary {
 	s := report.NewSummary(report.SummaryInput{Rows: report.Rows{Memory: memory}, World: 2})
 	s.Timing = stats
+	s.Fits, s.Crossover, s.Breakdown = report.FitsOf(stats)
 	return s
 }
 
@@ -163,7 +164,7 @@ func wellFormed(data []byte) error {
 	return nil
 }
 
-var allFigures = []string{TimeVsSize, BusBWVsSize, RatioVsSize, MemoryByMode}
+var allFigures = []string{TimeVsSize, BusBWVsSize, RatioVsSize, CrossoverVsSize, MemoryByMode}
 
 func TestWriteAllRealRun(t *testing.T) {
 	timings, memory := realRows(t)
@@ -274,7 +275,7 @@ func TestWriteAllSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	// One run named "default": the seed's names, without a suffix.
-	checkFiles(t, dir, written, TimeVsSize, BusBWVsSize, RatioVsSize)
+	checkFiles(t, dir, written, TimeVsSize, BusBWVsSize, RatioVsSize, CrossoverVsSize)
 	keep(t, written)
 }
 
@@ -285,8 +286,8 @@ func TestWriteAllMultiRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFiles(t, dir, written,
-		"time_vs_size_matrix", "busbw_vs_size_matrix", "ratio_vs_size_matrix",
-		"time_vs_size_my_run_2", "busbw_vs_size_my_run_2", "ratio_vs_size_my_run_2")
+		"time_vs_size_matrix", "busbw_vs_size_matrix", "ratio_vs_size_matrix", "crossover_vs_size_matrix",
+		"time_vs_size_my_run_2", "busbw_vs_size_my_run_2", "ratio_vs_size_my_run_2", "crossover_vs_size_my_run_2")
 	// The matrix run's grid (2 placements x 3 methods) is larger than the
 	// one-panel figure of the other run.
 	grid, single := pngSize(t, filepath.Join(dir, "time_vs_size_matrix.png")), pngSize(t, filepath.Join(dir, "time_vs_size_my_run_2.png"))
@@ -389,7 +390,7 @@ func TestLegendGrowsWithTheSum(t *testing.T) {
 }
 
 func TestLayout(t *testing.T) {
-	runs := splitRuns(multiRunStats())
+	runs := splitRuns(summaryOf(multiRunStats(), nil))
 	if len(runs) != 2 || runs[0].suffix != "_matrix" || runs[1].suffix != "_my_run_2" {
 		t.Fatalf("runs %+v", runs)
 	}
@@ -409,7 +410,7 @@ func TestLayout(t *testing.T) {
 	if got, want := lay.title("Median time per operation"), "Median time per operation, run matrix, 4 ranks"; got != want {
 		t.Errorf("title %q, want %q", got, want)
 	}
-	one := layoutOf(splitRuns(sweepStats()[:2])[0])
+	one := layoutOf(splitRuns(summaryOf(sweepStats()[:2], nil))[0])
 	if got, want := one.title("Median time per operation"), "Median time per operation: float32 sum out-of-place per-op, 4 ranks"; got != want {
 		t.Errorf("title %q, want %q", got, want)
 	}
@@ -421,7 +422,7 @@ func TestRunSuffixes(t *testing.T) {
 		stats = append(stats, report.TimingStat{Run: run})
 	}
 	var got []string
-	for _, r := range splitRuns(stats) {
+	for _, r := range splitRuns(summaryOf(stats, nil)) {
 		got = append(got, r.suffix)
 	}
 	// A "default" among others is named like any run; names that clash
@@ -429,7 +430,7 @@ func TestRunSuffixes(t *testing.T) {
 	if want := "_default _a_b _a_b-2 _run _x"; strings.Join(got, " ") != want {
 		t.Errorf("suffixes %q, want %q", strings.Join(got, " "), want)
 	}
-	if r := splitRuns(stats[:1]); r[0].suffix != "" {
+	if r := splitRuns(summaryOf(stats[:1], nil)); r[0].suffix != "" {
 		t.Errorf("a lone default run: suffix %q, want none", r[0].suffix)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"image/color"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -13,6 +12,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"rsag/model"
 	"rsag/phases"
 	"rsag/report"
 )
@@ -88,12 +88,17 @@ func (diamondGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) 
 
 // modeDashes are the line styles of the timed modes, in phases.Modes'
 // order: AllReduce solid, the decomposition dashed, ReduceScatter and
-// AllGather alone long-dashed and dash-dotted (dotted is the fits').
+// AllGather alone short-dashed and dash-dotted, then the hierarchy's;
+// finely dotted is the fits'.
 var modeDashes = [][]vg.Length{
 	nil,
 	{vg.Points(7), vg.Points(4)},
+	{vg.Points(3), vg.Points(3)},
+	{vg.Points(10), vg.Points(3), vg.Points(2), vg.Points(3)},
 	{vg.Points(14), vg.Points(4)},
-	{vg.Points(8), vg.Points(3), vg.Points(2), vg.Points(3)},
+	{vg.Points(12), vg.Points(3), vg.Points(4), vg.Points(3)},
+	{vg.Points(10), vg.Points(2), vg.Points(2), vg.Points(2), vg.Points(2), vg.Points(2)},
+	{vg.Points(5), vg.Points(2), vg.Points(5), vg.Points(6)},
 }
 
 // modeStyle returns a timed mode's dashes and its legend name.
@@ -110,18 +115,20 @@ func modeStyle(mode string) ([]vg.Length, string) {
 type panelKey struct {
 	Placement, Method string
 	Batch             int
+	Variant           string // buffers/cta_policy, "" for the baseline
 }
 
-// label names a panel: "out-of-place, batched x20".
-func (k panelKey) label() string { return k.Placement + ", " + methodText(k.Method, k.Batch) }
-
-// methodText is a method with its batch: "per-op", "graph x20".
-func methodText(method string, batch int) string {
-	if method == string(phases.PerOp) || batch <= 1 {
-		return method
+// label names a panel: "out-of-place, batched x20", and its buffers and
+// CTA policy when they are not the seed's: "..., symmetric/zero".
+func (k panelKey) label() string {
+	l := k.Placement + ", " + methodText(k.Method, k.Batch)
+	if k.Variant != "" {
+		l += ", " + k.Variant
 	}
-	return method + " x" + strconv.Itoa(batch)
+	return l
 }
+
+func methodText(method string, batch int) string { return report.MethodText(method, batch) }
 
 // lineKey is one line of a panel; Mode is empty on the ratio figure.
 type lineKey struct{ DType, Op, Mode string }
@@ -189,7 +196,7 @@ func layoutOf(run runStats) layout {
 		add(&lay.dtypes, "dtype", s.DType)
 		add(&lay.ops, "op", s.Op)
 		add(&lay.modes, "mode", s.Mode)
-		if k := (panelKey{s.Placement, s.Method, s.Batch}); !seen[k] {
+		if k := (panelKey{s.Placement, s.Method, s.Batch, report.VariantText(s.Buffers, s.CTAPolicy)}); !seen[k] {
 			seen[k] = true
 			lay.panels = append(lay.panels, k)
 		}
@@ -208,7 +215,10 @@ func layoutOf(run runStats) layout {
 		if d := rank(methodOrder, a.Method) - rank(methodOrder, b.Method); d != 0 {
 			return d
 		}
-		return a.Batch - b.Batch
+		if a.Batch != b.Batch {
+			return a.Batch - b.Batch
+		}
+		return strings.Compare(a.Variant, b.Variant)
 	})
 	// One column per method and batch, so that a row is a placement; one
 	// row of up to three panels when there is one method; three columns
@@ -362,9 +372,9 @@ func ratioLegend(dtypes, ops []string) []legendSection {
 // grid draws a run's values as a figure: a panel per placement and method,
 // all on the run's size range and on the y range of every value that
 // valid accepts, which setY turns into the axis; decorate adds to each
-// panel what goes under the lines.
+// panel what goes under the lines (it is told the panel).
 func grid(name, what, yLabel string, lay layout, vals []value, valid func(float64) bool,
-	setY func(p *plot.Plot, lo, hi float64), decorate func(p *plot.Plot), legend []legendSection) figure {
+	setY func(p *plot.Plot, lo, hi float64), decorate func(p *plot.Plot, k panelKey), legend []legendSection) figure {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	byPanel := map[panelKey]map[lineKey]plotter.XYs{}
 	for _, v := range vals {
@@ -396,7 +406,7 @@ func grid(name, what, yLabel string, lay layout, vals []value, valid func(float6
 		sizeAxis(p, lay.xlo, lay.xhi, labels)
 		setY(p, lo, hi)
 		if decorate != nil {
-			decorate(p)
+			decorate(p, k)
 		}
 		lines := byPanel[k]
 		keys := make([]lineKey, 0, len(lines))
@@ -445,13 +455,17 @@ func positive(v float64) bool { return finite(v) && v > 0 }
 func timingValues(stats []report.TimingStat, y func(report.TimingStat) float64) []value {
 	out := make([]value, len(stats))
 	for i, s := range stats {
-		out[i] = value{panelKey{s.Placement, s.Method, s.Batch}, lineKey{s.DType, s.Op, s.Mode}, float64(s.SizeBytes), y(s)}
+		out[i] = value{panelKey{s.Placement, s.Method, s.Batch, report.VariantText(s.Buffers, s.CTAPolicy)}, lineKey{s.DType, s.Op, s.Mode}, float64(s.SizeBytes), y(s)}
 	}
 	return out
 }
 
 func timeVsSize(run runStats) figure {
 	lay := layoutOf(run)
+	legend := timingLegend(lay.dtypes, lay.ops, lay.modes)
+	if len(run.fits) > 0 {
+		legend = append(legend, legendSection{entries: []legendEntry{{"fit: alpha + n/B", []plot.Thumbnailer{lineThumb(neutral(lay.dtypes), fitDashes)}}}})
+	}
 	// A short y label: gonum centres it at the linear midpoint of a log
 	// axis and pads the plot for a long one as if it stood near the top.
 	return grid(TimeVsSize+run.suffix, "Median time per operation", "median time (µs)", lay,
@@ -460,7 +474,34 @@ func timeVsSize(run runStats) figure {
 			p.Y.Scale = plot.LogScale{}
 			p.Y.Min, p.Y.Max = lo/1.4, hi*1.4
 			p.Y.Tick.Marker = logTicks{}
-		}, nil, timingLegend(lay.dtypes, lay.ops, lay.modes))
+		}, func(p *plot.Plot, k panelKey) { addFits(p, lay, k, run.fits) }, legend)
+}
+
+// fitDashes are the model's lines: dotted, under the measured ones.
+var fitDashes = []vg.Length{vg.Points(1), vg.Points(2.5)}
+
+// addFits draws, dotted in each line's colour, the Hockney fit of every
+// case and mode of the panel over the sizes it was fitted to.
+func addFits(p *plot.Plot, lay layout, k panelKey, fits []model.Fit) {
+	for _, f := range fits {
+		if !f.OK() || len(f.SizesBytes) < 2 || (panelKey{f.Placement, f.Method, f.Batch, report.VariantText(f.Buffers, f.CTAPolicy)}) != k {
+			continue
+		}
+		lo, hi := float64(f.SizesBytes[0]), float64(f.SizesBytes[len(f.SizesBytes)-1])
+		var xy plotter.XYs
+		for i := range 33 {
+			n := lo * math.Pow(hi/lo, float64(i)/32)
+			if t := f.At(n); t > 0 {
+				xy = append(xy, plotter.XY{X: n, Y: t})
+			}
+		}
+		line, err := plotter.NewLine(xy)
+		if err != nil {
+			continue
+		}
+		line.LineStyle = draw.LineStyle{Color: dtypeColour(f.DType), Width: lay.lineWidth() * 0.7, Dashes: fitDashes}
+		p.Add(line)
+	}
 }
 
 func busBWVsSize(run runStats) figure {
@@ -476,6 +517,85 @@ func busBWVsSize(run runStats) figure {
 		}, nil, timingLegend(lay.dtypes, lay.ops, lay.modes))
 }
 
+// crossoverVsSize is, for every decomposition of AllReduce the run timed
+// (decomposed, hierarchical), its median over direct's against size, with
+// the 5% the crossover is read against and, per case, a vertical mark at
+// the measured crossover; false when the run has no crossover to show.
+func crossoverVsSize(run runStats) (figure, bool) {
+	if len(run.crossovers) == 0 {
+		return figure{}, false
+	}
+	lay := layoutOf(run)
+	byKey := map[report.CaseKey]report.TimingStat{}
+	for _, s := range run.stats {
+		byKey[s.Key()] = s
+	}
+	var vals []value
+	var decomps []string
+	for _, s := range run.stats {
+		for _, c := range run.crossovers {
+			if c.Mode != s.Mode || caseOfStat(s) != c.Case {
+				continue
+			}
+			k := s.Key()
+			k.Mode = string(phases.Direct)
+			if d, ok := byKey[k]; ok && d.MedianUS > 0 {
+				vals = append(vals, value{panelOf(s), lineKey{s.DType, s.Op, s.Mode}, float64(s.SizeBytes), s.MedianUS / d.MedianUS})
+				if !slices.Contains(decomps, s.Mode) {
+					decomps = append(decomps, s.Mode)
+				}
+			}
+		}
+	}
+	if len(vals) == 0 {
+		return figure{}, false
+	}
+	sortBy(decomps, modeOrder)
+	limit := 1 + model.Tolerance
+	legend := timingLegend(lay.dtypes, lay.ops, decomps)
+	legend = append(legend, legendSection{entries: []legendEntry{
+		{fmt.Sprintf("%.2f = within %.0f%%", limit, 100*model.Tolerance), []plot.Thumbnailer{&plotter.Line{LineStyle: limitStyle}}},
+		{"measured crossover", []plot.Thumbnailer{&plotter.Line{LineStyle: crossStyle(neutral(lay.dtypes))}}}}})
+	f := grid(CrossoverVsSize+run.suffix, "Where the decomposition stops mattering", "median / AllReduce median", lay, vals, finite,
+		func(p *plot.Plot, lo, hi float64) {
+			lo, hi = math.Min(lo, 1), math.Max(hi, limit)
+			span := hi - lo
+			p.Y.Min, p.Y.Max = math.Max(0, lo-0.1*span-0.05), hi+0.1*span+0.05
+			p.Y.Tick.Marker = linearTicks{}
+		},
+		func(p *plot.Plot, k panelKey) {
+			ref, _ := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: limit}, {X: p.X.Max, Y: limit}})
+			ref.LineStyle = limitStyle
+			p.Add(ref)
+			for _, c := range run.crossovers {
+				if !c.Measured.Found || (panelKey{c.Placement, c.Method, c.Batch, report.VariantText(c.Buffers, c.CTAPolicy)}) != k {
+					continue
+				}
+				x := float64(c.Measured.Bytes)
+				mark, _ := plotter.NewLine(plotter.XYs{{X: x, Y: p.Y.Min}, {X: x, Y: p.Y.Max}})
+				mark.LineStyle = crossStyle(dtypeColour(c.DType))
+				p.Add(mark)
+			}
+		}, legend)
+	return f, true
+}
+
+// limitStyle is the crossover figure's line at 1.05.
+var limitStyle = draw.LineStyle{Color: color.Gray{60}, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(6), vg.Points(3)}}
+
+func crossStyle(c color.Color) draw.LineStyle {
+	return draw.LineStyle{Color: c, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(1), vg.Points(2)}}
+}
+
+func panelOf(s report.TimingStat) panelKey {
+	return panelKey{s.Placement, s.Method, s.Batch, report.VariantText(s.Buffers, s.CTAPolicy)}
+}
+
+func caseOfStat(s report.TimingStat) model.Case {
+	return model.Case{Run: s.Run, DType: s.DType, Op: s.Op, Placement: s.Placement, Method: s.Method, Batch: s.Batch,
+		Buffers: s.Buffers, CTAPolicy: s.CTAPolicy}
+}
+
 // ratioVsSize is the decomposed / direct median of the run's cases that
 // have both; false when none has.
 func ratioVsSize(run runStats) (figure, bool) {
@@ -486,7 +606,7 @@ func ratioVsSize(run runStats) (figure, bool) {
 	lay := layoutOf(run)
 	vals := make([]value, len(ratios))
 	for i, r := range ratios {
-		vals[i] = value{panelKey{r.Placement, r.Method, r.Batch}, lineKey{r.DType, r.Op, ""}, float64(r.SizeBytes), r.Ratio}
+		vals[i] = value{panelKey{r.Placement, r.Method, r.Batch, report.VariantText(r.Buffers, r.CTAPolicy)}, lineKey{r.DType, r.Op, ""}, float64(r.SizeBytes), r.Ratio}
 	}
 	f := grid(RatioVsSize+run.suffix, "Cost of the decomposition", "RS+AG median / AllReduce median", lay, vals, finite,
 		func(p *plot.Plot, lo, hi float64) {
@@ -496,7 +616,7 @@ func ratioVsSize(run runStats) (figure, bool) {
 			p.Y.Min, p.Y.Max = math.Max(0, lo-0.1*span-0.05), hi+0.1*span+0.05
 			p.Y.Tick.Marker = linearTicks{}
 		},
-		func(p *plot.Plot) {
+		func(p *plot.Plot, _ panelKey) {
 			// ratio = 1: the decomposition costs nothing.
 			ref, _ := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: 1}, {X: p.X.Max, Y: 1}})
 			ref.LineStyle = refStyle

@@ -32,6 +32,7 @@ func main() {
 	k := &checker{c: c}
 	k.world(*size)
 	k.bcast()
+	k.bcastUint64s()
 	k.bcastBlob()
 	k.gather()
 	k.allGather()
@@ -45,6 +46,7 @@ func main() {
 		k.allgather(dt)
 	}
 	k.sweep()
+	k.split()
 	k.argErrors()
 	k.finalize()
 	if c.Rank() == 0 {
@@ -120,6 +122,65 @@ func (k *checker) bcast() {
 	}
 	k.must(c.Bcast(nil, 0), "Bcast of nil")
 	k.must(c.Bcast([]byte{}, c.Size()-1), "Bcast of 0 bytes")
+}
+
+// The NCCL unique id travels as 17 words through gompi's typed broadcast:
+// exactly those bytes arrive, and the guard words after them survive.
+func (k *checker) bcastUint64s() {
+	c := k.c
+	root := c.Size() - 1
+	buf := make([]uint64, 17+3)
+	for i := range buf {
+		buf[i] = 0xEEEEEEEEEEEEEEEE
+	}
+	want := make([]uint64, 17)
+	for i := range want {
+		want[i] = 0x0102030405060708*uint64(i+1) ^ uint64(root)
+	}
+	if c.Rank() == root {
+		copy(buf, want)
+	} else {
+		clear(buf[:17])
+	}
+	k.must(c.BcastUint64s(buf[:17], root), "BcastUint64s")
+	if !slices.Equal(buf[:17], want) || slices.ContainsFunc(buf[17:], func(w uint64) bool { return w != 0xEEEEEEEEEEEEEEEE }) {
+		k.fail("BcastUint64s of 17 words from rank %d: got %x, want %x and guards", root, buf, want)
+	}
+	k.must(c.BcastUint64s(nil, 0), "BcastUint64s of nothing")
+}
+
+// Split by parity, ordered by descending world rank: each group's ranks,
+// size and sums are its own, and the world is untouched.
+func (k *checker) split() {
+	c := k.c
+	n, r := c.Size(), c.Rank()
+	sub, err := c.Split(r%2, -r)
+	k.must(err, "Split")
+	var members []int
+	for q := n - 1; q >= 0; q-- {
+		if q%2 == r%2 {
+			members = append(members, q)
+		}
+	}
+	if sub.Size() != len(members) || members[sub.Rank()] != r {
+		k.fail("Split: rank %d is %d of %d, want %d of %d (%v)", r, sub.Rank(), sub.Size(), slices.Index(members, r), len(members), members)
+	}
+	in := encode(mpi.Int64, []int64{int64(r)})
+	out := make([]byte, 8)
+	k.must(sub.Allreduce(in, out, 1, mpi.Int64, mpi.Sum), "Allreduce on a split communicator")
+	var want int64
+	for _, q := range members {
+		want += int64(q)
+	}
+	k.expect("Allreduce on the parity group", mpi.Int64, out, []int64{want})
+	if _, err := c.Split(-1, 0); err == nil {
+		k.fail("Split with a negative color was accepted")
+	}
+	k.must(sub.Free(), "Free")
+	if err := sub.Barrier(); err == nil {
+		k.fail("Barrier on a freed communicator was accepted")
+	}
+	k.must(c.Barrier(), "Barrier on the world after Free")
 }
 
 func (k *checker) bcastBlob() {

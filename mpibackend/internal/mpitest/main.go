@@ -54,6 +54,7 @@ func main() {
 		k.allGather(dt)
 	}
 	k.sweep()
+	k.split()
 	k.unsupported()
 	k.errors()
 	m, err := be.Memory()
@@ -127,6 +128,35 @@ func encode(dt phases.DType, vals []int64) []byte {
 		}
 	}
 	return b
+}
+
+// A group (the ranks of the same parity) runs its collectives on the
+// rank's own buffers, and its allocations are the rank's.
+func (k *checker) split() {
+	g, err := k.be.Split(k.r%2, k.r)
+	k.must(err, "Split")
+	size := (k.n + 1 - k.r%2) / 2
+	if g.WorldSize() != size || g.Rank() != k.r/2 {
+		k.fail("Split: rank %d of %d, want %d of %d", g.Rank(), g.WorldSize(), k.r/2, size)
+	}
+	in := k.alloc(phases.Int64, 4) // the parent's
+	k.write(in, []int64{int64(k.r), 1, 2, 3})
+	out, err := g.Alloc(phases.Int64, 4) // the group's, counted as the rank's
+	k.must(err, "Alloc on a group")
+	if m, _ := k.be.Memory(); m.LiveBytes != 64 {
+		k.fail("after a group's Alloc the rank counts %d bytes live, want 64", m.LiveBytes)
+	}
+	k.must(g.AllReduce(in, out, phases.Sum), "AllReduce on a group")
+	var sum int64
+	for q := k.r % 2; q < k.n; q += 2 {
+		sum += int64(q)
+	}
+	n := int64(size)
+	k.expect("group all-reduce", out, []int64{sum, n, 2 * n, 3 * n})
+	k.free(in)
+	k.must(g.Free(out), "Free on a group")
+	k.must(g.Close(), "Close of a group")
+	k.must(k.c.Barrier(), "Barrier after a group's Close")
 }
 
 func (k *checker) alloc(dt phases.DType, count int) phases.Buffer {

@@ -1,0 +1,289 @@
+package ncclx
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"rsag/phases"
+)
+
+// Several ranks in one process: each rank is a goroutine locked to its OS
+// thread with its own Backend and GPU (the fake CUDA keeps the current
+// device per thread), and the fake NCCL runs their collectives together.
+// The ranks meet through fakeWorld, which stands in for MPI: the unique
+// id's broadcast (Bootstrap) and the phases' barrier and agreement (Comm).
+
+// fakeWorld is n ranks that meet in exchange.
+type fakeWorld struct {
+	n       int
+	mu      sync.Mutex
+	cond    *sync.Cond
+	gen     int
+	arrived int
+	vals    []any
+	out     []any
+}
+
+func newFakeWorld(n int) *fakeWorld {
+	w := &fakeWorld{n: n, vals: make([]any, n)}
+	w.cond = sync.NewCond(&w.mu)
+	return w
+}
+
+// exchange waits for every rank and returns every rank's v, by rank.
+func (w *fakeWorld) exchange(rank int, v any) []any {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	gen := w.gen
+	w.vals[rank] = v
+	if w.arrived++; w.arrived == w.n {
+		w.out = append([]any(nil), w.vals...)
+		w.arrived = 0
+		w.gen++
+		w.cond.Broadcast()
+		return w.out
+	}
+	for gen == w.gen {
+		w.cond.Wait()
+	}
+	return w.out
+}
+
+// fakeRank is one rank's Bootstrap and phases.Comm.
+type fakeRank struct {
+	w    *fakeWorld
+	rank int
+}
+
+func (r fakeRank) Rank() int      { return r.rank }
+func (r fakeRank) Size() int      { return r.w.n }
+func (r fakeRank) LocalRank() int { return r.rank }
+func (r fakeRank) LocalSize() int { return r.w.n }
+func (r fakeRank) Host() string   { return "testhost" }
+func (r fakeRank) Barrier() error { r.w.exchange(r.rank, nil); return nil }
+
+func (r fakeRank) BcastUint64s(words []uint64, root int) error {
+	var mine []uint64
+	if r.rank == root {
+		mine = append([]uint64(nil), words...)
+	}
+	copy(words, r.w.exchange(r.rank, mine)[root].([]uint64))
+	return nil
+}
+
+func (r fakeRank) AllTrue(ok bool) (bool, []int, error) {
+	var bad []int
+	for i, v := range r.w.exchange(r.rank, ok) {
+		if !v.(bool) {
+			bad = append(bad, i)
+		}
+	}
+	return len(bad) == 0, bad, nil
+}
+
+// rankBody is what one rank runs on its Backend; New and Close are around it.
+type rankBody func(r fakeRank, b *Backend) error
+
+// runRanks runs body on n ranks over the fake libraries (built with
+// defs) and returns the call log. A rank's error fails the test; ranks that
+// do not finish within 30 s fail it too.
+func runRanks(t *testing.T, n int, body rankBody, defs ...string) *callLog {
+	t.Helper()
+	useFakeCUDA(t)
+	useFakeNCCL(t, defs...)
+	t.Setenv("RSAG_FAKE_CUDA_DEVICES", strconv.Itoa(n))
+	log := &callLog{path: filepath.Join(t.TempDir(), "calls.log")}
+	t.Setenv("RSAG_FAKE_LOG", log.path)
+	w := newFakeWorld(n)
+	errs := make(chan error, n)
+	for r := range n {
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			errs <- runRank(fakeRank{w, r}, body)
+		}()
+	}
+	deadline := time.After(30 * time.Second)
+	for range n {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-deadline:
+			t.Fatal("the ranks did not finish within 30 s")
+		}
+	}
+	log.read(t)
+	return log
+}
+
+func runRank(r fakeRank, body rankBody) (err error) {
+	if err := mark(r.rank, "new"); err != nil {
+		return err
+	}
+	b, err := New(r)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := b.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	return body(r, b)
+}
+
+// call is one line of the fakes' call log: the call and its key=value pairs.
+type call struct {
+	name string
+	kv   map[string]string
+}
+
+func (c call) str(k string) string { return c.kv[k] }
+
+// num reads a number (decimal, or 0x hex as pointers are written).
+func (c call) num(k string) int64 {
+	v, err := strconv.ParseUint(c.kv[k], 0, 64)
+	if err != nil {
+		return -1
+	}
+	return int64(v)
+}
+
+func (c call) String() string {
+	var b strings.Builder
+	b.WriteString(c.name)
+	for _, k := range slices.Sorted(maps.Keys(c.kv)) {
+		fmt.Fprintf(&b, " %s=%s", k, c.kv[k])
+	}
+	return b.String()
+}
+
+type callLog struct {
+	path  string
+	calls []call
+}
+
+func (l *callLog) read(t *testing.T) {
+	t.Helper()
+	f, err := os.Open(l.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		c := call{name: fields[0], kv: map[string]string{}}
+		for _, f := range fields[1:] {
+			k, v, _ := strings.Cut(f, "=")
+			c.kv[k] = v
+		}
+		l.calls = append(l.calls, c)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mark writes a line of the test's own into the log: which rank this
+// thread is and what it does from now on, so that the checks can tell the
+// ranks' calls apart (the fakes write the thread of each) and the parts of
+// a run.
+func mark(rank int, what string) error {
+	f, err := os.OpenFile(os.Getenv("RSAG_FAKE_LOG"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, "mark rank=%d what=%s tid=%d\n", rank, what, syscall.Gettid())
+	return errors.Join(err, f.Close())
+}
+
+// filter returns the calls named.
+func filter(calls []call, names ...string) []call {
+	var out []call
+	for _, c := range calls {
+		if slices.Contains(names, c.name) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// byRank splits the log by world rank, and each rank's calls by the marks
+// it wrote: mark -> rank -> calls, in order.
+func (l *callLog) byRank() map[string]map[int][]call {
+	rankOf := map[string]int{}  // thread -> rank
+	current := map[int]string{} // rank -> its last mark
+	out := map[string]map[int][]call{}
+	for _, c := range l.calls {
+		if c.name == "mark" {
+			r, _ := strconv.Atoi(c.str("rank"))
+			rankOf[c.str("tid")] = r
+			current[r] = c.str("what")
+			continue
+		}
+		r, ok := rankOf[c.str("tid")]
+		if !ok {
+			continue // a thread of no rank
+		}
+		m := current[r]
+		if out[m] == nil {
+			out[m] = map[int][]call{}
+		}
+		out[m][r] = append(out[m][r], c)
+	}
+	return out
+}
+
+// timingRun is a small sweep: every method, both placements, two element
+// types, two sizes (of 2 ranks' worth of elements).
+func timingRun(name string) phases.TimingRun {
+	return phases.TimingRun{
+		Name: name, SizesBytes: []int64{4 << 10, 64 << 10}, DTypes: []phases.DType{phases.Int64, phases.Float32},
+		Ops: []phases.Op{phases.Sum}, Placements: phases.Placements, Methods: phases.Methods,
+		Batch: 2, Warmups: 1, Cycles: 2,
+	}
+}
+
+// The fake NCCL's collectives across ranks are real ones: the phases' own
+// timing, which checks every element of every output against the formula,
+// passes on 4 ranks for every reduction, in place and out of place, timed
+// per-op and replayed from graphs (which run the collectives at launch).
+func TestTimingAcrossRanks(t *testing.T) {
+	ints := phases.TimingRun{
+		Name: "ints", SizesBytes: []int64{4 << 10}, DTypes: []phases.DType{phases.Int64, phases.Int32},
+		Ops: []phases.Op{phases.Sum, phases.Prod, phases.Max, phases.Min}, Placements: phases.Placements,
+		Methods: []phases.Method{phases.PerOp, phases.GraphReplay}, Batch: 2, Warmups: 1, Cycles: 2,
+	}
+	floats := ints
+	floats.Name, floats.DTypes, floats.Ops = "floats", []phases.DType{phases.Float32, phases.Float64}, phases.AllOps
+	var samples [4]int
+	runRanks(t, 4, func(r fakeRank, b *Backend) error {
+		got, err := phases.RunTiming(b, r, []phases.TimingRun{ints, floats}, nil)
+		samples[r.rank] = len(got)
+		return err
+	})
+	want := 2 * 2 * (4 + 5) * 2 * 2 * 2 // dtypes, placements, ops, methods, cycles, modes
+	for r, n := range samples {
+		if n != want {
+			t.Errorf("rank %d: %d samples, want %d", r, n, want)
+		}
+	}
+}

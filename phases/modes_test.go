@@ -1,0 +1,133 @@
+package phases_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"rsag/phases"
+	"rsag/phases/inmem"
+)
+
+// everyMode is one case of every timed mode, both placements, two methods.
+func everyMode(modes ...phases.Mode) []phases.TimingRun {
+	return []phases.TimingRun{{Name: "modes", SizesBytes: []int64{3 * 4 * 64}, DTypes: []phases.DType{phases.Float32},
+		Ops: []phases.Op{phases.Sum}, Placements: []phases.Placement{phases.OutOfPlace, phases.InPlace},
+		Methods: []phases.Method{phases.PerOp, phases.Batched}, Modes: modes, Batch: 2, Warmups: 1, Cycles: 3}}
+}
+
+// Every timed mode runs, in place and out of place, and its own output is
+// checked: a sample per mode per cycle, in rotating order.
+// flatModes are the modes that run on the whole world.
+func flatModes() []phases.Mode {
+	var out []phases.Mode
+	for _, name := range phases.Modes {
+		if m, _ := phases.ModeOf(name); !m.NeedsGroups() {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func TestEveryTimedModeIsChecked(t *testing.T) {
+	const world = 3
+	flat := flatModes()
+	runs := everyMode(flat...)
+	samples := make([][]phases.TimingSample, world)
+	errs := inmem.Run(world, inmem.Faults{}, func(be phases.Backend, comm phases.Comm) error {
+		s, err := phases.RunTiming(be, comm, runs, nil)
+		samples[be.Rank()] = s
+		return err
+	})
+	noErrors(t, errs)
+	for rank, s := range samples {
+		count := map[phases.Mode]int{}
+		for _, x := range s {
+			if !x.Correct {
+				t.Errorf("rank %d: %+v", rank, x)
+			}
+			count[x.Mode]++
+		}
+		for _, m := range flat {
+			// 2 placements x 2 methods x 3 cycles.
+			if count[m] != 12 {
+				t.Errorf("rank %d: %d samples of %s, want 12", rank, count[m], m)
+			}
+		}
+	}
+	// The cycles rotate which mode goes first.
+	var firsts []phases.Mode
+	for i := 0; i < 3*len(flat); i += len(flat) {
+		firsts = append(firsts, samples[0][i].Mode)
+	}
+	if fmt.Sprint(firsts) != fmt.Sprint(flat[:3]) {
+		t.Errorf("first modes of cycles 0..2: %v, want %v", firsts, flat[:3])
+	}
+}
+
+// Each fault fails exactly the modes whose collectives it breaks: a
+// rotated gather is invisible to ReduceScatter alone, and max-for-sum to
+// AllGather alone (it reduces nothing).
+func TestModeChecksCatchTheirFaults(t *testing.T) {
+	const world = 3
+	for _, c := range []struct {
+		fault  inmem.Faults
+		mode   phases.Mode
+		caught bool
+	}{
+		{inmem.Faults{RotatedGather: true}, phases.AllGatherAlone, true},
+		{inmem.Faults{RotatedGather: true}, phases.Decomposed, false}, // every shard is the same full sum
+		{inmem.Faults{RotatedGather: true}, phases.ReduceScatterAlone, false},
+		{inmem.Faults{RotatedGather: true}, phases.Direct, false},
+		{inmem.Faults{SumAsMax: true}, phases.ReduceScatterAlone, true},
+		{inmem.Faults{SumAsMax: true}, phases.Direct, true},
+		{inmem.Faults{SumAsMax: true}, phases.AllGatherAlone, false},
+		{inmem.Faults{DropLastRank: true}, phases.Decomposed, true},
+	} {
+		name := fmt.Sprintf("%+v %s", c.fault, c.mode)
+		errs := inmem.Run(world, c.fault, func(be phases.Backend, comm phases.Comm) error {
+			_, err := phases.RunTiming(be, comm, everyMode(c.mode), nil)
+			return err
+		})
+		for rank, err := range errs {
+			var ce *phases.CheckError
+			switch {
+			case !c.caught && err != nil:
+				t.Errorf("%s: rank %d: %v", name, rank, err)
+			case c.caught && (!errors.As(err, &ce) || !strings.Contains(ce.What, string(c.mode)+" output")):
+				t.Errorf("%s: rank %d: %v, want the %s output's check to fail", name, rank, err, c.mode)
+			}
+		}
+	}
+}
+
+// The records' derived facts: bus factors sum the collectives', and the
+// footprint is every buffer out of place, one full buffer in place.
+func TestTimedModeFacts(t *testing.T) {
+	const w, n = 4, 1 << 20
+	for _, c := range []struct {
+		mode          phases.Mode
+		bus           float64
+		out, in, elem int64
+	}{
+		{phases.Direct, 1.5, 2 * n, n, 4},
+		{phases.Decomposed, 1.5, 2*n + n/w, n, 4},
+		{phases.ReduceScatterAlone, 0.75, n + n/w, n, 4},
+		{phases.AllGatherAlone, 0.75, n/w + n, n, 8},
+	} {
+		m, ok := phases.ModeOf(c.mode)
+		if !ok {
+			t.Fatalf("%s has no record", c.mode)
+		}
+		if got := m.BusFactor(phases.Layout{World: w}); got != c.bus {
+			t.Errorf("%s: bus factor %v, want %v", c.mode, got, c.bus)
+		}
+		if got := m.Footprint(n, int(c.elem), phases.Layout{World: w}, phases.OutOfPlace); got != c.out {
+			t.Errorf("%s: out-of-place footprint %d, want %d", c.mode, got, c.out)
+		}
+		if got := m.Footprint(n, int(c.elem), phases.Layout{World: w}, phases.InPlace); got != c.in {
+			t.Errorf("%s: in-place footprint %d, want %d", c.mode, got, c.in)
+		}
+	}
+}

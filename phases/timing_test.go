@@ -1,0 +1,156 @@
+package phases_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"rsag/phases"
+	"rsag/phases/inmem"
+)
+
+// smallSweep has every placement and method, integer and float dtypes, at
+// sizes that divide into equal shards of 8-byte elements on 2, 3 and 4 ranks.
+func smallSweep(world int) []phases.TimingRun {
+	runs := []phases.TimingRun{{
+		Name: "small", SizesBytes: []int64{1536, 6144},
+		DTypes: []phases.DType{phases.Float32, phases.Int64}, Ops: []phases.Op{phases.Sum, phases.Prod, phases.Max, phases.Min},
+		Placements: phases.Placements, Methods: phases.Methods, Batch: 3, Warmups: 1, Cycles: 2,
+	}}
+	if world&(world-1) == 0 {
+		// Avg is exact on a power of two of ranks only (CheckExact).
+		runs = append(runs, phases.TimingRun{
+			Name: "halves", SizesBytes: []int64{1536}, DTypes: []phases.DType{phases.Float16, phases.BFloat16, phases.Float64},
+			Ops: []phases.Op{phases.Sum, phases.Avg}, Placements: phases.Placements, Methods: []phases.Method{phases.PerOp},
+			Batch: 1, Cycles: 1,
+		})
+	}
+	return runs
+}
+
+// cases is the number of cases of r: one per size, dtype, op, placement
+// and method.
+func cases(r phases.TimingRun) int {
+	return len(r.SizesBytes) * len(r.DTypes) * len(r.Ops) * len(r.Placements) * len(r.Methods)
+}
+
+func sweepSamples(runs []phases.TimingRun) int {
+	n := 0
+	for _, r := range runs {
+		n += cases(r) * r.Cycles * len(phases.DefaultModes)
+	}
+	return n
+}
+
+func TestTimingChecksPass(t *testing.T) {
+	for _, world := range []int{2, 3, 4} {
+		runs := smallSweep(world)
+		samples := make([][]phases.TimingSample, world)
+		var progress []string
+		errs := inmem.Run(world, inmem.Faults{}, func(be phases.Backend, comm phases.Comm) error {
+			report := func(string) {}
+			if be.Rank() == 0 {
+				report = func(s string) { progress = append(progress, s) }
+			}
+			for _, r := range runs {
+				for _, d := range r.DTypes {
+					for _, o := range r.Ops {
+						if err := phases.CheckExact(d, o, world); err != nil {
+							return err
+						}
+					}
+				}
+			}
+			if err := phases.CheckSupport(be, runs); err != nil {
+				return err
+			}
+			s, err := phases.RunTiming(be, comm, runs, report)
+			samples[be.Rank()] = s
+			return err
+		})
+		noErrors(t, errs)
+		for rank, s := range samples {
+			if len(s) != sweepSamples(runs) {
+				t.Errorf("%d ranks, rank %d: %d samples, want %d", world, rank, len(s), sweepSamples(runs))
+			}
+			for _, x := range s {
+				batch := 3 // the only run with other methods than per-op
+				if x.Method == phases.PerOp {
+					batch = 1
+				}
+				if !x.Correct || !(x.DurationUS > 0) || x.Batch != batch {
+					t.Fatalf("%d ranks, rank %d: sample %+v", world, rank, x)
+				}
+			}
+		}
+		// One progress line per case, on the rank that asked for them.
+		want := 0
+		for _, r := range runs {
+			want += cases(r)
+		}
+		if len(progress) != want {
+			t.Errorf("%d ranks: %d progress lines, want %d", world, len(progress), want)
+		}
+	}
+}
+
+// TestTimingFaults: a reduction that is wrong fails the run on every rank
+// with a CheckError naming the first case, whose samples are marked wrong.
+func TestTimingFaults(t *testing.T) {
+	const world = 3
+	runs := smallSweep(world)
+	for name, faults := range map[string]inmem.Faults{
+		"max for sum":    {SumAsMax: true},
+		"dropped rank":   {DropLastRank: true},
+		"both, reversed": {SumAsMax: true, ReversedReduceScatter: true},
+	} {
+		samples := make([][]phases.TimingSample, world)
+		errs := inmem.Run(world, faults, func(be phases.Backend, comm phases.Comm) error {
+			s, err := phases.RunTiming(be, comm, runs, nil)
+			samples[be.Rank()] = s
+			return err
+		})
+		for rank, err := range errs {
+			var ce *phases.CheckError
+			if !errors.As(err, &ce) {
+				t.Fatalf("%s: rank %d: %v, want a *phases.CheckError", name, rank, err)
+			}
+			if ce.Phase != "timing" || !slices.Equal(ce.Ranks, []int{0, 1, 2}) {
+				t.Errorf("%s: rank %d: %+v", name, rank, ce)
+			}
+			// The first case: the first size, dtype, op, placement and method.
+			for _, want := range []string{"small", "1536", "float32", "sum", "out-of-place", "per-op", "element 0"} {
+				if !strings.Contains(ce.What, want) {
+					t.Errorf("%s: rank %d: %q does not name %q", name, rank, ce.What, want)
+				}
+			}
+			s := samples[rank]
+			if len(s) != runs[0].Cycles*len(phases.DefaultModes) || slices.ContainsFunc(s, func(x phases.TimingSample) bool { return x.Correct }) {
+				t.Errorf("%s: rank %d: samples %+v, want the first case's, all wrong", name, rank, s)
+			}
+		}
+		t.Logf("%s: %v", name, errs[0])
+	}
+}
+
+// TestTimingGraphNeedsCapture: the graph method refuses a backend that
+// cannot capture, naming the method and the backend, before any collective.
+func TestTimingGraphNeedsCapture(t *testing.T) {
+	runs := []phases.TimingRun{{Name: "g", SizesBytes: []int64{64}, DTypes: []phases.DType{phases.Float32},
+		Ops: []phases.Op{phases.Sum}, Placements: []phases.Placement{phases.OutOfPlace},
+		Methods: []phases.Method{phases.GraphReplay}, Batch: 2, Cycles: 1}}
+	errs := inmem.Run(2, inmem.Faults{}, func(be phases.Backend, comm phases.Comm) error {
+		plain := struct{ phases.Backend }{be} // hides CaptureGraph
+		if err := phases.CheckSupport(be, runs); err != nil {
+			return fmt.Errorf("inmem captures graphs, yet: %w", err)
+		}
+		err := phases.CheckSupport(plain, runs)
+		if err == nil || !strings.Contains(err.Error(), "graph method") || !strings.Contains(err.Error(), "inmem") {
+			return fmt.Errorf("CheckSupport without capture: %v", err)
+		}
+		return nil
+	})
+	noErrors(t, errs)
+}

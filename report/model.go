@@ -1,0 +1,224 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"rsag/model"
+	"rsag/phases"
+)
+
+// SummaryCrossover is where a decomposition of AllReduce (Mode: decomposed,
+// or hierarchical) stops costing more than 5% over direct, for one case:
+// measured and from the fits, with its extra latency and bandwidth ratio.
+// Part of summary.json.
+type SummaryCrossover struct {
+	Mode string `json:"mode"`
+	model.Crossover
+}
+
+// SummaryBreakdown is where a decomposition's time goes in one case: at
+// each size, each part's median (its steps timed alone) and share, and
+// what they leave unexplained. Part of summary.json.
+type SummaryBreakdown struct {
+	Mode string `json:"mode"`
+	model.Breakdowns
+}
+
+// caseOf is a statistic's case as the model names it.
+func caseOf(s TimingStat) model.Case {
+	return model.Case{Run: s.Run, DType: s.DType, Op: s.Op, Placement: s.Placement, Method: s.Method,
+		Batch: s.Batch, Buffers: s.Buffers, CTAPolicy: s.CTAPolicy}
+}
+
+// FitsOf fits the Hockney model to every case and mode of stats, then, for
+// every mode that is a decomposition of AllReduce (phases' records say
+// which, and what its parts are), compares it with direct and splits its
+// time between its parts.
+func FitsOf(stats []TimingStat) ([]model.Fit, []SummaryCrossover, []SummaryBreakdown) {
+	points := make([]model.Point, len(stats))
+	for i, s := range stats {
+		points[i] = model.Point{Case: caseOf(s), Mode: s.Mode, SizeBytes: s.SizeBytes, MedianUS: s.MedianUS}
+	}
+	series := model.Group(points)
+	type key struct {
+		c    model.Case
+		mode string
+	}
+	bySeries, byFit := map[key]model.Series{}, map[key]model.Fit{}
+	var cases []model.Case
+	fits := make([]model.Fit, len(series))
+	for i, s := range series {
+		fits[i] = model.FitSeries(s)
+		k := key{s.Case, s.Mode}
+		if _, seen := bySeries[k]; !seen && !containsCase(cases, s.Case) {
+			cases = append(cases, s.Case)
+		}
+		bySeries[k], byFit[k] = s, fits[i]
+	}
+	var cross []SummaryCrossover
+	var shares []SummaryBreakdown
+	for _, name := range phases.Modes {
+		m, _ := phases.ModeOf(name)
+		if len(m.Parts) == 0 {
+			continue
+		}
+		for _, c := range cases {
+			whole, ok := bySeries[key{c, string(m.Name)}]
+			if !ok {
+				continue
+			}
+			if d, ok := bySeries[key{c, string(phases.Direct)}]; ok {
+				cross = append(cross, SummaryCrossover{Mode: string(m.Name),
+					Crossover: model.Compare(d, whole, byFit[key{c, string(phases.Direct)}], byFit[key{c, string(m.Name)}])})
+			}
+			var parts []model.Series
+			for _, p := range m.Parts {
+				if s, ok := bySeries[key{c, string(p)}]; ok {
+					parts = append(parts, s)
+				}
+			}
+			if sh := model.Breakdown(whole, parts...); len(sh) > 0 {
+				shares = append(shares, SummaryBreakdown{Mode: string(m.Name), Breakdowns: model.Breakdowns{Case: c, Shares: sh}})
+			}
+		}
+	}
+	return fits, cross, shares
+}
+
+func containsCase(cs []model.Case, c model.Case) bool {
+	for _, x := range cs {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// caseDims are a model case's fields as the model tables show them; one
+// with a single value over the sweep is left out of the columns.
+var caseDims = []struct {
+	name string
+	of   func(model.Case) string
+}{
+	{"run", func(c model.Case) string { return c.Run }},
+	{"dtype", func(c model.Case) string { return c.DType }},
+	{"op", func(c model.Case) string { return c.Op }},
+	{"placement", func(c model.Case) string { return c.Placement }},
+	{"method", func(c model.Case) string { return MethodText(c.Method, c.Batch) }},
+	{"buffers/policy", func(c model.Case) string { return orDash(VariantText(c.Buffers, c.CTAPolicy)) }},
+}
+
+// varyingDims returns the dimensions that vary over cases.
+func varyingDims(cases []model.Case) (names []string, of []func(model.Case) string) {
+	for _, d := range caseDims {
+		if len(uniqueInOrder(cases, d.of)) > 1 {
+			names, of = append(names, d.name), append(of, d.of)
+		}
+	}
+	return names, of
+}
+
+// ModelTable explains the timings: the Hockney fit of each case and mode
+// (why there is none, when there is not), where each decomposition of
+// AllReduce comes within 5% of direct, and where its time goes.
+func ModelTable(w io.Writer, s Summary) error {
+	if len(s.Fits) == 0 {
+		return nil
+	}
+	var cases []model.Case
+	for _, f := range s.Fits {
+		cases = append(cases, f.Case)
+	}
+	names, of := varyingDims(cases)
+	dims := func(c model.Case) []string {
+		var row []string
+		for _, f := range of {
+			row = append(row, f(c))
+		}
+		return row
+	}
+	fmt.Fprintln(w, "Model (t(n) = alpha + n/B, weighted least squares on the medians, weights 1/t^2)")
+	t := newTable(w, append(names, "mode", "alpha us", "B GB/s", "R^2", "max rel residual", "sizes")...)
+	for _, f := range s.Fits {
+		row := append(dims(f.Case), f.Mode)
+		if !f.OK() {
+			row = append(row, "-", "-", "-", "-", "no fit: "+f.Reason)
+		} else {
+			row = append(row, fmt.Sprintf("%.2f", f.AlphaUS), fmt.Sprintf("%.2f", f.BandwidthGBps), fmt.Sprintf("%.4f", f.R2),
+				fmt.Sprintf("%.3f", f.MaxRelResidual), sizesText(f.SizesBytes))
+		}
+		t.Append(row)
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if len(s.Crossover) > 0 {
+		fmt.Fprintf(w, "Crossover (the smallest size from which the decomposition stays within %.0f%% of direct AllReduce)\n", 100*model.Tolerance)
+		t := newTable(w, append(names, "decomposition", "measured", "from the fits", "extra latency us", "B direct / B decomp")...)
+		for _, c := range s.Crossover {
+			row := append(dims(c.Case), c.Mode, crossingText(c.Measured), crossingText(c.Fitted))
+			if c.FromFits {
+				row = append(row, fmt.Sprintf("%+.2f", c.ExtraLatencyUS), fmt.Sprintf("%.3f", c.BandwidthRatio))
+			} else {
+				row = append(row, "-", "-")
+			}
+			t.Append(row)
+		}
+		if err := t.Render(); err != nil {
+			return err
+		}
+	}
+	if len(s.Breakdown) > 0 {
+		fmt.Fprintln(w, "Where the decomposition's time goes (each part timed alone, share of the whole's median)")
+		t := newTable(w, append(names, "decomposition", "size", "whole us", "parts", "unexplained")...)
+		for _, b := range s.Breakdown {
+			for _, sh := range b.Shares {
+				var parts []string
+				for _, p := range sh.Parts {
+					parts = append(parts, fmt.Sprintf("%s %.2f us (%.0f%%)", p.Mode, p.US, 100*p.Share))
+				}
+				t.Append(append(dims(b.Case), b.Mode, SizeText(sh.SizeBytes), fmt.Sprintf("%.2f", sh.WholeUS),
+					strings.Join(parts, " + "), fmt.Sprintf("%.2f us (%.0f%%)", sh.UnexplainedUS, 100*sh.UnexplainedShare)))
+			}
+		}
+		return t.Render()
+	}
+	return nil
+}
+
+func crossingText(c model.Crossing) string {
+	switch {
+	case c.Found && c.Bytes == 0:
+		return "at every size"
+	case c.Found:
+		return approxSize(c.Bytes)
+	}
+	return c.Why
+}
+
+// approxSize writes a size that is no whole number of K, M or G as bytes
+// and roughly: "3694737 (3.52M)".
+func approxSize(b int64) string {
+	t := SizeText(b)
+	if t != fmt.Sprint(b) || b < 1<<10 {
+		return t
+	}
+	for _, u := range []struct {
+		s string
+		m float64
+	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if float64(b) >= u.m {
+			return fmt.Sprintf("%d (%.3g%s)", b, float64(b)/u.m, u.s)
+		}
+	}
+	return t
+}
+
+func sizesText(sizes []int64) string {
+	if len(sizes) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d, %s..%s", len(sizes), SizeText(sizes[0]), SizeText(sizes[len(sizes)-1]))
+}

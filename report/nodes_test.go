@@ -1,0 +1,141 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"rsag/phases"
+)
+
+// cyclic is 5 ranks placed round-robin over two hosts, one of them with a
+// GPU on one rank and host memory on the other.
+var cyclic = []phases.Info{
+	{Host: "node1", Device: "host memory", LocalRank: 0},
+	{Host: "node2", Device: "host memory", LocalRank: 0},
+	{Host: "node1", Device: "host memory", LocalRank: 1},
+	{Host: "node2", Device: "NVIDIA H200", LocalRank: 1},
+	{Host: "node1", Device: "host memory", LocalRank: 2},
+}
+
+func TestNodesGroupsRanksByHost(t *testing.T) {
+	want := []SummaryNode{
+		{Host: "node1", Ranks: []int{0, 2, 4}, LocalRanks: []int{0, 1, 2}, Device: "host memory"},
+		{Host: "node2", Ranks: []int{1, 3}, LocalRanks: []int{0, 1}, Device: "host memory, NVIDIA H200"},
+	}
+	if got := Nodes(cyclic); !reflect.DeepEqual(got, want) {
+		t.Errorf("Nodes =\n %+v\nwant\n %+v", got, want)
+	}
+	if got := Nodes(nil); got != nil {
+		t.Errorf("Nodes(nil) = %+v", got)
+	}
+}
+
+func TestSummaryHasLocalRanksAndNodes(t *testing.T) {
+	s := NewSummary(SummaryInput{Status: "complete", World: 5, Infos: cyclic})
+	if s.Ranks[4].LocalRank != 2 || s.Ranks[3].Host != "node2" || s.Ranks[3].LocalRank != 1 {
+		t.Errorf("ranks: %+v", s.Ranks)
+	}
+	if len(s.Nodes) != 2 || s.Nodes[1].Host != "node2" {
+		t.Errorf("nodes: %+v", s.Nodes)
+	}
+	var b bytes.Buffer
+	if err := EncodeSummary(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(t, compileSchema(t), b.Bytes()); err != nil {
+		t.Error(err)
+	}
+	for _, want := range []string{`"local_rank": 2`, `"local_ranks": [`, `"nodes": [`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary.json lacks %s:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	if err := EncodeSummary(&b, NewSummary(SummaryInput{Status: "failed", World: 2})); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"nodes": []`) {
+		t.Errorf("no ranks: nodes must be [], not null or absent:\n%s", b.String())
+	}
+}
+
+// local_rank and nodes are optional additions: a summary.json written
+// before them still validates, and a wrong type does not.
+func TestSchemaTakesSummariesWithoutNodes(t *testing.T) {
+	sch := compileSchema(t)
+	var b bytes.Buffer
+	if err := EncodeSummary(&b, NewSummary(SummaryInput{Status: "complete", World: 5, Infos: cyclic})); err != nil {
+		t.Fatal(err)
+	}
+	edit := func(f func(m map[string]any)) []byte {
+		var m map[string]any
+		if err := json.Unmarshal(b.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		f(m)
+		data, _ := json.Marshal(m)
+		return data
+	}
+	older := edit(func(m map[string]any) {
+		delete(m, "nodes")
+		for _, r := range m["ranks"].([]any) {
+			delete(r.(map[string]any), "local_rank")
+		}
+	})
+	if err := validate(t, sch, older); err != nil {
+		t.Errorf("a summary without nodes and local_rank: %v", err)
+	}
+	for name, f := range map[string]func(map[string]any){
+		"nodes not a list":   func(m map[string]any) { m["nodes"] = "node1" },
+		"node without host":  func(m map[string]any) { delete(m["nodes"].([]any)[0].(map[string]any), "host") },
+		"negative local":     func(m map[string]any) { m["ranks"].([]any)[0].(map[string]any)["local_rank"] = -1 },
+		"node unknown field": func(m map[string]any) { m["nodes"].([]any)[0].(map[string]any)["gpus"] = 4 },
+	} {
+		if validate(t, sch, edit(f)) == nil {
+			t.Errorf("%s: the schema accepted it", name)
+		}
+	}
+}
+
+func TestRanksAndNodesTables(t *testing.T) {
+	var out strings.Builder
+	if err := RanksTable(&out, cyclic); err != nil {
+		t.Fatal(err)
+	}
+	if err := NodesTable(&out, Nodes(cyclic)); err != nil {
+		t.Fatal(err)
+	}
+	// Cells, whatever their padding.
+	squeezed := strings.Join(strings.Fields(out.String()), " ")
+	for _, want := range []string{"| rank | host | local rank | device | bus id |", "| 4 | node1 | 2 | host memory | - |",
+		"| host | ranks | local ranks | device |", "| node1 | 0,2,4 | 0-2 | host memory |",
+		"| node2 | 1,3 | 0,1 | host memory, NVIDIA H200 |"} {
+		if !strings.Contains(squeezed, want) {
+			t.Errorf("tables lack %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestListText(t *testing.T) {
+	for want, v := range map[string][]int{"": nil, "0": {0}, "0,1": {0, 1}, "0-3": {0, 1, 2, 3},
+		"0-2,5,7-9": {0, 1, 2, 5, 7, 8, 9}, "1,3,5": {1, 3, 5}} {
+		if got := listText(v); got != want {
+			t.Errorf("listText(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+func TestTimingsTableSaysWhenARunSpansNodes(t *testing.T) {
+	stats := []TimingStat{{Run: "default", SizeBytes: 1024, Mode: "direct", MedianUS: 1},
+		{Run: "default", SizeBytes: 1024, Mode: "decomposed", MedianUS: 2}}
+	var out strings.Builder
+	if err := TimingsTable(&out, stats, 4, 2); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "across 2 nodes: the bandwidth is bounded by the network between them") {
+		t.Errorf("no note that the run spans nodes:\n%s", out.String())
+	}
+}

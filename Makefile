@@ -13,11 +13,13 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 # cgo flags come from the user's own mpicc, not from paths we assume; the
 # rsag_mpicc tag turns off the pkg-config lookup that plain go commands use.
-# Exported, so that the go builds the tests run get the tag too.
+# Exported, so that the go builds the tests run get the tag too. The flags
+# themselves are read by each recipe that compiles (GO_MPI), after deps has
+# installed an MPI: a make variable would ask mpicc when make starts, before
+# deps, and on a fresh machine say "mpicc not found".
 export GOFLAGS     := $(GOFLAGS) -tags=rsag_mpicc
 export CGO_ENABLED := 1
-export CGO_CFLAGS   = $(shell scripts/mpi-cgo-flags.sh cflags)
-export CGO_LDFLAGS  = $(shell scripts/mpi-cgo-flags.sh ldflags)
+GO_MPI := scripts/with-mpi-flags.sh $(GO)
 
 .PHONY: run build test vet deps env clean
 
@@ -25,24 +27,24 @@ run: build
 	scripts/mpirun.sh $(NP) ./$(BIN) -config $(CONFIG) -output-dir $(OUTPUT) -overwrite $(ARGS)
 
 build: deps
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .
+	$(GO_MPI) build -ldflags "$(LDFLAGS)" -o $(BIN) .
 
 deps:
 	@scripts/install-deps.sh
 	@$(GO) mod download
 
 vet: deps
-	$(GO) vet ./...
+	$(GO_MPI) vet ./...
 
 # The end-to-end and Slurm tests run the binary built here under mpirun and
 # under a local one-node Slurm cluster.
 test: build vet
-	RSAG_BIN=$(CURDIR)/$(BIN) RSAG_SLURM_TESTS=1 $(GO) test -count=1 -timeout 20m ./...
+	RSAG_BIN=$(CURDIR)/$(BIN) RSAG_SLURM_TESTS=1 $(GO_MPI) test -count=1 -timeout 20m ./...
 
 # Plain go commands work with Open MPI's pkg-config file; for another MPI,
 # or to match the Makefile's build exactly: eval "$$(make -s env)"
 env:
-	@echo export GOFLAGS=\"$(GOFLAGS)\" CGO_ENABLED=1 CGO_CFLAGS=\"$(CGO_CFLAGS)\" CGO_LDFLAGS=\"$(CGO_LDFLAGS)\"
+	@scripts/with-mpi-flags.sh sh -c 'echo "export GOFLAGS=\"$$GOFLAGS\" CGO_ENABLED=1 CGO_CFLAGS=\"$$CGO_CFLAGS\" CGO_LDFLAGS=\"$$CGO_LDFLAGS\""'
 
 clean:
 	rm -rf rsag results

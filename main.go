@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"rsag/compare"
+	"rsag/outdir"
 	"rsag/run"
 )
 
@@ -31,6 +32,10 @@ func main() {
 	// rsag compare A/summary.json B/summary.json: no MPI, no GPU.
 	if len(os.Args) > 1 && os.Args[1] == "compare" {
 		os.Exit(compare.Run(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	// The guard rank 0 starts beside itself (outdir.StartGuard): no MPI.
+	if len(os.Args) > 1 && os.Args[1] == outdir.GuardCommand {
+		os.Exit(outdir.Guard(os.Args[2:]))
 	}
 	started := time.Now()
 	opts, err := parseFlags(os.Args[1:], os.Stderr)

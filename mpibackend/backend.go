@@ -34,6 +34,8 @@ type Backend struct {
 	*pool            // the rank's buffers, shared with its groups (Split)
 	group       bool // made by Split: Close frees its communicator alone
 	closed      bool
+	localSize   int    // ranks on this node, which share its memory
+	meminfo     string // /proc/meminfo; another file in tests
 }
 
 // pool is one rank's host buffers and their exact accounting.
@@ -55,7 +57,8 @@ func New(c *mpi.Comm) (*Backend, error) {
 // newBackend lets tests give a backend a rank and world size other than
 // the communicator's, to check what the backend decides before MPI is called.
 func newBackend(c *mpi.Comm, rank, world int) *Backend {
-	return &Backend{comm: c, rank: rank, world: world, pool: &pool{live: map[*region]struct{}{}}}
+	return &Backend{comm: c, rank: rank, world: world, pool: &pool{live: map[*region]struct{}{}},
+		localSize: c.LocalSize(), meminfo: meminfo}
 }
 
 func (be *Backend) Info() phases.Info {
@@ -120,7 +123,9 @@ func (be *Backend) Split(color, key int) (phases.Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mpibackend: Split into color %d: %w", color, err)
 	}
-	return &Backend{comm: sub, rank: sub.Rank(), world: sub.Size(), pool: be.pool, group: true}, nil
+	// The node's memory is shared by the world's ranks on it, whatever the group.
+	return &Backend{comm: sub, rank: sub.Rank(), world: sub.Size(), pool: be.pool, group: true,
+		localSize: be.localSize, meminfo: be.meminfo}, nil
 }
 
 // Close releases the buffers still allocated; a group's Close frees its

@@ -59,6 +59,12 @@ func (b *Backend) FreeMemory() (free, total int64, err error) {
 	return free, total, nil
 }
 
+// MemoryKind names the GPU whose memory FreeMemory measures.
+func (b *Backend) MemoryKind() phases.MemoryKind {
+	return phases.MemoryKind{Memory: "device memory", Where: fmt.Sprintf("%s (GPU %d of %s)", b.info.Device, b.ordinal, b.host),
+		Fix: "free the GPU of other processes"}
+}
+
 // Alloc allocates count elements of this Backend's buffer kind: plain
 // (cuMemAlloc), registered (cuMemAlloc, then ncclCommRegister with this
 // Backend's communicator) or symmetric (ncclMemAlloc, then

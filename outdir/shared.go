@@ -1,4 +1,4 @@
-// Package outdir checks that the output directory every rank was given is one
+// shared.go checks that the output directory every rank was given is one
 // directory that every rank sees: on a cluster, a file system all nodes share.
 //
 // Without the check a node-local directory (a node's own /tmp, or a path that
@@ -6,6 +6,7 @@
 // files into a directory of its own: rank 0 then writes the combined files
 // and marks the run complete with other ranks' files missing. The check also
 // catches ranks that were given different -output-dir values.
+
 package outdir
 
 import (

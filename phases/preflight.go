@@ -6,10 +6,21 @@ import (
 )
 
 // FreeMemoryReporter is a backend that can say how much memory its buffers
-// may take (cuMemGetInfo on a GPU), so that a payload too large is refused
-// before any collective runs rather than failing half way.
+// may take (cuMemGetInfo on a GPU, MemAvailable on a host), so that a
+// payload too large is refused before any collective runs rather than
+// failing half way (or, in host memory, ended by the OOM killer).
 type FreeMemoryReporter interface {
+	// FreeMemory is the bytes this rank's buffers may take now, of a total.
 	FreeMemory() (free, total int64, err error)
+	// MemoryKind says which memory that is, for CheckFits' message.
+	MemoryKind() MemoryKind
+}
+
+// MemoryKind names the memory a FreeMemoryReporter measures.
+type MemoryKind struct {
+	Memory string // "device memory", "host memory"
+	Where  string // "NVIDIA H200 (GPU 0 of node7)", "node7 (MemAvailable, shared by its 4 ranks)"
+	Fix    string // how to have more: "free the GPU of other processes"
 }
 
 // TimingFootprint is the most memory the timing phase holds at once: the
@@ -133,8 +144,9 @@ func CheckFits(be Backend, need int64, what string) error {
 		return err
 	}
 	if need > free {
-		return fmt.Errorf("%s needs %d bytes (%.2f GiB) of device memory at once but %s has %d bytes (%.2f GiB) free of %d: lower the sizes or the payload in the config, or free the GPU of other processes",
-			what, need, gib(need), be.Info().Device, free, gib(free), total)
+		k := fm.MemoryKind()
+		return fmt.Errorf("%s needs %d bytes (%.2f GiB) of %s at once on each rank, but %s has %d bytes (%.2f GiB) free for this rank, of %d (%.2f GiB): lower the sizes or the payload in the config, or %s",
+			what, need, gib(need), k.Memory, k.Where, free, gib(free), total, gib(total), k.Fix)
 	}
 	return nil
 }

@@ -10,14 +10,14 @@ import (
 	"testing"
 )
 
-// The seed's reference CSVs from a real 2 x H200 run, beside the checkout.
-const seedDir = "../../shared/reference/seed-2xH200"
+// The seed's reference CSVs from a real 2 x H200 run, copied in unchanged.
+const seedDir = "testdata/seed-2xH200"
 
 func readSeed(t *testing.T, name string) (raw []byte, records [][]string) {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(seedDir, name))
 	if err != nil {
-		t.Fatalf("the seed's reference files are needed beside the checkout: %v", err)
+		t.Fatalf("the seed's reference files (testdata): %v", err)
 	}
 	records, err = csv.NewReader(bytes.NewReader(raw)).ReadAll()
 	if err != nil {

@@ -2,13 +2,12 @@ package report
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
+	"time"
 )
 
 // RunFile is rank 0's record of the run in the output directory. It says
@@ -16,6 +15,11 @@ import (
 // only after every file is written and every check passed; a run that fails
 // says "failed" with the reason. A directory whose run.json does not say
 // "complete" holds no results to trust.
+//
+// While the run is live, its writer (rank 0, Host and PID) rewrites
+// Heartbeat every HeartbeatEvery. A run.json that says "running" with a
+// heartbeat older than StaleAfter was left by a writer that died without a
+// word (SIGKILL, the OOM killer, a lost node): see Stale.
 const RunFile = "run.json"
 
 // Run statuses.
@@ -25,18 +29,45 @@ const (
 	StatusFailed   = "failed"
 )
 
+// HeartbeatEvery is how often a live run rewrites run.json's heartbeat;
+// StaleAfter, six missed beats, is how long a reader waits before it calls
+// a "running" run.json dead.
+const (
+	HeartbeatEvery = 5 * time.Second
+	StaleAfter     = 30 * time.Second
+)
+
 // Run is run.json's content.
 type Run struct {
-	Status    string   `json:"status"`
-	Reason    string   `json:"reason,omitempty"`
-	Version   string   `json:"version"`
-	Commit    string   `json:"commit"`
-	Backend   string   `json:"backend"`
-	WorldSize int      `json:"world_size"`
-	Config    string   `json:"config"`
-	Started   string   `json:"started"`         // RFC 3339, UTC
-	Ended     string   `json:"ended,omitempty"` // RFC 3339, UTC; once complete or failed
-	Files     []string `json:"files"`           // result files written, relative to the directory
+	Status    string `json:"status"`
+	Reason    string `json:"reason,omitempty"`
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	Backend   string `json:"backend"`
+	WorldSize int    `json:"world_size"`
+	Config    string `json:"config"`
+	Host      string `json:"host"`            // the writer's: rank 0's host
+	PID       int    `json:"pid"`             // the writer's process id on Host
+	Started   string `json:"started"`         // RFC 3339, UTC
+	Heartbeat string `json:"heartbeat"`       // RFC 3339, UTC: the writer was alive then
+	Ended     string `json:"ended,omitempty"` // RFC 3339, UTC; once complete or failed
+	// Files is every file the run writes in the directory, relative to it:
+	// run.json first, then each file before it is written (so a run killed
+	// half way lists what it may have left). Once complete, every one
+	// exists. A listed file's temporaries (".NAME.tmp*", see TempFor) are
+	// the run's too. -overwrite removes exactly these and nothing else.
+	Files []string `json:"files"`
+}
+
+// Stale reports whether r says "running" although its writer has stopped
+// beating: no heartbeat for StaleAfter before now (or none readable). A
+// stale run died without marking itself; its files are not to be trusted.
+func Stale(r Run, now time.Time) bool {
+	if r.Status != StatusRunning {
+		return false
+	}
+	beat, err := time.Parse(time.RFC3339, r.Heartbeat)
+	return err != nil || now.Sub(beat) > StaleAfter
 }
 
 // WriteRun writes run.json atomically (a temporary file renamed into place).
@@ -64,68 +95,26 @@ func ReadRun(dir string) (Run, error) {
 	return r, nil
 }
 
-// resultFileRE matches the files rsag writes, and the temporary files it
-// writes them through: nothing else in a directory is rsag's to remove.
+// resultNames matches the files rsag writes; tempFileRE the temporary
+// files it writes them through (internal/atomicfile: ".NAME.tmpDIGITS").
+// Nothing else in a directory can be rsag's.
 const resultNames = `(run\.json|summary\.json|(contracts|timings|memory|numerics)\.csv|rank[0-9]+_(contracts|timings|memory)\.csv|` +
 	`((time_vs_size|busbw_vs_size|ratio_vs_size|crossover_vs_size)(_[A-Za-z0-9._-]+)?|memory_by_mode)\.(png|svg))`
 
 var resultFileRE = regexp.MustCompile(`^` + resultNames + `$`)
-var tempFileRE = regexp.MustCompile(`^\.` + resultNames + `\.tmp[0-9]*$`)
-
-func b0(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
+var tempFileRE = regexp.MustCompile(`^\.(` + resultNames + `)\.tmp[0-9]*$`)
 
 // IsResultFile reports whether name (a base name) is a file rsag writes.
 func IsResultFile(name string) bool { return resultFileRE.MatchString(name) }
 
-// FindResults lists the result files an earlier run left in dir (none when
-// dir does not exist).
-func FindResults(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return nil, nil
+// TempFor returns the result file that name (a base name) is a temporary
+// file of, if it is one.
+func TempFor(name string) (string, bool) {
+	m := tempFileRE.FindStringSubmatch(name)
+	if m == nil {
+		return "", false
 	}
-	if err != nil {
-		return nil, err
-	}
-	var found []string
-	for _, e := range entries {
-		if e.Type().IsRegular() && IsResultFile(e.Name()) {
-			found = append(found, e.Name())
-		}
-	}
-	// run.json first: it says what the earlier run was.
-	slices.SortStableFunc(found, func(a, b string) int {
-		return cmp.Compare(b0(a != RunFile), b0(b != RunFile))
-	})
-	return found, nil
-}
-
-// RemoveResults removes the result files (and leftover temporary files) an
-// earlier run left in dir, and nothing else.
-func RemoveResults(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() || !(IsResultFile(e.Name()) || tempFileRE.MatchString(e.Name())) {
-			continue
-		}
-		// Ranks sharing a directory remove the same files: one that is
-		// already gone is not an error.
-		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !os.IsNotExist(err) {
-			return err
-		}
-	}
-	return nil
+	return m[1], true
 }
 
 // ResultFiles names the files a run of world ranks writes for the phases

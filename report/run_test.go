@@ -2,16 +2,17 @@ package report
 
 import (
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestRunRoundTripsAtomically(t *testing.T) {
 	dir := t.TempDir()
 	want := Run{Status: StatusFailed, Reason: "signal SIGTERM", Version: "v1", Commit: "abc", Backend: "mpi",
-		WorldSize: 4, Config: "configs/ch7.toml", Started: "2025-01-01T00:00:00Z"}
+		WorldSize: 4, Config: "configs/ch7.toml", Host: "node7", PID: 4242, Started: "2025-01-01T00:00:00Z",
+		Heartbeat: "2025-01-01T00:00:05Z"}
 	if err := WriteRun(dir, want); err != nil {
 		t.Fatal(err)
 	}
@@ -26,40 +27,58 @@ func TestRunRoundTripsAtomically(t *testing.T) {
 	}
 }
 
-// Only rsag's own files count as results and are removed; a user's files
-// in the same directory are never touched.
-func TestFindAndRemoveOnlyOurFiles(t *testing.T) {
-	dir := t.TempDir()
-	ours := []string{"run.json", "contracts.csv", "timings.csv", "memory.csv", "rank0_contracts.csv",
+// Only rsag's own names count as results; a user's look-alikes do not.
+func TestResultNames(t *testing.T) {
+	for _, n := range []string{"run.json", "contracts.csv", "timings.csv", "memory.csv", "rank0_contracts.csv",
 		"rank12_timings.csv", "rank3_memory.csv", "summary.json", "time_vs_size.png", "memory_by_mode.svg",
-		"busbw_vs_size_matrix.png", "ratio_vs_size_nccl-tests.svg"}
-	theirs := []string{"notes.txt", "rank0_contracts.csv.bak", "my_timings.csv", "rankx_memory.csv", "plot.png",
-		"time_vs_size.pdf", "time_vs_size_.png"}
-	temps := []string{".run.json.tmp123", ".rank0_timings.csv.tmp9", ".time_vs_size_avg.png.tmp77"}
-	for _, n := range append(append(append([]string(nil), ours...), theirs...), temps...) {
-		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
+		"busbw_vs_size_matrix.png", "ratio_vs_size_nccl-tests.svg"} {
+		if !IsResultFile(n) {
+			t.Errorf("%s is rsag's, but IsResultFile says not", n)
+		}
+		if _, ok := TempFor(n); ok {
+			t.Errorf("%s is not a temporary file", n)
 		}
 	}
-	found, err := FindResults(dir)
-	slices.Sort(found)
-	want := slices.Sorted(slices.Values(ours))
-	if err != nil || !slices.Equal(found, want) {
-		t.Errorf("FindResults = %v, %v; want %v", found, err, want)
+	for _, n := range []string{"notes.txt", "rank0_contracts.csv.bak", "my_timings.csv", "rankx_memory.csv", "plot.png",
+		"time_vs_size.pdf", "time_vs_size_.png", ".rsag.lock", "../run.json", "sub/run.json"} {
+		if IsResultFile(n) {
+			t.Errorf("%s is not rsag's, but IsResultFile says it is", n)
+		}
 	}
-	if err := RemoveResults(dir); err != nil {
-		t.Fatal(err)
+	for temp, want := range map[string]string{".run.json.tmp123": "run.json", ".rank0_timings.csv.tmp9": "rank0_timings.csv",
+		".time_vs_size_avg.png.tmp77": "time_vs_size_avg.png", ".summary.json.tmp": "summary.json"} {
+		if got, ok := TempFor(temp); !ok || got != want {
+			t.Errorf("TempFor(%q) = %q, %v; want %q", temp, got, ok, want)
+		}
 	}
-	entries, _ := os.ReadDir(dir)
-	var left []string
-	for _, e := range entries {
-		left = append(left, e.Name())
+	for _, n := range []string{".notes.txt.tmp1", "run.json.tmp1", ".run.json.tmpx", ".run.json"} {
+		if got, ok := TempFor(n); ok {
+			t.Errorf("TempFor(%q) = %q; it is no temporary of rsag's", n, got)
+		}
 	}
-	if !slices.Equal(left, slices.Sorted(slices.Values(theirs))) {
-		t.Errorf("after RemoveResults: %v; want only %v", left, theirs)
-	}
-	if found, _ := FindResults(filepath.Join(dir, "missing")); found != nil {
-		t.Errorf("a missing dir has results %v", found)
+}
+
+// A reader tells a dead "running" run from a live one by its heartbeat.
+func TestStale(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	beat := func(ago time.Duration) string { return now.Add(-ago).Format(time.RFC3339) }
+	for _, c := range []struct {
+		run   Run
+		stale bool
+	}{
+		{Run{Status: StatusRunning, Heartbeat: beat(0)}, false},
+		{Run{Status: StatusRunning, Heartbeat: beat(HeartbeatEvery)}, false},
+		{Run{Status: StatusRunning, Heartbeat: beat(StaleAfter)}, false},
+		{Run{Status: StatusRunning, Heartbeat: beat(StaleAfter + time.Second)}, true},
+		{Run{Status: StatusRunning, Heartbeat: beat(time.Hour)}, true},
+		{Run{Status: StatusRunning}, true},                         // no heartbeat: nothing says it lives
+		{Run{Status: StatusRunning, Heartbeat: "yesterday"}, true}, // unreadable likewise
+		{Run{Status: StatusComplete, Heartbeat: beat(time.Hour)}, false},
+		{Run{Status: StatusFailed}, false},
+	} {
+		if got := Stale(c.run, now); got != c.stale {
+			t.Errorf("Stale(%+v) = %v, want %v", c.run, got, c.stale)
+		}
 	}
 }
 

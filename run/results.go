@@ -70,25 +70,23 @@ func (s *session) gate(cfg config.Config, sum *report.Summary) error {
 }
 
 // writeReport writes, on rank 0, summary.json and the figures (PNG and SVG)
-// from the summary, and returns their names in the output dir; it does
+// from the summary, each listed in run.json before it is written; it does
 // nothing on the other ranks.
-func (s *session) writeReport(sum *report.Summary, status, reason string) ([]string, error) {
+func (s *session) writeReport(sum *report.Summary, status, reason string, log *runLog) error {
 	if sum == nil {
-		return nil, nil
+		return nil
 	}
 	dir := s.opts.OutputDir
 	final := *sum
 	final.Status, final.Reason, final.Ended = status, reason, time.Now().UTC().Format(time.RFC3339)
-	figures, err := plot.WriteAll(dir, final)
-	if err != nil {
-		return nil, err
+	if err := log.plan(plot.Names(final)...); err != nil {
+		return fmt.Errorf("writing %s: %w", report.RunFile, err)
+	}
+	if _, err := plot.WriteAll(dir, final); err != nil {
+		return err
 	}
 	if err := report.WriteSummary(dir, final); err != nil {
-		return nil, fmt.Errorf("writing %s: %w", report.SummaryFile, err)
+		return fmt.Errorf("writing %s: %w", report.SummaryFile, err)
 	}
-	files := []string{report.SummaryFile}
-	for _, f := range figures {
-		files = append(files, filepath.Base(f))
-	}
-	return files, nil
+	return nil
 }

@@ -16,10 +16,12 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"rsag/config"
 	"rsag/mpi"
+	"rsag/outdir"
 	"rsag/phases"
 	"rsag/report"
 	"rsag/watchdog"
@@ -64,6 +66,10 @@ type session struct {
 	out  io.Writer // rank 0's tables and progress; nothing elsewhere
 
 	hostsOf []string // every rank's host, once gathered
+	// noteDir is the output dir once it is this run's: where a rank that
+	// fails on its own leaves rank 0 a note (read from the watchdog's
+	// goroutine too).
+	noteDir atomic.Pointer[string]
 }
 
 // Run runs rsag on this rank and returns the process's exit code.
@@ -87,13 +93,23 @@ func Run(o Options) int {
 	}
 	end.SetWho(comm.Rank(), comm.Host())
 	// Every blocking step from here to MPI_Finalize has a deadline: the
-	// default until the config's timeout_s is known.
-	wd := watchdog.New(config.DefaultTimeoutS*time.Second, func(msg string) { end.End(ExitWatchdog, msg, "") })
-	wd.Start()
-	s := &session{opts: o, comm: comm, wd: wd, end: end, out: io.Discard,
+	// default until the config's timeout_s is known. A rank whose deadline
+	// passes fails on its own: it leaves rank 0 a note first.
+	var s *session
+	wd := watchdog.New(config.DefaultTimeoutS*time.Second, func(msg string) {
+		s.leaveNote(msg)
+		end.End(ExitWatchdog, msg, "")
+	})
+	s = &session{opts: o, comm: comm, wd: wd, end: end, out: io.Discard,
 		tr: watchdog.NewTracker(wd, comm.Rank(), comm.Host(), o.Stderr)}
+	wd.Start()
 	if comm.Rank() == 0 {
 		s.out = o.Stdout
+	} else {
+		// The launcher's signal reaches every rank at once: the others stay
+		// a moment, so that rank 0 does not take them for the rank that
+		// ended first (see explainSignal).
+		end.SetLinger(signalLinger)
 	}
 	var st state
 	err = s.run(&st)
@@ -102,6 +118,7 @@ func Run(o Options) int {
 	}
 	if err == nil {
 		end.Leaving(ExitOK)
+		st.releaseLock(o.Stderr)
 		s.finalize()
 		return ExitOK
 	}
@@ -113,11 +130,14 @@ func Run(o Options) int {
 		}
 		st.log.fail(err.Error())
 		end.Leaving(sh.code)
+		st.releaseLock(o.Stderr)
 		s.finalize()
 		return sh.code
 	}
 	fmt.Fprintf(o.Stderr, "rsag: rank %d (%s): %v\n", comm.Rank(), comm.Host(), err)
 	st.log.fail(fmt.Sprintf("rank %d (%s): %v", comm.Rank(), comm.Host(), err))
+	s.leaveNote(err.Error())
+	st.releaseLock(o.Stderr)
 	// Only this rank knows: the others may be waiting in a collective, so
 	// end the whole job rather than let it hang.
 	st.abortBackend()
@@ -135,12 +155,27 @@ func (s *session) finalize() {
 	}
 }
 
+// signalLinger is how long a rank other than 0 that a signal ends waits
+// before it exits: far more than rank 0 takes to look (milliseconds, even
+// on a loaded node), less than a launcher's grace between its SIGTERM and
+// its SIGKILL (Open MPI's: a second; Slurm's KillWait: 30 s).
+const signalLinger = 500 * time.Millisecond
+
 // state is what a run holds that the end of Run must release or mark: the
-// backend to abort and the run.json to mark failed. Nothing else is kept
-// between steps; results pass from step to step as values.
+// backend to abort, the run.json to mark failed and the output dir's lock.
+// Nothing else is kept between steps; results pass from step to step as
+// values.
 type state struct {
 	backend phases.Backend
-	log     *runLog // rank 0's, once the output dir is ours
+	log     *runLog      // rank 0's, once the output dir is ours
+	lock    *outdir.Lock // rank 0's, from the output-dir check to the end
+}
+
+// releaseLock releases the output dir, once run.json is final.
+func (st *state) releaseLock(stderr io.Writer) {
+	if err := st.lock.Release(); err != nil {
+		fmt.Fprintf(stderr, "rsag: rank 0: releasing the output dir: %v\n", err)
+	}
 }
 
 func (st *state) abortBackend() {
@@ -173,7 +208,8 @@ func (s *session) run(st *state) error {
 	if err != nil {
 		return err
 	}
-	if err := s.checkOutputDir(); err != nil {
+	earlier, err := s.checkOutputDir(st)
+	if err != nil {
 		return err
 	}
 	be, err := s.openBackend(backendName)
@@ -198,7 +234,9 @@ func (s *session) run(st *state) error {
 	}
 	// Every input is answered: from here the run writes into the output
 	// dir, and run.json says how far it got.
-	if st.log, err = s.startRunLog(backendName); err != nil {
+	ran := report.Phases{Contracts: cfg.Contracts.Enabled, Timing: cfg.Timing.Enabled, Memory: cfg.Memory.Enabled,
+		Numerics: cfg.Numerics.Enabled, Sweep: !cfg.IsSeedCase()}
+	if st.log, err = s.startRunLog(backendName, earlier, ran, st.lock); err != nil {
 		return err
 	}
 	res, phaseErr := s.runPhases(cfg, w, watched)
@@ -208,8 +246,6 @@ func (s *session) run(st *state) error {
 	}
 	s.phase("results")
 	rows := report.FromResults(s.comm.Rank(), s.comm.Host(), res.contracts, res.timings, res.memory, res.numerics)
-	ran := report.Phases{Contracts: cfg.Contracts.Enabled, Timing: cfg.Timing.Enabled, Memory: cfg.Memory.Enabled,
-		Numerics: cfg.Numerics.Enabled, Sweep: !cfg.IsSeedCase()}
 	sum, err := s.writeResults(cfg, w, rows, ran, infos)
 	if err != nil {
 		return err
@@ -221,17 +257,15 @@ func (s *session) run(st *state) error {
 	if phaseErr != nil {
 		status, reason = report.StatusFailed, phaseErr.Error()
 	}
-	extra, err := s.writeReport(sum, status, reason)
-	if err != nil {
+	if err := s.writeReport(sum, status, reason, st.log); err != nil {
 		return err
 	}
-	files := append(report.ResultFiles(s.comm.Size(), ran), extra...)
 	if phaseErr != nil {
 		// Every file is written, with the failed checks marked False; the
 		// run as a whole failed, and run.json says why.
-		st.log.finish(report.StatusFailed, phaseErr.Error(), files)
+		st.log.finish(report.StatusFailed, phaseErr.Error())
 		return phaseErr
 	}
 	// Last: every rank's files and the combined ones are in place.
-	return st.log.finish(report.StatusComplete, "", files)
+	return st.log.finish(report.StatusComplete, "")
 }

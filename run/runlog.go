@@ -1,46 +1,111 @@
 package run
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
+	"rsag/outdir"
 	"rsag/report"
 )
 
-// runLog is rank 0's run.json. The main goroutine writes "running" and
-// the final status; the watchdog and signal goroutines may write "failed"
-// at any moment, so writes are serialised and the first final status wins.
-// A nil *runLog (every rank but 0) does nothing.
+// runLog is rank 0's run.json. The main goroutine writes "running", the
+// files it is about to write, and the final status; a goroutine of its own
+// rewrites the heartbeat; the watchdog and signal goroutines may write
+// "failed" at any moment. So writes are serialised and the first final
+// status wins. A nil *runLog (every rank but 0) does nothing.
 type runLog struct {
 	mu    sync.Mutex
 	dir   string
 	rec   report.Run
 	final bool
+	stop  chan struct{} // closed once final: the heartbeat ends
 }
 
-func (l *runLog) write(status, reason string, files []string) error {
+// write writes rec with a fresh heartbeat; l.mu is held.
+func (l *runLog) write() error {
+	l.rec.Heartbeat = time.Now().UTC().Format(time.RFC3339)
+	return report.WriteRun(l.dir, l.rec)
+}
+
+// start writes "running" and starts the heartbeat.
+func (l *runLog) start() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.final {
+		return nil // a signal came first
+	}
+	l.rec.Status = report.StatusRunning
+	if err := l.write(); err != nil {
+		return err
+	}
+	go l.beat()
+	return nil
+}
+
+// beat rewrites the heartbeat every report.HeartbeatEvery until the run
+// is final, so that a reader can tell this live run from a dead one.
+func (l *runLog) beat() {
+	t := time.NewTicker(report.HeartbeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		if !l.final {
+			_ = l.write() // a missed beat only ages it; the next may land
+		}
+		l.mu.Unlock()
+	}
+}
+
+// plan records files the run is about to write, before it writes them, so
+// that run.json lists every file of the run at every moment.
+func (l *runLog) plan(files ...string) error {
+	if l == nil {
+		return nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.final {
 		return nil
 	}
-	l.rec.Status, l.rec.Reason = status, reason
-	if status != report.StatusRunning {
-		l.final = true
-		l.rec.Ended = time.Now().UTC().Format(time.RFC3339)
-		l.rec.Files = files
+	for _, f := range files {
+		if !slices.Contains(l.rec.Files, f) {
+			l.rec.Files = append(l.rec.Files, f)
+		}
 	}
-	return report.WriteRun(l.dir, l.rec)
+	return l.write()
 }
 
-// finish writes the final status and the files written.
-func (l *runLog) finish(status, reason string, files []string) error {
+// end writes a final status, once.
+func (l *runLog) end(status, reason string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.final {
+		return nil
+	}
+	l.final = true
+	close(l.stop)
+	l.rec.Status, l.rec.Reason = status, reason
+	l.rec.Ended = time.Now().UTC().Format(time.RFC3339)
+	return l.write()
+}
+
+// finish writes the final status.
+func (l *runLog) finish(status, reason string) error {
 	if l == nil {
 		return nil
 	}
-	return l.write(status, reason, files)
+	return l.end(status, reason)
 }
 
 // fail marks the run failed; an error writing it is printed, since the run
@@ -49,25 +114,104 @@ func (l *runLog) fail(reason string) {
 	if l == nil {
 		return
 	}
-	if err := l.write(report.StatusFailed, reason, nil); err != nil {
+	if err := l.end(report.StatusFailed, reason); err != nil {
 		fmt.Fprintf(os.Stderr, "rsag: rank 0: marking the run failed in %s: %v\n", report.RunFile, err)
 	}
 }
 
-// startRunLog has rank 0 write run.json saying "running"; every rank
-// learns whether it could, so that a failure ends every rank alike.
-func (s *session) startRunLog(backend string) (*runLog, error) {
-	var l *runLog
-	var err error
-	if s.comm.Rank() == 0 {
-		l = &runLog{dir: s.opts.OutputDir, rec: report.Run{Version: s.opts.Version, Commit: s.opts.Commit, Backend: backend,
-			WorldSize: s.comm.Size(), Config: s.opts.ConfigPath, Started: s.opts.Started.UTC().Format(time.RFC3339)}}
-		if err = l.write(report.StatusRunning, "", nil); err == nil {
-			s.end.SetMarkFailed(l.fail)
-		}
+// startRunLog is where a run starts writing into the output dir, once
+// every input is answered: every rank removes the earlier run's files it
+// sees (with -overwrite; ranks sharing the dir remove the same ones), then
+// rank 0 writes run.json saying "running", listing the files the run will
+// write. Every rank learns whether it could, so that a failure ends every
+// rank alike.
+func (s *session) startRunLog(backend string, earlier outdir.Earlier, ran report.Phases, lock *outdir.Lock) (*runLog, error) {
+	dir := s.opts.OutputDir
+	if err := s.agree(earlier.Remove(), ExitFailed, "removing the earlier run's files in "+dir); err != nil {
+		return nil, err
 	}
-	if err := s.agree(err, ExitFailed, "writing "+report.RunFile+" in "+s.opts.OutputDir); err != nil {
+	pids, err := gatherJSON(s, "process ids", os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	var l *runLog
+	if s.comm.Rank() == 0 {
+		files := append(append([]string{report.RunFile}, report.ResultFiles(s.comm.Size(), ran)...), report.SummaryFile)
+		l = &runLog{dir: dir, stop: make(chan struct{}), rec: report.Run{Version: s.opts.Version, Commit: s.opts.Commit,
+			Backend: backend, WorldSize: s.comm.Size(), Config: s.opts.ConfigPath, Host: s.comm.Host(), PID: os.Getpid(),
+			Started: s.opts.Started.UTC().Format(time.RFC3339), Files: files}}
+		// Before "running" is written: a signal from here on marks it failed,
+		// and the guard marks it if rank 0 is killed outright.
+		s.end.SetExplain(s.explainSignal(pids))
+		s.end.SetMarkFailed(l.fail)
+		s.startGuard(lock)
+		err = l.start()
+	}
+	if err := s.agree(err, ExitFailed, "writing "+report.RunFile+" in "+dir); err != nil {
 		return nil, err
 	}
 	return l, nil
+}
+
+// guardPipe is rank 0's end of its guard's stdin, open for the life of the
+// process: its closing, at rank 0's end however it comes, is the guard's
+// cue (and a closed os.File would close it early).
+var guardPipe *os.File
+
+// startGuard starts the guard that marks run.json failed if rank 0 is
+// killed before it can (outdir.StartGuard). Without one the run goes on:
+// run.json's heartbeat still tells a dead run from a live one.
+func (s *session) startGuard(lock *outdir.Lock) {
+	exe, err := os.Executable()
+	if err == nil {
+		guardPipe, err = outdir.StartGuard(exe, lock, s.opts.OutputDir, s.comm.Host(), os.Getpid())
+	}
+	if err != nil {
+		fmt.Fprintf(s.opts.Stderr, "rsag: rank 0 (%s): warning: %v; a run killed outright is left %q, told dead by its heartbeat\n",
+			s.comm.Host(), err, report.StatusRunning)
+	}
+}
+
+// explainSignal returns, for rank 0, what a signal's reason in run.json
+// says of its cause, from what can be known within microseconds: notes of
+// ranks that failed on their own (outdir.Notes), and ranks on this host
+// whose process had already gone. A rank on another host killed without a
+// note (SIGKILL, the OOM killer) cannot be named: the reason says so.
+func (s *session) explainSignal(pids []int) func(signal string) string {
+	hosts, me, dir := s.hostsOf, s.comm.Host(), s.opts.OutputDir
+	return func(signal string) string {
+		var gone []string
+		for r, pid := range pids {
+			if r != 0 && r < len(hosts) && hosts[r] == me && !alive(pid) {
+				gone = append(gone, fmt.Sprintf("rank %d (%s, pid %d)", r, me, pid))
+			}
+		}
+		return signalReason(signal, gone, outdir.Notes(dir))
+	}
+}
+
+// signalReason is run.json's reason for a run a signal ended.
+func signalReason(signal string, gone []string, notes []outdir.Note) string {
+	switch {
+	case len(notes) > 0:
+		var said []string
+		for _, n := range notes {
+			said = append(said, n.Text)
+		}
+		return fmt.Sprintf("signal %s from the launcher, after a rank failed on its own: %s", signal, strings.Join(said, "; "))
+	case len(gone) > 0:
+		return fmt.Sprintf("signal %s from the launcher, after %s had already ended without leaving a note (killed by a signal, such as SIGKILL or the OOM killer's, or crashed)",
+			signal, strings.Join(gone, ", "))
+	}
+	return fmt.Sprintf("signal %s: the job was stopped from outside (cancelled, at its time limit, or by the launcher after a rank ended); "+
+		"no rank is known to have failed first (one on another host killed by SIGKILL or the OOM killer leaves no note)", signal)
+}
+
+// alive reports whether process pid runs on this host: kill(pid, 0) finds
+// it (EPERM: another user's). A rank that has ended but not been reaped
+// yet counts as alive, so that only a rank that ended before the launcher
+// signalled the others is named.
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

@@ -33,9 +33,12 @@ type Ender struct {
 	exit   func(int)
 
 	mu         sync.Mutex
-	who        string                 // "rank 1 (node7)", once MPI has started
-	markFailed func(reason string)    // rank 0, once run.json exists
-	abort      func() <-chan struct{} // once the backend can abort; nil channel: nothing to abort
+	who        string                     // "rank 1 (node7)", once MPI has started
+	markFailed func(reason string)        // rank 0, once run.json exists
+	explain    func(signal string) string // rank 0: a signal's reason, with what is known of its cause
+	atEnd      []func()                   // last, before exiting: releasing the output dir
+	linger     time.Duration              // how long a rank a signal ends waits before it exits
+	abort      func() <-chan struct{}     // once the backend can abort; nil channel: nothing to abort
 
 	once    sync.Once
 	ending  atomic.Bool
@@ -67,6 +70,26 @@ func (e *Ender) SetWho(rank int, host string) {
 // run.json), once there is one.
 func (e *Ender) SetMarkFailed(f func(string)) { e.mu.Lock(); e.markFailed = f; e.mu.Unlock() }
 
+// SetExplain gives the function that, on rank 0, turns a signal's name
+// into run.json's reason, with what is known of why it came (a rank that
+// failed first). It must be quick: run.json waits for it.
+func (e *Ender) SetExplain(f func(signal string) string) {
+	e.mu.Lock()
+	e.explain = f
+	e.mu.Unlock()
+}
+
+// AtEnd adds a function that End calls last, just before the process
+// exits (releasing the output dir's lock: the main goroutine may write
+// there until the backend is aborted).
+func (e *Ender) AtEnd(f func()) { e.mu.Lock(); e.atEnd = append(e.atEnd, f); e.mu.Unlock() }
+
+// SetLinger makes a rank that a signal ends wait d before it exits, so
+// that rank 0, which looks at that moment for a rank that had already gone
+// (the one whose end made the launcher signal the others), still finds
+// every rank that the same signal ends.
+func (e *Ender) SetLinger(d time.Duration) { e.mu.Lock(); e.linger = d; e.mu.Unlock() }
+
 // SetAbort gives the function that asks the backend to abort its
 // communicator; its channel is closed once it has (nil: nothing to abort).
 func (e *Ender) SetAbort(f func() <-chan struct{}) { e.mu.Lock(); e.abort = f; e.mu.Unlock() }
@@ -77,12 +100,15 @@ func (e *Ender) Ending() bool { return e.ending.Load() }
 
 // End records reason (msg with the rank when empty) in run.json first, so
 // that a launcher's kill soon after cannot leave it "running", then prints
-// msg, aborts the backend and exits with code. It does not return.
-func (e *Ender) End(code int, msg, reason string) {
+// msg, aborts the backend, runs the AtEnd functions and exits with code.
+// It does not return.
+func (e *Ender) End(code int, msg, reason string) { e.end(code, msg, reason, false) }
+
+func (e *Ender) end(code int, msg, reason string, bySignal bool) {
 	e.once.Do(func() {
 		e.ending.Store(true)
 		e.mu.Lock()
-		who, mark, abort := e.who, e.markFailed, e.abort
+		who, mark, atEnd, abort, linger := e.who, e.markFailed, e.atEnd, e.abort, e.linger
 		e.mu.Unlock()
 		line := msg
 		if who != "" {
@@ -104,6 +130,12 @@ func (e *Ender) End(code int, msg, reason string) {
 					fmt.Fprintf(e.stderr, "rsag: %s: the communicator was not aborted within %v (the main thread is not waiting on the device); exiting without it\n", who, abortGrace)
 				}
 			}
+		}
+		for _, f := range atEnd {
+			f()
+		}
+		if bySignal {
+			time.Sleep(linger)
 		}
 		e.exit(code)
 	})
@@ -130,9 +162,16 @@ func CatchSignals(e *Ender) {
 			e.exit(int(code - 1))
 		}
 		name := signalName(s)
-		e.End(ExitSignal+int(s), fmt.Sprintf("received %s: stopping (the results are marked failed); "+
+		e.mu.Lock()
+		explain := e.explain
+		e.mu.Unlock()
+		reason := "signal " + name
+		if explain != nil {
+			reason = explain(name)
+		}
+		e.end(ExitSignal+int(s), fmt.Sprintf("received %s: stopping (the results are marked failed); "+
 			"a launcher sends it when the job is cancelled, hits its time limit, or another rank failed", name),
-			"signal "+name)
+			reason, true)
 	}()
 }
 

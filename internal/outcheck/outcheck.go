@@ -61,6 +61,9 @@ func Analytic(mode string, n int64, w int) (steady, peak int64) {
 
 // Check returns the first problem found in dir, or nil.
 func Check(dir string, e Expect) error {
+	if err := checkManifest(dir); err != nil {
+		return err
+	}
 	for r := 0; r < e.World; r++ {
 		if err := checkRank(dir, r, e); err != nil {
 			return err
@@ -184,6 +187,39 @@ func read(path string) ([][]string, error) {
 		return nil, fmt.Errorf("%s is empty", path)
 	}
 	return recs, nil
+}
+
+// checkManifest: run.json says complete and lists exactly the files in
+// the directory, itself included: nothing the run wrote is missing from
+// it, nothing it lists is missing, and nothing else (a lock, a note, a
+// temporary file) was left.
+func checkManifest(dir string) error {
+	data, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil {
+		return err
+	}
+	var run struct {
+		Status string   `json:"status"`
+		Files  []string `json:"files"`
+	}
+	if err := json.Unmarshal(data, &run); err != nil {
+		return fmt.Errorf("run.json: %w", err)
+	}
+	if run.Status != "complete" {
+		return fmt.Errorf("run.json says %q, want complete", run.Status)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var present []string
+	for _, e := range entries {
+		present = append(present, e.Name())
+	}
+	if listed := slices.Sorted(slices.Values(run.Files)); !slices.Equal(listed, present) {
+		return fmt.Errorf("run.json lists %v, but the directory holds %v", listed, present)
+	}
+	return nil
 }
 
 // CheckHosts checks where the ranks ran against hosts, the host of each rank

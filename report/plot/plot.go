@@ -104,12 +104,46 @@ func entryCount(ls []legendSection) int {
 	return n
 }
 
+// formats are the files each figure is written as.
+var formats = []string{"png", "svg"}
+
 // WriteAll writes every figure the data allows into dir (which must
 // exist), each as .png and .svg, and returns the paths written: for each
 // run in order of appearance its time, bus bandwidth and ratio figures,
 // then the memory figure. The ratio figure needs cases with both modes, the
 // memory figure needs memory rows; a figure without data is not written.
 func WriteAll(dir string, s report.Summary) ([]string, error) {
+	var written []string
+	for _, f := range figures(s) {
+		for _, format := range formats {
+			path := filepath.Join(dir, f.name+"."+format)
+			data, err := f.render(format)
+			if err == nil {
+				err = atomicfile.Write(path, data)
+			}
+			if err != nil {
+				return written, fmt.Errorf("plot %s: %w", path, err)
+			}
+			written = append(written, path)
+		}
+	}
+	return written, nil
+}
+
+// Names are the base names of the files WriteAll writes for s, in its
+// order, so that a run can list them before they exist (report.Run.Files).
+func Names(s report.Summary) []string {
+	var names []string
+	for _, f := range figures(s) {
+		for _, format := range formats {
+			names = append(names, f.name+"."+format)
+		}
+	}
+	return names
+}
+
+// figures are the figures s has data for.
+func figures(s report.Summary) []figure {
 	var figs []figure
 	for _, run := range splitRuns(s) {
 		figs = append(figs, timeVsSize(run), busBWVsSize(run))
@@ -123,21 +157,7 @@ func WriteAll(dir string, s report.Summary) ([]string, error) {
 	if len(s.Memory) > 0 {
 		figs = append(figs, memoryByMode(s.Memory))
 	}
-	var written []string
-	for _, f := range figs {
-		for _, format := range []string{"png", "svg"} {
-			path := filepath.Join(dir, f.name+"."+format)
-			data, err := f.render(format)
-			if err == nil {
-				err = atomicfile.Write(path, data)
-			}
-			if err != nil {
-				return written, fmt.Errorf("plot %s: %w", path, err)
-			}
-			written = append(written, path)
-		}
-	}
-	return written, nil
+	return figs
 }
 
 // runStats is one run's statistics, fits and crossovers, and the suffix of

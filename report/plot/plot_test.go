@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -523,5 +524,36 @@ func TestBinaryTicks(t *testing.T) {
 	}
 	if got, want := strings.Join(labels, " "), "0 128 256 384 512 640"; got != want {
 		t.Errorf("ticks = %q, want %q", got, want)
+	}
+}
+
+// Names lists, before anything is written, exactly the files WriteAll
+// writes: a run's record of its files (run.json) is made from it.
+func TestNamesAreWhatWriteAllWrites(t *testing.T) {
+	timings, memory := realRows(t)
+	var direct []report.TimingStat
+	for _, s := range sweepStats() {
+		if s.Mode == "direct" {
+			direct = append(direct, s)
+		}
+	}
+	for name, s := range map[string]report.Summary{
+		"real run":  summaryOf(report.TimingStats(timings, 2, 0), memory),
+		"sweep":     summaryOf(sweepStats(), nil),
+		"multi-run": summaryOf(multiRunStats(), nil),
+		"direct":    summaryOf(direct, nil),
+		"nothing":   summaryOf(nil, nil),
+	} {
+		written, err := WriteAll(t.TempDir(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var base []string
+		for _, w := range written {
+			base = append(base, filepath.Base(w))
+		}
+		if got := Names(s); !slices.Equal(got, base) {
+			t.Errorf("%s: Names = %v, WriteAll wrote %v", name, got, base)
+		}
 	}
 }

@@ -1,0 +1,108 @@
+package outdir
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"rsag/report"
+)
+
+func writeRunning(t *testing.T, dir, host string, pid int) {
+	t.Helper()
+	if err := report.WriteRun(dir, report.Run{Status: report.StatusRunning, Host: host, PID: pid, Files: []string{report.RunFile}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The guard marks failed only the run it watches, and only if its rank 0
+// left it running.
+func TestGuardMarksOnlyItsOwnRunningRun(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		status string
+		host   string
+		pid    int
+		marked bool
+	}{
+		{"killed while running", report.StatusRunning, "node1", 42, true},
+		{"ended complete", report.StatusComplete, "node1", 42, false},
+		{"ended failed", report.StatusFailed, "node1", 42, false},
+		{"another run's record", report.StatusRunning, "node1", 43, false},
+		{"another host's record", report.StatusRunning, "node2", 42, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := report.WriteRun(dir, report.Run{Status: c.status, Reason: "its own", Host: c.host, PID: c.pid}); err != nil {
+				t.Fatal(err)
+			}
+			LeaveNote(dir, 1, "rank 1 (node1): watchdog: stuck")
+			if err := guard(strings.NewReader(""), nil, dir, "node1", 42); err != nil {
+				t.Fatal(err)
+			}
+			run, err := report.ReadRun(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.marked {
+				if run.Status != c.status || run.Reason != "its own" {
+					t.Errorf("the guard touched %+v", run)
+				}
+				return
+			}
+			if run.Status != report.StatusFailed || run.Ended == "" ||
+				!strings.HasPrefix(run.Reason, "rank 0 (node1, pid 42) ended before it could mark the run: killed outright") ||
+				!strings.HasSuffix(run.Reason, "before that, a rank failed on its own: rank 1 (node1): watchdog: stuck") {
+				t.Errorf("%+v", run)
+			}
+		})
+	}
+}
+
+// The real thing: a guard process shares the lock while it waits, and
+// once its rank 0's pipe closes (as it does however rank 0 dies) marks the
+// run failed and frees the directory.
+func TestGuardProcess(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Acquire(dir, me)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeRunning(t, dir, "here", os.Getpid())
+	w, err := StartGuard(os.Args[0], l, dir, "here", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rank 0 dies: its lock's file closes without a release...
+	close(l.stop)
+	<-l.done
+	l.f.Close()
+	// ...and the guard still holds the lock.
+	if _, err := Acquire(dir, me); !errors.As(err, new(*BusyError)) {
+		t.Fatalf("the guard does not hold the lock: %v", err)
+	}
+	w.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		run, _ := report.ReadRun(dir)
+		_, lerr := os.Stat(filepath.Join(dir, LockFile))
+		if run.Status == report.StatusFailed && os.IsNotExist(lerr) {
+			if !strings.Contains(run.Reason, "its guard marked it") {
+				t.Errorf("reason %q", run.Reason)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("within 10 s of rank 0's end: %+v, lock %v", run, lerr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	l2, err := Acquire(dir, me)
+	if err != nil {
+		t.Fatalf("after the guard: %v", err)
+	}
+	l2.Release()
+}

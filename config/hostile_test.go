@@ -73,7 +73,7 @@ var hostileInputs = []struct {
 	{"duplicate numerics size", "[numerics]\nenabled = true\nsizes_bytes = [\"1M\", 1048576]\n", nil, 2, "numerics.sizes_bytes", "1048576 is listed twice"},
 	{"duplicate in a run", "[[run]]\nname = \"x\"\nops = [\"sum\", \"sum\"]\n", nil, 2, "run x: ops", `"sum" is listed twice`},
 	// Unknown names, with the known ones listed.
-	{"unknown mode", "[timing]\nmodes = [\"hierarchical\"]\n", nil, 2, "timing.modes", `"hierarchical" is unknown: use direct, decomposed, reduce-scatter, all-gather`},
+	{"unknown mode", "[timing]\nmodes = [\"tree\"]\n", nil, 2, "timing.modes", `"tree" is unknown: use direct, decomposed, reduce-scatter, all-gather, hierarchical`},
 	{"unknown buffers", "[timing]\nbuffers = [\"pinned\"]\n", nil, 2, "timing.buffers", "use plain, registered, symmetric"},
 	{"unknown cta policy", "[timing]\ncta_policies = [\"none\"]\n", nil, 2, "timing.cta_policies", "use default, efficiency, zero"},
 	{"unknown dtype in a run", "[[run]]\nname = \"x\"\ndtypes = [\"float8\"]\n", nil, 2, "run.dtypes", `"float8" is unknown: use int8, uint8`},

@@ -31,17 +31,31 @@ static int rsag_gather(MPI_Comm comm, void *send, int count, void *recv, MPI_Dat
 static int rsag_gatherv(MPI_Comm comm, void *send, int count, void *recv, int *counts, int *displs, int root) {
 	return MPI_Gatherv(send, count, MPI_BYTE, recv, counts, displs, MPI_BYTE, root, comm);
 }
-static int rsag_allgather(MPI_Comm comm, void *send, int count, void *recv, MPI_Datatype dt, int in_place) {
-	return MPI_Allgather(rsag_send(send, in_place), count, dt, recv, count, dt, comm);
+// The collectives run n times back to back (the timed loops), and stop at
+// the first call that fails; rsag's own host-side calls pass n = 1.
+static int rsag_allgather(MPI_Comm comm, void *send, int count, void *recv, MPI_Datatype dt, int in_place, int n) {
+	for (int i = 0; i < n; i++) {
+		int rc = MPI_Allgather(rsag_send(send, in_place), count, dt, recv, count, dt, comm);
+		if (rc != MPI_SUCCESS) return rc;
+	}
+	return MPI_SUCCESS;
 }
 static int rsag_allgatherv(MPI_Comm comm, void *send, int count, void *recv, int *counts, int *displs) {
 	return MPI_Allgatherv(send, count, MPI_BYTE, recv, counts, displs, MPI_BYTE, comm);
 }
-static int rsag_allreduce(MPI_Comm comm, void *send, void *recv, int count, MPI_Datatype dt, MPI_Op op, int in_place) {
-	return MPI_Allreduce(rsag_send(send, in_place), recv, count, dt, op, comm);
+static int rsag_allreduce(MPI_Comm comm, void *send, void *recv, int count, MPI_Datatype dt, MPI_Op op, int in_place, int n) {
+	for (int i = 0; i < n; i++) {
+		int rc = MPI_Allreduce(rsag_send(send, in_place), recv, count, dt, op, comm);
+		if (rc != MPI_SUCCESS) return rc;
+	}
+	return MPI_SUCCESS;
 }
-static int rsag_reduce_scatter_block(MPI_Comm comm, void *send, void *recv, int count, MPI_Datatype dt, MPI_Op op, int in_place) {
-	return MPI_Reduce_scatter_block(rsag_send(send, in_place), recv, count, dt, op, comm);
+static int rsag_reduce_scatter_block(MPI_Comm comm, void *send, void *recv, int count, MPI_Datatype dt, MPI_Op op, int in_place, int n) {
+	for (int i = 0; i < n; i++) {
+		int rc = MPI_Reduce_scatter_block(rsag_send(send, in_place), recv, count, dt, op, comm);
+		if (rc != MPI_SUCCESS) return rc;
+	}
+	return MPI_SUCCESS;
 }
 static int rsag_abort(int code) { return MPI_Abort(MPI_COMM_WORLD, code); }
 static MPI_Comm rsag_world(void) { return MPI_COMM_WORLD; }
@@ -270,8 +284,8 @@ func (cm *Comm) gatherv(send []byte, recv []byte, counts, displs []int32, root i
 	return check("MPI_Gatherv", C.rsag_gatherv(cm.h, ptr(send), C.int(len(send)), ptr(recv), c, d, C.int(root)))
 }
 
-func (c *Comm) allgather(send unsafe.Pointer, count int, recv unsafe.Pointer, dt Datatype, inPlace bool) error {
-	return check("MPI_Allgather", C.rsag_allgather(c.h, send, C.int(count), recv, datatypes[dt].handle, flag(inPlace)))
+func (c *Comm) allgather(send unsafe.Pointer, count int, recv unsafe.Pointer, dt Datatype, inPlace bool, n int) error {
+	return check("MPI_Allgather", C.rsag_allgather(c.h, send, C.int(count), recv, datatypes[dt].handle, flag(inPlace), C.int(n)))
 }
 
 func (c *Comm) allgatherv(send []byte, recv []byte, counts, displs []int32) error {
@@ -279,12 +293,12 @@ func (c *Comm) allgatherv(send []byte, recv []byte, counts, displs []int32) erro
 		(*C.int)(unsafe.Pointer(&counts[0])), (*C.int)(unsafe.Pointer(&displs[0]))))
 }
 
-func (c *Comm) allreduce(send, recv unsafe.Pointer, count int, dt Datatype, op Op, inPlace bool) error {
+func (c *Comm) allreduce(send, recv unsafe.Pointer, count int, dt Datatype, op Op, inPlace bool, n int) error {
 	return check("MPI_Allreduce", C.rsag_allreduce(c.h, send, recv, C.int(count),
-		datatypes[dt].handle, ops[op].handle, flag(inPlace)))
+		datatypes[dt].handle, ops[op].handle, flag(inPlace), C.int(n)))
 }
 
-func (c *Comm) reduceScatterBlock(send, recv unsafe.Pointer, recvCount int, dt Datatype, op Op, inPlace bool) error {
+func (c *Comm) reduceScatterBlock(send, recv unsafe.Pointer, recvCount int, dt Datatype, op Op, inPlace bool, n int) error {
 	return check("MPI_Reduce_scatter_block", C.rsag_reduce_scatter_block(c.h, send, recv, C.int(recvCount),
-		datatypes[dt].handle, ops[op].handle, flag(inPlace)))
+		datatypes[dt].handle, ops[op].handle, flag(inPlace), C.int(n)))
 }

@@ -60,7 +60,17 @@ func (o Op) String() string {
 // Allreduce reduces count elements of send over all ranks into recv on
 // every rank. send == nil means MPI_IN_PLACE: the input is taken from recv.
 func (c *Comm) Allreduce(send, recv []byte, count int, dt Datatype, op Op) error {
+	return c.AllreduceTimes(send, recv, count, dt, op, 1)
+}
+
+// AllreduceTimes is Allreduce n times back to back, the loop in C (as IMB
+// and nccl-tests time): the arguments are checked once, and no Go runs
+// between the calls. It stops at the first call that fails.
+func (c *Comm) AllreduceTimes(send, recv []byte, count int, dt Datatype, op Op, n int) error {
 	const name = "Allreduce"
+	if err := cInt(name, "repetitions", n); err != nil {
+		return err
+	}
 	if err := c.hostArgs(name, dt, count, count); err != nil {
 		return err
 	}
@@ -71,7 +81,7 @@ func (c *Comm) Allreduce(send, recv []byte, count int, dt Datatype, op Op) error
 	if err := buffers(name, send, count*es, recv, count*es); err != nil {
 		return err
 	}
-	return c.allreduce(ptr(send), ptr(recv), count, dt, op, send == nil)
+	return c.allreduce(ptr(send), ptr(recv), count, dt, op, send == nil, n)
 }
 
 // ReduceScatterBlock reduces recvCount x world elements of send over all
@@ -79,7 +89,16 @@ func (c *Comm) Allreduce(send, recv []byte, count int, dt Datatype, op Op) error
 // nil means MPI_IN_PLACE: MPI takes the whole input from recv and leaves
 // this rank's block at the start of recv.
 func (c *Comm) ReduceScatterBlock(send, recv []byte, recvCount int, dt Datatype, op Op) error {
+	return c.ReduceScatterBlockTimes(send, recv, recvCount, dt, op, 1)
+}
+
+// ReduceScatterBlockTimes is ReduceScatterBlock n times back to back, the
+// loop in C.
+func (c *Comm) ReduceScatterBlockTimes(send, recv []byte, recvCount int, dt Datatype, op Op, n int) error {
 	const name = "ReduceScatterBlock"
+	if err := cInt(name, "repetitions", n); err != nil {
+		return err
+	}
 	total := recvCount * c.size
 	if err := c.hostArgs(name, dt, recvCount, total); err != nil {
 		return err
@@ -95,14 +114,22 @@ func (c *Comm) ReduceScatterBlock(send, recv []byte, recvCount int, dt Datatype,
 	if err := buffers(name, send, total*es, recv, recvBytes); err != nil {
 		return err
 	}
-	return c.reduceScatterBlock(ptr(send), ptr(recv), recvCount, dt, op, send == nil)
+	return c.reduceScatterBlock(ptr(send), ptr(recv), recvCount, dt, op, send == nil, n)
 }
 
 // Allgather concatenates sendCount elements from every rank, in rank order,
 // into recv on every rank. send == nil means MPI_IN_PLACE: each rank's
 // contribution already sits at element rank*sendCount of recv.
 func (c *Comm) Allgather(send, recv []byte, sendCount int, dt Datatype) error {
+	return c.AllgatherTimes(send, recv, sendCount, dt, 1)
+}
+
+// AllgatherTimes is Allgather n times back to back, the loop in C.
+func (c *Comm) AllgatherTimes(send, recv []byte, sendCount int, dt Datatype, n int) error {
 	const name = "Allgather"
+	if err := cInt(name, "repetitions", n); err != nil {
+		return err
+	}
 	total := sendCount * c.size
 	if err := c.hostArgs(name, dt, sendCount, total); err != nil {
 		return err
@@ -112,7 +139,7 @@ func (c *Comm) Allgather(send, recv []byte, sendCount int, dt Datatype) error {
 		return err
 	}
 	// MPI ignores the send count and type with MPI_IN_PLACE.
-	return c.allgather(ptr(send), sendCount, ptr(recv), dt, send == nil)
+	return c.allgather(ptr(send), sendCount, ptr(recv), dt, send == nil, n)
 }
 
 // hostArgs checks what the host collectives share. total is the largest

@@ -128,7 +128,7 @@ func (c *Comm) AllGather(data []byte) ([][]byte, error) {
 func (c *Comm) layout(op string, n int) (counts, displs []int32, total int, err error) {
 	lengths := make([]int64, c.size)
 	mine := int64(n)
-	if err := c.allgather(unsafe.Pointer(&mine), 1, unsafe.Pointer(&lengths[0]), Int64, false); err != nil {
+	if err := c.allgather(unsafe.Pointer(&mine), 1, unsafe.Pointer(&lengths[0]), Int64, false, 1); err != nil {
 		return nil, nil, 0, err
 	}
 	counts, displs = make([]int32, c.size), make([]int32, c.size)
@@ -166,7 +166,7 @@ func (c *Comm) AllTrue(ok bool) (bool, []int, error) {
 		mine[0] = 1
 	}
 	all := make([]byte, c.size)
-	if err := c.allgather(ptr(mine), 1, ptr(all), Byte, false); err != nil {
+	if err := c.allgather(ptr(mine), 1, ptr(all), Byte, false, 1); err != nil {
 		return false, nil, err
 	}
 	var bad []int
@@ -184,7 +184,7 @@ func (c *Comm) MaxFloat64(v float64) (float64, error) {
 		return 0, err
 	}
 	var out float64
-	if err := c.allreduce(unsafe.Pointer(&v), unsafe.Pointer(&out), 1, Float64, Max, false); err != nil {
+	if err := c.allreduce(unsafe.Pointer(&v), unsafe.Pointer(&out), 1, Float64, Max, false, 1); err != nil {
 		return 0, err
 	}
 	return out, nil

@@ -19,9 +19,10 @@ import (
 )
 
 var (
-	_ phases.Backend  = (*Backend)(nil)
-	_ phases.Preparer = (*Backend)(nil)
-	_ phases.Splitter = (*Backend)(nil)
+	_ phases.Backend      = (*Backend)(nil)
+	_ phases.Preparer     = (*Backend)(nil)
+	_ phases.Splitter     = (*Backend)(nil)
+	_ phases.LoopPreparer = (*Backend)(nil)
 	// The phases' host-side Comm is the world communicator itself.
 	_ phases.Comm = (*mpi.Comm)(nil)
 )

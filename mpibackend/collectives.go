@@ -103,42 +103,44 @@ type call struct {
 	op         mpi.Op
 }
 
-// mpiCollective is how one of phases' collectives runs on MPI, given its
-// resolved arguments; one record per collective, so that the three
-// collectives share one preparation.
-type mpiCollective func(comm *mpi.Comm, c call, recvCount, sendCount int) error
+// mpiCollective is how one of phases' collectives runs on MPI, n times
+// back to back, given its resolved arguments; one record per collective, so
+// that the three collectives share one preparation.
+type mpiCollective func(comm *mpi.Comm, c call, recvCount, sendCount, n int) error
 
 var mpiCollectives = map[string]mpiCollective{
 	// MPI_Allreduce; in place (send is recv, or the view of all of it) it
 	// is MPI_IN_PLACE.
-	phases.AllReduceColl.Name: func(comm *mpi.Comm, c call, n, _ int) error {
+	phases.AllReduceColl.Name: func(comm *mpi.Comm, c call, count, _, n int) error {
 		if c.inPlace {
-			return comm.Allreduce(nil, c.recv, n, c.dt, c.op)
+			return comm.AllreduceTimes(nil, c.recv, count, c.dt, c.op, n)
 		}
-		return comm.Allreduce(c.send, c.recv, n, c.dt, c.op)
+		return comm.AllreduceTimes(c.send, c.recv, count, c.dt, c.op, n)
 	},
 	// MPI_Reduce_scatter_block. In place, recv is the view of send at rank
 	// x recv count (NCCL's layout), while MPI_IN_PLACE leaves the result at
-	// the start of the buffer: the result is moved to its place afterwards,
-	// within the buffer and without allocating. The rest of the input is
-	// left undefined, as MPI may use it as scratch space.
-	phases.ReduceScatterColl.Name: func(comm *mpi.Comm, c call, n, _ int) error {
+	// the start of the buffer: the result is moved to its place after each
+	// call, within the buffer and without allocating. The rest of the input
+	// is left undefined, as MPI may use it as scratch space.
+	phases.ReduceScatterColl.Name: func(comm *mpi.Comm, c call, count, _, n int) error {
 		if !c.inPlace {
-			return comm.ReduceScatterBlock(c.send, c.recv, n, c.dt, c.op)
+			return comm.ReduceScatterBlockTimes(c.send, c.recv, count, c.dt, c.op, n)
 		}
-		if err := comm.ReduceScatterBlock(nil, c.send, n, c.dt, c.op); err != nil {
-			return err
+		for range n {
+			if err := comm.ReduceScatterBlock(nil, c.send, count, c.dt, c.op); err != nil {
+				return err
+			}
+			copy(c.recv, c.send[:len(c.recv)])
 		}
-		copy(c.recv, c.send[:len(c.recv)])
 		return nil
 	},
 	// MPI_Allgather; in place, send is the view of recv at rank x send
 	// count, which is MPI_IN_PLACE's own layout.
-	phases.AllGatherColl.Name: func(comm *mpi.Comm, c call, _, n int) error {
+	phases.AllGatherColl.Name: func(comm *mpi.Comm, c call, _, count, n int) error {
 		if c.inPlace {
-			return comm.Allgather(nil, c.recv, n, c.dt)
+			return comm.AllgatherTimes(nil, c.recv, count, c.dt, n)
 		}
-		return comm.Allgather(c.send, c.recv, n, c.dt)
+		return comm.AllgatherTimes(c.send, c.recv, count, c.dt, n)
 	},
 }
 
@@ -146,6 +148,16 @@ var mpiCollectives = map[string]mpiCollective{
 // finds the memory of both buffers, whether the call is in place, and the
 // MPI type and op, once; the call it returns only runs the collective.
 func (be *Backend) Prepare(c phases.Collective, send, recv phases.Buffer, op phases.Op) (func() error, error) {
+	loop, err := be.PrepareLoop(c, send, recv, op)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return loop(1) }, nil
+}
+
+// PrepareLoop is Prepare for n calls back to back, looped in C
+// (phases.LoopPreparer).
+func (be *Backend) PrepareLoop(c phases.Collective, send, recv phases.Buffer, op phases.Op) (func(n int) error, error) {
 	run, ok := mpiCollectives[c.Name]
 	if !ok {
 		return nil, fmt.Errorf("mpibackend: no MPI call for the %s collective", c.Name)
@@ -178,8 +190,8 @@ func (be *Backend) Prepare(c phases.Collective, send, recv phases.Buffer, op pha
 		args.op = ops[op]
 	}
 	comm, recvCount, sendCount := be.comm, recv.Count(), send.Count()
-	return func() error {
-		if err := run(comm, args, recvCount, sendCount); err != nil {
+	return func(n int) error {
+		if err := run(comm, args, recvCount, sendCount, n); err != nil {
 			return fmt.Errorf("mpibackend: %s of %d %s elements: %w", c.Name, max(recvCount, sendCount), args.dt, err)
 		}
 		return nil

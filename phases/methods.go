@@ -14,6 +14,14 @@ type Preparer interface {
 	Prepare(c Collective, send, recv Buffer, op Op) (func() error, error)
 }
 
+// LoopPreparer is a backend that can also run a prepared collective n
+// times back to back in the library's own language (a C loop): what IMB and
+// nccl-tests time, with nothing of Go's between the calls. The batched
+// method uses it for the modes of one collective.
+type LoopPreparer interface {
+	PrepareLoop(c Collective, send, recv Buffer, op Op) (func(n int) error, error)
+}
+
 // prepare returns c on send and recv as one call: the backend's prepared
 // call, or a plain one after the same shape check every backend makes.
 func prepare(be Backend, c Collective, send, recv Buffer, op Op) (func() error, error) {
@@ -41,6 +49,12 @@ type timingMethod struct {
 	// place, over its own output), so, as nccl-tests does, a separate pass
 	// after timing refills, runs each mode once and checks that.
 	validateAfter bool
+	// refillAlways: the input is refilled before every sample (the seed's
+	// per-op method). Otherwise, as nccl-tests leaves its buffers alone, it
+	// is filled once per case and refilled only when the mode writes it (in
+	// place): rewriting an input the collectives only read made every other
+	// 1 MiB batch of MPI_Allreduce 10% slower here (docs/PERFORMANCE.md).
+	refillAlways bool
 	// sampler returns how to take a sample of each of modes with batch
 	// operations, and what releases what it set up.
 	sampler func(be Backend, modes []*modeCase, batch int) (sampler, func() error, error)
@@ -54,16 +68,21 @@ func always(Backend) error { return nil }
 
 var timingMethods = []timingMethod{
 	{
-		name: PerOp, missing: always,
+		name: PerOp, refillAlways: true, missing: always,
 		sampler: func(be Backend, _ []*modeCase, _ int) (sampler, func() error, error) {
 			return func(m *modeCase) (float64, error) { return be.Time(m.run) }, noRelease, nil
 		},
 	},
 	{
 		name: Batched, batched: true, validateAfter: true, missing: always,
-		sampler: func(be Backend, _ []*modeCase, batch int) (sampler, func() error, error) {
+		sampler: func(be Backend, modes []*modeCase, batch int) (sampler, func() error, error) {
+			// One closure per mode, made here: a sample then allocates nothing.
+			runs := make(map[*modeCase]func() error, len(modes))
+			for _, m := range modes {
+				runs[m] = func() error { return m.loop(batch) }
+			}
 			return func(m *modeCase) (float64, error) {
-				us, err := be.TimeBatch(batch, m.run)
+				us, err := be.TimeBatch(1, runs[m])
 				return us / float64(batch), err
 			}, noRelease, nil
 		},

@@ -206,7 +206,11 @@ type modeCase struct {
 	bufs  []Buffer  // bufs[0] the input, bufs[i+1] step i's output
 	want  []float64 // the output's expected value per chunk of chunk elements
 	chunk int
-	run   func() error // every step once, prepared (see Preparer)
+	run   func() error      // every step once, prepared (see Preparer)
+	loop  func(n int) error // run n times back to back (see LoopPreparer)
+	// writesInput: a step writes into the input (in place), so a sample
+	// leaves it changed.
+	writesInput bool
 }
 
 func (m *modeCase) input() Buffer  { return m.bufs[0] }
@@ -224,7 +228,7 @@ func newModeCase(a *arena, sc *scopes, m TimedMode, dtype DType, full int, p Pla
 	if err != nil {
 		return nil, err
 	}
-	mc := &modeCase{mode: m, bufs: make([]Buffer, len(counts)), chunk: full / l.World}
+	mc := &modeCase{mode: m, bufs: make([]Buffer, len(counts)), chunk: full / l.World, writesInput: p == InPlace}
 	if p == InPlace {
 		err = placeInside(a, sc, m, mc.bufs, counts, dtype)
 	} else {
@@ -244,6 +248,21 @@ func newModeCase(a *arena, sc *scopes, m TimedMode, dtype DType, full int, p Pla
 		}
 	}
 	mc.run = chain(calls)
+	mc.loop = func(n int) error {
+		for range n {
+			if err := mc.run(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if s := m.Steps[0]; len(m.Steps) == 1 {
+		if lp, ok := find[LoopPreparer](sc.be[s.Scope]); ok {
+			if mc.loop, err = lp.PrepareLoop(s.Collective, mc.bufs[0], mc.bufs[1], op); err != nil {
+				return nil, err
+			}
+		}
+	}
 	mc.want = expectedChunks(m, op, sc.groups, be.WorldSize(), be.Rank(), counts[0]/mc.chunk)
 	return mc, nil
 }

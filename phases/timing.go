@@ -285,9 +285,13 @@ func timeCase(be Backend, modes []*modeCase, method timingMethod, c timingCase, 
 			err = rerr
 		}
 	}()
+	filled := make(map[*modeCase]bool, len(modes))
 	take := func(m *modeCase) (float64, error) {
-		if err := be.Fill(m.input(), fill); err != nil {
-			return 0, err
+		if method.refillAlways || m.writesInput || !filled[m] {
+			if err := be.Fill(m.input(), fill); err != nil {
+				return 0, err
+			}
+			filled[m] = true
 		}
 		// The prepared calls bypass the watch: the sample as a whole is
 		// the step the watchdog gives a deadline.

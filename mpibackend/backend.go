@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"time"
 
+	"rsag/internal/hostmem"
 	"rsag/mpi"
 	"rsag/phases"
 )
@@ -94,23 +95,12 @@ func (be *Backend) Time(op func() error) (float64, error) {
 }
 
 // TimeBatch returns the wall-clock time of n back-to-back calls of op in
-// microseconds, read from the monotonic clock once before the first and
-// once after the last (the nccl-tests method: the caller divides by n). It
-// stops at the first call that fails and returns that error.
+// microseconds (hostmem.TimeBatch).
 func (be *Backend) TimeBatch(n int, op func() error) (float64, error) {
-	if n < 1 {
-		return 0, fmt.Errorf("mpibackend: TimeBatch of %d runs: at least one", n)
-	}
 	if err := be.Synchronize(); err != nil {
 		return 0, err
 	}
-	start := time.Now()
-	for range n {
-		if err := op(); err != nil {
-			return 0, err
-		}
-	}
-	return float64(time.Since(start).Nanoseconds()) / 1e3, nil
+	return hostmem.TimeBatch(n, op)
 }
 
 // Split gives the group of ranks with the same color, ordered by key

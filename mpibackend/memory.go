@@ -6,6 +6,7 @@ import (
 	"math"
 	"syscall"
 
+	"rsag/internal/hostmem"
 	"rsag/phases"
 )
 
@@ -113,13 +114,7 @@ func (be *Backend) Fill(b phases.Buffer, elem []byte) error {
 		return fmt.Errorf("mpibackend: Fill: element of %d bytes for a buffer of %s (%d bytes each)",
 			len(elem), buf.dtype, buf.dtype.Size())
 	}
-	if len(mem) == 0 {
-		return nil
-	}
-	copy(mem, elem)
-	for n := len(elem); n < len(mem); n *= 2 {
-		copy(mem[n:], mem[:n])
-	}
+	hostmem.Fill(mem, elem)
 	return nil
 }
 

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"time"
 
+	"rsag/internal/hostmem"
 	"rsag/phases"
 )
 
@@ -156,13 +156,7 @@ func (be *Backend) Fill(b phases.Buffer, elem []byte) error {
 	if len(elem) != buf.dtype.Size() {
 		return fmt.Errorf("inmem: Fill: element of %d bytes for a buffer of %s (%d bytes each)", len(elem), buf.dtype, buf.dtype.Size())
 	}
-	if len(mem) == 0 {
-		return nil
-	}
-	copy(mem, elem)
-	for n := len(elem); n < len(mem); n *= 2 {
-		copy(mem[n:], mem[:n])
-	}
+	hostmem.Fill(mem, elem)
 	return nil
 }
 
@@ -223,19 +217,10 @@ func (be *Backend) Time(op func() error) (float64, error) {
 // TimeBatch returns the monotonic wall-clock time of n back-to-back calls
 // of op, in microseconds; it stops at the first call that fails.
 func (be *Backend) TimeBatch(n int, op func() error) (float64, error) {
-	if n < 1 {
-		return 0, fmt.Errorf("inmem: TimeBatch of %d runs: at least one", n)
-	}
 	if err := be.Synchronize(); err != nil {
 		return 0, err
 	}
-	start := time.Now()
-	for range n {
-		if err := op(); err != nil {
-			return 0, err
-		}
-	}
-	return float64(time.Since(start).Nanoseconds()) / 1e3, nil
+	return hostmem.TimeBatch(n, op)
 }
 
 // CaptureGraph records op to be replayed n times by the graph's Time, as a

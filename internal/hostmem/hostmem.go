@@ -1,0 +1,39 @@
+// Package hostmem is what the two host-memory backends (mpibackend, and
+// phases/inmem for the tests) do alike: fill a buffer with one element, and
+// time back-to-back calls on the monotonic clock.
+package hostmem
+
+import (
+	"fmt"
+	"time"
+)
+
+// Fill sets every element of mem to elem: it writes elem once, then doubles
+// the filled part with copy until mem is full, log2(n) memmoves instead of
+// n small copies. len(mem) must be a multiple of len(elem).
+func Fill(mem, elem []byte) {
+	if len(mem) == 0 {
+		return
+	}
+	copy(mem, elem)
+	for n := len(elem); n < len(mem); n *= 2 {
+		copy(mem[n:], mem[:n])
+	}
+}
+
+// TimeBatch returns the wall-clock time of n back-to-back calls of op in
+// microseconds, read from the monotonic clock once before the first and once
+// after the last (the nccl-tests method: the caller divides by n). It stops
+// at the first call that fails and returns that error.
+func TimeBatch(n int, op func() error) (float64, error) {
+	if n < 1 {
+		return 0, fmt.Errorf("TimeBatch of %d runs: at least one", n)
+	}
+	start := time.Now()
+	for range n {
+		if err := op(); err != nil {
+			return 0, err
+		}
+	}
+	return float64(time.Since(start).Nanoseconds()) / 1e3, nil
+}

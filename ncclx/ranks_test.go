@@ -287,3 +287,54 @@ func TestTimingAcrossRanks(t *testing.T) {
 		}
 	}
 }
+
+// The hierarchical decomposition on the fake NCCL, 4 ranks in 2 groups of
+// 2: every mode of it runs on split communicators, per-op, batched and
+// captured into a graph, in both placements, its outputs checked; its
+// contracts hold; and hierarchical-lifetime's deltas are exact.
+func TestHierarchyAcrossRanks(t *testing.T) {
+	groups, err := phases.NewGroups([]string{"a", "a", "a", "a"}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := phases.TimingRun{
+		Name: "hier", SizesBytes: []int64{4 << 10}, DTypes: []phases.DType{phases.Float32},
+		Ops: []phases.Op{phases.Sum}, Placements: phases.Placements, Methods: phases.Methods, Batch: 2, Warmups: 1,
+		Cycles: 2, Groups: groups, Modes: []phases.Mode{phases.Direct, phases.Hierarchical, "hierarchical-reduce-scatter",
+			"hierarchical-all-reduce", "hierarchical-all-gather"},
+	}
+	var samples [4]int
+	runRanks(t, 4, func(r fakeRank, b *Backend) error {
+		if err := phases.CheckSupport(b, []phases.TimingRun{run}); err != nil {
+			return err
+		}
+		got, err := phases.RunTiming(b, r, []phases.TimingRun{run}, nil)
+		samples[r.rank] = len(got)
+		if err != nil {
+			return err
+		}
+		contracts, err := phases.RunHierarchyContracts(b, groups, []string{"a", "a", "a", "a"})
+		if err != nil {
+			return err
+		}
+		for _, c := range contracts {
+			if !c.Correct {
+				return fmt.Errorf("rank %d: %s does not hold: %s", r.rank, c.Name, c.Detail)
+			}
+		}
+		mem, err := phases.RunMemory(b, r, phases.MemoryRun{PayloadBytes: 4 << 10, Modes: []string{"hierarchical-lifetime"}, Groups: groups}, nil)
+		if err != nil {
+			return err
+		}
+		if m := mem[0]; !m.Correct || m.SteadyDeltaBytes != 4<<10 || m.PeakDeltaBytes != 4<<10+2<<10 {
+			return fmt.Errorf("rank %d: hierarchical-lifetime %+v", r.rank, m)
+		}
+		return nil
+	})
+	want := 2 * 3 * 2 * 5 // placements, methods, cycles, modes
+	for r, n := range samples {
+		if n != want {
+			t.Errorf("rank %d: %d samples, want %d", r, n, want)
+		}
+	}
+}

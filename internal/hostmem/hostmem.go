@@ -37,3 +37,21 @@ func TimeBatch(n int, op func() error) (float64, error) {
 	}
 	return float64(time.Since(start).Nanoseconds()) / 1e3, nil
 }
+
+// Write copies src, which must be exactly as long, into mem.
+func Write(mem, src []byte) error {
+	if len(src) != len(mem) {
+		return fmt.Errorf("Write of %d bytes into a buffer of %d", len(src), len(mem))
+	}
+	copy(mem, src)
+	return nil
+}
+
+// Read copies mem into dst, which must be exactly as long.
+func Read(mem, dst []byte) error {
+	if len(dst) != len(mem) {
+		return fmt.Errorf("Read of a buffer of %d bytes into %d", len(mem), len(dst))
+	}
+	copy(dst, mem)
+	return nil
+}

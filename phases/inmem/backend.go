@@ -165,10 +165,9 @@ func (be *Backend) Write(b phases.Buffer, src []byte) error {
 	if err != nil {
 		return err
 	}
-	if len(src) != len(mem) {
-		return fmt.Errorf("inmem: Write of %d bytes into a buffer of %d", len(src), len(mem))
+	if err := hostmem.Write(mem, src); err != nil {
+		return fmt.Errorf("inmem: %w", err)
 	}
-	copy(mem, src)
 	return nil
 }
 
@@ -177,10 +176,9 @@ func (be *Backend) Read(b phases.Buffer, dst []byte) error {
 	if err != nil {
 		return err
 	}
-	if len(dst) != len(mem) {
-		return fmt.Errorf("inmem: Read of a buffer of %d bytes into %d", len(mem), len(dst))
+	if err := hostmem.Read(mem, dst); err != nil {
+		return fmt.Errorf("inmem: %w", err)
 	}
-	copy(dst, mem)
 	return nil
 }
 

@@ -8,17 +8,21 @@ import (
 	"time"
 )
 
-// Fill sets every element of mem to elem: it writes elem once, then doubles
-// the filled part with copy until mem is full, log2(n) memmoves instead of
-// n small copies. len(mem) must be a multiple of len(elem).
-func Fill(mem, elem []byte) {
+// Fill sets every element of mem, of size bytes each, to elem: it writes
+// elem once, then doubles the filled part with copy until mem is full,
+// log2(n) memmoves instead of n small copies.
+func Fill(mem, elem []byte, size int) error {
+	if len(elem) != size {
+		return fmt.Errorf("Fill: element of %d bytes for a buffer of %d-byte elements", len(elem), size)
+	}
 	if len(mem) == 0 {
-		return
+		return nil
 	}
 	copy(mem, elem)
 	for n := len(elem); n < len(mem); n *= 2 {
 		copy(mem[n:], mem[:n])
 	}
+	return nil
 }
 
 // TimeBatch returns the wall-clock time of n back-to-back calls of op in

@@ -10,10 +10,12 @@ func TestFill(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 3, 7, 8, 1000} {
 		elem := []byte{1, 2, 3, 4}
 		mem := make([]byte, 4*n)
-		Fill(mem, elem)
-		if !bytes.Equal(mem, bytes.Repeat(elem, n)) {
-			t.Errorf("%d elements: % x", n, mem)
+		if err := Fill(mem, elem, 4); err != nil || !bytes.Equal(mem, bytes.Repeat(elem, n)) {
+			t.Errorf("%d elements: % x, %v", n, mem, err)
 		}
+	}
+	if err := Fill(make([]byte, 8), []byte{1, 2}, 4); err == nil {
+		t.Error("an element of the wrong size was accepted")
 	}
 }
 

@@ -153,10 +153,9 @@ func (be *Backend) Fill(b phases.Buffer, elem []byte) error {
 	if err != nil {
 		return err
 	}
-	if len(elem) != buf.dtype.Size() {
-		return fmt.Errorf("inmem: Fill: element of %d bytes for a buffer of %s (%d bytes each)", len(elem), buf.dtype, buf.dtype.Size())
+	if err := hostmem.Fill(mem, elem, buf.dtype.Size()); err != nil {
+		return fmt.Errorf("inmem: %w (%s)", err, buf.dtype)
 	}
-	hostmem.Fill(mem, elem)
 	return nil
 }
 

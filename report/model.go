@@ -120,6 +120,23 @@ func varyingDims(cases []model.Case) (names []string, of []func(model.Case) stri
 	return names, of
 }
 
+// PoorFitResidual is the relative residual past which a fit is called out
+// under the model table: a median more than 25% off its line means the
+// line's latency, bandwidth and crossover should not be trusted.
+const PoorFitResidual = 0.25
+
+// caseText names a case by its varying dimensions, for notes.
+func caseText(names, values []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	var parts []string
+	for i := range names {
+		parts = append(parts, names[i]+" "+values[i])
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
 // ModelTable explains the timings: the Hockney fit of each case and mode
 // (why there is none, when there is not), where each decomposition of
 // AllReduce comes within 5% of direct, and where its time goes.
@@ -153,6 +170,14 @@ func ModelTable(w io.Writer, s Summary) error {
 	}
 	if err := t.Render(); err != nil {
 		return err
+	}
+	for _, f := range s.Fits {
+		if f.OK() && f.MaxRelResidual > PoorFitResidual {
+			fmt.Fprintf(w, "note: the %s fit%s misses a measured median by %.0f%%: the times are noisy, or no line holds from %s to %s; "+
+				"trust its alpha, B and crossover less, and rerun with more cycles on a quiet machine\n",
+				f.Mode, caseText(names, dims(f.Case)), 100*f.MaxRelResidual,
+				SizeText(f.SizesBytes[0]), SizeText(f.SizesBytes[len(f.SizesBytes)-1]))
+		}
 	}
 	if len(s.Crossover) > 0 {
 		fmt.Fprintf(w, "Crossover (the smallest size from which the decomposition stays within %.0f%% of direct AllReduce)\n", 100*model.Tolerance)

@@ -2,9 +2,13 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"rsag/model"
 )
 
 // golden compares got with testdata/name, rewriting it under -update.
@@ -146,4 +150,34 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// A fit whose largest size was measured 7x slow, as on a loaded machine, is
+// called out under the model table with its residual; the exact fits of the
+// other modes are not.
+func TestModelTableCallsOutPoorFit(t *testing.T) {
+	rows := hockneyRows()
+	for i := range rows {
+		if rows[i].Mode == "direct" && rows[i].SizeBytes == 4<<20 {
+			rows[i].DurationUS *= 7
+		}
+	}
+	s := NewSummary(SummaryInput{Rows: Rows{Timings: rows}, World: 2})
+	var b bytes.Buffer
+	if err := ModelTable(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	var direct model.Fit
+	for _, f := range s.Fits {
+		if f.Mode == "direct" {
+			direct = f
+		}
+	}
+	if !(direct.MaxRelResidual > PoorFitResidual) {
+		t.Fatalf("direct fit %+v: want a residual past %v", direct, PoorFitResidual)
+	}
+	want := fmt.Sprintf("note: the direct fit misses a measured median by %.0f%%", 100*direct.MaxRelResidual)
+	if got := strings.Count(b.String(), "note: the "); got != 1 || !strings.Contains(b.String(), want) {
+		t.Errorf("want one note %q, got %d notes:\n%s", want, got, b.String())
+	}
 }

@@ -63,9 +63,15 @@ type result struct {
 // a hang is a failure, never a stuck CI.
 func mpirun(t *testing.T, np int, limit time.Duration, args ...string) result {
 	t.Helper()
+	return launch(t, limit, append([]string{"../scripts/mpirun.sh", fmt.Sprint(np), rsagBin}, args...)...)
+}
+
+// launch runs a command line that starts rsag, within limit.
+func launch(t *testing.T, limit time.Duration, argv ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "../scripts/mpirun.sh", append([]string{fmt.Sprint(np), rsagBin}, args...)...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.WaitDelay = 10 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -73,7 +79,7 @@ func mpirun(t *testing.T, np int, limit time.Duration, args ...string) result {
 	err := cmd.Run()
 	r := result{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
 	if ctx.Err() != nil {
-		t.Fatalf("rsag on %d ranks did not finish within %v (hang?)\nstdout:\n%s\nstderr:\n%s", np, limit, r.stdout, r.stderr)
+		t.Fatalf("%q did not finish within %v (hang?)\nstdout:\n%s\nstderr:\n%s", argv, limit, r.stdout, r.stderr)
 	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {

@@ -38,6 +38,7 @@ type Backend struct {
 	closed      bool
 	localSize   int    // ranks on this node, which share its memory
 	meminfo     string // /proc/meminfo; another file in tests
+	cgroupRoot  string // "/", where /proc and /sys are; another tree in tests
 }
 
 // pool is one rank's host buffers and their exact accounting.
@@ -60,7 +61,7 @@ func New(c *mpi.Comm) (*Backend, error) {
 // the communicator's, to check what the backend decides before MPI is called.
 func newBackend(c *mpi.Comm, rank, world int) *Backend {
 	return &Backend{comm: c, rank: rank, world: world, pool: &pool{live: map[*region]struct{}{}},
-		localSize: c.LocalSize(), meminfo: meminfo}
+		localSize: c.LocalSize(), meminfo: meminfo, cgroupRoot: "/"}
 }
 
 func (be *Backend) Info() phases.Info {
@@ -116,7 +117,7 @@ func (be *Backend) Split(color, key int) (phases.Backend, error) {
 	}
 	// The node's memory is shared by the world's ranks on it, whatever the group.
 	return &Backend{comm: sub, rank: sub.Rank(), world: sub.Size(), pool: be.pool, group: true,
-		localSize: be.localSize, meminfo: be.meminfo}, nil
+		localSize: be.localSize, meminfo: be.meminfo, cgroupRoot: be.cgroupRoot}, nil
 }
 
 // Close releases the buffers still allocated; a group's Close frees its

@@ -43,6 +43,7 @@ func TestFootprintAboveHostMemoryIsRefused(t *testing.T) {
 	be := newTest(t)
 	be.localSize = 4
 	be.meminfo = filepath.Join(t.TempDir(), "meminfo")
+	be.cgroupRoot = t.TempDir()                                                                  // no cgroups, whatever the machine running the test has
 	os.WriteFile(be.meminfo, []byte("MemTotal: 16777216 kB\nMemAvailable: 8388608 kB\n"), 0o644) // 16 GiB, 8 available
 	free, total, err := be.FreeMemory()
 	if err != nil || free != 2<<30 || total != 16<<30 {
@@ -68,5 +69,46 @@ func TestFootprintAboveHostMemoryIsRefused(t *testing.T) {
 	be.meminfo = filepath.Join(t.TempDir(), "missing")
 	if err := phases.CheckFits(be, 1, "x"); err == nil || !strings.Contains(err.Error(), "reading the host's memory") {
 		t.Errorf("an unreadable meminfo: %v", err)
+	}
+}
+
+// Under a memory cgroup (Slurm's --mem=3G here, 1 GiB of it in use) that
+// leaves less than the host's MemAvailable, the cgroup's headroom is what
+// the node's ranks share, and the refusal names the cgroup, its limit
+// file and --mem.
+func TestFootprintAboveCgroupLimitIsRefused(t *testing.T) {
+	be := newTest(t)
+	be.localSize = 4
+	be.meminfo = filepath.Join(t.TempDir(), "meminfo")
+	os.WriteFile(be.meminfo, []byte("MemTotal: 16777216 kB\nMemAvailable: 8388608 kB\n"), 0o644)
+	be.cgroupRoot = t.TempDir()
+	job := filepath.Join(be.cgroupRoot, "sys/fs/cgroup/memory/slurm/job_7")
+	os.MkdirAll(filepath.Join(job, "step_0"), 0o755)
+	os.MkdirAll(filepath.Join(be.cgroupRoot, "proc/self"), 0o755)
+	for file, s := range map[string]string{
+		"proc/self/mountinfo": "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n",
+		"proc/self/cgroup":    "4:memory:/slurm/job_7/step_0\n",
+		"sys/fs/cgroup/memory/slurm/job_7/memory.limit_in_bytes": "3221225472\n",
+		"sys/fs/cgroup/memory/slurm/job_7/memory.usage_in_bytes": "1073741824\n",
+	} {
+		if err := os.WriteFile(filepath.Join(be.cgroupRoot, file), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	free, total, err := be.FreeMemory()
+	if err != nil || free != 512<<20 || total != 3<<30 {
+		t.Fatalf("FreeMemory = %d, %d, %v; want 512 MiB each of 4 ranks, of the 3 GiB limit", free, total, err)
+	}
+	err = phases.CheckFits(be, 512<<20+1, "timing at the largest size")
+	for _, s := range []string{"(memory cgroup /slurm/job_7: limit 3.00 GiB in /sys/fs/cgroup/memory/slurm/job_7/memory.limit_in_bytes, 1.00 GiB in use, shared by its 4 ranks) has 536870912 bytes (0.50 GiB) free for this rank",
+		"raise the job's memory limit (Slurm's --mem or --mem-per-cpu)"} {
+		if err == nil || !strings.Contains(err.Error(), s) {
+			t.Errorf("%v lacks %q", err, s)
+		}
+	}
+	// A limit above what the host has left changes nothing.
+	os.WriteFile(filepath.Join(job, "memory.limit_in_bytes"), []byte("68719476736\n"), 0o644)
+	if free, _, err := be.FreeMemory(); err != nil || free != 2<<30 || strings.Contains(be.MemoryKind().Where, "cgroup") {
+		t.Errorf("a 64 GiB limit on an 8 GiB host: %d, %v, %q", free, err, be.MemoryKind().Where)
 	}
 }

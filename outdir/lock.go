@@ -24,6 +24,11 @@ var beatEvery = 5 * time.Second
 
 const staleAfter = 30 * time.Second
 
+// settle is how long a run without flock waits after writing its record
+// before it reads it back (a variable for tests): longer than two runs
+// starting at once take between reading no record and writing theirs.
+var settle = 250 * time.Millisecond
+
 // Holder is who holds a lock.
 type Holder struct {
 	Host    string `json:"host"`
@@ -80,7 +85,8 @@ func unsupported(err error) bool {
 // releases when its holder dies, however it dies: a dead run never blocks
 // the next. Its record decides only where flock cannot: on a file system
 // without flock, a record is live while its holder touched it within
-// staleAfter and, on this host, its pid still runs; and a record from
+// staleAfter and, on this host, its pid still runs, and of two runs that
+// start at once the one whose record was overwritten yields; and a record from
 // another host touched within staleAfter refuses the lock even though
 // flock granted it, since flock may be local to each node there.
 func Acquire(dir string, me Holder) (*Lock, error) {
@@ -115,6 +121,16 @@ func Acquire(dir string, me Holder) (*Lock, error) {
 		if err := l.write(me); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("writing the lock %s: %w", path, err)
+		}
+		if ferr != nil {
+			// Without flock, two runs starting at once can both find no
+			// record and both write theirs; the last write stands, so
+			// after both have written, the one whose record is gone yields.
+			time.Sleep(settle)
+			if h, beat, ok := readHolder(f); !ok || h != me {
+				f.Close()
+				return nil, &BusyError{Path: path, Holder: h, Beat: beat}
+			}
 		}
 		go l.beat()
 		return l, nil

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -201,6 +202,46 @@ func TestLeftRecords(t *testing.T) {
 				t.Errorf("%v (fresh %v)", err, b.Fresh)
 			}
 		})
+	}
+}
+
+// Without flock, of two runs that start at once (both past the flock call
+// before either reads the record), exactly one holds the lock and the
+// other is refused naming it, every time.
+func TestTwoStartsAtOnceWithoutFlock(t *testing.T) {
+	saved := flock
+	defer func() { flock = saved }()
+	for round := range 10 {
+		dir := t.TempDir()
+		var arrived sync.WaitGroup
+		arrived.Add(2)
+		flock = func(*os.File) error { arrived.Done(); arrived.Wait(); return syscall.ENOLCK }
+		type got struct {
+			l   *Lock
+			err error
+		}
+		results := make(chan got, 2)
+		for pid := range 2 {
+			go func() {
+				l, err := Acquire(dir, Holder{Host: "here", PID: 100 + pid, Started: "now"})
+				results <- got{l, err}
+			}()
+		}
+		a, b := <-results, <-results
+		held := 0
+		for _, r := range []got{a, b} {
+			if r.err == nil {
+				held++
+				defer r.l.Release()
+				continue
+			}
+			if bz := busy(t, r.err); bz.Holder.PID != 100 && bz.Holder.PID != 101 {
+				t.Errorf("round %d: refused naming %+v", round, bz.Holder)
+			}
+		}
+		if held != 1 {
+			t.Fatalf("round %d: %d of 2 simultaneous starts hold the lock (%v, %v)", round, held, a.err, b.err)
+		}
 	}
 }
 

@@ -119,6 +119,28 @@ func TestRanksAndNodesTables(t *testing.T) {
 	}
 }
 
+// Hierarchy groups show in the node table; a single group holding every
+// rank (one node, hierarchy.group_size 0) is called out, real groups are not.
+func TestNodesTableHierarchyGroups(t *testing.T) {
+	for _, c := range []struct {
+		groups []int
+		note   bool
+	}{{[]int{0, 0, 0, 0}, true}, {[]int{0, 1, 0, 1}, false}} {
+		var out strings.Builder
+		if err := NodesTable(&out, WithGroups(Nodes(cyclic[:4]), &phases.Groups{Size: 2, Group: c.groups})); err != nil {
+			t.Fatal(err)
+		}
+		squeezed := strings.Join(strings.Fields(out.String()), " ")
+		if want := "| host | ranks | local ranks | device | hierarchy groups |"; !strings.Contains(squeezed, want) {
+			t.Errorf("groups %v: no %q:\n%s", c.groups, want, out.String())
+		}
+		if got := strings.Contains(out.String(), "note: one hierarchy group holds all 4 ranks") &&
+			strings.Contains(out.String(), "set hierarchy.group_size to 2, or run on several nodes"); got != c.note {
+			t.Errorf("groups %v: the one-group note is there: %v, want %v:\n%s", c.groups, got, c.note, out.String())
+		}
+	}
+}
+
 func TestListText(t *testing.T) {
 	for want, v := range map[string][]int{"": nil, "0": {0}, "0,1": {0, 1}, "0-3": {0, 1, 2, 3},
 		"0-2,5,7-9": {0, 1, 2, 5, 7, 8, 9}, "1,3,5": {1, 3, 5}} {

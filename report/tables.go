@@ -54,7 +54,42 @@ func NodesTable(w io.Writer, nodes []SummaryNode) error {
 		}
 		t.Append(row)
 	}
-	return t.Render()
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if ranks, groups := groupCount(nodes); grouped && groups == 1 && ranks > 1 {
+		fix := "run on several nodes, or on a number of ranks that splits into equal groups"
+		if d := divisorsBelow(ranks); len(d) > 0 {
+			fix = fmt.Sprintf("set hierarchy.group_size to %s, or run on several nodes", strings.Join(d, " or "))
+		}
+		fmt.Fprintf(w, "note: one hierarchy group holds all %d ranks, so the AllReduce across groups has one member and the hierarchical "+
+			"mode is ReduceScatter + AllGather within the group: %s\n", ranks, fix)
+	}
+	return nil
+}
+
+// divisorsBelow lists the group sizes from 2 that split n ranks into
+// two or more equal groups.
+func divisorsBelow(n int) []string {
+	var d []string
+	for g := 2; g < n; g++ {
+		if n%g == 0 {
+			d = append(d, fmt.Sprint(g))
+		}
+	}
+	return d
+}
+
+// groupCount is how many ranks the nodes have, in how many hierarchy groups.
+func groupCount(nodes []SummaryNode) (ranks, groups int) {
+	seen := map[int]bool{}
+	for _, n := range nodes {
+		ranks += len(n.Ranks)
+		for _, g := range n.Groups {
+			seen[g] = true
+		}
+	}
+	return ranks, len(seen)
 }
 
 // groupsText writes each rank's group in rank order: "0,0,1,1".

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -24,9 +25,16 @@ func splitSet(set string) (key, value string, err error) {
 	return key, tomlValue(value), nil
 }
 
+var integerRE = regexp.MustCompile(`^[+-]?[0-9][0-9_]*$`)
+
 // tomlValue quotes a value that is not valid TOML but a bare word, so that
 // -set backend=mpi means "mpi".
 func tomlValue(value string) string {
+	// An integer TOML cannot hold stays bare, so that its key's error says
+	// it is out of range rather than that it is a string.
+	if integerRE.MatchString(value) {
+		return value
+	}
 	if _, err := toml.Decode("v = "+value, new(map[string]any)); err != nil && !strings.ContainsAny(value, "[]{}\"'=") {
 		return fmt.Sprintf("%q", value)
 	}

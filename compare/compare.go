@@ -9,7 +9,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"rsag/report"
@@ -30,6 +32,7 @@ var metrics = map[string]func(report.TimingStat) float64{
 }
 
 const usage = `usage: rsag compare [-threshold 1.10] [-metric median|p90|min] A/summary.json B/summary.json
+       (an output dir stands for the summary.json in it)
 
 Compares the timing cases two runs share (same run, size, dtype, op, placement,
 method, batch and mode) by the ratio B/A of a statistic of their time per
@@ -106,20 +109,24 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		args = args[1:]
 	}
 	if len(files) != 2 {
-		return opts, fmt.Errorf("want two summary.json files, got %d (rsag compare A/summary.json B/summary.json)", len(files))
+		return opts, fmt.Errorf("want two summary.json files or output dirs, got %d (rsag compare A/summary.json B/summary.json)", len(files))
 	}
 	if _, ok := metrics[opts.metric]; !ok {
 		return opts, fmt.Errorf("-metric %q is not one of median, p90, min", opts.metric)
 	}
-	if !(opts.threshold > 0) {
-		return opts, fmt.Errorf("-threshold %v must be a positive ratio, e.g. 1.10", opts.threshold)
+	if !(opts.threshold > 0) || math.IsInf(opts.threshold, 0) {
+		return opts, fmt.Errorf("-threshold %v must be a finite positive ratio, e.g. 1.10", opts.threshold)
 	}
 	opts.a, opts.b = files[0], files[1]
 	return opts, nil
 }
 
-// load reads a summary.json; errors name the file.
+// load reads a summary.json, or the one in an output directory; errors
+// name the file.
 func load(path string) (report.Summary, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, report.SummaryFile)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		var pe *os.PathError

@@ -35,6 +35,9 @@ var cases = []struct {
 	{"one-file", []string{"testdata/a/summary.json"}, ExitBadInput},
 	{"bad-metric", []string{"-metric", "p50", "testdata/a/summary.json", "testdata/b/summary.json"}, ExitBadInput},
 	{"bad-threshold", []string{"-threshold", "0", "testdata/a/summary.json", "testdata/b/summary.json"}, ExitBadInput},
+	{"output-dirs", []string{"testdata/a", "testdata/b"}, ExitSlower},
+	{"infinite-threshold", []string{"-threshold", "inf", "testdata/a/summary.json", "testdata/b/summary.json"}, ExitBadInput},
+	{"dir-without-summary", []string{"testdata/a", "testdata"}, ExitBadInput},
 	{"help", []string{"-h"}, ExitOK},
 }
 

@@ -43,11 +43,12 @@ func TestFootprintAboveHostMemoryIsRefused(t *testing.T) {
 	be := newTest(t)
 	be.localSize = 4
 	be.meminfo = filepath.Join(t.TempDir(), "meminfo")
-	be.cgroupRoot = t.TempDir()                                                                  // no cgroups, whatever the machine running the test has
+	// No cgroups, whatever the machine running the test has.
+	be.cgroupRoot = t.TempDir()
 	os.WriteFile(be.meminfo, []byte("MemTotal: 16777216 kB\nMemAvailable: 8388608 kB\n"), 0o644) // 16 GiB, 8 available
-	free, total, err := be.FreeMemory()
-	if err != nil || free != 2<<30 || total != 16<<30 {
-		t.Fatalf("FreeMemory = %d, %d, %v; want 2 GiB each of 4 ranks, of 16 GiB", free, total, err)
+	m, err := be.FreeMemory()
+	if err != nil || m.Free != 2<<30 || m.Total != 16<<30 {
+		t.Fatalf("FreeMemory = %d, %d, %v; want 2 GiB each of 4 ranks, of 16 GiB", m.Free, m.Total, err)
 	}
 	if err := phases.CheckFits(be, 2<<30, "timing at the largest size"); err != nil {
 		t.Errorf("2 GiB fits in 2 GiB: %v", err)
@@ -95,9 +96,9 @@ func TestFootprintAboveCgroupLimitIsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	free, total, err := be.FreeMemory()
-	if err != nil || free != 512<<20 || total != 3<<30 {
-		t.Fatalf("FreeMemory = %d, %d, %v; want 512 MiB each of 4 ranks, of the 3 GiB limit", free, total, err)
+	m, err := be.FreeMemory()
+	if err != nil || m.Free != 512<<20 || m.Total != 3<<30 {
+		t.Fatalf("FreeMemory = %d, %d, %v; want 512 MiB each of 4 ranks, of the 3 GiB limit", m.Free, m.Total, err)
 	}
 	err = phases.CheckFits(be, 512<<20+1, "timing at the largest size")
 	for _, s := range []string{"(memory cgroup /slurm/job_7: limit 3.00 GiB in /sys/fs/cgroup/memory/slurm/job_7/memory.limit_in_bytes, 1.00 GiB in use, shared by its 4 ranks) has 536870912 bytes (0.50 GiB) free for this rank",
@@ -108,7 +109,7 @@ func TestFootprintAboveCgroupLimitIsRefused(t *testing.T) {
 	}
 	// A limit above what the host has left changes nothing.
 	os.WriteFile(filepath.Join(job, "memory.limit_in_bytes"), []byte("68719476736\n"), 0o644)
-	if free, _, err := be.FreeMemory(); err != nil || free != 2<<30 || strings.Contains(be.MemoryKind().Where, "cgroup") {
-		t.Errorf("a 64 GiB limit on an 8 GiB host: %d, %v, %q", free, err, be.MemoryKind().Where)
+	if m, err := be.FreeMemory(); err != nil || m.Free != 2<<30 || strings.Contains(m.Where, "cgroup") {
+		t.Errorf("a 64 GiB limit on an 8 GiB host: %d, %v, %q", m.Free, err, m.Where)
 	}
 }

@@ -50,19 +50,22 @@ func (b *Backend) buffer(buf phases.Buffer, what, role string) (*deviceBuffer, e
 	return d, nil
 }
 
-// FreeMemory returns the device's free and total bytes (cuMemGetInfo).
-func (b *Backend) FreeMemory() (free, total int64, err error) {
+// FreeMemory is the device's free and total bytes (cuMemGetInfo), named
+// by its GPU.
+func (b *Backend) FreeMemory() (phases.MemoryReading, error) {
+	free, total, err := b.deviceMemory()
+	return phases.MemoryReading{Free: free, Total: total, MemoryKind: phases.MemoryKind{Memory: "device memory",
+		Where: fmt.Sprintf("%s (GPU %d of %s)", b.info.Device, b.ordinal, b.host),
+		Fix:   "free the GPU of other processes"}}, err
+}
+
+// deviceMemory returns the device's free and total bytes (cuMemGetInfo).
+func (b *Backend) deviceMemory() (free, total int64, err error) {
 	free, total, err = b.cu.memInfo()
 	if err != nil {
 		return 0, 0, b.errorf("%w", err)
 	}
 	return free, total, nil
-}
-
-// MemoryKind names the GPU whose memory FreeMemory measures.
-func (b *Backend) MemoryKind() phases.MemoryKind {
-	return phases.MemoryKind{Memory: "device memory", Where: fmt.Sprintf("%s (GPU %d of %s)", b.info.Device, b.ordinal, b.host),
-		Fix: "free the GPU of other processes"}
 }
 
 // Alloc allocates count elements of this Backend's buffer kind: plain
@@ -87,7 +90,7 @@ func (b *Backend) Alloc(dtype phases.DType, count int) (phases.Buffer, error) {
 		if b.c.comm == nil && b.kind != phases.PlainBuffers {
 			return nil, b.errorf("alloc %s buffer: the communicator was aborted or closed", b.kind)
 		}
-		free, total, err := b.FreeMemory()
+		free, total, err := b.deviceMemory()
 		if err != nil {
 			return nil, err
 		}
@@ -233,7 +236,7 @@ func (b *Backend) Free(buf phases.Buffer) error {
 // bytes (total - free, which includes NCCL's and CUDA's own memory and
 // that rounding).
 func (b *Backend) Memory() (phases.MemoryStats, error) {
-	free, total, err := b.FreeMemory()
+	free, total, err := b.deviceMemory()
 	if err != nil {
 		return phases.MemoryStats{}, err
 	}

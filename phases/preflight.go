@@ -10,10 +10,15 @@ import (
 // payload too large is refused before any collective runs rather than
 // failing half way (or, in host memory, ended by the OOM killer).
 type FreeMemoryReporter interface {
-	// FreeMemory is the bytes this rank's buffers may take now, of a total.
-	FreeMemory() (free, total int64, err error)
-	// MemoryKind says which memory that is, for CheckFits' message.
-	MemoryKind() MemoryKind
+	// FreeMemory is the bytes this rank's buffers may take now, of a
+	// total, and which memory that is, from one reading.
+	FreeMemory() (MemoryReading, error)
+}
+
+// MemoryReading is what a FreeMemoryReporter measured.
+type MemoryReading struct {
+	Free, Total int64
+	MemoryKind
 }
 
 // MemoryKind names the memory a FreeMemoryReporter measures.
@@ -139,16 +144,16 @@ func CheckFits(be Backend, need int64, what string) error {
 	if !ok || need == 0 {
 		return nil
 	}
-	free, total, err := fm.FreeMemory()
+	m, err := fm.FreeMemory()
 	if err != nil {
 		return err
 	}
-	if need > free {
-		k := fm.MemoryKind()
+	if need > m.Free {
 		return fmt.Errorf("%s needs %d bytes (%.2f GiB) of %s at once on each rank, but %s has %d bytes (%.2f GiB) free for this rank, of %d (%.2f GiB): lower the sizes or the payload in the config, or %s",
-			what, need, gib(need), k.Memory, k.Where, free, gib(free), total, gib(total), k.Fix)
+			what, need, GiB(need), m.Memory, m.Where, m.Free, GiB(m.Free), m.Total, GiB(m.Total), m.Fix)
 	}
 	return nil
 }
 
-func gib(b int64) float64 { return float64(b) / (1 << 30) }
+// GiB is b in binary gigabytes, for messages.
+func GiB(b int64) float64 { return float64(b) / (1 << 30) }

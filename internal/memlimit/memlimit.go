@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -230,14 +231,7 @@ func cgroupMounts(mountinfo string) (map[string]string, error) {
 	return mounts, nil
 }
 
-func hasOption(opts, want string) bool {
-	for _, o := range strings.Split(opts, ",") {
-		if o == want {
-			return true
-		}
-	}
-	return false
-}
+func hasOption(opts, want string) bool { return slices.Contains(strings.Split(opts, ","), want) }
 
 // unescape undoes mountinfo's octal escapes of space, tab, newline and \.
 func unescape(s string) string {

@@ -113,22 +113,29 @@ var badInputs = []struct {
 	{"wrong -set type", "", []string{"timing.cycles=[1]"}, 2, "timing.cycles", "takes an integer"},
 }
 
+// wantError checks that file with sets, on world ranks, is refused by Parse
+// or Validate with a *config.Error naming key whose message holds want.
+func wantError(t *testing.T, file string, sets []string, world int, key, want string) {
+	t.Helper()
+	cfg, err := Parse("bad.toml", []byte(file), sets)
+	if err == nil {
+		err = cfg.Validate(world)
+	}
+	var cerr *Error
+	if !errors.As(err, &cerr) {
+		t.Fatalf("want a *config.Error, got %v", err)
+	}
+	if cerr.Key != key || !strings.Contains(err.Error(), want) {
+		t.Errorf("got key %q, error %q; want key %q and %q", cerr.Key, err, key, want)
+	}
+}
+
 // Every bad input names the key at fault and says what to do.
 func TestBadInputs(t *testing.T) {
 	cases := badInputs
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := Parse("bad.toml", []byte(c.file), c.sets)
-			if err == nil {
-				err = cfg.Validate(c.world)
-			}
-			var cerr *Error
-			if !errors.As(err, &cerr) {
-				t.Fatalf("want a *config.Error, got %v", err)
-			}
-			if cerr.Key != c.key || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("got key %q, error %q; want key %q and %q", cerr.Key, err, c.key, c.want)
-			}
+			wantError(t, c.file, c.sets, c.world, c.key, c.want)
 		})
 	}
 }

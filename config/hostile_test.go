@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -133,17 +132,7 @@ func manySizes(n int) string {
 func TestHostileInputs(t *testing.T) {
 	for _, c := range hostileInputs {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := Parse("bad.toml", []byte(c.file), c.sets)
-			if err == nil {
-				err = cfg.Validate(c.world)
-			}
-			var cerr *Error
-			if !errors.As(err, &cerr) {
-				t.Fatalf("want a *config.Error, got %v", err)
-			}
-			if cerr.Key != c.key || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("got key %q, error %q; want key %q and %q", cerr.Key, err, c.key, c.want)
-			}
+			wantError(t, c.file, c.sets, c.world, c.key, c.want)
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -116,17 +115,7 @@ func TestBadSweeps(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := Parse("bad.toml", []byte(c.doc), nil)
-			if err == nil {
-				err = cfg.Validate(c.world)
-			}
-			var cerr *Error
-			if !errors.As(err, &cerr) {
-				t.Fatalf("want a *config.Error, got %v", err)
-			}
-			if cerr.Key != c.key || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("got key %q, error %q; want key %q and %q", cerr.Key, err, c.key, c.want)
-			}
+			wantError(t, c.doc, nil, c.world, c.key, c.want)
 		})
 	}
 }

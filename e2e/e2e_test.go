@@ -69,17 +69,27 @@ func mpirun(t *testing.T, np int, limit time.Duration, args ...string) result {
 // launch runs a command line that starts rsag, within limit.
 func launch(t *testing.T, limit time.Duration, argv ...string) result {
 	t.Helper()
+	return runWithin(t, limit, fmt.Sprintf("%q", argv), func(ctx context.Context) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.WaitDelay = 10 * time.Second
+		return cmd
+	})
+}
+
+// runWithin runs the command newCmd makes and collects its output and exit
+// code; one that outlives limit fails the test, named by what.
+func runWithin(t *testing.T, limit time.Duration, what string, newCmd func(context.Context) *exec.Cmd) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.WaitDelay = 10 * time.Second
+	cmd := newCmd(ctx)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
 	r := result{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
 	if ctx.Err() != nil {
-		t.Fatalf("%q did not finish within %v (hang?)\nstdout:\n%s\nstderr:\n%s", argv, limit, r.stdout, r.stderr)
+		t.Fatalf("%s did not finish within %v (hang?)\nstdout:\n%s\nstderr:\n%s", what, limit, r.stdout, r.stderr)
 	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {

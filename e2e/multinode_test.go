@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -129,24 +128,9 @@ type multi struct {
 // outlives limit fails the test.
 func (m *multi) mpirun(t *testing.T, limit time.Duration, env, mpiArgs []string, rsagArgs ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	cmd := m.command(ctx, env, mpiArgs, rsagArgs...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
-	if ctx.Err() != nil {
-		t.Fatalf("rsag across hosts did not finish within %v (hang?)\nstdout:\n%s\nstderr:\n%s", limit, r.stdout, r.stderr)
-	}
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		r.code = exit.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return runWithin(t, limit, "rsag across hosts", func(ctx context.Context) *exec.Cmd {
+		return m.command(ctx, env, mpiArgs, rsagArgs...)
+	})
 }
 
 func (m *multi) command(ctx context.Context, env, mpiArgs []string, rsagArgs ...string) *exec.Cmd {

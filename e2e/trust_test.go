@@ -2,11 +2,9 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -104,21 +102,11 @@ func TestRanksWithDifferentInputsAreRefused(t *testing.T) {
 		return append(append([]string{rsagBin, "-output-dir", out}, smoke...), "-set", set)
 	}
 	args := append(append(rank("timing.cycles=3"), ":", "-np", "1"), rank("timing.cycles=5")...)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "../scripts/mpirun.sh", append([]string{"1"}, args...)...)
-	cmd.WaitDelay = 10 * time.Second
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("an MPMD job did not end within a minute:\n%s", stderr.String())
+	r := launch(t, time.Minute, append([]string{"../scripts/mpirun.sh", "1"}, args...)...)
+	if r.code != 2 {
+		t.Errorf("exit %d, want 2\n%s", r.code, r.stderr)
 	}
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
-		t.Errorf("exit %v, want 2\n%s", err, stderr.String())
-	}
-	saidOnce(t, stderr.String(), "the ranks were started with different inputs: -set differs from rank 0's on rank 1; start every rank with the same flags")
+	saidOnce(t, r.stderr, "the ranks were started with different inputs: -set differs from rank 0's on rank 1; start every rank with the same flags")
 	if entries, _ := os.ReadDir(out); len(entries) > 0 {
 		t.Errorf("a refused run left files: %v", entries)
 	}
@@ -362,19 +350,12 @@ func TestRunJSONTellsTheTruthAfterSignals(t *testing.T) {
 func TestUnderTimeout(t *testing.T) {
 	for i := range 5 {
 		dir := t.TempDir()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		cmd := exec.CommandContext(ctx, "timeout", append([]string{"4", "../scripts/mpirun.sh", "2", rsagBin, "-output-dir", dir}, longTiming...)...)
-		cmd.WaitDelay = 10 * time.Second
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		err := cmd.Run()
-		cancel()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() == 0 {
-			t.Errorf("try %d: %v, want a non-zero exit", i, err)
+		r := launch(t, time.Minute, append([]string{"timeout", "4", "../scripts/mpirun.sh", "2", rsagBin, "-output-dir", dir}, longTiming...)...)
+		if r.code == 0 {
+			t.Errorf("try %d: exit 0, want a non-zero exit", i)
 		}
 		if run := finalRun(t, dir); run.Status != report.StatusFailed || !killedOrSignalled.MatchString(run.Reason) {
-			t.Errorf("try %d: %s %+v; want failed, by a signal\nstderr:\n%s", i, report.RunFile, run, stderr.String())
+			t.Errorf("try %d: %s %+v; want failed, by a signal\nstderr:\n%s", i, report.RunFile, run, r.stderr)
 		}
 	}
 }

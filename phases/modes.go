@@ -211,6 +211,10 @@ type modeCase struct {
 	// writesInput: a step writes into the input (in place), so a sample
 	// leaves it changed.
 	writesInput bool
+	// watchOp is the mode's Op, named once: the watchdog is armed with it
+	// every sample, and joining the step names there made garbage a GC
+	// could collect inside a later timed sample.
+	watchOp string
 }
 
 func (m *modeCase) input() Buffer  { return m.bufs[0] }
@@ -228,7 +232,8 @@ func newModeCase(a *arena, sc *scopes, m TimedMode, dtype DType, full int, p Pla
 	if err != nil {
 		return nil, err
 	}
-	mc := &modeCase{mode: m, bufs: make([]Buffer, len(counts)), chunk: full / l.World, writesInput: p == InPlace}
+	mc := &modeCase{mode: m, bufs: make([]Buffer, len(counts)), chunk: full / l.World, writesInput: p == InPlace,
+		watchOp: m.Op()}
 	if p == InPlace {
 		err = placeInside(a, sc, m, mc.bufs, counts, dtype)
 	} else {

@@ -295,7 +295,7 @@ func timeCase(be Backend, modes []*modeCase, method timingMethod, c timingCase, 
 		}
 		// The prepared calls bypass the watch: the sample as a whole is
 		// the step the watchdog gives a deadline.
-		armStep(be, m.mode.Op(), c.size)
+		armStep(be, m.watchOp, c.size)
 		return sample(m)
 	}
 	for range r.Warmups {
@@ -325,7 +325,7 @@ func timeCase(be Backend, modes []*modeCase, method timingMethod, c timingCase, 
 			if err := be.Fill(m.input(), fill); err != nil {
 				return samples, err
 			}
-			armStep(be, m.mode.Op(), c.size)
+			armStep(be, m.watchOp, c.size)
 			if err := m.run(); err != nil {
 				return samples, fmt.Errorf("validation %s: %w", m.mode.Name, err)
 			}

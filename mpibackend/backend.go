@@ -12,7 +12,6 @@ package mpibackend
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"rsag/internal/hostmem"
 	"rsag/mpi"
@@ -82,18 +81,7 @@ func (be *Backend) Synchronize() error { return nil }
 
 // Time returns the wall-clock time of one call of op in microseconds, read
 // from the monotonic clock.
-func (be *Backend) Time(op func() error) (float64, error) {
-	if err := be.Synchronize(); err != nil {
-		return 0, err
-	}
-	start := time.Now()
-	err := op()
-	elapsed := time.Since(start)
-	if err != nil {
-		return 0, err
-	}
-	return float64(elapsed.Nanoseconds()) / 1e3, nil
-}
+func (be *Backend) Time(op func() error) (float64, error) { return be.TimeBatch(1, op) }
 
 // TimeBatch returns the wall-clock time of n back-to-back calls of op in
 // microseconds (hostmem.TimeBatch).

@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -97,11 +96,7 @@ func KilledReason(host string, pid int, notes []Note) string {
 	reason := fmt.Sprintf("rank 0 (%s, pid %d) ended before it could mark the run: killed outright (SIGKILL, the OOM killer, "+
 		"or a launcher forcing the job down, as mpirun does on a second SIGTERM) or crashed; its guard marked it", host, pid)
 	if len(notes) > 0 {
-		var said []string
-		for _, n := range notes {
-			said = append(said, n.Text)
-		}
-		reason += "; before that, a rank failed on its own: " + strings.Join(said, "; ")
+		reason += "; before that, a rank failed on its own: " + NotesText(notes)
 	}
 	return reason
 }

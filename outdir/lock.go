@@ -113,7 +113,7 @@ func Acquire(dir string, me Holder) (*Lock, error) {
 			continue
 		}
 		if h, beat, ok := readHolder(f); ok && beat < staleAfter &&
-			(h.Host != me.Host || (ferr != nil && pidAlive(h.PID))) {
+			(h.Host != me.Host || (ferr != nil && PIDAlive(h.PID))) {
 			f.Close()
 			return nil, &BusyError{Path: path, Holder: h, Beat: beat, Fresh: ferr == nil}
 		}
@@ -216,9 +216,10 @@ func sameFile(f *os.File, path string) bool {
 	return err == nil && os.SameFile(a, b)
 }
 
-// pidAlive reports whether a process pid runs on this host (one of
-// another user's counts: kill says EPERM).
-func pidAlive(pid int) bool {
+// PIDAlive reports whether process pid runs on this host: kill(pid, 0)
+// finds it (EPERM: another user's). A process that has ended but not been
+// reaped yet counts as alive.
+func PIDAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }

@@ -29,6 +29,15 @@ func LeaveNote(dir string, rank int, text string) {
 	_ = os.WriteFile(filepath.Join(dir, notePrefix+strconv.Itoa(rank)), []byte(text), 0o644)
 }
 
+// NotesText is what the notes say, joined for a run.json reason.
+func NotesText(notes []Note) string {
+	said := make([]string, len(notes))
+	for i, n := range notes {
+		said[i] = n.Text
+	}
+	return strings.Join(said, "; ")
+}
+
 // Notes reads the notes in dir, in rank order.
 func Notes(dir string) []Note {
 	entries, _ := os.ReadDir(dir)

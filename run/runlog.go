@@ -1,13 +1,11 @@
 package run
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"rsag/outdir"
@@ -182,7 +180,9 @@ func (s *session) explainSignal(pids []int) func(signal string) string {
 	return func(signal string) string {
 		var gone []string
 		for r, pid := range pids {
-			if r != 0 && r < len(hosts) && hosts[r] == me && !alive(pid) {
+			// An unreaped rank counts as alive, so only one that ended
+			// before the launcher signalled the others is named.
+			if r != 0 && r < len(hosts) && hosts[r] == me && !outdir.PIDAlive(pid) {
 				gone = append(gone, fmt.Sprintf("rank %d (%s, pid %d)", r, me, pid))
 			}
 		}
@@ -194,24 +194,11 @@ func (s *session) explainSignal(pids []int) func(signal string) string {
 func signalReason(signal string, gone []string, notes []outdir.Note) string {
 	switch {
 	case len(notes) > 0:
-		var said []string
-		for _, n := range notes {
-			said = append(said, n.Text)
-		}
-		return fmt.Sprintf("signal %s from the launcher, after a rank failed on its own: %s", signal, strings.Join(said, "; "))
+		return fmt.Sprintf("signal %s from the launcher, after a rank failed on its own: %s", signal, outdir.NotesText(notes))
 	case len(gone) > 0:
 		return fmt.Sprintf("signal %s from the launcher, after %s had already ended without leaving a note (killed by a signal, such as SIGKILL or the OOM killer's, or crashed)",
 			signal, strings.Join(gone, ", "))
 	}
 	return fmt.Sprintf("signal %s: the job was stopped from outside (cancelled, at its time limit, or by the launcher after a rank ended); "+
 		"no rank is known to have failed first (one on another host killed by SIGKILL or the OOM killer leaves no note)", signal)
-}
-
-// alive reports whether process pid runs on this host: kill(pid, 0) finds
-// it (EPERM: another user's). A rank that has ended but not been reaped
-// yet counts as alive, so that only a rank that ended before the launcher
-// signalled the others is named.
-func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }

@@ -374,7 +374,7 @@ sizes:
 	return out
 }
 
-// Modes names the modes Analyze compares: which is direct, which is the
+// Modes names the modes Analyze and Sweep.Compare compare: which is direct, which is the
 // decomposition, and which modes are its parts.
 type Modes struct {
 	Direct, Decomposed string
@@ -397,41 +397,66 @@ type Result struct {
 // Analyze fits every series and compares each case's modes as m names them,
 // cases in the order in which they first appear.
 func Analyze(series []Series, m Modes) Result {
-	var res Result
-	type key struct {
-		c    Case
-		mode string
-	}
-	bySeries := map[key]Series{}
-	byFit := map[key]Fit{}
-	var cases []Case
+	sw := NewSweep(series)
+	res := Result{Fits: sw.Fits}
+	res.Crossovers, res.Breakdowns = sw.Compare(m)
+	return res
+}
+
+// Sweep is a sweep's series, each fitted once, for comparing its modes
+// under as many Modes as there are decompositions.
+type Sweep struct {
+	Fits     []Fit // one per series, in the series' order
+	cases    []Case
+	bySeries map[sweepKey]Series
+	byFit    map[sweepKey]Fit
+}
+
+type sweepKey struct {
+	c    Case
+	mode string
+}
+
+// NewSweep fits every series.
+func NewSweep(series []Series) *Sweep {
+	sw := &Sweep{bySeries: map[sweepKey]Series{}, byFit: map[sweepKey]Fit{}}
 	for _, s := range series {
 		f := FitSeries(s)
-		res.Fits = append(res.Fits, f)
-		k := key{s.Case, s.Mode}
-		bySeries[k], byFit[k] = s, f
-		if !slices.Contains(cases, s.Case) {
-			cases = append(cases, s.Case)
+		sw.Fits = append(sw.Fits, f)
+		k := sweepKey{s.Case, s.Mode}
+		sw.bySeries[k], sw.byFit[k] = s, f
+		if !slices.Contains(sw.cases, s.Case) {
+			sw.cases = append(sw.cases, s.Case)
 		}
 	}
-	for _, c := range cases {
-		d, okD := bySeries[key{c, m.Direct}]
-		w, okW := bySeries[key{c, m.Decomposed}]
+	return sw
+}
+
+// Compare compares each case's modes as m names them, cases in the order
+// in which they first appear: a crossover for each case that has both the
+// direct and the decomposed mode, a breakdown for each that has the
+// decomposition and at least one part.
+func (sw *Sweep) Compare(m Modes) ([]Crossover, []Breakdowns) {
+	var cross []Crossover
+	var shares []Breakdowns
+	for _, c := range sw.cases {
+		d, okD := sw.bySeries[sweepKey{c, m.Direct}]
+		w, okW := sw.bySeries[sweepKey{c, m.Decomposed}]
 		if okD && okW {
-			res.Crossovers = append(res.Crossovers, Compare(d, w, byFit[key{c, m.Direct}], byFit[key{c, m.Decomposed}]))
+			cross = append(cross, Compare(d, w, sw.byFit[sweepKey{c, m.Direct}], sw.byFit[sweepKey{c, m.Decomposed}]))
 		}
 		if !okW {
 			continue
 		}
 		var parts []Series
 		for _, p := range m.Parts {
-			if s, ok := bySeries[key{c, p}]; ok {
+			if s, ok := sw.bySeries[sweepKey{c, p}]; ok {
 				parts = append(parts, s)
 			}
 		}
 		if sh := Breakdown(w, parts...); len(sh) > 0 {
-			res.Breakdowns = append(res.Breakdowns, Breakdowns{Case: c, Shares: sh})
+			shares = append(shares, Breakdowns{Case: c, Shares: sh})
 		}
 	}
-	return res
+	return cross, shares
 }

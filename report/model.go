@@ -41,22 +41,7 @@ func FitsOf(stats []TimingStat) ([]model.Fit, []SummaryCrossover, []SummaryBreak
 	for i, s := range stats {
 		points[i] = model.Point{Case: caseOf(s), Mode: s.Mode, SizeBytes: s.SizeBytes, MedianUS: s.MedianUS}
 	}
-	series := model.Group(points)
-	type key struct {
-		c    model.Case
-		mode string
-	}
-	bySeries, byFit := map[key]model.Series{}, map[key]model.Fit{}
-	var cases []model.Case
-	fits := make([]model.Fit, len(series))
-	for i, s := range series {
-		fits[i] = model.FitSeries(s)
-		k := key{s.Case, s.Mode}
-		if _, seen := bySeries[k]; !seen && !containsCase(cases, s.Case) {
-			cases = append(cases, s.Case)
-		}
-		bySeries[k], byFit[k] = s, fits[i]
-	}
+	sw := model.NewSweep(model.Group(points))
 	var cross []SummaryCrossover
 	var shares []SummaryBreakdown
 	for _, name := range phases.Modes {
@@ -64,36 +49,19 @@ func FitsOf(stats []TimingStat) ([]model.Fit, []SummaryCrossover, []SummaryBreak
 		if len(m.Parts) == 0 {
 			continue
 		}
-		for _, c := range cases {
-			whole, ok := bySeries[key{c, string(m.Name)}]
-			if !ok {
-				continue
-			}
-			if d, ok := bySeries[key{c, string(phases.Direct)}]; ok {
-				cross = append(cross, SummaryCrossover{Mode: string(m.Name),
-					Crossover: model.Compare(d, whole, byFit[key{c, string(phases.Direct)}], byFit[key{c, string(m.Name)}])})
-			}
-			var parts []model.Series
-			for _, p := range m.Parts {
-				if s, ok := bySeries[key{c, string(p)}]; ok {
-					parts = append(parts, s)
-				}
-			}
-			if sh := model.Breakdown(whole, parts...); len(sh) > 0 {
-				shares = append(shares, SummaryBreakdown{Mode: string(m.Name), Breakdowns: model.Breakdowns{Case: c, Shares: sh}})
-			}
+		parts := make([]string, len(m.Parts))
+		for i, p := range m.Parts {
+			parts[i] = string(p)
+		}
+		cs, bs := sw.Compare(model.Modes{Direct: string(phases.Direct), Decomposed: string(m.Name), Parts: parts})
+		for _, c := range cs {
+			cross = append(cross, SummaryCrossover{Mode: string(m.Name), Crossover: c})
+		}
+		for _, b := range bs {
+			shares = append(shares, SummaryBreakdown{Mode: string(m.Name), Breakdowns: b})
 		}
 	}
-	return fits, cross, shares
-}
-
-func containsCase(cs []model.Case, c model.Case) bool {
-	for _, x := range cs {
-		if x == c {
-			return true
-		}
-	}
-	return false
+	return sw.Fits, cross, shares
 }
 
 // caseDims are a model case's fields as the model tables show them; one

@@ -79,10 +79,11 @@ func (s *session) writeReport(sum *report.Summary, status, reason string, log *r
 	dir := s.opts.OutputDir
 	final := *sum
 	final.Status, final.Reason, final.Ended = status, reason, time.Now().UTC().Format(time.RFC3339)
-	if err := log.plan(plot.Names(final)...); err != nil {
+	figs := plot.FiguresOf(final)
+	if err := log.plan(figs.Names()...); err != nil {
 		return fmt.Errorf("writing %s: %w", report.RunFile, err)
 	}
-	if _, err := plot.WriteAll(dir, final); err != nil {
+	if _, err := figs.Write(dir); err != nil {
 		return err
 	}
 	if err := report.WriteSummary(dir, final); err != nil {

@@ -107,14 +107,30 @@ func entryCount(ls []legendSection) int {
 // formats are the files each figure is written as.
 var formats = []string{"png", "svg"}
 
-// WriteAll writes every figure the data allows into dir (which must
-// exist), each as .png and .svg, and returns the paths written: for each
-// run in order of appearance its time, bus bandwidth and ratio figures,
-// then the memory figure. The ratio figure needs cases with both modes, the
-// memory figure needs memory rows; a figure without data is not written.
-func WriteAll(dir string, s report.Summary) ([]string, error) {
+// Figures are the figures a summary's data allows, built once: for each
+// run in order of appearance its time, bus bandwidth, ratio and crossover
+// figures, then the memory figure. The ratio figure needs cases with both
+// modes, the memory figure needs memory rows; a figure without data is not
+// there.
+type Figures []figure
+
+// Names are the base names of the files Write writes, in its order, so
+// that a run can list them before they exist (report.Run.Files).
+func (fs Figures) Names() []string {
+	var names []string
+	for _, f := range fs {
+		for _, format := range formats {
+			names = append(names, f.name+"."+format)
+		}
+	}
+	return names
+}
+
+// Write writes every figure into dir (which must exist), each as .png and
+// .svg, and returns the paths written.
+func (fs Figures) Write(dir string) ([]string, error) {
 	var written []string
-	for _, f := range figures(s) {
+	for _, f := range fs {
 		for _, format := range formats {
 			path := filepath.Join(dir, f.name+"."+format)
 			data, err := f.render(format)
@@ -130,21 +146,15 @@ func WriteAll(dir string, s report.Summary) ([]string, error) {
 	return written, nil
 }
 
-// Names are the base names of the files WriteAll writes for s, in its
-// order, so that a run can list them before they exist (report.Run.Files).
-func Names(s report.Summary) []string {
-	var names []string
-	for _, f := range figures(s) {
-		for _, format := range formats {
-			names = append(names, f.name+"."+format)
-		}
-	}
-	return names
-}
+// WriteAll writes the figures of s into dir (Figures.Write).
+func WriteAll(dir string, s report.Summary) ([]string, error) { return FiguresOf(s).Write(dir) }
 
-// figures are the figures s has data for.
-func figures(s report.Summary) []figure {
-	var figs []figure
+// Names are the base names of the files WriteAll writes for s.
+func Names(s report.Summary) []string { return FiguresOf(s).Names() }
+
+// FiguresOf builds the figures s has data for.
+func FiguresOf(s report.Summary) Figures {
+	var figs Figures
 	for _, run := range splitRuns(s) {
 		figs = append(figs, timeVsSize(run), busBWVsSize(run))
 		if f, ok := ratioVsSize(run); ok {

@@ -7,6 +7,7 @@ package mpi
 
 /*
 #include <mpi.h>
+#include <string.h>
 
 // MPI_IN_PLACE is a sentinel pointer (1 in Open MPI, -1 in MPICH) that Go
 // cannot hold as an unsafe.Pointer, so C substitutes it.
@@ -54,6 +55,17 @@ static int rsag_reduce_scatter_block(MPI_Comm comm, void *send, void *recv, int 
 	for (int i = 0; i < n; i++) {
 		int rc = MPI_Reduce_scatter_block(rsag_send(send, in_place), recv, count, dt, op, comm);
 		if (rc != MPI_SUCCESS) return rc;
+	}
+	return MPI_SUCCESS;
+}
+// In place, NCCL's layout keeps a rank's block at rank x block of the
+// buffer, where MPI_IN_PLACE leaves it at the start: after each call the
+// block is moved to offset, in the same loop (nothing when offset is 0).
+static int rsag_reduce_scatter_block_moved(MPI_Comm comm, char *buf, long offset, long bytes, int count, MPI_Datatype dt, MPI_Op op, int n) {
+	for (int i = 0; i < n; i++) {
+		int rc = MPI_Reduce_scatter_block(MPI_IN_PLACE, buf, count, dt, op, comm);
+		if (rc != MPI_SUCCESS) return rc;
+		if (offset > 0) memmove(buf + offset, buf, bytes);
 	}
 	return MPI_SUCCESS;
 }
@@ -296,6 +308,11 @@ func (c *Comm) allgatherv(send []byte, recv []byte, counts, displs []int32) erro
 func (c *Comm) allreduce(send, recv unsafe.Pointer, count int, dt Datatype, op Op, inPlace bool, n int) error {
 	return check("MPI_Allreduce", C.rsag_allreduce(c.h, send, recv, C.int(count),
 		datatypes[dt].handle, ops[op].handle, flag(inPlace), C.int(n)))
+}
+
+func (c *Comm) reduceScatterBlockMoved(buf []byte, offset, bytes, recvCount int, dt Datatype, op Op, n int) error {
+	return check("MPI_Reduce_scatter_block", C.rsag_reduce_scatter_block_moved(c.h, (*C.char)(ptr(buf)), C.long(offset), C.long(bytes),
+		C.int(recvCount), datatypes[dt].handle, ops[op].handle, C.int(n)))
 }
 
 func (c *Comm) reduceScatterBlock(send, recv unsafe.Pointer, recvCount int, dt Datatype, op Op, inPlace bool, n int) error {

@@ -117,6 +117,34 @@ func (c *Comm) ReduceScatterBlockTimes(send, recv []byte, recvCount int, dt Data
 	return c.reduceScatterBlock(ptr(send), ptr(recv), recvCount, dt, op, send == nil, n)
 }
 
+// ReduceScatterBlockMovedTimes is ReduceScatterBlock in place on buf n
+// times back to back, the loop in C, each call followed by moving this
+// rank's block from the start of buf, where MPI_IN_PLACE leaves it, to
+// offset bytes in: NCCL's in-place layout, where the block stays at rank x
+// block. The rest of buf is left as MPI left it.
+func (c *Comm) ReduceScatterBlockMovedTimes(buf []byte, offset, recvCount int, dt Datatype, op Op, n int) error {
+	const name = "ReduceScatterBlock"
+	if err := cInt(name, "repetitions", n); err != nil {
+		return err
+	}
+	total := recvCount * c.size
+	if err := c.hostArgs(name, dt, recvCount, total); err != nil {
+		return err
+	}
+	if err := checkOp(name, op); err != nil {
+		return err
+	}
+	es := dt.Size()
+	if err := buffers(name, nil, 0, buf, total*es); err != nil {
+		return err
+	}
+	if offset < 0 || offset%es != 0 || offset+recvCount*es > total*es {
+		return fmt.Errorf("mpi: %s: the block's place %d is not an element of the %d-byte buffer with room for its %d bytes",
+			name, offset, total*es, recvCount*es)
+	}
+	return c.reduceScatterBlockMoved(buf, offset, recvCount*es, recvCount, dt, op, n)
+}
+
 // Allgather concatenates sendCount elements from every rank, in rank order,
 // into recv on every rank. send == nil means MPI_IN_PLACE: each rank's
 // contribution already sits at element rank*sendCount of recv.

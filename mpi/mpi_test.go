@@ -172,6 +172,10 @@ func TestHostCollectives(t *testing.T) {
 		if err := world.ReduceScatterBlock(nil, buf, 3, Int64, op); err != nil || !bytes.Equal(buf, in) {
 			t.Errorf("ReduceScatterBlock %s in place: %v, % x", op, err, buf)
 		}
+		buf = slices.Clone(in)
+		if err := world.ReduceScatterBlockMovedTimes(buf, 0, 3, Int64, op, 3); err != nil || !bytes.Equal(buf, in) {
+			t.Errorf("ReduceScatterBlockMovedTimes %s: %v, % x", op, err, buf)
+		}
 	}
 	recv := make([]byte, len(in))
 	if err := world.Allgather(in, recv, 3, Int64); err != nil || !bytes.Equal(recv, in) {
@@ -213,6 +217,9 @@ func TestHostCollectiveErrors(t *testing.T) {
 		{"unknown op", "unknown op Op(-1)", world.Allreduce(b[:8], b[8:16], 1, Int64, Op(-1))},
 		{"negative count", "count -1 does not fit", world.Allgather(b[:8], b[8:], -1, Int64)},
 		{"huge count", "does not fit an MPI count", world.Allreduce(nil, b, math.MaxInt32+1, Byte, Sum)},
+		{"moved block off an element", "the block's place 4 is not an element", world.ReduceScatterBlockMovedTimes(b[:16], 4, 2, Int64, Sum, 1)},
+		{"moved block past the end", "with room for its 16 bytes", world.ReduceScatterBlockMovedTimes(b[:16], 8, 2, Int64, Sum, 1)},
+		{"moved block, short buffer", "recv has 8 bytes, the call writes 16", world.ReduceScatterBlockMovedTimes(b[:8], 0, 2, Int64, Sum, 1)},
 	}
 	for _, tc := range cases {
 		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {

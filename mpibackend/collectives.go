@@ -99,6 +99,7 @@ func classify(c phases.Collective, send, recv span, elemSize, rank int) (bool, e
 type call struct {
 	send, recv []byte
 	inPlace    bool
+	recvOffset int // in place with recv inside send (ReduceScatter): recv's byte offset in send
 	dt         mpi.Datatype
 	op         mpi.Op
 }
@@ -119,20 +120,14 @@ var mpiCollectives = map[string]mpiCollective{
 	},
 	// MPI_Reduce_scatter_block. In place, recv is the view of send at rank
 	// x recv count (NCCL's layout), while MPI_IN_PLACE leaves the result at
-	// the start of the buffer: the result is moved to its place after each
-	// call, within the buffer and without allocating. The rest of the input
-	// is left undefined, as MPI may use it as scratch space.
+	// the start of the buffer: the C loop moves the result to its place
+	// after each call, within the buffer and without allocating. The rest
+	// of the input is left undefined, as MPI may use it as scratch space.
 	phases.ReduceScatterColl.Name: func(comm *mpi.Comm, c call, count, _, n int) error {
 		if !c.inPlace {
 			return comm.ReduceScatterBlockTimes(c.send, c.recv, count, c.dt, c.op, n)
 		}
-		for range n {
-			if err := comm.ReduceScatterBlock(nil, c.send, count, c.dt, c.op); err != nil {
-				return err
-			}
-			copy(c.recv, c.send[:len(c.recv)])
-		}
-		return nil
+		return comm.ReduceScatterBlockMovedTimes(c.send, c.recvOffset, count, c.dt, c.op, n)
 	},
 	// MPI_Allgather; in place, send is the view of recv at rank x send
 	// count, which is MPI_IN_PLACE's own layout.
@@ -182,6 +177,9 @@ func (be *Backend) PrepareLoop(c phases.Collective, send, recv phases.Buffer, op
 	args := call{send: sendMem, recv: recvMem, dt: datatypes[s.dtype]}
 	if args.inPlace, err = classify(c, spanOf(sendMem, send.Count()), spanOf(recvMem, recv.Count()), s.dtype.Size(), be.rank); err != nil {
 		return nil, err
+	}
+	if args.inPlace && !c.SendInside {
+		args.recvOffset = c.InPlaceOffset(be.rank, send.Count(), recv.Count()) * s.dtype.Size()
 	}
 	if c.Name != phases.AllGatherColl.Name {
 		if err := supportsOp(op); err != nil {

@@ -23,11 +23,11 @@ var schema = buildSchema()
 var nameHints = map[reflect.Type][]string{
 	reflect.TypeOf(phases.DType(0)):       phases.DTypeNames(),
 	reflect.TypeOf(phases.Op(0)):          phases.OpNames(),
-	reflect.TypeOf(phases.Placement("")):  names(phases.Placements),
-	reflect.TypeOf(phases.Method("")):     names(phases.Methods),
-	reflect.TypeOf(phases.Mode("")):       names(phases.Modes),
-	reflect.TypeOf(phases.BufferKind("")): names(phases.BufferKinds),
-	reflect.TypeOf(phases.CTAPolicy("")):  names(phases.CTAPolicies),
+	reflect.TypeOf(phases.Placement("")):  phases.Names(phases.Placements),
+	reflect.TypeOf(phases.Method("")):     phases.Names(phases.Methods),
+	reflect.TypeOf(phases.Mode("")):       phases.Names(phases.Modes),
+	reflect.TypeOf(phases.BufferKind("")): phases.Names(phases.BufferKinds),
+	reflect.TypeOf(phases.CTAPolicy("")):  phases.Names(phases.CTAPolicies),
 }
 
 func buildSchema() keySchema {

@@ -79,7 +79,7 @@ func (n Numerics) check(bad func(key, format string, args ...any) error) error {
 	}
 	for _, d := range n.DTypes {
 		if !d.IsFloat() {
-			return bad("numerics.dtypes", "%s is not a float type, and only floats round: use %s", d, strings.Join(names(floats), ", "))
+			return bad("numerics.dtypes", "%s is not a float type, and only floats round: use %s", d, strings.Join(phases.Names(floats), ", "))
 		}
 	}
 	if len(n.SizesBytes) == 0 {

@@ -297,15 +297,7 @@ type nameList struct {
 }
 
 func listOf[T fmt.Stringer](key string, values, known []T) nameList {
-	return nameList{key, names(values), names(known)}
-}
-
-func names[T fmt.Stringer](values []T) []string {
-	out := make([]string, len(values))
-	for i, v := range values {
-		out[i] = v.String()
-	}
-	return out
+	return nameList{key, phases.Names(values), phases.Names(known)}
 }
 
 func (l nameList) check(bad func(key, format string, args ...any) error) error {

@@ -24,7 +24,7 @@ func (d *DType) UnmarshalText(b []byte) error {
 }
 
 // DTypeNames lists every dtype's name, in AllDTypes' order.
-func DTypeNames() []string { return namesOf(AllDTypes) }
+func DTypeNames() []string { return Names(AllDTypes) }
 
 // MarshalText writes o's name ("sum").
 func (o Op) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
@@ -40,7 +40,7 @@ func (o *Op) UnmarshalText(b []byte) error {
 }
 
 // OpNames lists every op's name, in AllOps' order.
-func OpNames() []string { return namesOf(AllOps) }
+func OpNames() []string { return Names(AllOps) }
 
 // Placements lists the placements.
 var Placements = []Placement{OutOfPlace, InPlace}
@@ -115,7 +115,8 @@ var Baseline = Variant{Buffers: PlainBuffers, CTAPolicy: DefaultCTAPolicy}
 
 func (v Variant) String() string { return string(v.Buffers) + "/" + string(v.CTAPolicy) }
 
-func namesOf[T fmt.Stringer](values []T) []string {
+// Names are values' names, in order.
+func Names[T fmt.Stringer](values []T) []string {
 	out := make([]string, len(values))
 	for i, v := range values {
 		out[i] = v.String()

@@ -26,8 +26,8 @@ type SummaryBreakdown struct {
 	model.Breakdowns
 }
 
-// caseOf is a statistic's case as the model names it.
-func caseOf(s TimingStat) model.Case {
+// CaseOf is a statistic's case as the model names it.
+func CaseOf(s TimingStat) model.Case {
 	return model.Case{Run: s.Run, DType: s.DType, Op: s.Op, Placement: s.Placement, Method: s.Method,
 		Batch: s.Batch, Buffers: s.Buffers, CTAPolicy: s.CTAPolicy}
 }
@@ -39,7 +39,7 @@ func caseOf(s TimingStat) model.Case {
 func FitsOf(stats []TimingStat) ([]model.Fit, []SummaryCrossover, []SummaryBreakdown) {
 	points := make([]model.Point, len(stats))
 	for i, s := range stats {
-		points[i] = model.Point{Case: caseOf(s), Mode: s.Mode, SizeBytes: s.SizeBytes, MedianUS: s.MedianUS}
+		points[i] = model.Point{Case: CaseOf(s), Mode: s.Mode, SizeBytes: s.SizeBytes, MedianUS: s.MedianUS}
 	}
 	sw := model.NewSweep(model.Group(points))
 	var cross []SummaryCrossover

@@ -153,20 +153,12 @@ type layout struct {
 
 // known orders: the report's order first, then others as they come.
 var (
-	dtypeOrder     = names(phases.AllDTypes)
-	opOrder        = names(phases.AllOps)
-	modeOrder      = names(phases.Modes)
+	dtypeOrder     = phases.Names(phases.AllDTypes)
+	opOrder        = phases.Names(phases.AllOps)
+	modeOrder      = phases.Names(phases.Modes)
 	placementOrder = []string{string(phases.OutOfPlace), string(phases.InPlace)}
 	methodOrder    = []string{string(phases.PerOp), string(phases.Batched), string(phases.GraphReplay)}
 )
-
-func names[T fmt.Stringer](v []T) []string {
-	out := make([]string, len(v))
-	for i, x := range v {
-		out[i] = x.String()
-	}
-	return out
-}
 
 // rank is v's place in order, or len(order) for a value not in it.
 func rank(order []string, v string) int {
@@ -196,7 +188,7 @@ func layoutOf(run runStats) layout {
 		add(&lay.dtypes, "dtype", s.DType)
 		add(&lay.ops, "op", s.Op)
 		add(&lay.modes, "mode", s.Mode)
-		if k := (panelKey{s.Placement, s.Method, s.Batch, report.VariantText(s.Buffers, s.CTAPolicy)}); !seen[k] {
+		if k := panelOf(s); !seen[k] {
 			seen[k] = true
 			lay.panels = append(lay.panels, k)
 		}
@@ -455,7 +447,7 @@ func positive(v float64) bool { return finite(v) && v > 0 }
 func timingValues(stats []report.TimingStat, y func(report.TimingStat) float64) []value {
 	out := make([]value, len(stats))
 	for i, s := range stats {
-		out[i] = value{panelKey{s.Placement, s.Method, s.Batch, report.VariantText(s.Buffers, s.CTAPolicy)}, lineKey{s.DType, s.Op, s.Mode}, float64(s.SizeBytes), y(s)}
+		out[i] = value{panelOf(s), lineKey{s.DType, s.Op, s.Mode}, float64(s.SizeBytes), y(s)}
 	}
 	return out
 }
@@ -484,7 +476,7 @@ var fitDashes = []vg.Length{vg.Points(1), vg.Points(2.5)}
 // case and mode of the panel over the sizes it was fitted to.
 func addFits(p *plot.Plot, lay layout, k panelKey, fits []model.Fit) {
 	for _, f := range fits {
-		if !f.OK() || len(f.SizesBytes) < 2 || (panelKey{f.Placement, f.Method, f.Batch, report.VariantText(f.Buffers, f.CTAPolicy)}) != k {
+		if !f.OK() || len(f.SizesBytes) < 2 || panelOfCase(f.Case) != k {
 			continue
 		}
 		lo, hi := float64(f.SizesBytes[0]), float64(f.SizesBytes[len(f.SizesBytes)-1])
@@ -534,7 +526,7 @@ func crossoverVsSize(run runStats) (figure, bool) {
 	var decomps []string
 	for _, s := range run.stats {
 		for _, c := range run.crossovers {
-			if c.Mode != s.Mode || caseOfStat(s) != c.Case {
+			if c.Mode != s.Mode || report.CaseOf(s) != c.Case {
 				continue
 			}
 			k := s.Key()
@@ -568,7 +560,7 @@ func crossoverVsSize(run runStats) (figure, bool) {
 			ref.LineStyle = limitStyle
 			p.Add(ref)
 			for _, c := range run.crossovers {
-				if !c.Measured.Found || (panelKey{c.Placement, c.Method, c.Batch, report.VariantText(c.Buffers, c.CTAPolicy)}) != k {
+				if !c.Measured.Found || panelOfCase(c.Case) != k {
 					continue
 				}
 				x := float64(c.Measured.Bytes)
@@ -587,13 +579,11 @@ func crossStyle(c color.Color) draw.LineStyle {
 	return draw.LineStyle{Color: c, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(1), vg.Points(2)}}
 }
 
-func panelOf(s report.TimingStat) panelKey {
-	return panelKey{s.Placement, s.Method, s.Batch, report.VariantText(s.Buffers, s.CTAPolicy)}
-}
+func panelOf(s report.TimingStat) panelKey { return panelOfCase(report.CaseOf(s)) }
 
-func caseOfStat(s report.TimingStat) model.Case {
-	return model.Case{Run: s.Run, DType: s.DType, Op: s.Op, Placement: s.Placement, Method: s.Method, Batch: s.Batch,
-		Buffers: s.Buffers, CTAPolicy: s.CTAPolicy}
+// panelOfCase is the panel a case's curves are drawn in.
+func panelOfCase(c model.Case) panelKey {
+	return panelKey{c.Placement, c.Method, c.Batch, report.VariantText(c.Buffers, c.CTAPolicy)}
 }
 
 // ratioVsSize is the decomposed / direct median of the run's cases that

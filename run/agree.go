@@ -35,45 +35,51 @@ func (s *session) agree(err error, code int, what string) error {
 	if err != nil {
 		msg = err.Error()
 	}
+	said, err := s.gatherSaid(msg)
+	if err != nil || len(said.order) == 0 {
+		return err
+	}
+	hosts, err := s.hosts()
+	if err != nil {
+		return err
+	}
+	var parts []string
+	for _, m := range said.order {
+		var on []string
+		for _, r := range said.ranks[m] {
+			on = append(on, hosts[r])
+		}
+		parts = append(parts, fmt.Sprintf("%s on %s (%s): %s", what, rankList(said.ranks[m], said.world), strings.Join(dedupe(on), ", "), m))
+	}
+	return shared(code, errors.New(strings.Join(parts, "; ")))
+}
+
+// messages are what the ranks said: each distinct non-empty message in
+// the order of the first rank that said it, and the ranks that said it.
+type messages struct {
+	order []string
+	ranks map[string][]int
+	world int
+}
+
+// gatherSaid gathers msg from every rank ("" for nothing to say).
+func (s *session) gatherSaid(msg string) (messages, error) {
 	s.tr.Arm("agreement between ranks", -1)
-	all, gerr := s.comm.AllGather([]byte(msg))
-	if gerr != nil {
-		return gerr
+	all, err := s.comm.AllGather([]byte(msg))
+	if err != nil {
+		return messages{}, err
 	}
-	type group struct {
-		ranks []int
-		hosts []string
-	}
-	groups := map[string]*group{}
-	var order []string
-	hosts, herr := s.hosts()
-	if herr != nil {
-		return herr
-	}
+	out := messages{ranks: map[string][]int{}, world: len(all)}
 	for r, m := range all {
 		if len(m) == 0 {
 			continue
 		}
-		g, ok := groups[string(m)]
-		if !ok {
-			g = &group{}
-			groups[string(m)] = g
-			order = append(order, string(m))
+		if _, seen := out.ranks[string(m)]; !seen {
+			out.order = append(out.order, string(m))
 		}
-		g.ranks = append(g.ranks, r)
-		if h := hosts[r]; len(g.hosts) == 0 || g.hosts[len(g.hosts)-1] != h {
-			g.hosts = append(g.hosts, h)
-		}
+		out.ranks[string(m)] = append(out.ranks[string(m)], r)
 	}
-	if len(order) == 0 {
-		return nil
-	}
-	var parts []string
-	for _, m := range order {
-		g := groups[m]
-		parts = append(parts, fmt.Sprintf("%s on %s (%s): %s", what, rankList(g.ranks, len(all)), strings.Join(dedupe(g.hosts), ", "), m))
-	}
-	return shared(code, errors.New(strings.Join(parts, "; ")))
+	return out, nil
 }
 
 // hosts is every rank's host, gathered once.

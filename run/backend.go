@@ -45,24 +45,13 @@ func (s *session) probeNCCL() ([]string, error) {
 	if err := ncclx.Probe(s.comm.LocalSize()); err != nil {
 		why = err.Error()
 	}
-	s.tr.Arm("agreement between ranks", -1)
-	all, err := s.comm.AllGather([]byte(why))
+	said, err := s.gatherSaid(why)
 	if err != nil {
 		return nil, err
 	}
 	var reasons []string
-	ranksOf := map[string][]int{}
-	for r, w := range all {
-		if len(w) == 0 {
-			continue
-		}
-		if _, seen := ranksOf[string(w)]; !seen {
-			reasons = append(reasons, string(w))
-		}
-		ranksOf[string(w)] = append(ranksOf[string(w)], r)
-	}
-	for i, w := range reasons {
-		reasons[i] = fmt.Sprintf("%s (rank(s) %v)", w, ranksOf[w])
+	for _, w := range said.order {
+		reasons = append(reasons, fmt.Sprintf("%s (rank(s) %v)", w, said.ranks[w]))
 	}
 	return reasons, nil
 }

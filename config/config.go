@@ -419,11 +419,7 @@ func (c *Config) Validate(world int) error {
 		}
 	}
 	if c.Numerics.Enabled {
-		sizes := make([]int64, len(c.Numerics.SizesBytes))
-		for i, s := range c.Numerics.SizesBytes {
-			sizes[i] = int64(s)
-		}
-		if err := divisible("config", "numerics.sizes_bytes", sizes, c.Numerics.DTypes, world); err != nil {
+		if err := divisible("config", "numerics.sizes_bytes", int64s(c.Numerics.SizesBytes), c.Numerics.DTypes, world); err != nil {
 			return err
 		}
 	}

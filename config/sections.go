@@ -85,16 +85,8 @@ func (n Numerics) check(bad func(key, format string, args ...any) error) error {
 	if len(n.SizesBytes) == 0 {
 		return bad("numerics.sizes_bytes", "is empty: list at least one size in bytes, e.g. [\"4K\", \"1M\"], or set numerics.enabled = false")
 	}
-	if len(n.SizesBytes) > MaxSizes {
-		return bad("numerics.sizes_bytes", "lists %d sizes, above rsag's bound of %d: drop some", len(n.SizesBytes), MaxSizes)
-	}
-	for _, s := range n.SizesBytes {
-		if msg := sizeOutOfRange(s, "every size must be at least ranks x the element size"); msg != "" {
-			return bad("numerics.sizes_bytes", "%s", msg)
-		}
-	}
-	if d, dup := firstDuplicate(n.SizesBytes); dup {
-		return bad("numerics.sizes_bytes", "%d is listed twice: list each size once", d)
+	if _, err := checkSizeList("numerics.sizes_bytes", n.SizesBytes, ": drop some", bad); err != nil {
+		return err
 	}
 	seed := intRule{"seed", n.Seed, 0, MaxSeed, "%d is negative: give a seed from 0 to " + strconv.Itoa(MaxSeed), "on a seed (2^53-1, exact in JSON)"}
 	if msg := seed.outOfRange(); msg != "" {
@@ -137,9 +129,5 @@ func (h Hierarchy) validate(world int) error {
 
 // Spec is the numerics phase's spec.
 func (n Numerics) Spec() phases.NumericsSpec {
-	sizes := make([]int64, len(n.SizesBytes))
-	for i, s := range n.SizesBytes {
-		sizes[i] = int64(s)
-	}
-	return phases.NumericsSpec{DTypes: n.DTypes, SizesBytes: sizes, Seed: uint64(n.Seed)}
+	return phases.NumericsSpec{DTypes: n.DTypes, SizesBytes: int64s(n.SizesBytes), Seed: uint64(n.Seed)}
 }

@@ -245,26 +245,39 @@ func (c *Config) checkRuns(source string) error {
 	return nil
 }
 
+// checkSizeList checks a list of sizes under key: at most MaxSizes of
+// them (tooMany ends the message that says so), each in range, none twice.
+func checkSizeList(key string, sizes []Size, tooMany string, bad func(key, format string, args ...any) error) ([]int64, error) {
+	if len(sizes) > MaxSizes {
+		return nil, bad(key, "lists %d sizes, above rsag's bound of %d%s", len(sizes), MaxSizes, tooMany)
+	}
+	for _, s := range sizes {
+		if msg := sizeOutOfRange(s, "every size must be at least ranks x the element size"); msg != "" {
+			return nil, bad(key, "%s", msg)
+		}
+	}
+	if d, dup := firstDuplicate(sizes); dup {
+		return nil, bad(key, "%d is listed twice: list each size once", d)
+	}
+	return int64s(sizes), nil
+}
+
+// int64s are sizes as bytes.
+func int64s(sizes []Size) []int64 {
+	out := make([]int64, len(sizes))
+	for i, s := range sizes {
+		out[i] = int64(s)
+	}
+	return out
+}
+
 // sizes checks the run's sizes, a list or a range, and expands them.
 func (t Timing) sizes(bad func(key, format string, args ...any) error) ([]int64, error) {
 	if len(t.SizesBytes) > 0 {
 		if t.Factor != 0 || t.StepBytes != 0 {
 			return nil, bad("factor", "factor and step_bytes apply to a range (min_bytes..max_bytes), but these sizes are a list: remove them, or give min_bytes and max_bytes instead of sizes_bytes")
 		}
-		if len(t.SizesBytes) > MaxSizes {
-			return nil, bad("sizes_bytes", "lists %d sizes, above rsag's bound of %d sizes per sweep: split them into [[run]] tables or drop some", len(t.SizesBytes), MaxSizes)
-		}
-		out := make([]int64, len(t.SizesBytes))
-		for i, s := range t.SizesBytes {
-			if msg := sizeOutOfRange(s, "every size must be at least ranks x the element size"); msg != "" {
-				return nil, bad("sizes_bytes", "%s", msg)
-			}
-			out[i] = int64(s)
-		}
-		if d, dup := firstDuplicate(t.SizesBytes); dup {
-			return nil, bad("sizes_bytes", "%d is listed twice: list each size once", d)
-		}
-		return out, nil
+		return checkSizeList("sizes_bytes", t.SizesBytes, " sizes per sweep: split them into [[run]] tables or drop some", bad)
 	}
 	switch {
 	case t.MinBytes <= 0 && t.MaxBytes <= 0:

@@ -89,22 +89,25 @@ var timingMethods = []timingMethod{
 	},
 	{
 		name: GraphReplay, batched: true, validateAfter: true,
-		missing: func(be Backend) error {
-			if _, ok := find[GraphTimer](be); !ok {
-				return fmt.Errorf("the graph method needs CUDA graphs, which the %s backend has not: use per-op or batched, or the nccl backend", be.Info().Backend)
-			}
-			return nil
-		},
+		missing: func(be Backend) error { _, err := graphTimer(be); return err },
 		sampler: graphSampler,
 	},
+}
+
+// graphTimer is be's graph capture, or why the graph method cannot run.
+func graphTimer(be Backend) (GraphTimer, error) {
+	if gt, ok := find[GraphTimer](be); ok {
+		return gt, nil
+	}
+	return nil, fmt.Errorf("the graph method needs CUDA graphs, which the %s backend has not: use per-op or batched, or the nccl backend", be.Info().Backend)
 }
 
 // graphSampler captures batch operations of each mode into a graph and
 // times the graph's replay.
 func graphSampler(be Backend, modes []*modeCase, batch int) (sampler, func() error, error) {
-	gt, ok := find[GraphTimer](be)
-	if !ok {
-		return nil, nil, fmt.Errorf("the graph method needs a backend that captures graphs (nccl); use per-op or batched on %s", be.Info().Backend)
+	gt, err := graphTimer(be)
+	if err != nil {
+		return nil, nil, err
 	}
 	graphs := make(map[*modeCase]Graph, len(modes))
 	release := func() error {

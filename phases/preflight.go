@@ -101,11 +101,7 @@ func CheckSupport(be Backend, runs []TimingRun) error {
 			if v == Baseline {
 				continue
 			}
-			vs, ok := find[Variants](be)
-			if !ok {
-				return fmt.Errorf("run %s: %w", r.Name, missingVariants(be, v))
-			}
-			if err := vs.SupportsVariant(v); err != nil {
+			if _, err := variantsFor(be, v); err != nil {
 				return fmt.Errorf("run %s: %w", r.Name, err)
 			}
 		}

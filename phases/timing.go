@@ -183,11 +183,8 @@ func variantBackend(be Backend, v Variant) (Backend, func() error, error) {
 	if v == Baseline {
 		return be, noRelease, nil
 	}
-	vs, ok := find[Variants](be)
-	if !ok {
-		return nil, nil, missingVariants(be, v)
-	}
-	if err := vs.SupportsVariant(v); err != nil {
+	vs, err := variantsFor(be, v)
+	if err != nil {
 		return nil, nil, err
 	}
 	vb, err := vs.WithVariant(v)
@@ -195,6 +192,18 @@ func variantBackend(be Backend, v Variant) (Backend, func() error, error) {
 		return nil, nil, err
 	}
 	return rewatch(be, vb), vb.Close, nil
+}
+
+// variantsFor is be's variants, when it has them and v among them.
+func variantsFor(be Backend, v Variant) (Variants, error) {
+	vs, ok := find[Variants](be)
+	if !ok {
+		return nil, missingVariants(be, v)
+	}
+	if err := vs.SupportsVariant(v); err != nil {
+		return nil, err
+	}
+	return vs, nil
 }
 
 func missingVariants(be Backend, v Variant) error {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"rsag/report"
 )
 
 // LockFile is the lock in an output directory. Rank 0 holds it from the
@@ -19,10 +21,11 @@ const LockFile = ".rsag.lock"
 
 // beatEvery is how often a holder touches the lock file (a variable for
 // tests); staleAfter is how long without a touch makes a record dead when
-// the lock itself cannot tell (see Acquire).
-var beatEvery = 5 * time.Second
+// the lock itself cannot tell (see Acquire). They are run.json's heartbeat
+// and staleness, so that a lock and its run lapse together.
+var beatEvery = report.HeartbeatEvery
 
-const staleAfter = 30 * time.Second
+const staleAfter = report.StaleAfter
 
 // settle is how long a run without flock waits after writing its record
 // before it reads it back (a variable for tests): longer than two runs

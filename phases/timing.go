@@ -315,6 +315,7 @@ func timeCase(be Backend, modes []*modeCase, method timingMethod, c timingCase, 
 		}
 	}
 	order := make([]*modeCase, len(modes))
+	samples = make([]TimingSample, 0, r.Cycles*len(modes)) // no regrowth between samples
 	for cycle := range r.Cycles {
 		for i := range modes {
 			order[i] = modes[(i+cycle)%len(modes)]

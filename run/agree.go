@@ -36,11 +36,13 @@ func (s *session) agree(err error, code int, what string) error {
 		msg = err.Error()
 	}
 	said, err := s.gatherSaid(msg)
-	if err != nil || len(said.order) == 0 {
+	if err != nil {
 		return err
 	}
+	// Gathered at the first agreement whatever it finds, so that every
+	// later use has them: a signal's reason names ranks by host.
 	hosts, err := s.hosts()
-	if err != nil {
+	if err != nil || len(said.order) == 0 {
 		return err
 	}
 	var parts []string

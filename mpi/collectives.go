@@ -96,14 +96,8 @@ func (c *Comm) ReduceScatterBlock(send, recv []byte, recvCount int, dt Datatype,
 // loop in C.
 func (c *Comm) ReduceScatterBlockTimes(send, recv []byte, recvCount int, dt Datatype, op Op, n int) error {
 	const name = "ReduceScatterBlock"
-	if err := cInt(name, "repetitions", n); err != nil {
-		return err
-	}
-	total := recvCount * c.size
-	if err := c.hostArgs(name, dt, recvCount, total); err != nil {
-		return err
-	}
-	if err := checkOp(name, op); err != nil {
+	total, err := c.reduceScatterArgs(name, recvCount, dt, op, n)
+	if err != nil {
 		return err
 	}
 	es := dt.Size()
@@ -124,14 +118,8 @@ func (c *Comm) ReduceScatterBlockTimes(send, recv []byte, recvCount int, dt Data
 // block. The rest of buf is left as MPI left it.
 func (c *Comm) ReduceScatterBlockMovedTimes(buf []byte, offset, recvCount int, dt Datatype, op Op, n int) error {
 	const name = "ReduceScatterBlock"
-	if err := cInt(name, "repetitions", n); err != nil {
-		return err
-	}
-	total := recvCount * c.size
-	if err := c.hostArgs(name, dt, recvCount, total); err != nil {
-		return err
-	}
-	if err := checkOp(name, op); err != nil {
+	total, err := c.reduceScatterArgs(name, recvCount, dt, op, n)
+	if err != nil {
 		return err
 	}
 	es := dt.Size()
@@ -143,6 +131,19 @@ func (c *Comm) ReduceScatterBlockMovedTimes(buf []byte, offset, recvCount int, d
 			name, offset, total*es, recvCount*es)
 	}
 	return c.reduceScatterBlockMoved(buf, offset, recvCount*es, recvCount, dt, op, n)
+}
+
+// reduceScatterArgs checks a ReduceScatterBlock's repetitions, counts,
+// type and op, and returns its input's element count.
+func (c *Comm) reduceScatterArgs(name string, recvCount int, dt Datatype, op Op, n int) (total int, err error) {
+	if err := cInt(name, "repetitions", n); err != nil {
+		return 0, err
+	}
+	total = recvCount * c.size
+	if err := c.hostArgs(name, dt, recvCount, total); err != nil {
+		return 0, err
+	}
+	return total, checkOp(name, op)
 }
 
 // Allgather concatenates sendCount elements from every rank, in rank order,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"rsag/coll"
 	"rsag/phases"
 )
 
@@ -62,10 +63,10 @@ func Default() Config {
 		Contracts: Contracts{Enabled: true},
 		Timing: Timing{Enabled: true, Warmups: 3, Cycles: 10,
 			SizesBytes: []Size{1024, 65536, 1048576, 16777216, 268435456},
-			DTypes:     []phases.DType{phases.Float32}, Ops: []phases.Op{phases.Sum},
-			Placements: []phases.Placement{phases.OutOfPlace}, Methods: []phases.Method{phases.PerOp},
-			Modes: append([]phases.Mode(nil), phases.DefaultModes...), Buffers: []phases.BufferKind{phases.PlainBuffers},
-			CTAPolicies: []phases.CTAPolicy{phases.DefaultCTAPolicy}, Batch: 20},
+			DTypes:     []coll.DType{coll.Float32}, Ops: []coll.Op{coll.Sum},
+			Placements: []coll.Placement{coll.OutOfPlace}, Methods: []coll.Method{coll.PerOp},
+			Modes: append([]coll.Mode(nil), coll.DefaultModes...), Buffers: []coll.BufferKind{coll.PlainBuffers},
+			CTAPolicies: []coll.CTAPolicy{coll.DefaultCTAPolicy}, Batch: 20},
 		Memory:   Memory{Enabled: true, PayloadBytes: 268435456, Modes: phases.DefaultMemoryModes()},
 		Numerics: defaultNumerics(),
 	}
@@ -414,7 +415,7 @@ func (c *Config) Validate(world int) error {
 		}
 	}
 	if c.Memory.Enabled {
-		if err := divisible("config", "memory.payload_bytes", []int64{int64(c.Memory.PayloadBytes)}, []phases.DType{phases.Float32}, world); err != nil {
+		if err := divisible("config", "memory.payload_bytes", []int64{int64(c.Memory.PayloadBytes)}, []coll.DType{coll.Float32}, world); err != nil {
 			return err
 		}
 	}

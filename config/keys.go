@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"rsag/phases"
+	"rsag/coll"
 )
 
 // keySchema is every key a config may give, read from Config's struct tags
@@ -21,13 +21,13 @@ var schema = buildSchema()
 
 // nameHints are the names each typed list takes, from phases' own lists.
 var nameHints = map[reflect.Type][]string{
-	reflect.TypeOf(phases.DType(0)):       phases.DTypeNames(),
-	reflect.TypeOf(phases.Op(0)):          phases.OpNames(),
-	reflect.TypeOf(phases.Placement("")):  phases.Names(phases.Placements),
-	reflect.TypeOf(phases.Method("")):     phases.Names(phases.Methods),
-	reflect.TypeOf(phases.Mode("")):       phases.Names(phases.Modes),
-	reflect.TypeOf(phases.BufferKind("")): phases.Names(phases.BufferKinds),
-	reflect.TypeOf(phases.CTAPolicy("")):  phases.Names(phases.CTAPolicies),
+	reflect.TypeOf(coll.DType(0)):       coll.DTypeNames(),
+	reflect.TypeOf(coll.Op(0)):          coll.OpNames(),
+	reflect.TypeOf(coll.Placement("")):  coll.Names(coll.Placements),
+	reflect.TypeOf(coll.Method("")):     coll.Names(coll.Methods),
+	reflect.TypeOf(coll.Mode("")):       coll.Names(coll.Modes),
+	reflect.TypeOf(coll.BufferKind("")): coll.Names(coll.BufferKinds),
+	reflect.TypeOf(coll.CTAPolicy("")):  coll.Names(coll.CTAPolicies),
 }
 
 func buildSchema() keySchema {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"rsag/coll"
 	"rsag/phases"
 )
 
@@ -25,9 +26,9 @@ type Memory struct {
 // AllGather on seeded pseudo-random floats, element by element. Which of
 // the float dtypes a backend can run is the backend's to say.
 type Numerics struct {
-	Enabled    bool           `toml:"enabled"`
-	DTypes     []phases.DType `toml:"dtypes"`
-	SizesBytes []Size         `toml:"sizes_bytes"`
+	Enabled    bool         `toml:"enabled"`
+	DTypes     []coll.DType `toml:"dtypes"`
+	SizesBytes []Size       `toml:"sizes_bytes"`
 	// Seed selects the generator's streams: the same seed gives the same
 	// inputs on every rank and every run.
 	Seed int64 `toml:"seed"`
@@ -45,7 +46,7 @@ type Hierarchy struct {
 // defaultNumerics: off; one small size, one of about 1 MiB and one large,
 // powers of two as the timing sizes are.
 func defaultNumerics() Numerics {
-	return Numerics{DTypes: []phases.DType{phases.Float32, phases.Float64},
+	return Numerics{DTypes: []coll.DType{coll.Float32, coll.Float64},
 		SizesBytes: []Size{4 << 10, 1 << 20, 64 << 20}, Seed: 1}
 }
 
@@ -68,8 +69,8 @@ func (m Memory) check(bad func(key, format string, args ...any) error) error {
 }
 
 func (n Numerics) check(bad func(key, format string, args ...any) error) error {
-	var floats []phases.DType
-	for _, d := range phases.AllDTypes {
+	var floats []coll.DType
+	for _, d := range coll.AllDTypes {
 		if d.IsFloat() {
 			floats = append(floats, d)
 		}
@@ -79,7 +80,7 @@ func (n Numerics) check(bad func(key, format string, args ...any) error) error {
 	}
 	for _, d := range n.DTypes {
 		if !d.IsFloat() {
-			return bad("numerics.dtypes", "%s is not a float type, and only floats round: use %s", d, strings.Join(phases.Names(floats), ", "))
+			return bad("numerics.dtypes", "%s is not a float type, and only floats round: use %s", d, strings.Join(coll.Names(floats), ", "))
 		}
 	}
 	if len(n.SizesBytes) == 0 {

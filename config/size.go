@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"rsag/phases"
+	"rsag/coll"
 )
 
 // Size is a byte count. It reads TOML integers and strings with a binary
@@ -55,4 +55,4 @@ func ParseSize(text string) (Size, error) {
 }
 
 // String writes the size the way people read it: 1K, 64K, 256M, or bytes.
-func (s Size) String() string { return phases.SizeText(int64(s)) }
+func (s Size) String() string { return coll.SizeText(int64(s)) }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"rsag/coll"
 	"rsag/phases"
 )
 
@@ -26,15 +27,15 @@ type Timing struct {
 	Warmups    int    `toml:"warmups"`
 	Cycles     int    `toml:"cycles"`
 	// The sweep's dimensions; the defaults are the seed's single case.
-	DTypes     []phases.DType     `toml:"dtypes"`
-	Ops        []phases.Op        `toml:"ops"`
-	Placements []phases.Placement `toml:"placements"`
-	Methods    []phases.Method    `toml:"methods"`
+	DTypes     []coll.DType     `toml:"dtypes"`
+	Ops        []coll.Op        `toml:"ops"`
+	Placements []coll.Placement `toml:"placements"`
+	Methods    []coll.Method    `toml:"methods"`
 	// Modes are the timed modes; Buffers and CTAPolicies NCCL's fast paths
 	// (the defaults are the seed's: plain buffers on a default communicator).
-	Modes       []phases.Mode       `toml:"modes"`
-	Buffers     []phases.BufferKind `toml:"buffers"`
-	CTAPolicies []phases.CTAPolicy  `toml:"cta_policies"`
+	Modes       []coll.Mode       `toml:"modes"`
+	Buffers     []coll.BufferKind `toml:"buffers"`
+	CTAPolicies []coll.CTAPolicy  `toml:"cta_policies"`
 	// Batch is the number of operations per batched or graph sample.
 	Batch int `toml:"batch"`
 	// Discard drops this many leading samples from the statistics.
@@ -225,13 +226,13 @@ func (c *Config) checkRuns(source string) error {
 			return bad("min_busbw_gbps", "%s", msg)
 		}
 		for _, l := range []nameList{
-			listOf("dtypes", t.DTypes, phases.AllDTypes),
-			listOf("ops", t.Ops, phases.AllOps),
-			listOf("placements", t.Placements, phases.Placements),
-			listOf("methods", t.Methods, phases.Methods),
-			listOf("modes", t.Modes, phases.Modes),
-			listOf("buffers", t.Buffers, phases.BufferKinds),
-			listOf("cta_policies", t.CTAPolicies, phases.CTAPolicies),
+			listOf("dtypes", t.DTypes, coll.AllDTypes),
+			listOf("ops", t.Ops, coll.AllOps),
+			listOf("placements", t.Placements, coll.Placements),
+			listOf("methods", t.Methods, coll.Methods),
+			listOf("modes", t.Modes, coll.Modes),
+			listOf("buffers", t.Buffers, coll.BufferKinds),
+			listOf("cta_policies", t.CTAPolicies, coll.CTAPolicies),
 		} {
 			if err := l.check(bad); err != nil {
 				return err
@@ -310,7 +311,7 @@ type nameList struct {
 }
 
 func listOf[T fmt.Stringer](key string, values, known []T) nameList {
-	return nameList{key, phases.Names(values), phases.Names(known)}
+	return nameList{key, coll.Names(values), coll.Names(known)}
 }
 
 func (l nameList) check(bad func(key, format string, args ...any) error) error {
@@ -334,7 +335,7 @@ func (c *Config) validateRuns(world int) error {
 		}
 		for _, d := range r.DTypes {
 			for _, op := range r.Ops {
-				if err := phases.CheckExact(d, op, world); err != nil {
+				if err := coll.CheckExact(d, op, world); err != nil {
 					return &Error{Source: "config", Key: prefix + "dtypes", Msg: err.Error()}
 				}
 			}
@@ -345,7 +346,7 @@ func (c *Config) validateRuns(world int) error {
 
 // divisible checks that every size divides by ranks x the element size of
 // every dtype, advising the nearest multiples.
-func divisible(source, key string, sizes []int64, dtypes []phases.DType, world int) error {
+func divisible(source, key string, sizes []int64, dtypes []coll.DType, world int) error {
 	for _, d := range dtypes {
 		unit := int64(world) * int64(d.Size())
 		for _, s := range sizes {
@@ -367,8 +368,8 @@ func (c *Config) IsSeedCase() bool {
 		return false
 	}
 	t := c.Runs[0].Timing
-	return slices.Equal(t.DTypes, []phases.DType{phases.Float32}) && slices.Equal(t.Ops, []phases.Op{phases.Sum}) &&
-		slices.Equal(t.Placements, []phases.Placement{phases.OutOfPlace}) && slices.Equal(t.Methods, []phases.Method{phases.PerOp}) &&
-		slices.Equal(t.Modes, phases.DefaultModes) && slices.Equal(t.Buffers, []phases.BufferKind{phases.PlainBuffers}) &&
-		slices.Equal(t.CTAPolicies, []phases.CTAPolicy{phases.DefaultCTAPolicy})
+	return slices.Equal(t.DTypes, []coll.DType{coll.Float32}) && slices.Equal(t.Ops, []coll.Op{coll.Sum}) &&
+		slices.Equal(t.Placements, []coll.Placement{coll.OutOfPlace}) && slices.Equal(t.Methods, []coll.Method{coll.PerOp}) &&
+		slices.Equal(t.Modes, coll.DefaultModes) && slices.Equal(t.Buffers, []coll.BufferKind{coll.PlainBuffers}) &&
+		slices.Equal(t.CTAPolicies, []coll.CTAPolicy{coll.DefaultCTAPolicy})
 }

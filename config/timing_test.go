@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"rsag/phases"
+	"rsag/coll"
 )
 
 func TestSizeRanges(t *testing.T) {
@@ -55,16 +55,16 @@ factor = 2
 	}
 	a, b := cfg.TimingRuns[0], cfg.TimingRuns[1]
 	if a.Name != "fp32" || !slices.Equal(a.SizesBytes, []int64{1024, 1 << 20}) || a.Cycles != 5 || a.Warmups != 1 ||
-		!slices.Equal(a.DTypes, []phases.DType{phases.Float32}) {
+		!slices.Equal(a.DTypes, []coll.DType{coll.Float32}) {
 		t.Errorf("run fp32 did not inherit [timing]: %+v", a)
 	}
 	if b.Name != "narrow" || !slices.Equal(b.SizesBytes, []int64{4096, 8192, 16384}) || b.Cycles != 5 ||
-		!slices.Equal(b.DTypes, []phases.DType{phases.BFloat16, phases.Int8}) ||
-		!slices.Equal(b.Ops, []phases.Op{phases.Sum, phases.Max}) ||
-		!slices.Equal(b.Methods, []phases.Method{phases.Batched, phases.GraphReplay}) {
+		!slices.Equal(b.DTypes, []coll.DType{coll.BFloat16, coll.Int8}) ||
+		!slices.Equal(b.Ops, []coll.Op{coll.Sum, coll.Max}) ||
+		!slices.Equal(b.Methods, []coll.Method{coll.Batched, coll.GraphReplay}) {
 		t.Errorf("run narrow: %+v", b)
 	}
-	if !slices.Equal(cfg.Timing.DTypes, []phases.DType{phases.Float32}) {
+	if !slices.Equal(cfg.Timing.DTypes, []coll.DType{coll.Float32}) {
 		t.Errorf("a run wrote into [timing]: %v", cfg.Timing.DTypes)
 	}
 	if cfg.IsSeedCase() {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"rsag/coll"
 	"rsag/phases"
 )
 
@@ -20,10 +21,10 @@ func TestTimingRunsAreResolvedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := phases.TimingRun{Name: "default", SizesBytes: []int64{1024, 65536, 1048576, 16777216, 268435456},
-		DTypes: []phases.DType{phases.Float32}, Ops: []phases.Op{phases.Sum},
-		Placements: []phases.Placement{phases.OutOfPlace}, Methods: []phases.Method{phases.PerOp},
-		Modes: []phases.Mode{phases.Direct, phases.Decomposed}, Buffers: []phases.BufferKind{phases.PlainBuffers},
-		CTAPolicies: []phases.CTAPolicy{phases.DefaultCTAPolicy}, Batch: 20, Warmups: 3, Cycles: 10}
+		DTypes: []coll.DType{coll.Float32}, Ops: []coll.Op{coll.Sum},
+		Placements: []coll.Placement{coll.OutOfPlace}, Methods: []coll.Method{coll.PerOp},
+		Modes: []coll.Mode{coll.Direct, coll.Decomposed}, Buffers: []coll.BufferKind{coll.PlainBuffers},
+		CTAPolicies: []coll.CTAPolicy{coll.DefaultCTAPolicy}, Batch: 20, Warmups: 3, Cycles: 10}
 	if len(cfg.TimingRuns) != 1 || !equalRuns(cfg.TimingRuns[0], want) {
 		t.Errorf("default TimingRuns = %+v\nwant %+v", cfg.TimingRuns, want)
 	}
@@ -34,8 +35,8 @@ func TestTimingRunsAreResolvedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := cfg.TimingRuns[0]
-	if !slices.Equal(r.Modes, []phases.Mode{phases.Direct, phases.Decomposed, phases.ReduceScatterAlone, phases.AllGatherAlone}) || !slices.Equal(r.Buffers, []phases.BufferKind{phases.RegisteredBuffers}) ||
-		!slices.Equal(r.CTAPolicies, []phases.CTAPolicy{phases.ZeroCTAPolicy}) {
+	if !slices.Equal(r.Modes, []coll.Mode{coll.Direct, coll.Decomposed, coll.ReduceScatterAlone, coll.AllGatherAlone}) || !slices.Equal(r.Buffers, []coll.BufferKind{coll.RegisteredBuffers}) ||
+		!slices.Equal(r.CTAPolicies, []coll.CTAPolicy{coll.ZeroCTAPolicy}) {
 		t.Errorf("run r: %+v", r)
 	}
 	if cfg.IsSeedCase() {
@@ -64,11 +65,11 @@ func TestSetARunByName(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := cfg.TimingRuns[0], cfg.TimingRuns[1]
-	if a.Name != "a" || a.Cycles != 5 || a.Warmups != 7 || !slices.Equal(a.DTypes, []phases.DType{phases.Int8}) ||
+	if a.Name != "a" || a.Cycles != 5 || a.Warmups != 7 || !slices.Equal(a.DTypes, []coll.DType{coll.Int8}) ||
 		!slices.Equal(a.SizesBytes, []int64{4096}) {
 		t.Errorf("run a: %+v", a)
 	}
-	if b.Name != "b.c" || b.Cycles != 3 || b.Warmups != 2 || !slices.Equal(b.DTypes, []phases.DType{phases.Float32}) ||
+	if b.Name != "b.c" || b.Cycles != 3 || b.Warmups != 2 || !slices.Equal(b.DTypes, []coll.DType{coll.Float32}) ||
 		!slices.Equal(b.SizesBytes, []int64{8192}) {
 		t.Errorf("run b.c: %+v", b)
 	}
@@ -87,7 +88,7 @@ func TestNumericsAndHierarchy(t *testing.T) {
 		t.Fatal(err)
 	}
 	n, h := cfg.Numerics, cfg.Hierarchy
-	if n.Enabled || !slices.Equal(n.DTypes, []phases.DType{phases.Float32, phases.Float64}) ||
+	if n.Enabled || !slices.Equal(n.DTypes, []coll.DType{coll.Float32, coll.Float64}) ||
 		!slices.Equal(n.SizesBytes, []Size{4 << 10, 1 << 20, 64 << 20}) || n.Seed != 1 || h.Enabled || h.GroupSize != 0 {
 		t.Errorf("defaults: %+v %+v", n, h)
 	}
@@ -100,7 +101,7 @@ func TestNumericsAndHierarchy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := cfg.Numerics; !n.Enabled || n.Seed != 7 || !slices.Equal(n.DTypes, []phases.DType{phases.BFloat16, phases.Float16}) {
+	if n := cfg.Numerics; !n.Enabled || n.Seed != 7 || !slices.Equal(n.DTypes, []coll.DType{coll.BFloat16, coll.Float16}) {
 		t.Errorf("numerics: %+v", n)
 	}
 	for _, world := range []int{2, 4, 8} {

@@ -17,9 +17,9 @@ import (
 	"math"
 	"slices"
 
-	"gonum.org/v1/gonum/stat"
+	"rsag/coll"
 
-	"rsag/phases"
+	"gonum.org/v1/gonum/stat"
 )
 
 const (
@@ -175,7 +175,7 @@ func FitSeries(s Series) Fit {
 	if !(beta > 0) || math.IsInf(beta, 0) || math.IsNaN(alpha) {
 		f.Reason = fmt.Sprintf("time does not grow with size from %s to %s (fitted slope %.3g us per MiB, latency %.3g us): "+
 			"no bandwidth to fit; the sizes are all latency-bound or too noisy, so measure larger sizes",
-			phases.SizeText(s.Sizes[0]), phases.SizeText(s.Sizes[len(s.Sizes)-1]), beta*(1<<20), alpha)
+			coll.SizeText(s.Sizes[0]), coll.SizeText(s.Sizes[len(s.Sizes)-1]), beta*(1<<20), alpha)
 		return f
 	}
 	f.AlphaUS, f.BandwidthGBps = alpha, 1/(beta*1e3)
@@ -193,7 +193,7 @@ func fittable(s Series) string {
 	}
 	for i, t := range s.Medians {
 		if !(t > 0) || math.IsInf(t, 0) {
-			return fmt.Sprintf("the median at %s is %v; a fit needs positive times", phases.SizeText(s.Sizes[i]), t)
+			return fmt.Sprintf("the median at %s is %v; a fit needs positive times", coll.SizeText(s.Sizes[i]), t)
 		}
 		if s.Sizes[i] <= 0 {
 			return fmt.Sprintf("size %d bytes; a fit needs positive sizes", s.Sizes[i])
@@ -205,7 +205,7 @@ func fittable(s Series) string {
 	case len(distinct) < MinSizes:
 		return fmt.Sprintf("%d sizes; %s", len(distinct), need)
 	case distinct[len(distinct)-1] < MinSpan*distinct[0]:
-		return fmt.Sprintf("sizes %s to %s span %.3gx; %s", phases.SizeText(distinct[0]), phases.SizeText(distinct[len(distinct)-1]),
+		return fmt.Sprintf("sizes %s to %s span %.3gx; %s", coll.SizeText(distinct[0]), coll.SizeText(distinct[len(distinct)-1]),
 			float64(distinct[len(distinct)-1])/float64(distinct[0]), need)
 	}
 	return ""
@@ -273,7 +273,7 @@ func MeasuredCrossover(direct, decomposed Series) Crossing {
 	last := rs[len(rs)-1]
 	if last.r > 1+Tolerance {
 		return Crossing{Why: fmt.Sprintf("not within the measured range: decomposed/direct is %.3g at the largest size, %s",
-			last.r, phases.SizeText(last.size))}
+			last.r, coll.SizeText(last.size))}
 	}
 	from := last.size
 	for i := len(rs) - 2; i >= 0 && rs[i].r <= 1+Tolerance; i-- {

@@ -13,18 +13,18 @@ import (
 	"errors"
 	"fmt"
 
+	"rsag/coll"
 	"rsag/internal/hostmem"
 	"rsag/mpi"
-	"rsag/phases"
 )
 
 var (
-	_ phases.Backend      = (*Backend)(nil)
-	_ phases.Preparer     = (*Backend)(nil)
-	_ phases.Splitter     = (*Backend)(nil)
-	_ phases.LoopPreparer = (*Backend)(nil)
+	_ coll.Backend      = (*Backend)(nil)
+	_ coll.Preparer     = (*Backend)(nil)
+	_ coll.Splitter     = (*Backend)(nil)
+	_ coll.LoopPreparer = (*Backend)(nil)
 	// The phases' host-side Comm is the world communicator itself.
-	_ phases.Comm = (*mpi.Comm)(nil)
+	_ coll.Comm = (*mpi.Comm)(nil)
 )
 
 // Backend is one rank's MPI backend. Like MPI itself, it is used from the
@@ -63,12 +63,12 @@ func newBackend(c *mpi.Comm, rank, world int) *Backend {
 		localSize: c.LocalSize(), meminfo: meminfo, cgroupRoot: "/"}
 }
 
-func (be *Backend) Info() phases.Info {
-	return phases.Info{
+func (be *Backend) Info() coll.Info {
+	return coll.Info{
 		Backend:   "mpi",
 		Host:      be.comm.Host(),
 		Device:    "host memory",
-		Libraries: []phases.Library{{Name: "mpi", Version: mpi.LibraryVersion()}},
+		Libraries: []coll.Library{{Name: "mpi", Version: mpi.LibraryVersion()}},
 	}
 }
 
@@ -94,8 +94,8 @@ func (be *Backend) TimeBatch(n int, op func() error) (float64, error) {
 
 // Split gives the group of ranks with the same color, ordered by key
 // (MPI_Comm_split): its collectives run among them, on this rank's buffers
-// and accounting, which it shares (phases.Splitter).
-func (be *Backend) Split(color, key int) (phases.Backend, error) {
+// and accounting, which it shares (coll.Splitter).
+func (be *Backend) Split(color, key int) (coll.Backend, error) {
 	if be.closed {
 		return nil, errors.New("mpibackend: Split after Close")
 	}

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"rsag/coll"
 	"rsag/mpi"
 	"rsag/mpi/mpitesting"
-	"rsag/phases"
 )
 
 // The tests share one MPI world: a process started without mpirun is a
@@ -67,7 +67,7 @@ func newTest(t *testing.T) *Backend {
 	return be
 }
 
-func alloc(t *testing.T, be *Backend, dt phases.DType, count int) phases.Buffer {
+func alloc(t *testing.T, be *Backend, dt coll.DType, count int) coll.Buffer {
 	t.Helper()
 	b, err := be.Alloc(dt, count)
 	if err != nil {
@@ -76,7 +76,7 @@ func alloc(t *testing.T, be *Backend, dt phases.DType, count int) phases.Buffer 
 	return b
 }
 
-func free(t *testing.T, be *Backend, b phases.Buffer) {
+func free(t *testing.T, be *Backend, b coll.Buffer) {
 	t.Helper()
 	if err := be.Free(b); err != nil {
 		t.Fatal(err)
@@ -99,9 +99,9 @@ func int64s(vals ...int64) []byte {
 	return b
 }
 
-func read(t *testing.T, be *Backend, b phases.Buffer) []byte {
+func read(t *testing.T, be *Backend, b coll.Buffer) []byte {
 	t.Helper()
-	out := make([]byte, phases.Bytes(b))
+	out := make([]byte, coll.Bytes(b))
 	if err := be.Read(b, out); err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +123,8 @@ func TestInfo(t *testing.T) {
 func TestAccounting(t *testing.T) {
 	be := newTest(t)
 	wantMemory(t, be, 0, 0)
-	a := alloc(t, be, phases.Int64, 100)  // 800 bytes
-	b := alloc(t, be, phases.Float32, 10) // 40
+	a := alloc(t, be, coll.Int64, 100)  // 800 bytes
+	b := alloc(t, be, coll.Float32, 10) // 40
 	wantMemory(t, be, 840, 840)
 	v, err := be.View(a, 10, 20)
 	if err != nil {
@@ -135,11 +135,11 @@ func TestAccounting(t *testing.T) {
 	wantMemory(t, be, 40, 840)
 	be.ResetPeak()
 	wantMemory(t, be, 40, 40)
-	c := alloc(t, be, phases.Float32, 1000) // 4000
+	c := alloc(t, be, coll.Float32, 1000) // 4000
 	wantMemory(t, be, 4040, 4040)
 	free(t, be, c)
 	wantMemory(t, be, 40, 4040)
-	d := alloc(t, be, phases.Int64, 1) // 8, below the peak
+	d := alloc(t, be, coll.Int64, 1) // 8, below the peak
 	wantMemory(t, be, 48, 4040)
 	free(t, be, b)
 	free(t, be, d)
@@ -154,9 +154,9 @@ func TestAccounting(t *testing.T) {
 func TestAllocErrors(t *testing.T) {
 	be := newTest(t)
 	for _, tc := range []struct {
-		dt    phases.DType
+		dt    coll.DType
 		count int
-	}{{phases.Int64, 0}, {phases.Float32, -1}, {phases.DType(99), 4}, {phases.Int64, math.MaxInt/8 + 1}} {
+	}{{coll.Int64, 0}, {coll.Float32, -1}, {coll.DType(99), 4}, {coll.Int64, math.MaxInt/8 + 1}} {
 		if b, err := be.Alloc(tc.dt, tc.count); err == nil {
 			t.Errorf("Alloc(%s, %d) = %v, want an error", tc.dt, tc.count, b)
 		}
@@ -166,7 +166,7 @@ func TestAllocErrors(t *testing.T) {
 
 func TestFreeErrors(t *testing.T) {
 	be := newTest(t)
-	a := alloc(t, be, phases.Int64, 4)
+	a := alloc(t, be, coll.Int64, 4)
 	v, err := be.View(a, 0, 4)
 	if err != nil {
 		t.Fatal(err)
@@ -186,8 +186,8 @@ func TestFreeErrors(t *testing.T) {
 		"Read":          be.Read(a, buf),
 		"Write":         be.Write(v, buf),
 		"Fill":          be.Fill(a, buf[:8]),
-		"AllReduce":     be.AllReduce(a, v, phases.Sum),
-		"ReduceScatter": be.ReduceScatter(v, a, phases.Sum),
+		"AllReduce":     be.AllReduce(a, v, coll.Sum),
+		"ReduceScatter": be.ReduceScatter(v, a, coll.Sum),
 		"AllGather":     be.AllGather(a, v),
 	} {
 		if err == nil || !strings.Contains(err.Error(), "freed") {
@@ -201,13 +201,13 @@ func TestFreeErrors(t *testing.T) {
 
 type fakeBuffer struct{}
 
-func (fakeBuffer) Count() int          { return 1 }
-func (fakeBuffer) DType() phases.DType { return phases.Int64 }
+func (fakeBuffer) Count() int        { return 1 }
+func (fakeBuffer) DType() coll.DType { return coll.Int64 }
 
 func TestForeignBuffers(t *testing.T) {
 	be, other := newTest(t), newTest(t)
-	theirs := alloc(t, other, phases.Int64, 1)
-	for _, b := range []phases.Buffer{theirs, fakeBuffer{}, nil, (*buffer)(nil)} {
+	theirs := alloc(t, other, coll.Int64, 1)
+	for _, b := range []coll.Buffer{theirs, fakeBuffer{}, nil, (*buffer)(nil)} {
 		if err := be.Free(b); err == nil {
 			t.Errorf("Free(%#v): no error", b)
 		}
@@ -215,11 +215,11 @@ func TestForeignBuffers(t *testing.T) {
 			t.Errorf("Write(%#v): no error", b)
 		}
 	}
-	mine := alloc(t, be, phases.Int64, 1)
-	if err := be.AllReduce(theirs, mine, phases.Sum); err == nil {
+	mine := alloc(t, be, coll.Int64, 1)
+	if err := be.AllReduce(theirs, mine, coll.Sum); err == nil {
 		t.Error("AllReduce from another backend's buffer: no error")
 	}
-	if err := be.AllReduce(nil, mine, phases.Sum); err == nil {
+	if err := be.AllReduce(nil, mine, coll.Sum); err == nil {
 		t.Error("AllReduce from nil: no error")
 	}
 	free(t, be, mine)
@@ -228,7 +228,7 @@ func TestForeignBuffers(t *testing.T) {
 
 func TestViews(t *testing.T) {
 	be := newTest(t)
-	a := alloc(t, be, phases.Int64, 10)
+	a := alloc(t, be, coll.Int64, 10)
 	if err := be.Write(a, int64s(0, 1, 2, 3, 4, 5, 6, 7, 8, 9)); err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestViews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Count() != 4 || v.DType() != phases.Int64 || !bytes.Equal(read(t, be, v), int64s(3, 4, 5, 6)) {
+	if v.Count() != 4 || v.DType() != coll.Int64 || !bytes.Equal(read(t, be, v), int64s(3, 4, 5, 6)) {
 		t.Errorf("View(3, 4) = %d %s % x", v.Count(), v.DType(), read(t, be, v))
 	}
 	vv, err := be.View(v, 1, 2)
@@ -267,7 +267,7 @@ func TestViews(t *testing.T) {
 func TestFill(t *testing.T) {
 	be := newTest(t)
 	for _, count := range []int{1, 2, 7, 1000, 4099} {
-		a := alloc(t, be, phases.Int64, count)
+		a := alloc(t, be, coll.Int64, count)
 		if err := be.Fill(a, int64s(-2)); err != nil {
 			t.Fatal(err)
 		}
@@ -276,7 +276,7 @@ func TestFill(t *testing.T) {
 		}
 		free(t, be, a)
 	}
-	f := alloc(t, be, phases.Float32, 9)
+	f := alloc(t, be, coll.Float32, 9)
 	one := binary.NativeEndian.AppendUint32(nil, math.Float32bits(1.5))
 	zero := make([]byte, 4)
 	if err := be.Fill(f, zero); err != nil {
@@ -303,7 +303,7 @@ func TestFill(t *testing.T) {
 
 func TestReadWriteLengths(t *testing.T) {
 	be := newTest(t)
-	a := alloc(t, be, phases.Float32, 3)
+	a := alloc(t, be, coll.Float32, 3)
 	for _, n := range []int{0, 11, 13, 24} {
 		if err := be.Write(a, make([]byte, n)); err == nil {
 			t.Errorf("Write of %d bytes into 12: no error", n)
@@ -324,12 +324,12 @@ func TestCollectivesSingleton(t *testing.T) {
 	for i := range n {
 		binary.NativeEndian.PutUint64(in[8*i:], uint64(i*7-500))
 	}
-	send, recv := alloc(t, be, phases.Int64, n), alloc(t, be, phases.Int64, n)
-	run := map[string]func(s, r phases.Buffer) error{
-		"all-reduce sum":     func(s, r phases.Buffer) error { return be.AllReduce(s, r, phases.Sum) },
-		"all-reduce max":     func(s, r phases.Buffer) error { return be.AllReduce(s, r, phases.Max) },
-		"reduce-scatter sum": func(s, r phases.Buffer) error { return be.ReduceScatter(s, r, phases.Sum) },
-		"reduce-scatter max": func(s, r phases.Buffer) error { return be.ReduceScatter(s, r, phases.Max) },
+	send, recv := alloc(t, be, coll.Int64, n), alloc(t, be, coll.Int64, n)
+	run := map[string]func(s, r coll.Buffer) error{
+		"all-reduce sum":     func(s, r coll.Buffer) error { return be.AllReduce(s, r, coll.Sum) },
+		"all-reduce max":     func(s, r coll.Buffer) error { return be.AllReduce(s, r, coll.Max) },
+		"reduce-scatter sum": func(s, r coll.Buffer) error { return be.ReduceScatter(s, r, coll.Sum) },
+		"reduce-scatter max": func(s, r coll.Buffer) error { return be.ReduceScatter(s, r, coll.Max) },
 		"all-gather":         be.AllGather,
 	}
 	for name, f := range run {
@@ -353,19 +353,19 @@ func TestCollectivesSingleton(t *testing.T) {
 			t.Errorf("%s in place through a view: %v", name, err)
 		}
 	}
-	var shape *phases.ShapeError
-	short := alloc(t, be, phases.Int64, n-1)
-	if err := be.AllReduce(send, short, phases.Sum); !errors.As(err, &shape) {
-		t.Errorf("all-reduce of %d into %d: %v, want a *phases.ShapeError", n, n-1, err)
+	var shape *coll.ShapeError
+	short := alloc(t, be, coll.Int64, n-1)
+	if err := be.AllReduce(send, short, coll.Sum); !errors.As(err, &shape) {
+		t.Errorf("all-reduce of %d into %d: %v, want a *coll.ShapeError", n, n-1, err)
 	}
-	f := alloc(t, be, phases.Float32, n)
+	f := alloc(t, be, coll.Float32, n)
 	if err := be.AllGather(send, f); !errors.As(err, &shape) {
-		t.Errorf("all-gather of int64 into float32: %v, want a *phases.ShapeError", err)
+		t.Errorf("all-gather of int64 into float32: %v, want a *coll.ShapeError", err)
 	}
-	if err := be.AllReduce(send, recv, phases.Op(7)); err == nil || !strings.Contains(err.Error(), "does not know reduction Op(7)") {
+	if err := be.AllReduce(send, recv, coll.Op(7)); err == nil || !strings.Contains(err.Error(), "does not know reduction Op(7)") {
 		t.Errorf("all-reduce with Op(7): %v", err)
 	}
-	for _, b := range []phases.Buffer{send, recv, short, f} {
+	for _, b := range []coll.Buffer{send, recv, short, f} {
 		free(t, be, b)
 	}
 }
@@ -376,23 +376,23 @@ func TestCollectivesSingleton(t *testing.T) {
 func TestWorldShapes(t *testing.T) {
 	be := newBackend(world, 1, 4)
 	t.Cleanup(func() { _ = be.Close() })
-	send, recv := alloc(t, be, phases.Int64, 1003), alloc(t, be, phases.Int64, 250)
-	err := be.ReduceScatter(send, recv, phases.Sum)
-	var shape *phases.ShapeError
+	send, recv := alloc(t, be, coll.Int64, 1003), alloc(t, be, coll.Int64, 250)
+	err := be.ReduceScatter(send, recv, coll.Sum)
+	var shape *coll.ShapeError
 	if !errors.As(err, &shape) || shape.World != 4 || !strings.Contains(err.Error(), "pad the input to 1004") {
 		t.Errorf("reduce-scatter of 1003 on 4 ranks: %v", err)
 	}
-	if _, ok := err.(*phases.ShapeError); !ok {
-		t.Errorf("reduce-scatter of 1003: error is %T, want the *phases.ShapeError unchanged", err)
+	if _, ok := err.(*coll.ShapeError); !ok {
+		t.Errorf("reduce-scatter of 1003: error is %T, want the *coll.ShapeError unchanged", err)
 	}
-	big := alloc(t, be, phases.Int64, 1003*4)
+	big := alloc(t, be, coll.Int64, 1003*4)
 	if err := be.AllGather(send, recv); !errors.As(err, &shape) {
 		t.Errorf("all-gather of 1003 into 250 on 4 ranks: %v", err)
 	}
 
 	// Overlaps that are not the in-place layout of rank 1.
-	full := alloc(t, be, phases.Int64, 20)
-	at := func(off, n int) phases.Buffer {
+	full := alloc(t, be, coll.Int64, 20)
+	at := func(off, n int) coll.Buffer {
 		v, err := be.View(full, off, n)
 		if err != nil {
 			t.Fatal(err)
@@ -400,10 +400,10 @@ func TestWorldShapes(t *testing.T) {
 		return v
 	}
 	bad := map[string]error{
-		"reduce-scatter output at rank 0's place": be.ReduceScatter(full, at(0, 5), phases.Sum),
-		"reduce-scatter output off by one":        be.ReduceScatter(full, at(6, 5), phases.Sum),
+		"reduce-scatter output at rank 0's place": be.ReduceScatter(full, at(0, 5), coll.Sum),
+		"reduce-scatter output off by one":        be.ReduceScatter(full, at(6, 5), coll.Sum),
 		"all-gather input at rank 2's place":      be.AllGather(at(10, 5), full),
-		"all-reduce shifted by 2":                 be.AllReduce(at(0, 5), at(2, 5), phases.Sum),
+		"all-reduce shifted by 2":                 be.AllReduce(at(0, 5), at(2, 5), coll.Sum),
 	}
 	for name, err := range bad {
 		if err == nil || !strings.Contains(err.Error(), "overlaps") {
@@ -421,8 +421,8 @@ func TestClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := alloc(t, be, phases.Int64, 3)
-	alloc(t, be, phases.Float32, 5)
+	a := alloc(t, be, coll.Int64, 3)
+	alloc(t, be, coll.Float32, 5)
 	err = be.Close()
 	if err == nil || err.Error() != "mpibackend: Close: 2 buffers (44 bytes) were still allocated; released them" {
 		t.Errorf("Close with 2 buffers live: %v", err)
@@ -431,7 +431,7 @@ func TestClose(t *testing.T) {
 	if err := be.Read(a, make([]byte, 24)); err == nil {
 		t.Error("Read after Close: no error")
 	}
-	if _, err := be.Alloc(phases.Int64, 1); err == nil {
+	if _, err := be.Alloc(coll.Int64, 1); err == nil {
 		t.Error("Alloc after Close: no error")
 	}
 	if err := be.Close(); err == nil {
@@ -441,7 +441,7 @@ func TestClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	free(t, clean, alloc(t, clean, phases.Int64, 1))
+	free(t, clean, alloc(t, clean, coll.Int64, 1))
 	if err := clean.Close(); err != nil {
 		t.Errorf("Close with nothing live: %v", err)
 	}
@@ -469,16 +469,16 @@ func TestTime(t *testing.T) {
 // reduction is either mapped to the MPI handle of the same name and size or
 // listed with the reason MPI cannot run it, never both, never neither.
 func TestTables(t *testing.T) {
-	wantTypes := map[phases.DType]string{
-		phases.Int8: "MPI_INT8_T", phases.Uint8: "MPI_UINT8_T", phases.Int32: "MPI_INT32_T",
-		phases.Uint32: "MPI_UINT32_T", phases.Int64: "MPI_INT64_T", phases.Uint64: "MPI_UINT64_T",
-		phases.Float32: "MPI_FLOAT", phases.Float64: "MPI_DOUBLE",
-		phases.Float16: "", phases.BFloat16: "", // MPI has none
+	wantTypes := map[coll.DType]string{
+		coll.Int8: "MPI_INT8_T", coll.Uint8: "MPI_UINT8_T", coll.Int32: "MPI_INT32_T",
+		coll.Uint32: "MPI_UINT32_T", coll.Int64: "MPI_INT64_T", coll.Uint64: "MPI_UINT64_T",
+		coll.Float32: "MPI_FLOAT", coll.Float64: "MPI_DOUBLE",
+		coll.Float16: "", coll.BFloat16: "", // MPI has none
 	}
-	if len(wantTypes) != len(phases.AllDTypes) {
-		t.Fatalf("phases has %d dtypes, the test knows %d", len(phases.AllDTypes), len(wantTypes))
+	if len(wantTypes) != len(coll.AllDTypes) {
+		t.Fatalf("phases has %d dtypes, the test knows %d", len(coll.AllDTypes), len(wantTypes))
 	}
-	for _, d := range phases.AllDTypes {
+	for _, d := range coll.AllDTypes {
 		want, known := wantTypes[d]
 		dt, mapped := datatypes[d]
 		_, unmapped := noDatatype[d]
@@ -493,13 +493,13 @@ func TestTables(t *testing.T) {
 			t.Errorf("%s (%d bytes) maps to %s (%d bytes), want %s", d, d.Size(), dt, dt.Size(), want)
 		}
 	}
-	wantOps := map[phases.Op]string{
-		phases.Sum: "MPI_SUM", phases.Prod: "MPI_PROD", phases.Max: "MPI_MAX", phases.Min: "MPI_MIN", phases.Avg: "",
+	wantOps := map[coll.Op]string{
+		coll.Sum: "MPI_SUM", coll.Prod: "MPI_PROD", coll.Max: "MPI_MAX", coll.Min: "MPI_MIN", coll.Avg: "",
 	}
-	if len(wantOps) != len(phases.AllOps) {
-		t.Fatalf("phases has %d ops, the test knows %d", len(phases.AllOps), len(wantOps))
+	if len(wantOps) != len(coll.AllOps) {
+		t.Fatalf("phases has %d ops, the test knows %d", len(coll.AllOps), len(wantOps))
 	}
-	for _, o := range phases.AllOps {
+	for _, o := range coll.AllOps {
 		want, known := wantOps[o]
 		mo, mapped := ops[o]
 		_, unmapped := noOp[o]
@@ -526,16 +526,16 @@ func TestSupports(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		d    phases.DType
-		o    phases.Op
+		d    coll.DType
+		o    coll.Op
 		want string
 	}{
-		{phases.Float16, phases.Sum, "the MPI backend cannot run collectives on float16: MPI has no half-precision type; use the nccl backend or drop float16"},
-		{phases.BFloat16, phases.Max, "the MPI backend cannot run collectives on bfloat16: MPI has no bfloat16 type; use the nccl backend or drop bfloat16"},
-		{phases.Float32, phases.Avg, "the MPI backend cannot reduce with avg: MPI has no average reduction (NCCL's ncclAvg divides by the rank count in the collective itself); use the nccl backend or drop avg"},
-		{phases.Float16, phases.Avg, "float16"}, // the type is named first
-		{phases.DType(99), phases.Sum, "does not know element type DType(99)"},
-		{phases.Int32, phases.Op(99), "does not know reduction Op(99)"},
+		{coll.Float16, coll.Sum, "the MPI backend cannot run collectives on float16: MPI has no half-precision type; use the nccl backend or drop float16"},
+		{coll.BFloat16, coll.Max, "the MPI backend cannot run collectives on bfloat16: MPI has no bfloat16 type; use the nccl backend or drop bfloat16"},
+		{coll.Float32, coll.Avg, "the MPI backend cannot reduce with avg: MPI has no average reduction (NCCL's ncclAvg divides by the rank count in the collective itself); use the nccl backend or drop avg"},
+		{coll.Float16, coll.Avg, "float16"}, // the type is named first
+		{coll.DType(99), coll.Sum, "does not know element type DType(99)"},
+		{coll.Int32, coll.Op(99), "does not know reduction Op(99)"},
 	} {
 		err := be.Supports(tc.d, tc.o)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -548,21 +548,21 @@ func TestSupports(t *testing.T) {
 // the buffers of a type MPI cannot reduce still allocate, fill and read.
 func TestUnsupportedCollectives(t *testing.T) {
 	be := newTest(t)
-	h := alloc(t, be, phases.Float16, 4)
-	one := phases.Float16.Elem(1)
+	h := alloc(t, be, coll.Float16, 4)
+	one := coll.Float16.Elem(1)
 	if err := be.Fill(h, one); err != nil || !bytes.Equal(read(t, be, h), bytes.Repeat(one, 4)) {
 		t.Fatalf("Fill of float16: %v", err)
 	}
-	f := alloc(t, be, phases.Float32, 4)
+	f := alloc(t, be, coll.Float32, 4)
 	cases := []struct {
 		err  error
 		want error
 	}{
-		{be.AllReduce(h, h, phases.Sum), be.Supports(phases.Float16, phases.Sum)},
-		{be.ReduceScatter(h, h, phases.Min), be.Supports(phases.Float16, phases.Min)},
-		{be.AllGather(h, h), be.Supports(phases.Float16, phases.Sum)},
-		{be.AllReduce(f, f, phases.Avg), be.Supports(phases.Float32, phases.Avg)},
-		{be.ReduceScatter(f, f, phases.Avg), be.Supports(phases.Float32, phases.Avg)},
+		{be.AllReduce(h, h, coll.Sum), be.Supports(coll.Float16, coll.Sum)},
+		{be.ReduceScatter(h, h, coll.Min), be.Supports(coll.Float16, coll.Min)},
+		{be.AllGather(h, h), be.Supports(coll.Float16, coll.Sum)},
+		{be.AllReduce(f, f, coll.Avg), be.Supports(coll.Float32, coll.Avg)},
+		{be.ReduceScatter(f, f, coll.Avg), be.Supports(coll.Float32, coll.Avg)},
 	}
 	for i, tc := range cases {
 		if tc.err == nil || tc.want == nil || !strings.HasSuffix(tc.err.Error(), tc.want.Error()) {
@@ -579,7 +579,7 @@ func TestEveryTypeAndOpSingleton(t *testing.T) {
 	be := newTest(t)
 	for d := range datatypes {
 		for o := range ops {
-			in, want := d.Elem(phases.Input(o, 0)), d.Elem(phases.Expected(o, 1))
+			in, want := d.Elem(coll.Input(o, 0)), d.Elem(coll.Expected(o, 1))
 			send, recv := alloc(t, be, d, 6), alloc(t, be, d, 6)
 			for name, run := range map[string]func() error{
 				"all-reduce":              func() error { return be.AllReduce(send, recv, o) },
@@ -631,8 +631,8 @@ func TestTimeBatch(t *testing.T) {
 		t.Errorf("TimeBatch allocates %v times per call", a)
 	}
 	// A real collective in the batch: 4 all-reduces of a singleton.
-	b := alloc(t, be, phases.Float64, 8)
-	if _, err := be.TimeBatch(4, func() error { return be.AllReduce(b, b, phases.Sum) }); err != nil {
+	b := alloc(t, be, coll.Float64, 8)
+	if _, err := be.TimeBatch(4, func() error { return be.AllReduce(b, b, coll.Sum) }); err != nil {
 		t.Error(err)
 	}
 	free(t, be, b)

@@ -4,44 +4,44 @@ import (
 	"fmt"
 	"unsafe"
 
+	"rsag/coll"
 	"rsag/mpi"
-	"rsag/phases"
 )
 
 // datatypes and ops map rsag's element types and reductions to MPI's, by
 // name and not by value (phases' constants are not MPI's). Every
-// phases.DType and phases.Op is in exactly one of each pair of tables: the
+// coll.DType and coll.Op is in exactly one of each pair of tables: the
 // ones MPI has map to its handle, the others say why MPI cannot run them.
 var (
-	datatypes = map[phases.DType]mpi.Datatype{
-		phases.Int8: mpi.Int8, phases.Uint8: mpi.Uint8,
-		phases.Int32: mpi.Int32, phases.Uint32: mpi.Uint32,
-		phases.Int64: mpi.Int64, phases.Uint64: mpi.Uint64,
-		phases.Float32: mpi.Float32, phases.Float64: mpi.Float64,
+	datatypes = map[coll.DType]mpi.Datatype{
+		coll.Int8: mpi.Int8, coll.Uint8: mpi.Uint8,
+		coll.Int32: mpi.Int32, coll.Uint32: mpi.Uint32,
+		coll.Int64: mpi.Int64, coll.Uint64: mpi.Uint64,
+		coll.Float32: mpi.Float32, coll.Float64: mpi.Float64,
 	}
-	noDatatype = map[phases.DType]string{
-		phases.Float16:  "MPI has no half-precision type",
-		phases.BFloat16: "MPI has no bfloat16 type",
+	noDatatype = map[coll.DType]string{
+		coll.Float16:  "MPI has no half-precision type",
+		coll.BFloat16: "MPI has no bfloat16 type",
 	}
-	ops = map[phases.Op]mpi.Op{
-		phases.Sum: mpi.Sum, phases.Prod: mpi.Prod, phases.Max: mpi.Max, phases.Min: mpi.Min,
+	ops = map[coll.Op]mpi.Op{
+		coll.Sum: mpi.Sum, coll.Prod: mpi.Prod, coll.Max: mpi.Max, coll.Min: mpi.Min,
 	}
-	noOp = map[phases.Op]string{
-		phases.Avg: "MPI has no average reduction (NCCL's ncclAvg divides by the rank count in the collective itself)",
+	noOp = map[coll.Op]string{
+		coll.Avg: "MPI has no average reduction (NCCL's ncclAvg divides by the rank count in the collective itself)",
 	}
 )
 
 // Supports returns nil for the element types and reductions MPI has, and
 // otherwise an error that says why and what to do. The collectives return
 // the same error when called anyway, on every rank alike, before MPI.
-func (be *Backend) Supports(d phases.DType, o phases.Op) error {
+func (be *Backend) Supports(d coll.DType, o coll.Op) error {
 	if err := supportsDType(d); err != nil {
 		return err
 	}
 	return supportsOp(o)
 }
 
-func supportsDType(d phases.DType) error {
+func supportsDType(d coll.DType) error {
 	if _, ok := datatypes[d]; ok {
 		return nil
 	}
@@ -51,7 +51,7 @@ func supportsDType(d phases.DType) error {
 	return fmt.Errorf("the MPI backend does not know element type %s", d)
 }
 
-func supportsOp(o phases.Op) error {
+func supportsOp(o coll.Op) error {
 	if _, ok := ops[o]; ok {
 		return nil
 	}
@@ -68,12 +68,12 @@ type span struct {
 }
 
 // classify returns true when send and recv are c's in-place layout on rank
-// (phases.Collective says where the smaller buffer sits inside the larger),
+// (coll.Collective says where the smaller buffer sits inside the larger),
 // false when they do not overlap at all, and an error for any other
 // overlap: MPI forbids aliased buffers outside MPI_IN_PLACE and would
 // compute a wrong result without a word. The counts must already have
 // passed CheckShapes.
-func classify(c phases.Collective, send, recv span, elemSize, rank int) (bool, error) {
+func classify(c coll.Collective, send, recv span, elemSize, rank int) (bool, error) {
 	outer, inner, innerName, outerName := recv, send, "input", "output"
 	if !c.SendInside {
 		outer, inner, innerName, outerName = send, recv, "output", "input"
@@ -112,7 +112,7 @@ type mpiCollective func(comm *mpi.Comm, c call, recvCount, sendCount, n int) err
 var mpiCollectives = map[string]mpiCollective{
 	// MPI_Allreduce; in place (send is recv, or the view of all of it) it
 	// is MPI_IN_PLACE.
-	phases.AllReduceColl.Name: func(comm *mpi.Comm, c call, count, _, n int) error {
+	coll.AllReduceColl.Name: func(comm *mpi.Comm, c call, count, _, n int) error {
 		if c.inPlace {
 			return comm.AllreduceTimes(nil, c.recv, count, c.dt, c.op, n)
 		}
@@ -123,7 +123,7 @@ var mpiCollectives = map[string]mpiCollective{
 	// the start of the buffer: the C loop moves the result to its place
 	// after each call, within the buffer and without allocating. The rest
 	// of the input is left undefined, as MPI may use it as scratch space.
-	phases.ReduceScatterColl.Name: func(comm *mpi.Comm, c call, count, _, n int) error {
+	coll.ReduceScatterColl.Name: func(comm *mpi.Comm, c call, count, _, n int) error {
 		if !c.inPlace {
 			return comm.ReduceScatterBlockTimes(c.send, c.recv, count, c.dt, c.op, n)
 		}
@@ -131,7 +131,7 @@ var mpiCollectives = map[string]mpiCollective{
 	},
 	// MPI_Allgather; in place, send is the view of recv at rank x send
 	// count, which is MPI_IN_PLACE's own layout.
-	phases.AllGatherColl.Name: func(comm *mpi.Comm, c call, _, count, n int) error {
+	coll.AllGatherColl.Name: func(comm *mpi.Comm, c call, _, count, n int) error {
 		if c.inPlace {
 			return comm.AllgatherTimes(nil, c.recv, count, c.dt, n)
 		}
@@ -142,7 +142,7 @@ var mpiCollectives = map[string]mpiCollective{
 // Prepare checks c's shapes (returning CheckShapes' error unchanged),
 // finds the memory of both buffers, whether the call is in place, and the
 // MPI type and op, once; the call it returns only runs the collective.
-func (be *Backend) Prepare(c phases.Collective, send, recv phases.Buffer, op phases.Op) (func() error, error) {
+func (be *Backend) Prepare(c coll.Collective, send, recv coll.Buffer, op coll.Op) (func() error, error) {
 	loop, err := be.PrepareLoop(c, send, recv, op)
 	if err != nil {
 		return nil, err
@@ -151,8 +151,8 @@ func (be *Backend) Prepare(c phases.Collective, send, recv phases.Buffer, op pha
 }
 
 // PrepareLoop is Prepare for n calls back to back, looped in C
-// (phases.LoopPreparer).
-func (be *Backend) PrepareLoop(c phases.Collective, send, recv phases.Buffer, op phases.Op) (func(n int) error, error) {
+// (coll.LoopPreparer).
+func (be *Backend) PrepareLoop(c coll.Collective, send, recv coll.Buffer, op coll.Op) (func(n int) error, error) {
 	run, ok := mpiCollectives[c.Name]
 	if !ok {
 		return nil, fmt.Errorf("mpibackend: no MPI call for the %s collective", c.Name)
@@ -160,7 +160,7 @@ func (be *Backend) PrepareLoop(c phases.Collective, send, recv phases.Buffer, op
 	if send == nil || recv == nil {
 		return nil, fmt.Errorf("mpibackend: %s: nil buffer", c.Name)
 	}
-	if err := phases.CheckShapes(c, send, recv, be.world); err != nil {
+	if err := coll.CheckShapes(c, send, recv, be.world); err != nil {
 		return nil, err
 	}
 	s, sendMem, err := be.memory(c.Name+" input", send)
@@ -181,7 +181,7 @@ func (be *Backend) PrepareLoop(c phases.Collective, send, recv phases.Buffer, op
 	if args.inPlace && !c.SendInside {
 		args.recvOffset = c.InPlaceOffset(be.rank, send.Count(), recv.Count()) * s.dtype.Size()
 	}
-	if c.Name != phases.AllGatherColl.Name {
+	if c.Name != coll.AllGatherColl.Name {
 		if err := supportsOp(op); err != nil {
 			return nil, fmt.Errorf("mpibackend: %s: %w", c.Name, err)
 		}
@@ -206,7 +206,7 @@ func spanOf(mem []byte, count int) span {
 }
 
 // collective prepares c and runs it once.
-func (be *Backend) collective(c phases.Collective, send, recv phases.Buffer, op phases.Op) error {
+func (be *Backend) collective(c coll.Collective, send, recv coll.Buffer, op coll.Op) error {
 	run, err := be.Prepare(c, send, recv, op)
 	if err != nil {
 		return err
@@ -214,14 +214,14 @@ func (be *Backend) collective(c phases.Collective, send, recv phases.Buffer, op 
 	return run()
 }
 
-func (be *Backend) AllReduce(send, recv phases.Buffer, op phases.Op) error {
-	return be.collective(phases.AllReduceColl, send, recv, op)
+func (be *Backend) AllReduce(send, recv coll.Buffer, op coll.Op) error {
+	return be.collective(coll.AllReduceColl, send, recv, op)
 }
 
-func (be *Backend) ReduceScatter(send, recv phases.Buffer, op phases.Op) error {
-	return be.collective(phases.ReduceScatterColl, send, recv, op)
+func (be *Backend) ReduceScatter(send, recv coll.Buffer, op coll.Op) error {
+	return be.collective(coll.ReduceScatterColl, send, recv, op)
 }
 
-func (be *Backend) AllGather(send, recv phases.Buffer) error {
-	return be.collective(phases.AllGatherColl, send, recv, phases.Sum)
+func (be *Backend) AllGather(send, recv coll.Buffer) error {
+	return be.collective(coll.AllGatherColl, send, recv, coll.Sum)
 }

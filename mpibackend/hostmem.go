@@ -8,11 +8,11 @@ import (
 	"strconv"
 	"strings"
 
+	"rsag/coll"
 	"rsag/internal/memlimit"
-	"rsag/phases"
 )
 
-var _ phases.FreeMemoryReporter = (*Backend)(nil)
+var _ coll.FreeMemoryReporter = (*Backend)(nil)
 
 // meminfo is where the kernel says how much memory the host has.
 const meminfo = "/proc/meminfo"
@@ -24,31 +24,31 @@ const meminfo = "/proc/meminfo"
 // node, which all allocate the same buffers at once and share the job's
 // cgroup. Total is MemTotal or the cgroup's limit. A footprint above it
 // would be ended half way by the OOM killer, with nothing said.
-func (be *Backend) FreeMemory() (phases.MemoryReading, error) {
+func (be *Backend) FreeMemory() (coll.MemoryReading, error) {
 	f, err := os.Open(be.meminfo)
 	if err != nil {
-		return phases.MemoryReading{}, fmt.Errorf("mpibackend: reading the host's memory: %w", err)
+		return coll.MemoryReading{}, fmt.Errorf("mpibackend: reading the host's memory: %w", err)
 	}
 	defer f.Close()
 	avail, total, err := parseMeminfo(f)
 	if err != nil {
-		return phases.MemoryReading{}, fmt.Errorf("mpibackend: %s: %w", be.meminfo, err)
+		return coll.MemoryReading{}, fmt.Errorf("mpibackend: %s: %w", be.meminfo, err)
 	}
 	l, limited, err := memlimit.Find(be.cgroupRoot)
 	if err != nil {
-		return phases.MemoryReading{}, fmt.Errorf("mpibackend: reading this process's memory cgroup: %w", err)
+		return coll.MemoryReading{}, fmt.Errorf("mpibackend: reading this process's memory cgroup: %w", err)
 	}
 	ranks := max(be.localSize, 1)
-	k := phases.MemoryKind{Memory: "host memory",
+	k := coll.MemoryKind{Memory: "host memory",
 		Where: fmt.Sprintf("%s (MemAvailable in %s, shared by its %d ranks)", be.comm.Host(), meminfo, ranks),
 		Fix:   "run fewer ranks per node"}
 	if limited && l.Headroom() < avail {
 		avail, total = l.Headroom(), min(l.LimitBytes, total)
 		k.Where = fmt.Sprintf("%s (memory cgroup %s: limit %.2f GiB in %s, %.2f GiB in use, shared by its %d ranks)",
-			be.comm.Host(), l.Cgroup, phases.GiB(l.LimitBytes), l.File, phases.GiB(l.UsedBytes), ranks)
+			be.comm.Host(), l.Cgroup, coll.GiB(l.LimitBytes), l.File, coll.GiB(l.UsedBytes), ranks)
 		k.Fix = "run fewer ranks per node, or raise the job's memory limit (Slurm's --mem or --mem-per-cpu)"
 	}
-	return phases.MemoryReading{Free: avail / int64(ranks), Total: total, MemoryKind: k}, nil
+	return coll.MemoryReading{Free: avail / int64(ranks), Total: total, MemoryKind: k}, nil
 }
 
 // parseMeminfo reads MemAvailable and MemTotal, in bytes, from

@@ -6,8 +6,8 @@ import (
 	"math"
 	"syscall"
 
+	"rsag/coll"
 	"rsag/internal/hostmem"
-	"rsag/phases"
 )
 
 // region is one anonymous mapping; mem is nil once it has been unmapped, so
@@ -18,19 +18,19 @@ type region struct{ mem []byte }
 type buffer struct {
 	owner  *Backend
 	region *region
-	dtype  phases.DType
+	dtype  coll.DType
 	off    int // elements from the start of the region
 	count  int
 	view   bool
 }
 
-func (b *buffer) Count() int          { return b.count }
-func (b *buffer) DType() phases.DType { return b.dtype }
+func (b *buffer) Count() int        { return b.count }
+func (b *buffer) DType() coll.DType { return b.dtype }
 
 // Alloc maps count elements of host memory. MAP_POPULATE commits the pages
 // now, as a device allocation would, so that first-touch page faults land in
 // Alloc and not in the first collective that writes the buffer.
-func (be *Backend) Alloc(dtype phases.DType, count int) (phases.Buffer, error) {
+func (be *Backend) Alloc(dtype coll.DType, count int) (coll.Buffer, error) {
 	if be.closed || be.pool.closed {
 		return nil, errors.New("mpibackend: Alloc after Close")
 	}
@@ -61,7 +61,7 @@ func (be *Backend) Alloc(dtype phases.DType, count int) (phases.Buffer, error) {
 
 // View returns count elements of b from element offset; it shares b's
 // memory, is not counted by Memory and cannot be freed.
-func (be *Backend) View(b phases.Buffer, offset, count int) (phases.Buffer, error) {
+func (be *Backend) View(b coll.Buffer, offset, count int) (coll.Buffer, error) {
 	buf, _, err := be.memory("View", b)
 	if err != nil {
 		return nil, err
@@ -73,7 +73,7 @@ func (be *Backend) View(b phases.Buffer, offset, count int) (phases.Buffer, erro
 }
 
 // Free unmaps a buffer that Alloc returned.
-func (be *Backend) Free(b phases.Buffer) error {
+func (be *Backend) Free(b coll.Buffer) error {
 	buf, _, err := be.memory("Free", b)
 	if err != nil {
 		return err
@@ -97,15 +97,15 @@ func (be *Backend) release(r *region) error {
 	return nil
 }
 
-func (be *Backend) Memory() (phases.MemoryStats, error) {
-	return phases.MemoryStats{LiveBytes: be.liveBytes, PeakBytes: be.peakBytes, DeviceUsedBytes: -1}, nil
+func (be *Backend) Memory() (coll.MemoryStats, error) {
+	return coll.MemoryStats{LiveBytes: be.liveBytes, PeakBytes: be.peakBytes, DeviceUsedBytes: -1}, nil
 }
 
 func (be *Backend) ResetPeak() { be.peakBytes = be.liveBytes }
 
 // Fill writes elem once, then doubles the filled part with copy until the
 // buffer is full: log2(n) memmoves instead of n small copies.
-func (be *Backend) Fill(b phases.Buffer, elem []byte) error {
+func (be *Backend) Fill(b coll.Buffer, elem []byte) error {
 	buf, mem, err := be.memory("Fill", b)
 	if err != nil {
 		return err
@@ -116,7 +116,7 @@ func (be *Backend) Fill(b phases.Buffer, elem []byte) error {
 	return nil
 }
 
-func (be *Backend) Write(b phases.Buffer, src []byte) error {
+func (be *Backend) Write(b coll.Buffer, src []byte) error {
 	_, mem, err := be.memory("Write", b)
 	if err != nil {
 		return err
@@ -127,7 +127,7 @@ func (be *Backend) Write(b phases.Buffer, src []byte) error {
 	return nil
 }
 
-func (be *Backend) Read(b phases.Buffer, dst []byte) error {
+func (be *Backend) Read(b coll.Buffer, dst []byte) error {
 	_, mem, err := be.memory("Read", b)
 	if err != nil {
 		return err
@@ -141,7 +141,7 @@ func (be *Backend) Read(b phases.Buffer, dst []byte) error {
 // memory returns b as this backend's buffer and its bytes, or an error when
 // b is not this backend's or its memory has been freed: a use after Free is
 // an error here, never a fault.
-func (be *Backend) memory(op string, b phases.Buffer) (*buffer, []byte, error) {
+func (be *Backend) memory(op string, b coll.Buffer) (*buffer, []byte, error) {
 	buf, ok := b.(*buffer)
 	if !ok || buf == nil {
 		return nil, nil, fmt.Errorf("mpibackend: %s: %T is not a buffer of the MPI backend", op, b)

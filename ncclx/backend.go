@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"rsag/phases"
+	"rsag/coll"
 )
 
 // Bootstrap is what the NCCL backend needs from MPI: who this rank is and a
@@ -50,7 +50,7 @@ type device struct {
 	start, end  cuEvent
 	staging     unsafe.Pointer // stagingBytes of pinned host memory
 
-	info        phases.Info
+	info        coll.Info
 	ncclVersion int   // ncclGetVersion's code
 	granularity int64 // what ncclMemAlloc rounds a size up to (vmmGranularity)
 	live, peak  int64
@@ -69,14 +69,14 @@ type device struct {
 
 // Backend is one rank's GPU and one NCCL communicator on it: the world's
 // default one for the Backend New returns, a CTA policy's for a variant
-// (WithVariant), a group's for Split. It implements phases.Backend,
-// phases.GraphTimer, phases.Variants and phases.Splitter. Its methods must
+// (WithVariant), a group's for Split. It implements coll.Backend,
+// coll.GraphTimer, coll.Variants and coll.Splitter. Its methods must
 // be called from the goroutine that called New, which main keeps on one OS
 // thread: the CUDA context is current on that thread only.
 type Backend struct {
 	*device
 	c    *communicator
-	kind phases.BufferKind // what Alloc makes
+	kind coll.BufferKind // what Alloc makes
 	// owns is the group whose communicators Close destroys: the world for
 	// the Backend New returned (whose Close releases everything), the
 	// group for a Backend Split returned; nil for a variant.
@@ -84,11 +84,11 @@ type Backend struct {
 }
 
 var (
-	_ phases.Backend    = (*Backend)(nil)
-	_ phases.GraphTimer = (*Backend)(nil)
-	_ phases.Variants   = (*Backend)(nil)
-	_ phases.Splitter   = (*Backend)(nil)
-	_ phases.Preparer   = (*Backend)(nil)
+	_ coll.Backend    = (*Backend)(nil)
+	_ coll.GraphTimer = (*Backend)(nil)
+	_ coll.Variants   = (*Backend)(nil)
+	_ coll.Splitter   = (*Backend)(nil)
+	_ coll.Preparer   = (*Backend)(nil)
 )
 
 // Probe reports whether this node can run the NCCL backend with localSize
@@ -139,8 +139,8 @@ func New(boot Bootstrap) (*Backend, error) {
 		rank: boot.Rank(), host: boot.Host(), ordinal: boot.LocalRank(),
 		allocs: map[*deviceBuffer]struct{}{}, graphs: map[*graph]struct{}{}, abortDone: make(chan struct{}),
 	}
-	world := &group{rank: boot.Rank(), size: boot.Size(), comms: map[phases.CTAPolicy]*communicator{}, boot: boot}
-	b := &Backend{device: d, c: &communicator{g: world, policy: phases.DefaultCTAPolicy}, kind: phases.PlainBuffers, owns: world}
+	world := &group{rank: boot.Rank(), size: boot.Size(), comms: map[coll.CTAPolicy]*communicator{}, boot: boot}
+	b := &Backend{device: d, c: &communicator{g: world, policy: coll.DefaultCTAPolicy}, kind: coll.PlainBuffers, owns: world}
 	if err := b.open(boot); err != nil {
 		_ = b.Close()
 		return nil, err
@@ -295,9 +295,9 @@ func (b *Backend) describe() error {
 		return b.errorf("%w", err)
 	}
 	b.ncclVersion = nv
-	b.info = phases.Info{
+	b.info = coll.Info{
 		Backend: "nccl", Host: b.host, Device: name, BusID: bus, Driver: formatDriverVersion(drv),
-		Libraries: []phases.Library{
+		Libraries: []coll.Library{
 			{Name: "nccl", Path: b.nc.path, Version: formatNCCLVersion(nv)},
 			{Name: "cuda", Path: b.cu.path, Version: formatDriverVersion(drv)},
 		},
@@ -311,9 +311,9 @@ func (d *device) errorf(format string, args ...any) error {
 		append([]any{d.rank, d.host, d.ordinal}, args...)...)
 }
 
-func (b *Backend) Info() phases.Info {
+func (b *Backend) Info() coll.Info {
 	info := b.info
-	info.Libraries = append([]phases.Library(nil), b.info.Libraries...)
+	info.Libraries = append([]coll.Library(nil), b.info.Libraries...)
 	return info
 }
 
@@ -325,7 +325,7 @@ func (b *Backend) WorldSize() int { return b.c.g.size }
 // Supports returns nil for every element type and reduction NCCL has, as
 // long as the NCCL loaded is new enough for it (bfloat16 and avg came with
 // NCCL 2.10), and otherwise says why and what to do.
-func (b *Backend) Supports(d phases.DType, o phases.Op) error {
+func (b *Backend) Supports(d coll.DType, o coll.Op) error {
 	return ncclSupports(b.ncclVersion, b.nc.path, d, o)
 }
 

@@ -1,8 +1,8 @@
 package ncclx
 
-import "rsag/phases"
+import "rsag/coll"
 
-// The collectives check shapes with phases.CheckShapes (NCCL cannot see
+// The collectives check shapes with coll.CheckShapes (NCCL cannot see
 // buffer sizes) and then queue one NCCL call on the backend's stream, on
 // the backend's communicator; they return when it is queued, like NCCL.
 // In-place needs nothing here: the caller passes a send buffer that is a
@@ -15,7 +15,7 @@ import "rsag/phases"
 // three: its shapes, its ABI name, whether it takes a reduction, and which
 // buffer's count NCCL is given.
 type collective struct {
-	shape     phases.Collective
+	shape     coll.Collective
 	symbol    string
 	index     int  // into ncclAPI.colls
 	reduces   bool // ncclAllGather takes no ncclRedOp_t
@@ -30,26 +30,26 @@ const (
 )
 
 var collectives = [numColls]collective{
-	collAllReduce:     {shape: phases.AllReduceColl, symbol: "ncclAllReduce", index: collAllReduce, reduces: true},
-	collReduceScatter: {shape: phases.ReduceScatterColl, symbol: "ncclReduceScatter", index: collReduceScatter, reduces: true, recvCount: true},
-	collAllGather:     {shape: phases.AllGatherColl, symbol: "ncclAllGather", index: collAllGather},
+	collAllReduce:     {shape: coll.AllReduceColl, symbol: "ncclAllReduce", index: collAllReduce, reduces: true},
+	collReduceScatter: {shape: coll.ReduceScatterColl, symbol: "ncclReduceScatter", index: collReduceScatter, reduces: true, recvCount: true},
+	collAllGather:     {shape: coll.AllGatherColl, symbol: "ncclAllGather", index: collAllGather},
 }
 
-func (b *Backend) AllReduce(send, recv phases.Buffer, op phases.Op) error {
+func (b *Backend) AllReduce(send, recv coll.Buffer, op coll.Op) error {
 	return b.run(&collectives[collAllReduce], send, recv, op)
 }
 
-func (b *Backend) ReduceScatter(send, recv phases.Buffer, op phases.Op) error {
+func (b *Backend) ReduceScatter(send, recv coll.Buffer, op coll.Op) error {
 	return b.run(&collectives[collReduceScatter], send, recv, op)
 }
 
 // AllGather takes no reduction; Sum stands in so that operands' check of
 // the pair passes for every type.
-func (b *Backend) AllGather(send, recv phases.Buffer) error {
-	return b.run(&collectives[collAllGather], send, recv, phases.Sum)
+func (b *Backend) AllGather(send, recv coll.Buffer) error {
+	return b.run(&collectives[collAllGather], send, recv, coll.Sum)
 }
 
-func (b *Backend) run(c *collective, send, recv phases.Buffer, op phases.Op) error {
+func (b *Backend) run(c *collective, send, recv coll.Buffer, op coll.Op) error {
 	a, err := b.check(c, send, recv, op)
 	if err != nil {
 		return err
@@ -59,8 +59,8 @@ func (b *Backend) run(c *collective, send, recv phases.Buffer, op phases.Op) err
 
 // Prepare checks a collective's shapes and operands once and returns a call
 // that only queues it on this handle's communicator and stream
-// (phases.Preparer): the timed loop then pays for the cgo call alone.
-func (b *Backend) Prepare(c phases.Collective, send, recv phases.Buffer, op phases.Op) (func() error, error) {
+// (coll.Preparer): the timed loop then pays for the cgo call alone.
+func (b *Backend) Prepare(c coll.Collective, send, recv coll.Buffer, op coll.Op) (func() error, error) {
 	for i := range collectives {
 		if collectives[i].shape.Name != c.Name {
 			continue
@@ -83,8 +83,8 @@ type args struct {
 	o          ncclRedOp
 }
 
-func (b *Backend) check(c *collective, send, recv phases.Buffer, op phases.Op) (args, error) {
-	if err := phases.CheckShapes(c.shape, send, recv, b.WorldSize()); err != nil {
+func (b *Backend) check(c *collective, send, recv coll.Buffer, op coll.Op) (args, error) {
+	if err := coll.CheckShapes(c.shape, send, recv, b.WorldSize()); err != nil {
 		return args{}, err
 	}
 	s, r, t, o, err := b.operands(c.shape.Name, send, recv, op)
@@ -112,7 +112,7 @@ func (b *Backend) queue(c *collective, a args) error {
 }
 
 // operands checks both buffers and maps the element type and operation.
-func (b *Backend) operands(what string, send, recv phases.Buffer, op phases.Op) (s, r *deviceBuffer, t ncclDataType, o ncclRedOp, err error) {
+func (b *Backend) operands(what string, send, recv coll.Buffer, op coll.Op) (s, r *deviceBuffer, t ncclDataType, o ncclRedOp, err error) {
 	if s, err = b.buffer(send, what, " input"); err != nil {
 		return
 	}

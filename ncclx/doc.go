@@ -1,10 +1,10 @@
 // Package ncclx is rsag's NCCL backend: it binds the CUDA driver API
 // (libcuda.so.1) and NCCL (libnccl.so.2) at run time and implements
-// phases.Backend with one GPU and one stream per rank. The Backend New
+// coll.Backend with one GPU and one stream per rank. The Backend New
 // returns runs on the world's default communicator; WithVariant
-// (phases.Variants) gives Backends whose buffers are registered or in
+// (coll.Variants) gives Backends whose buffers are registered or in
 // symmetric windows and whose collectives run on a communicator of another
-// CTA policy, and Split (phases.Splitter) Backends of a group of ranks. All
+// CTA policy, and Split (coll.Splitter) Backends of a group of ranks. All
 // of them share the device, its buffers and its accounting (variants.go).
 //
 // Binding follows go-nvml and k8s-device-plugin's internal/cuda, without

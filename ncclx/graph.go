@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"runtime"
 
-	"rsag/phases"
+	"rsag/coll"
 )
 
 // graph is a CUDA graph captured on the backend's stream and its executable
-// instance. It implements phases.Graph.
+// instance. It implements coll.Graph.
 type graph struct {
 	b     *Backend
 	n     int // the runs of op it holds
@@ -26,7 +26,7 @@ type graph struct {
 //
 // A capture that fails (op returns an error, or CUDA invalidates it) is
 // ended before CaptureGraph returns, so the stream stays usable.
-func (b *Backend) CaptureGraph(n int, op func() error) (phases.Graph, error) {
+func (b *Backend) CaptureGraph(n int, op func() error) (coll.Graph, error) {
 	if n < 1 {
 		return nil, b.errorf("capturing a graph of %d runs: at least one", n)
 	}

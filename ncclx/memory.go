@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"rsag/phases"
+	"rsag/coll"
 )
 
 // deviceBuffer is device memory from Alloc, or a view into it. Buffers
@@ -16,26 +16,26 @@ type deviceBuffer struct {
 	owner *device
 	ptr   devPtr // device address of element 0; 0 for an empty allocation
 	count int
-	dtype phases.DType
+	dtype coll.DType
 	root  *deviceBuffer // the allocation a view looks into; nil for an allocation
 	freed bool          // allocations only
 
 	// Allocations only: their kind, and the registration (ncclCommRegister's
 	// handle, or the window) with the communicator it belongs to; regComm
 	// is nil once it is deregistered.
-	kind    phases.BufferKind
+	kind    coll.BufferKind
 	reg     unsafe.Pointer
 	regComm *communicator
 }
 
-func (d *deviceBuffer) Count() int          { return d.count }
-func (d *deviceBuffer) DType() phases.DType { return d.dtype }
-func (d *deviceBuffer) bytes() int          { return d.count * d.dtype.Size() }
+func (d *deviceBuffer) Count() int        { return d.count }
+func (d *deviceBuffer) DType() coll.DType { return d.dtype }
+func (d *deviceBuffer) bytes() int        { return d.count * d.dtype.Size() }
 
 // buffer checks that buf is live device memory of this rank; what and
 // role (e.g. "all-reduce", " input") name it in the error, and are joined
 // only then because the collectives call this on the timed path.
-func (b *Backend) buffer(buf phases.Buffer, what, role string) (*deviceBuffer, error) {
+func (b *Backend) buffer(buf coll.Buffer, what, role string) (*deviceBuffer, error) {
 	d, ok := buf.(*deviceBuffer)
 	if !ok || d == nil || d.owner != b.device {
 		return nil, b.errorf("%s%s: the buffer was not allocated by this NCCL backend", what, role)
@@ -52,9 +52,9 @@ func (b *Backend) buffer(buf phases.Buffer, what, role string) (*deviceBuffer, e
 
 // FreeMemory is the device's free and total bytes (cuMemGetInfo), named
 // by its GPU.
-func (b *Backend) FreeMemory() (phases.MemoryReading, error) {
+func (b *Backend) FreeMemory() (coll.MemoryReading, error) {
 	free, total, err := b.deviceMemory()
-	return phases.MemoryReading{Free: free, Total: total, MemoryKind: phases.MemoryKind{Memory: "device memory",
+	return coll.MemoryReading{Free: free, Total: total, MemoryKind: coll.MemoryKind{Memory: "device memory",
 		Where: fmt.Sprintf("%s (GPU %d of %s)", b.info.Device, b.ordinal, b.host),
 		Fix:   "free the GPU of other processes"}}, err
 }
@@ -77,7 +77,7 @@ func (b *Backend) deviceMemory() (free, total int64, err error) {
 // the same offset of its window on every rank. A request larger than the
 // device's free memory (AllocBytes of it) is refused with a *MemoryError
 // before CUDA sees it.
-func (b *Backend) Alloc(dtype phases.DType, count int) (phases.Buffer, error) {
+func (b *Backend) Alloc(dtype coll.DType, count int) (coll.Buffer, error) {
 	if _, ok := ncclDType(dtype); !ok {
 		return nil, b.errorf("alloc: unsupported element type %v", dtype)
 	}
@@ -87,7 +87,7 @@ func (b *Backend) Alloc(dtype phases.DType, count int) (phases.Buffer, error) {
 	d := &deviceBuffer{owner: b.device, count: count, dtype: dtype, kind: b.kind}
 	n := int64(count) * int64(dtype.Size())
 	if n > 0 {
-		if b.c.comm == nil && b.kind != phases.PlainBuffers {
+		if b.c.comm == nil && b.kind != coll.PlainBuffers {
 			return nil, b.errorf("alloc %s buffer: the communicator was aborted or closed", b.kind)
 		}
 		free, total, err := b.deviceMemory()
@@ -120,17 +120,17 @@ func (b *Backend) Alloc(dtype phases.DType, count int) (phases.Buffer, error) {
 func (b *Backend) allocate(d *deviceBuffer, n int64) error {
 	var err error
 	switch d.kind {
-	case phases.PlainBuffers:
+	case coll.PlainBuffers:
 		d.ptr, err = b.cu.alloc(n)
 		return err
-	case phases.RegisteredBuffers:
+	case coll.RegisteredBuffers:
 		if d.ptr, err = b.cu.alloc(n); err != nil {
 			return err
 		}
 		if d.reg, err = b.nc.register(b.c.comm, d.ptr, n); err != nil {
 			return errors.Join(err, b.cu.free(d.ptr))
 		}
-	case phases.SymmetricBuffers:
+	case coll.SymmetricBuffers:
 		if d.ptr, err = b.nc.memAllocate(n); err != nil {
 			return err
 		}
@@ -167,7 +167,7 @@ func (dv *device) unregister(d *deviceBuffer) error {
 	}
 	h := d.reg
 	d.reg = nil
-	if d.kind == phases.SymmetricBuffers {
+	if d.kind == coll.SymmetricBuffers {
 		return dv.nc.deregisterWindow(c.comm, h)
 	}
 	return dv.nc.deregister(c.comm, h)
@@ -178,7 +178,7 @@ func (dv *device) unregister(d *deviceBuffer) error {
 func (dv *device) release(d *deviceBuffer) error {
 	err := dv.unregister(d)
 	if d.ptr != 0 {
-		if d.kind == phases.SymmetricBuffers {
+		if d.kind == coll.SymmetricBuffers {
 			err = errors.Join(err, dv.nc.memRelease(d.ptr))
 		} else {
 			err = errors.Join(err, dv.cu.free(d.ptr))
@@ -191,7 +191,7 @@ func (dv *device) release(d *deviceBuffer) error {
 }
 
 // View returns count elements of buf from element offset, sharing its memory.
-func (b *Backend) View(buf phases.Buffer, offset, count int) (phases.Buffer, error) {
+func (b *Backend) View(buf coll.Buffer, offset, count int) (coll.Buffer, error) {
 	d, err := b.buffer(buf, "view", "")
 	if err != nil {
 		return nil, err
@@ -208,7 +208,7 @@ func (b *Backend) View(buf phases.Buffer, offset, count int) (phases.Buffer, err
 
 // Free releases an allocation after the work queued on it has finished:
 // it deregisters it first (registered and symmetric buffers), then frees it.
-func (b *Backend) Free(buf phases.Buffer) error {
+func (b *Backend) Free(buf coll.Buffer) error {
 	d, err := b.buffer(buf, "free", "")
 	if err != nil {
 		return err
@@ -235,12 +235,12 @@ func (b *Backend) Free(buf phases.Buffer) error {
 // buffer's VMM rounding is in AllocBytes, not here), and the device's used
 // bytes (total - free, which includes NCCL's and CUDA's own memory and
 // that rounding).
-func (b *Backend) Memory() (phases.MemoryStats, error) {
+func (b *Backend) Memory() (coll.MemoryStats, error) {
 	free, total, err := b.deviceMemory()
 	if err != nil {
-		return phases.MemoryStats{}, err
+		return coll.MemoryStats{}, err
 	}
-	return phases.MemoryStats{LiveBytes: b.live, PeakBytes: b.peak, DeviceUsedBytes: total - free}, nil
+	return coll.MemoryStats{LiveBytes: b.live, PeakBytes: b.peak, DeviceUsedBytes: total - free}, nil
 }
 
 func (b *Backend) ResetPeak() { b.peak = b.live }
@@ -254,7 +254,7 @@ func (b *Backend) stagingSlice() []byte { return unsafe.Slice((*byte)(b.staging)
 // 8-byte element is copied from a pinned buffer holding the pattern, which
 // is then waited for.
 // Element bytes are little-endian, as on every CUDA host and device.
-func (b *Backend) Fill(buf phases.Buffer, elem []byte) error {
+func (b *Backend) Fill(buf coll.Buffer, elem []byte) error {
 	d, err := b.buffer(buf, "fill", "")
 	if err != nil {
 		return err
@@ -319,7 +319,7 @@ const patternSeedBytes = 64 << 10
 
 // Write copies src into buf through the pinned staging buffer, after the
 // work already queued on the stream, and returns when the copy is done.
-func (b *Backend) Write(buf phases.Buffer, src []byte) error {
+func (b *Backend) Write(buf coll.Buffer, src []byte) error {
 	d, err := b.buffer(buf, "write", "")
 	if err != nil {
 		return err
@@ -342,7 +342,7 @@ func (b *Backend) Write(buf phases.Buffer, src []byte) error {
 
 // Read copies buf into dst through the pinned staging buffer, after the work
 // already queued on the stream (so it sees the result of a collective).
-func (b *Backend) Read(buf phases.Buffer, dst []byte) error {
+func (b *Backend) Read(buf coll.Buffer, dst []byte) error {
 	d, err := b.buffer(buf, "read", "")
 	if err != nil {
 		return err

@@ -10,7 +10,7 @@ import (
 	"os"
 	"unsafe"
 
-	"rsag/phases"
+	"rsag/coll"
 )
 
 // NCCLLibraryEnv names the environment variable that overrides where NCCL is
@@ -67,23 +67,23 @@ type ncclEnum struct {
 // NCCL's. An entry without a name is no mapping.
 var (
 	ncclDTypes = [...]ncclEnum{
-		phases.Int8:     {ncclInt8, "ncclInt8", 0},
-		phases.Uint8:    {ncclUint8, "ncclUint8", 0},
-		phases.Int32:    {ncclInt32, "ncclInt32", 0},
-		phases.Uint32:   {ncclUint32, "ncclUint32", 0},
-		phases.Int64:    {ncclInt64, "ncclInt64", 0},
-		phases.Uint64:   {ncclUint64, "ncclUint64", 0},
-		phases.Float16:  {ncclFloat16, "ncclFloat16", 0},
-		phases.BFloat16: {ncclBfloat16, "ncclBfloat16", ncclVersionBF16Avg},
-		phases.Float32:  {ncclFloat32, "ncclFloat32", 0},
-		phases.Float64:  {ncclFloat64, "ncclFloat64", 0},
+		coll.Int8:     {ncclInt8, "ncclInt8", 0},
+		coll.Uint8:    {ncclUint8, "ncclUint8", 0},
+		coll.Int32:    {ncclInt32, "ncclInt32", 0},
+		coll.Uint32:   {ncclUint32, "ncclUint32", 0},
+		coll.Int64:    {ncclInt64, "ncclInt64", 0},
+		coll.Uint64:   {ncclUint64, "ncclUint64", 0},
+		coll.Float16:  {ncclFloat16, "ncclFloat16", 0},
+		coll.BFloat16: {ncclBfloat16, "ncclBfloat16", ncclVersionBF16Avg},
+		coll.Float32:  {ncclFloat32, "ncclFloat32", 0},
+		coll.Float64:  {ncclFloat64, "ncclFloat64", 0},
 	}
 	ncclOps = [...]ncclEnum{
-		phases.Sum:  {ncclSum, "ncclSum", 0},
-		phases.Prod: {ncclProd, "ncclProd", 0},
-		phases.Max:  {ncclMax, "ncclMax", 0},
-		phases.Min:  {ncclMin, "ncclMin", 0},
-		phases.Avg:  {ncclAvg, "ncclAvg", ncclVersionBF16Avg},
+		coll.Sum:  {ncclSum, "ncclSum", 0},
+		coll.Prod: {ncclProd, "ncclProd", 0},
+		coll.Max:  {ncclMax, "ncclMax", 0},
+		coll.Min:  {ncclMin, "ncclMin", 0},
+		coll.Avg:  {ncclAvg, "ncclAvg", ncclVersionBF16Avg},
 	}
 )
 
@@ -95,33 +95,33 @@ type (
 
 // dtypeEnum and opEnum look a type or reduction up; they are on the timed
 // path, so they index arrays and copy a small struct.
-func dtypeEnum(d phases.DType) (ncclEnum, bool) {
+func dtypeEnum(d coll.DType) (ncclEnum, bool) {
 	if d < 0 || int(d) >= len(ncclDTypes) || ncclDTypes[d].name == "" {
 		return ncclEnum{}, false
 	}
 	return ncclDTypes[d], true
 }
 
-func opEnum(o phases.Op) (ncclEnum, bool) {
+func opEnum(o coll.Op) (ncclEnum, bool) {
 	if o < 0 || int(o) >= len(ncclOps) || ncclOps[o].name == "" {
 		return ncclEnum{}, false
 	}
 	return ncclOps[o], true
 }
 
-func ncclDType(d phases.DType) (ncclDataType, bool) {
+func ncclDType(d coll.DType) (ncclDataType, bool) {
 	e, ok := dtypeEnum(d)
 	return ncclDataType(e.value), ok
 }
 
-func ncclOp(o phases.Op) (ncclRedOp, bool) {
+func ncclOp(o coll.Op) (ncclRedOp, bool) {
 	e, ok := opEnum(o)
 	return ncclRedOp(e.value), ok
 }
 
 // ncclSupports says whether NCCL of the given version code (loaded from
 // path) runs collectives on d with o, and if not, why and what to do.
-func ncclSupports(version int, path string, d phases.DType, o phases.Op) error {
+func ncclSupports(version int, path string, d coll.DType, o coll.Op) error {
 	t, ok := dtypeEnum(d)
 	if !ok {
 		return fmt.Errorf("the NCCL backend does not know element type %s", d)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"rsag/phases"
+	"rsag/coll"
 )
 
 func TestResultStrings(t *testing.T) {
@@ -74,17 +74,17 @@ func TestVersionFormats(t *testing.T) {
 // src/nccl.h.in) for every element type and reduction phases has: the
 // phases constants are not NCCL's values.
 func TestTypeMaps(t *testing.T) {
-	types := map[phases.DType]ncclEnum{
-		phases.Int8: {0, "ncclInt8", 0}, phases.Uint8: {1, "ncclUint8", 0},
-		phases.Int32: {2, "ncclInt32", 0}, phases.Uint32: {3, "ncclUint32", 0},
-		phases.Int64: {4, "ncclInt64", 0}, phases.Uint64: {5, "ncclUint64", 0},
-		phases.Float16: {6, "ncclFloat16", 0}, phases.Float32: {7, "ncclFloat32", 0},
-		phases.Float64: {8, "ncclFloat64", 0}, phases.BFloat16: {9, "ncclBfloat16", 21000},
+	types := map[coll.DType]ncclEnum{
+		coll.Int8: {0, "ncclInt8", 0}, coll.Uint8: {1, "ncclUint8", 0},
+		coll.Int32: {2, "ncclInt32", 0}, coll.Uint32: {3, "ncclUint32", 0},
+		coll.Int64: {4, "ncclInt64", 0}, coll.Uint64: {5, "ncclUint64", 0},
+		coll.Float16: {6, "ncclFloat16", 0}, coll.Float32: {7, "ncclFloat32", 0},
+		coll.Float64: {8, "ncclFloat64", 0}, coll.BFloat16: {9, "ncclBfloat16", 21000},
 	}
-	if len(types) != len(phases.AllDTypes) {
-		t.Fatalf("phases has %d dtypes, the test knows %d", len(phases.AllDTypes), len(types))
+	if len(types) != len(coll.AllDTypes) {
+		t.Fatalf("phases has %d dtypes, the test knows %d", len(coll.AllDTypes), len(types))
 	}
-	for _, d := range phases.AllDTypes {
+	for _, d := range coll.AllDTypes {
 		got, ok := dtypeEnum(d)
 		if want, known := types[d]; !ok || !known || got != want {
 			t.Errorf("%s -> %+v %v, want %+v", d, got, ok, want)
@@ -93,14 +93,14 @@ func TestTypeMaps(t *testing.T) {
 			t.Errorf("ncclDType(%s) = %d %v", d, v, ok)
 		}
 	}
-	ops := map[phases.Op]ncclEnum{
-		phases.Sum: {0, "ncclSum", 0}, phases.Prod: {1, "ncclProd", 0}, phases.Max: {2, "ncclMax", 0},
-		phases.Min: {3, "ncclMin", 0}, phases.Avg: {4, "ncclAvg", 21000},
+	ops := map[coll.Op]ncclEnum{
+		coll.Sum: {0, "ncclSum", 0}, coll.Prod: {1, "ncclProd", 0}, coll.Max: {2, "ncclMax", 0},
+		coll.Min: {3, "ncclMin", 0}, coll.Avg: {4, "ncclAvg", 21000},
 	}
-	if len(ops) != len(phases.AllOps) {
-		t.Fatalf("phases has %d ops, the test knows %d", len(phases.AllOps), len(ops))
+	if len(ops) != len(coll.AllOps) {
+		t.Fatalf("phases has %d ops, the test knows %d", len(coll.AllOps), len(ops))
 	}
-	for _, o := range phases.AllOps {
+	for _, o := range coll.AllOps {
 		got, ok := opEnum(o)
 		if want, known := ops[o]; !ok || !known || got != want {
 			t.Errorf("%s -> %+v %v, want %+v", o, got, ok, want)
@@ -109,12 +109,12 @@ func TestTypeMaps(t *testing.T) {
 			t.Errorf("ncclOp(%s) = %d %v", o, v, ok)
 		}
 	}
-	for _, d := range []phases.DType{-1, 99} {
+	for _, d := range []coll.DType{-1, 99} {
 		if _, ok := ncclDType(d); ok {
 			t.Errorf("unknown dtype %d mapped", int(d))
 		}
 	}
-	for _, o := range []phases.Op{-1, 99} {
+	for _, o := range []coll.Op{-1, 99} {
 		if _, ok := ncclOp(o); ok {
 			t.Errorf("unknown op %d mapped", int(o))
 		}
@@ -124,8 +124,8 @@ func TestTypeMaps(t *testing.T) {
 // Supports accepts every pair on a current NCCL and names the version and
 // the fix on an old one.
 func TestSupportsByVersion(t *testing.T) {
-	for _, d := range phases.AllDTypes {
-		for _, o := range phases.AllOps {
+	for _, d := range coll.AllDTypes {
+		for _, o := range coll.AllOps {
 			if err := ncclSupports(22809, "/lib/libnccl.so.2.28.9", d, o); err != nil {
 				t.Errorf("NCCL 2.28.9, %s %s: %v", d, o, err)
 			}
@@ -136,18 +136,18 @@ func TestSupportsByVersion(t *testing.T) {
 	}
 	for _, c := range []struct {
 		version int
-		d       phases.DType
-		o       phases.Op
+		d       coll.DType
+		o       coll.Op
 		want    string // "" for nil
 	}{
-		{20903, phases.Float16, phases.Prod, ""},
-		{20903, phases.BFloat16, phases.Sum, "NCCL 2.9.3 (/nccl) cannot run collectives on bfloat16: ncclBfloat16 came with NCCL 2.10; " +
+		{20903, coll.Float16, coll.Prod, ""},
+		{20903, coll.BFloat16, coll.Sum, "NCCL 2.9.3 (/nccl) cannot run collectives on bfloat16: ncclBfloat16 came with NCCL 2.10; " +
 			"load NCCL 2.10 or newer (RSAG_NCCL_LIBRARY=/path/to/libnccl.so.2) or drop bfloat16"},
-		{20903, phases.Float32, phases.Avg, "NCCL 2.9.3 (/nccl) cannot reduce with avg: ncclAvg came with NCCL 2.10; " +
+		{20903, coll.Float32, coll.Avg, "NCCL 2.9.3 (/nccl) cannot reduce with avg: ncclAvg came with NCCL 2.10; " +
 			"load NCCL 2.10 or newer (RSAG_NCCL_LIBRARY=/path/to/libnccl.so.2) or drop avg"},
-		{2708, phases.BFloat16, phases.Avg, "NCCL 2.7.8 (/nccl) cannot run collectives on bfloat16"},
-		{22809, phases.DType(99), phases.Sum, "the NCCL backend does not know element type DType(99)"},
-		{22809, phases.Int8, phases.Op(99), "the NCCL backend does not know reduction Op(99)"},
+		{2708, coll.BFloat16, coll.Avg, "NCCL 2.7.8 (/nccl) cannot run collectives on bfloat16"},
+		{22809, coll.DType(99), coll.Sum, "the NCCL backend does not know element type DType(99)"},
+		{22809, coll.Int8, coll.Op(99), "the NCCL backend does not know reduction Op(99)"},
 	} {
 		err := ncclSupports(c.version, "/nccl", c.d, c.o)
 		if (c.want == "") != (err == nil) || (err != nil && !strings.HasPrefix(err.Error(), c.want)) {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"rsag/coll"
 	"rsag/phases"
 )
 
@@ -61,7 +62,7 @@ func (w *fakeWorld) exchange(rank int, v any) []any {
 	return w.out
 }
 
-// fakeRank is one rank's Bootstrap and phases.Comm.
+// fakeRank is one rank's Bootstrap and coll.Comm.
 type fakeRank struct {
 	w    *fakeWorld
 	rank int
@@ -256,8 +257,8 @@ func (l *callLog) byRank() map[string]map[int][]call {
 // types, two sizes (of 2 ranks' worth of elements).
 func timingRun(name string) phases.TimingRun {
 	return phases.TimingRun{
-		Name: name, SizesBytes: []int64{4 << 10, 64 << 10}, DTypes: []phases.DType{phases.Int64, phases.Float32},
-		Ops: []phases.Op{phases.Sum}, Placements: phases.Placements, Methods: phases.Methods,
+		Name: name, SizesBytes: []int64{4 << 10, 64 << 10}, DTypes: []coll.DType{coll.Int64, coll.Float32},
+		Ops: []coll.Op{coll.Sum}, Placements: coll.Placements, Methods: coll.Methods,
 		Batch: 2, Warmups: 1, Cycles: 2,
 	}
 }
@@ -268,12 +269,12 @@ func timingRun(name string) phases.TimingRun {
 // per-op and replayed from graphs (which run the collectives at launch).
 func TestTimingAcrossRanks(t *testing.T) {
 	ints := phases.TimingRun{
-		Name: "ints", SizesBytes: []int64{4 << 10}, DTypes: []phases.DType{phases.Int64, phases.Int32},
-		Ops: []phases.Op{phases.Sum, phases.Prod, phases.Max, phases.Min}, Placements: phases.Placements,
-		Methods: []phases.Method{phases.PerOp, phases.GraphReplay}, Batch: 2, Warmups: 1, Cycles: 2,
+		Name: "ints", SizesBytes: []int64{4 << 10}, DTypes: []coll.DType{coll.Int64, coll.Int32},
+		Ops: []coll.Op{coll.Sum, coll.Prod, coll.Max, coll.Min}, Placements: coll.Placements,
+		Methods: []coll.Method{coll.PerOp, coll.GraphReplay}, Batch: 2, Warmups: 1, Cycles: 2,
 	}
 	floats := ints
-	floats.Name, floats.DTypes, floats.Ops = "floats", []phases.DType{phases.Float32, phases.Float64}, phases.AllOps
+	floats.Name, floats.DTypes, floats.Ops = "floats", []coll.DType{coll.Float32, coll.Float64}, coll.AllOps
 	var samples [4]int
 	runRanks(t, 4, func(r fakeRank, b *Backend) error {
 		got, err := phases.RunTiming(b, r, []phases.TimingRun{ints, floats}, nil)
@@ -298,9 +299,9 @@ func TestHierarchyAcrossRanks(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := phases.TimingRun{
-		Name: "hier", SizesBytes: []int64{4 << 10}, DTypes: []phases.DType{phases.Float32},
-		Ops: []phases.Op{phases.Sum}, Placements: phases.Placements, Methods: phases.Methods, Batch: 2, Warmups: 1,
-		Cycles: 2, Groups: groups, Modes: []phases.Mode{phases.Direct, phases.Hierarchical, "hierarchical-reduce-scatter",
+		Name: "hier", SizesBytes: []int64{4 << 10}, DTypes: []coll.DType{coll.Float32},
+		Ops: []coll.Op{coll.Sum}, Placements: coll.Placements, Methods: coll.Methods, Batch: 2, Warmups: 1,
+		Cycles: 2, Groups: groups, Modes: []coll.Mode{coll.Direct, coll.Hierarchical, "hierarchical-reduce-scatter",
 			"hierarchical-all-reduce", "hierarchical-all-gather"},
 	}
 	var samples [4]int

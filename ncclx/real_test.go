@@ -5,10 +5,11 @@ import (
 	"runtime"
 	"testing"
 
+	"rsag/coll"
 	"rsag/phases"
 )
 
-// oneRank is the phases.Comm of a world of one rank.
+// oneRank is the coll.Comm of a world of one rank.
 type oneRank struct{}
 
 func (oneRank) Rank() int      { return 0 }
@@ -54,9 +55,9 @@ func TestRealNCCLOneRank(t *testing.T) {
 		run.CTAPolicies = appendOnce(run.CTAPolicies, v.CTAPolicy)
 	}
 	run.Name, run.SizesBytes = "real", []int64{4 << 10, 1 << 20, 64 << 20}
-	run.DTypes, run.Ops = []phases.DType{phases.Float32, phases.BFloat16}, []phases.Op{phases.Sum}
-	run.Placements, run.Methods = phases.Placements, phases.Methods
-	run.Modes = []phases.Mode{phases.Direct, phases.Decomposed, phases.ReduceScatterAlone, phases.AllGatherAlone}
+	run.DTypes, run.Ops = []coll.DType{coll.Float32, coll.BFloat16}, []coll.Op{coll.Sum}
+	run.Placements, run.Methods = coll.Placements, coll.Methods
+	run.Modes = []coll.Mode{coll.Direct, coll.Decomposed, coll.ReduceScatterAlone, coll.AllGatherAlone}
 	run.Batch, run.Warmups, run.Cycles = 20, 2, 5
 	samples, err := phases.RunTiming(b, oneRank{}, []phases.TimingRun{run}, func(line string) { t.Log(line) })
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"rsag/phases"
+	"rsag/coll"
 )
 
 // These tests run the sweep's additions (every element type and reduction,
@@ -64,17 +64,17 @@ func newFakeVersion(t *testing.T, version string) *Backend {
 // values are read back from the fake NCCL, past the trampolines.
 func TestFakeEnumsCrossTheABI(t *testing.T) {
 	b := newFake(t)
-	types := map[phases.DType]int{
-		phases.Int8: 0, phases.Uint8: 1, phases.Int32: 2, phases.Uint32: 3, phases.Int64: 4,
-		phases.Uint64: 5, phases.Float16: 6, phases.Float32: 7, phases.Float64: 8, phases.BFloat16: 9,
+	types := map[coll.DType]int{
+		coll.Int8: 0, coll.Uint8: 1, coll.Int32: 2, coll.Uint32: 3, coll.Int64: 4,
+		coll.Uint64: 5, coll.Float16: 6, coll.Float32: 7, coll.Float64: 8, coll.BFloat16: 9,
 	}
-	ops := map[phases.Op]int{phases.Sum: 0, phases.Prod: 1, phases.Max: 2, phases.Min: 3, phases.Avg: 4}
-	for _, d := range phases.AllDTypes {
+	ops := map[coll.Op]int{coll.Sum: 0, coll.Prod: 1, coll.Max: 2, coll.Min: 3, coll.Avg: 4}
+	for _, d := range coll.AllDTypes {
 		x, err := b.Alloc(d, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, o := range phases.AllOps {
+		for _, o := range coll.AllOps {
 			if err := b.Supports(d, o); err != nil {
 				t.Errorf("Supports(%s, %s): %v", d, o, err)
 			}
@@ -101,22 +101,22 @@ func TestFakeEnumsCrossTheABI(t *testing.T) {
 // collectives refuse it in the same words before calling NCCL.
 func TestFakeOldNCCL(t *testing.T) {
 	b := newFakeVersion(t, "20903")
-	if err := b.Supports(phases.Float16, phases.Prod); err != nil {
+	if err := b.Supports(coll.Float16, coll.Prod); err != nil {
 		t.Errorf("float16 prod on NCCL 2.9.3: %v", err)
 	}
-	x, _ := b.Alloc(phases.BFloat16, 2)
-	y, _ := b.Alloc(phases.Float32, 2)
-	if err := b.AllReduce(y, y, phases.Sum); err != nil {
+	x, _ := b.Alloc(coll.BFloat16, 2)
+	y, _ := b.Alloc(coll.Float32, 2)
+	if err := b.AllReduce(y, y, coll.Sum); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		d   phases.DType
-		o   phases.Op
+		d   coll.DType
+		o   coll.Op
 		run func() error
 	}{
-		{phases.BFloat16, phases.Sum, func() error { return b.AllReduce(x, x, phases.Sum) }},
-		{phases.BFloat16, phases.Sum, func() error { return b.AllGather(x, x) }},
-		{phases.Float32, phases.Avg, func() error { return b.ReduceScatter(y, y, phases.Avg) }},
+		{coll.BFloat16, coll.Sum, func() error { return b.AllReduce(x, x, coll.Sum) }},
+		{coll.BFloat16, coll.Sum, func() error { return b.AllGather(x, x) }},
+		{coll.Float32, coll.Avg, func() error { return b.ReduceScatter(y, y, coll.Avg) }},
 	} {
 		want := b.Supports(c.d, c.o)
 		if want == nil || !strings.Contains(want.Error(), "NCCL 2.9.3") || !strings.Contains(want.Error(), "came with NCCL 2.10") {
@@ -136,7 +136,7 @@ func TestFakeOldNCCL(t *testing.T) {
 // and bfloat16, 32 bits) or the pinned pattern copy, for every type.
 func TestFakeFillEveryType(t *testing.T) {
 	b := newFake(t)
-	for _, d := range phases.AllDTypes {
+	for _, d := range coll.AllDTypes {
 		for _, v := range []float64{0, 1, 3, 6} {
 			x, err := b.Alloc(d, 7)
 			if err != nil {
@@ -164,10 +164,10 @@ func TestFakeFillEveryType(t *testing.T) {
 
 func TestFakeTimeBatch(t *testing.T) {
 	b := newFake(t)
-	send, _ := b.Alloc(phases.Float32, 64)
-	recv, _ := b.Alloc(phases.Float32, 64)
+	send, _ := b.Alloc(coll.Float32, 64)
+	recv, _ := b.Alloc(coll.Float32, 64)
 	calls := 0
-	op := func() error { calls++; return b.AllReduce(send, recv, phases.Sum) }
+	op := func() error { calls++; return b.AllReduce(send, recv, coll.Sum) }
 	us, err := b.TimeBatch(5, op)
 	if err != nil || calls != 5 || us < 0 || us > 1e6 {
 		t.Fatalf("TimeBatch(5) = %v us, %d calls, %v", us, calls, err)
@@ -192,9 +192,9 @@ func TestFakeTimeBatch(t *testing.T) {
 	}
 }
 
-func readAll(t *testing.T, b *Backend, x phases.Buffer) []byte {
+func readAll(t *testing.T, b *Backend, x coll.Buffer) []byte {
 	t.Helper()
-	got := make([]byte, phases.Bytes(x))
+	got := make([]byte, coll.Bytes(x))
 	if err := b.Read(x, got); err != nil {
 		t.Fatal(err)
 	}
@@ -205,9 +205,9 @@ func readAll(t *testing.T, b *Backend, x phases.Buffer) []byte {
 // launched; each launch replays it with the buffers' contents at that time.
 func TestFakeGraph(t *testing.T) {
 	b := newFake(t)
-	send, _ := b.Alloc(phases.Float32, 8)
-	recv, _ := b.Alloc(phases.Float32, 8)
-	one, two := phases.Float32.Elem(1), phases.Float32.Elem(2)
+	send, _ := b.Alloc(coll.Float32, 8)
+	recv, _ := b.Alloc(coll.Float32, 8)
+	one, two := coll.Float32.Elem(1), coll.Float32.Elem(2)
 	if err := b.Fill(send, one); err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestFakeGraph(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := 0
-	g, err := b.CaptureGraph(3, func() error { runs++; return b.AllReduce(send, recv, phases.Max) })
+	g, err := b.CaptureGraph(3, func() error { runs++; return b.AllReduce(send, recv, coll.Max) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestFakeGraph(t *testing.T) {
 	if err := b.Fill(recv, make([]byte, 4)); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.AllReduce(send, recv, phases.Sum); err != nil {
+	if err := b.AllReduce(send, recv, coll.Sum); err != nil {
 		t.Fatal(err)
 	}
 	if got := readAll(t, b, recv); !bytes.Equal(got, bytes.Repeat(two, 8)) {
@@ -277,9 +277,9 @@ func TestFakeGraph(t *testing.T) {
 // and the stream runs work again at once.
 func TestFakeGraphCaptureFailures(t *testing.T) {
 	b := newFake(t)
-	send, _ := b.Alloc(phases.Int32, 4)
-	recv, _ := b.Alloc(phases.Int32, 4)
-	poisoned, _ := b.Alloc(phases.Float32, 12345)
+	send, _ := b.Alloc(coll.Int32, 4)
+	recv, _ := b.Alloc(coll.Int32, 4)
+	poisoned, _ := b.Alloc(coll.Float32, 12345)
 	boom := errors.New("boom")
 	runs := 0
 	for _, c := range []struct {
@@ -291,12 +291,12 @@ func TestFakeGraphCaptureFailures(t *testing.T) {
 			if runs++; runs == 2 {
 				return boom
 			}
-			return b.AllReduce(send, recv, phases.Sum)
+			return b.AllReduce(send, recv, coll.Sum)
 		}, []string{"capturing run 2 of 3 into a graph", "boom"}},
-		{"NCCL fails", func() error { return b.AllReduce(poisoned, poisoned, phases.Sum) },
+		{"NCCL fails", func() error { return b.AllReduce(poisoned, poisoned, coll.Sum) },
 			[]string{"run 1 of 3", "ncclInvalidUsage", "poisoned count 12345"}},
 		{"a wait inside the capture", func() error {
-			if err := b.AllReduce(send, recv, phases.Sum); err != nil {
+			if err := b.AllReduce(send, recv, coll.Sum); err != nil {
 				return err
 			}
 			return b.Synchronize()
@@ -321,23 +321,23 @@ func TestFakeGraphCaptureFailures(t *testing.T) {
 			t.Errorf("%s: %d graphs leaked", c.name, n)
 		}
 		// The stream is usable: a collective runs when queued.
-		if err := b.Write(send, bytes.Repeat(phases.Int32.Elem(5), 4)); err != nil {
+		if err := b.Write(send, bytes.Repeat(coll.Int32.Elem(5), 4)); err != nil {
 			t.Fatalf("%s: the stream is unusable: %v", c.name, err)
 		}
-		if err := b.AllReduce(send, recv, phases.Sum); err != nil {
+		if err := b.AllReduce(send, recv, coll.Sum); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Synchronize(); err != nil {
 			t.Fatalf("%s: Synchronize after the capture: %v", c.name, err)
 		}
-		if got := readAll(t, b, recv); !bytes.Equal(got, bytes.Repeat(phases.Int32.Elem(5), 4)) {
+		if got := readAll(t, b, recv); !bytes.Equal(got, bytes.Repeat(coll.Int32.Elem(5), 4)) {
 			t.Errorf("%s: a collective after the capture: % x", c.name, got)
 		}
 	}
 
 	// Instantiation fails: the graph is destroyed too.
 	t.Setenv("RSAG_FAKE_CUDA_INSTANTIATE", "999")
-	if _, err := b.CaptureGraph(2, func() error { return b.AllReduce(send, recv, phases.Sum) }); err == nil ||
+	if _, err := b.CaptureGraph(2, func() error { return b.AllReduce(send, recv, coll.Sum) }); err == nil ||
 		!strings.Contains(err.Error(), "cuGraphInstantiateWithFlags failed") {
 		t.Errorf("instantiation failing: %v", err)
 	}
@@ -351,8 +351,8 @@ func TestFakeGraphCaptureFailures(t *testing.T) {
 // captured.
 func TestFakeGraphLifetime(t *testing.T) {
 	b := newFake(t)
-	x, _ := b.Alloc(phases.Float64, 4)
-	g, err := b.CaptureGraph(1, func() error { return b.AllReduce(x, x, phases.Sum) })
+	x, _ := b.Alloc(coll.Float64, 4)
+	g, err := b.CaptureGraph(1, func() error { return b.AllReduce(x, x, coll.Sum) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,8 +367,8 @@ func TestFakeGraphLifetime(t *testing.T) {
 	}
 
 	old := newFakeVersion(t, "2804")
-	y, _ := old.Alloc(phases.Float32, 4)
-	_, err = old.CaptureGraph(1, func() error { return old.AllReduce(y, y, phases.Sum) })
+	y, _ := old.Alloc(coll.Float32, 4)
+	_, err = old.CaptureGraph(1, func() error { return old.AllReduce(y, y, coll.Sum) })
 	if err == nil || !strings.Contains(err.Error(), "NCCL 2.8.4") || !strings.Contains(err.Error(), "came with NCCL 2.9") {
 		t.Errorf("capture on NCCL 2.8.4: %v", err)
 	}

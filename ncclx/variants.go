@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"os"
 
-	"rsag/phases"
+	"rsag/coll"
 )
 
 // group is ranks that communicate together: the world, or a group Split
@@ -18,7 +18,7 @@ import (
 // first time it is asked for and kept until the group is closed.
 type group struct {
 	rank, size int
-	comms      map[phases.CTAPolicy]*communicator
+	comms      map[coll.CTAPolicy]*communicator
 	// boot is the world's Bootstrap: the world's policy communicators are
 	// made with ncclCommInitRankConfig from a fresh unique id handed out
 	// through it. A split group has none: its policy communicators are
@@ -31,7 +31,7 @@ type group struct {
 // communicator is one NCCL communicator of a group and its CTA policy.
 type communicator struct {
 	comm   ncclComm // nil once destroyed or aborted
-	policy phases.CTAPolicy
+	policy coll.CTAPolicy
 	g      *group
 }
 
@@ -45,28 +45,28 @@ func (d *device) adopt(c *communicator) {
 // ctaPolicies are the CTA policies with their ncclConfig_t.CTAPolicy value
 // (NCCL_CTA_POLICY_*) and the version code of the NCCL that has it: 2.27
 // brought CTAPolicy with default and efficiency, 2.28 zero (nccl.h).
-var ctaPolicies = map[phases.CTAPolicy]struct {
+var ctaPolicies = map[coll.CTAPolicy]struct {
 	value int
 	name  string
 	since int
 }{
-	phases.DefaultCTAPolicy:    {0, "NCCL_CTA_POLICY_DEFAULT", 0},
-	phases.EfficiencyCTAPolicy: {1, "NCCL_CTA_POLICY_EFFICIENCY", 22700},
-	phases.ZeroCTAPolicy:       {2, "NCCL_CTA_POLICY_ZERO", 22800},
+	coll.DefaultCTAPolicy:    {0, "NCCL_CTA_POLICY_DEFAULT", 0},
+	coll.EfficiencyCTAPolicy: {1, "NCCL_CTA_POLICY_EFFICIENCY", 22700},
+	coll.ZeroCTAPolicy:       {2, "NCCL_CTA_POLICY_ZERO", 22800},
 }
 
 // bufferKinds are what each kind of buffer needs of NCCL: the version that
 // brought it, the calls it makes, and what it does, in words.
-var bufferKinds = map[phases.BufferKind]struct {
+var bufferKinds = map[coll.BufferKind]struct {
 	what    string
 	since   int
 	symbols []string
 }{
-	phases.PlainBuffers: {what: "use plain buffers"},
+	coll.PlainBuffers: {what: "use plain buffers"},
 	// ncclCommRegister and ncclMemAlloc came with NCCL 2.19.
-	phases.RegisteredBuffers: {"register buffers", 21900, []string{"ncclCommRegister", "ncclCommDeregister"}},
+	coll.RegisteredBuffers: {"register buffers", 21900, []string{"ncclCommRegister", "ncclCommDeregister"}},
 	// Window registration came with NCCL 2.27.
-	phases.SymmetricBuffers: {"register symmetric windows", 22700,
+	coll.SymmetricBuffers: {"register symmetric windows", 22700,
 		[]string{"ncclMemAlloc", "ncclMemFree", "ncclCommWindowRegister", "ncclCommWindowDeregister"}},
 }
 
@@ -75,14 +75,14 @@ var bufferKinds = map[phases.BufferKind]struct {
 // the CTA policy and have their symbols, and no environment variable may
 // make NCCL ignore what v asks for. Every rank of a job answers alike, as
 // they load the same NCCL, so a refusal comes before any collective.
-func (b *Backend) SupportsVariant(v phases.Variant) error {
+func (b *Backend) SupportsVariant(v coll.Variant) error {
 	k, ok := bufferKinds[v.Buffers]
 	if !ok {
-		return fmt.Errorf("the NCCL backend does not know buffers %q: use %s", v.Buffers, joinNames(phases.BufferKinds))
+		return fmt.Errorf("the NCCL backend does not know buffers %q: use %s", v.Buffers, joinNames(coll.BufferKinds))
 	}
 	p, ok := ctaPolicies[v.CTAPolicy]
 	if !ok {
-		return fmt.Errorf("the NCCL backend does not know cta_policy %q: use %s", v.CTAPolicy, joinNames(phases.CTAPolicies))
+		return fmt.Errorf("the NCCL backend does not know cta_policy %q: use %s", v.CTAPolicy, joinNames(coll.CTAPolicies))
 	}
 	nccl := fmt.Sprintf("NCCL %s (%s)", formatNCCLVersion(b.ncclVersion), b.nc.path)
 	newer := func(since int) string {
@@ -96,7 +96,7 @@ func (b *Backend) SupportsVariant(v phases.Variant) error {
 	if err := b.nc.lacks(k.symbols...); err != nil {
 		return fmt.Errorf("buffers %s: NCCL %s: %w; %s or %s", v.Buffers, formatNCCLVersion(b.ncclVersion), err, newer(k.since), dropBuffers)
 	}
-	if v.Buffers == phases.SymmetricBuffers {
+	if v.Buffers == coll.SymmetricBuffers {
 		// NCCL registers no window, and says nothing, when either is off
 		// (symmetricSupport in NCCL 2.28's init.cc).
 		for _, env := range []string{"NCCL_WIN_ENABLE", "NCCL_CUMEM_ENABLE"} {
@@ -106,7 +106,7 @@ func (b *Backend) SupportsVariant(v phases.Variant) error {
 			}
 		}
 	}
-	if v.CTAPolicy == phases.DefaultCTAPolicy {
+	if v.CTAPolicy == coll.DefaultCTAPolicy {
 		return nil
 	}
 	dropPolicy := fmt.Sprintf("drop %q from [timing] cta_policies", v.CTAPolicy)
@@ -149,7 +149,7 @@ func joinNames[T fmt.Stringer](values []T) string {
 // The default policy is the group's first communicator, so Baseline runs
 // exactly as before. The Backend returned owns nothing: its Close does
 // nothing, and the Backend New returned releases every communicator.
-func (b *Backend) WithVariant(v phases.Variant) (phases.Backend, error) {
+func (b *Backend) WithVariant(v coll.Variant) (coll.Backend, error) {
 	if err := b.SupportsVariant(v); err != nil {
 		return nil, b.errorf("%w", err)
 	}
@@ -172,7 +172,7 @@ func newConfig(policy int) C.rsag_ncclConfig {
 // the first time: in the world, ncclCommInitRankConfig from a fresh unique
 // id (as the default one was made, with a config); in a split group,
 // ncclCommSplit of the group's first communicator, all ranks one color.
-func (d *device) policyComm(g *group, p phases.CTAPolicy) (*communicator, error) {
+func (d *device) policyComm(g *group, p coll.CTAPolicy) (*communicator, error) {
 	if c, ok := g.comms[p]; ok {
 		if c.comm == nil {
 			return nil, d.errorf("cta_policy %s: the communicator was aborted or closed", p)
@@ -217,8 +217,8 @@ func (d *device) groupComm(g *group) *communicator {
 // takes: n for plain and registered buffers (cuMemAlloc's own rounding is
 // not visible and small), n rounded up to the VMM granularity for
 // symmetric ones, as ncclMemAlloc rounds it.
-func (b *Backend) AllocBytes(k phases.BufferKind, n int64) int64 {
-	if k != phases.SymmetricBuffers || n <= 0 {
+func (b *Backend) AllocBytes(k coll.BufferKind, n int64) int64 {
+	if k != coll.SymmetricBuffers || n <= 0 {
 		return n
 	}
 	g := b.granularity
@@ -231,7 +231,7 @@ func (b *Backend) AllocBytes(k phases.BufferKind, n int64) int64 {
 // collective over the group. The Backend returned allocates the same kind
 // of buffers as this one, shares the device and its buffers, and its Close
 // destroys the group's communicators only.
-func (b *Backend) Split(color, key int) (phases.Backend, error) {
+func (b *Backend) Split(color, key int) (coll.Backend, error) {
 	if color < 0 {
 		return nil, b.errorf("split: color %d is negative: every rank must belong to a group", color)
 	}
@@ -251,7 +251,7 @@ func (b *Backend) Split(color, key int) (phases.Backend, error) {
 		_ = b.nc.destroy(comm)
 		return nil, b.errorf("split with color %d and key %d: %w", color, key, err)
 	}
-	g := &group{rank: rank, size: size, comms: map[phases.CTAPolicy]*communicator{}, parent: b.c}
+	g := &group{rank: rank, size: size, comms: map[coll.CTAPolicy]*communicator{}, parent: b.c}
 	c := &communicator{comm: comm, policy: b.c.policy, g: g}
 	b.adopt(c)
 	return &Backend{device: b.device, c: c, kind: b.kind, owns: g}, nil

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"rsag/coll"
 	"rsag/phases"
 )
 
@@ -120,7 +121,7 @@ func TestFakeChecksTheConfig(t *testing.T) {
 		{"no magic", "22809", func(c *configT) { c.magic = 0 }, "magic"},
 	} {
 		t.Setenv("RSAG_FAKE_NCCL_VERSION", c.version)
-		cfg := newConfig(ctaPolicies[phases.ZeroCTAPolicy].value)
+		cfg := newConfig(ctaPolicies[coll.ZeroCTAPolicy].value)
 		c.change(&cfg)
 		var id [uniqueIDBytes]byte
 		if err := b.nc.uniqueID(&id); err != nil {
@@ -158,11 +159,11 @@ func newFakeWith(t *testing.T, defs ...string) *Backend {
 	return b
 }
 
-func allVariants() []phases.Variant {
-	var vs []phases.Variant
-	for _, k := range phases.BufferKinds {
-		for _, p := range phases.CTAPolicies {
-			vs = append(vs, phases.Variant{Buffers: k, CTAPolicy: p})
+func allVariants() []coll.Variant {
+	var vs []coll.Variant
+	for _, k := range coll.BufferKinds {
+		for _, p := range coll.CTAPolicies {
+			vs = append(vs, coll.Variant{Buffers: k, CTAPolicy: p})
 		}
 	}
 	return vs
@@ -174,21 +175,21 @@ func TestSupportsVariantByVersion(t *testing.T) {
 	const newer = "; load NCCL %s or newer (RSAG_NCCL_LIBRARY=/path/to/libnccl.so.2) or drop %q from [timing] %s"
 	for _, c := range []struct {
 		version string
-		v       phases.Variant
+		v       coll.Variant
 		want    string // "" for nil
 	}{
-		{"22700", phases.Variant{Buffers: "symmetric", CTAPolicy: "efficiency"}, ""},
-		{"22700", phases.Variant{Buffers: "plain", CTAPolicy: "zero"},
+		{"22700", coll.Variant{Buffers: "symmetric", CTAPolicy: "efficiency"}, ""},
+		{"22700", coll.Variant{Buffers: "plain", CTAPolicy: "zero"},
 			"cta_policy zero: NCCL 2.27.0 (%s) has no NCCL_CTA_POLICY_ZERO: that came with NCCL 2.28" + fmt.Sprintf(newer, "2.28", "zero", "cta_policies")},
-		{"22605", phases.Variant{Buffers: "symmetric", CTAPolicy: "default"},
+		{"22605", coll.Variant{Buffers: "symmetric", CTAPolicy: "default"},
 			"buffers symmetric: NCCL 2.26.5 (%s) cannot register symmetric windows: that came with NCCL 2.27" + fmt.Sprintf(newer, "2.27", "symmetric", "buffers")},
-		{"22605", phases.Variant{Buffers: "registered", CTAPolicy: "efficiency"},
+		{"22605", coll.Variant{Buffers: "registered", CTAPolicy: "efficiency"},
 			"cta_policy efficiency: NCCL 2.26.5 (%s) has no NCCL_CTA_POLICY_EFFICIENCY: that came with NCCL 2.27" + fmt.Sprintf(newer, "2.27", "efficiency", "cta_policies")},
-		{"21806", phases.Variant{Buffers: "registered", CTAPolicy: "default"},
+		{"21806", coll.Variant{Buffers: "registered", CTAPolicy: "default"},
 			"buffers registered: NCCL 2.18.6 (%s) cannot register buffers: that came with NCCL 2.19" + fmt.Sprintf(newer, "2.19", "registered", "buffers")},
-		{"21806", phases.Baseline, ""},
-		{"22809", phases.Variant{Buffers: "pinned", CTAPolicy: "default"}, `the NCCL backend does not know buffers "pinned": use plain, registered, symmetric`},
-		{"22809", phases.Variant{Buffers: "plain", CTAPolicy: "max"}, `the NCCL backend does not know cta_policy "max": use default, efficiency, zero`},
+		{"21806", coll.Baseline, ""},
+		{"22809", coll.Variant{Buffers: "pinned", CTAPolicy: "default"}, `the NCCL backend does not know buffers "pinned": use plain, registered, symmetric`},
+		{"22809", coll.Variant{Buffers: "plain", CTAPolicy: "max"}, `the NCCL backend does not know cta_policy "max": use default, efficiency, zero`},
 	} {
 		t.Run(c.version+" "+c.v.String(), func(t *testing.T) {
 			b := newFakeVersion(t, c.version)
@@ -220,16 +221,16 @@ func TestSupportsVariantByVersion(t *testing.T) {
 func TestSupportsVariantMissingSymbols(t *testing.T) {
 	for _, c := range []struct {
 		abi    string
-		v      phases.Variant
+		v      coll.Variant
 		split  bool
 		symbol string
 		since  string
 		load   string // the NCCL to load: the variant's, which may be newer than the symbol
 	}{
-		{"22605", phases.Variant{Buffers: "symmetric", CTAPolicy: "default"}, false, "ncclCommWindowRegister", "2.27", "2.27"},
-		{"21806", phases.Variant{Buffers: "registered", CTAPolicy: "default"}, false, "ncclCommRegister", "2.19", "2.19"},
-		{"21300", phases.Variant{Buffers: "plain", CTAPolicy: "efficiency"}, false, "ncclCommInitRankConfig", "2.14", "2.27"},
-		{"21300", phases.Baseline, true, "ncclCommSplit", "2.18", "2.18"},
+		{"22605", coll.Variant{Buffers: "symmetric", CTAPolicy: "default"}, false, "ncclCommWindowRegister", "2.27", "2.27"},
+		{"21806", coll.Variant{Buffers: "registered", CTAPolicy: "default"}, false, "ncclCommRegister", "2.19", "2.19"},
+		{"21300", coll.Variant{Buffers: "plain", CTAPolicy: "efficiency"}, false, "ncclCommInitRankConfig", "2.14", "2.27"},
+		{"21300", coll.Baseline, true, "ncclCommSplit", "2.18", "2.18"},
 	} {
 		t.Run(c.abi+" "+c.symbol, func(t *testing.T) {
 			b := newFakeWith(t, "-DFAKE_ABI="+c.abi) // it reports 2.28.9 all the same
@@ -244,8 +245,8 @@ func TestSupportsVariantMissingSymbols(t *testing.T) {
 				t.Errorf("got %v, want it to contain %q", err, want)
 			}
 			// The rest works: the baseline's collectives.
-			x, _ := b.Alloc(phases.Float32, 4)
-			if err := b.AllReduce(x, x, phases.Sum); err != nil {
+			x, _ := b.Alloc(coll.Float32, 4)
+			if err := b.AllReduce(x, x, coll.Sum); err != nil {
 				t.Error(err)
 			}
 		})
@@ -257,19 +258,19 @@ func TestSupportsVariantEnvironment(t *testing.T) {
 	b := newFake(t)
 	for _, c := range []struct {
 		env, value string
-		v          phases.Variant
+		v          coll.Variant
 		want       string
 	}{
-		{"NCCL_CTA_POLICY", "1", phases.Variant{Buffers: "plain", CTAPolicy: "zero"}, "NCCL_CTA_POLICY=1 is set, and NCCL lets it override"},
-		{"NCCL_WIN_ENABLE", "0", phases.Variant{Buffers: "symmetric", CTAPolicy: "default"}, "NCCL_WIN_ENABLE=0 is set"},
-		{"NCCL_CUMEM_ENABLE", "0", phases.Variant{Buffers: "symmetric", CTAPolicy: "default"}, "NCCL_CUMEM_ENABLE=0 is set"},
+		{"NCCL_CTA_POLICY", "1", coll.Variant{Buffers: "plain", CTAPolicy: "zero"}, "NCCL_CTA_POLICY=1 is set, and NCCL lets it override"},
+		{"NCCL_WIN_ENABLE", "0", coll.Variant{Buffers: "symmetric", CTAPolicy: "default"}, "NCCL_WIN_ENABLE=0 is set"},
+		{"NCCL_CUMEM_ENABLE", "0", coll.Variant{Buffers: "symmetric", CTAPolicy: "default"}, "NCCL_CUMEM_ENABLE=0 is set"},
 	} {
 		t.Run(c.env, func(t *testing.T) {
 			t.Setenv(c.env, c.value)
 			if err := b.SupportsVariant(c.v); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("got %v, want %q", err, c.want)
 			}
-			if err := b.SupportsVariant(phases.Baseline); err != nil {
+			if err := b.SupportsVariant(coll.Baseline); err != nil {
 				t.Errorf("baseline: %v", err)
 			}
 		})
@@ -283,13 +284,13 @@ func TestAllocBytes(t *testing.T) {
 	t.Setenv("RSAG_FAKE_CUDA_GRANULARITY", "65536")
 	b := newFake(t)
 	for _, c := range []struct {
-		k    phases.BufferKind
+		k    coll.BufferKind
 		n    int64
 		want int64
 	}{
-		{phases.SymmetricBuffers, 1, 65536}, {phases.SymmetricBuffers, 65536, 65536},
-		{phases.SymmetricBuffers, 65537, 131072}, {phases.SymmetricBuffers, 0, 0},
-		{phases.PlainBuffers, 65537, 65537}, {phases.RegisteredBuffers, 12345, 12345},
+		{coll.SymmetricBuffers, 1, 65536}, {coll.SymmetricBuffers, 65536, 65536},
+		{coll.SymmetricBuffers, 65537, 131072}, {coll.SymmetricBuffers, 0, 0},
+		{coll.PlainBuffers, 65537, 65537}, {coll.RegisteredBuffers, 12345, 12345},
 	} {
 		if got := b.AllocBytes(c.k, c.n); got != c.want {
 			t.Errorf("AllocBytes(%s, %d) = %d, want %d", c.k, c.n, got, c.want)
@@ -303,13 +304,13 @@ func TestAllocBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer old.Close()
-	if got := old.AllocBytes(phases.SymmetricBuffers, 1); got != fallbackGranularity {
+	if got := old.AllocBytes(coll.SymmetricBuffers, 1); got != fallbackGranularity {
 		t.Errorf("without cuMemGetAllocationGranularity: %d, want %d", got, fallbackGranularity)
 	}
 }
 
 // policyValue is the ncclConfig_t.CTAPolicy a policy's communicator has.
-func policyValue(p phases.CTAPolicy) string { return strconv.Itoa(ctaPolicies[p].value) }
+func policyValue(p coll.CTAPolicy) string { return strconv.Itoa(ctaPolicies[p].value) }
 
 // regKind is what the fake says of a buffer a collective used: "reg" or
 // "win" and the offset into it, or "none".
@@ -329,13 +330,13 @@ var collectiveNames = []string{"ncclAllReduce", "ncclReduceScatter", "ncclAllGat
 // 0, NCCL_WIN_COLL_SYMMETRIC), every collective's buffers are registered
 // then (the fake says which registration of the collective's communicator
 // holds them), and each buffer is deregistered before it is freed.
-func checkRegistrations(t *testing.T, where string, v phases.Variant, calls []call) {
+func checkRegistrations(t *testing.T, where string, v coll.Variant, calls []call) {
 	t.Helper()
 	alloc, reg, free, dereg := "cuMemAlloc_v2", "ncclCommRegister", "cuMemFree_v2", "ncclCommDeregister"
-	if v.Buffers == phases.SymmetricBuffers {
+	if v.Buffers == coll.SymmetricBuffers {
 		alloc, reg, free, dereg = "ncclMemAlloc", "ncclCommWindowRegister", "ncclMemFree", "ncclCommWindowDeregister"
 	}
-	kind := map[phases.BufferKind]string{phases.PlainBuffers: "none", phases.RegisteredBuffers: "reg", phases.SymmetricBuffers: "win"}[v.Buffers]
+	kind := map[coll.BufferKind]string{coll.PlainBuffers: "none", coll.RegisteredBuffers: "reg", coll.SymmetricBuffers: "win"}[v.Buffers]
 	state := map[string]string{} // pointer -> "allocated", "registered", "deregistered"
 	allocs, colls := 0, 0
 	for _, c := range calls {
@@ -347,12 +348,12 @@ func checkRegistrations(t *testing.T, where string, v phases.Variant, calls []ca
 		case c.name == alloc:
 			state[p] = "allocated"
 			allocs++
-		case c.name == reg && v.Buffers != phases.PlainBuffers:
+		case c.name == reg && v.Buffers != coll.PlainBuffers:
 			if state[p] != "allocated" {
 				t.Errorf("%s: %s of %s, which is %q", where, reg, p, state[p])
 			}
 			state[p] = "registered"
-			if v.Buffers == phases.SymmetricBuffers &&
+			if v.Buffers == coll.SymmetricBuffers &&
 				(c.str("offset") != "0" || c.str("flags") != "1" || c.num("buf")%ncclWinRequiredAlignment != 0) {
 				t.Errorf("%s: window not at offset 0, NCCL_WIN_COLL_SYMMETRIC and 4096-aligned: %v", where, c)
 			}
@@ -363,7 +364,7 @@ func checkRegistrations(t *testing.T, where string, v phases.Variant, calls []ca
 			state[p] = "deregistered"
 		case c.name == free:
 			want := "deregistered"
-			if v.Buffers == phases.PlainBuffers {
+			if v.Buffers == coll.PlainBuffers {
 				want = "allocated"
 			}
 			if state[p] != want {
@@ -455,7 +456,7 @@ func TestSweepEveryVariant(t *testing.T) {
 			// As a config asks for it: the run names the variant, and the
 			// timing phase takes it from the backend.
 			run := timingRun(v.String())
-			run.Buffers, run.CTAPolicies = []phases.BufferKind{v.Buffers}, []phases.CTAPolicy{v.CTAPolicy}
+			run.Buffers, run.CTAPolicies = []coll.BufferKind{v.Buffers}, []coll.CTAPolicy{v.CTAPolicy}
 			got, err := phases.RunTiming(b, r, []phases.TimingRun{run}, nil)
 			samples[r.rank] = append(samples[r.rank], got...)
 			if err != nil {
@@ -501,7 +502,7 @@ func TestSweepEveryVariant(t *testing.T) {
 		for r := range 2 {
 			checkRegistrations(t, fmt.Sprintf("rank %d, %s", r, v), v, segs[v.String()][r])
 		}
-		if v.Buffers == phases.SymmetricBuffers {
+		if v.Buffers == coll.SymmetricBuffers {
 			checkWindowOffsets(t, v.String(), segs[v.String()])
 		}
 	}
@@ -518,23 +519,23 @@ func int64s(v int64, n int) []byte { return bytes.Repeat(int64Bytes(v), n) }
 func TestVariantBuffersAcrossRanks(t *testing.T) {
 	t.Setenv("RSAG_FAKE_CUDA_GRANULARITY", "65536")
 	log := runRanks(t, 2, func(r fakeRank, b *Backend) error {
-		v, err := b.WithVariant(phases.Variant{Buffers: phases.SymmetricBuffers, CTAPolicy: phases.ZeroCTAPolicy})
+		v, err := b.WithVariant(coll.Variant{Buffers: coll.SymmetricBuffers, CTAPolicy: coll.ZeroCTAPolicy})
 		if err != nil {
 			return err
 		}
-		x, err := v.Alloc(phases.Int64, 1024)
+		x, err := v.Alloc(coll.Int64, 1024)
 		if err != nil {
 			return err
 		}
-		y, err := v.Alloc(phases.Int64, 1024)
+		y, err := v.Alloc(coll.Int64, 1024)
 		if err != nil {
 			return err
 		}
-		if m, _ := b.Memory(); m.LiveBytes != 16384 || b.AllocBytes(phases.SymmetricBuffers, 8192) != 65536 {
-			return fmt.Errorf("rank %d: live %d bytes, footprint %d", r.rank, m.LiveBytes, b.AllocBytes(phases.SymmetricBuffers, 8192))
+		if m, _ := b.Memory(); m.LiveBytes != 16384 || b.AllocBytes(coll.SymmetricBuffers, 8192) != 65536 {
+			return fmt.Errorf("rank %d: live %d bytes, footprint %d", r.rank, m.LiveBytes, b.AllocBytes(coll.SymmetricBuffers, 8192))
 		}
 		got := make([]byte, 8192)
-		check := func(what string, buf phases.Buffer, want int64) error {
+		check := func(what string, buf coll.Buffer, want int64) error {
 			if err := b.Synchronize(); err != nil {
 				return err
 			}
@@ -549,7 +550,7 @@ func TestVariantBuffersAcrossRanks(t *testing.T) {
 		if err := v.Write(x, int64s(int64(r.rank+1), 1024)); err != nil {
 			return err
 		}
-		if err := v.AllReduce(x, y, phases.Sum); err != nil {
+		if err := v.AllReduce(x, y, coll.Sum); err != nil {
 			return err
 		}
 		if err := check("all-reduce", y, 3); err != nil {
@@ -559,7 +560,7 @@ func TestVariantBuffersAcrossRanks(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := v.ReduceScatter(x, shard, phases.Sum); err != nil {
+		if err := v.ReduceScatter(x, shard, coll.Sum); err != nil {
 			return err
 		}
 		if err := v.AllGather(shard, x); err != nil {
@@ -569,7 +570,7 @@ func TestVariantBuffersAcrossRanks(t *testing.T) {
 			return err
 		}
 		// The world's default communicator runs on the variant's buffers.
-		if err := b.AllReduce(y, x, phases.Sum); err != nil {
+		if err := b.AllReduce(y, x, coll.Sum); err != nil {
 			return err
 		}
 		if err := check("the root's all-reduce of a variant's buffer", x, 6); err != nil {
@@ -581,7 +582,7 @@ func TestVariantBuffersAcrossRanks(t *testing.T) {
 		if err := mark(r.rank, "closed"); err != nil {
 			return err
 		}
-		if err := v.AllReduce(x, y, phases.Sum); err != nil {
+		if err := v.AllReduce(x, y, coll.Sum); err != nil {
 			return fmt.Errorf("after the variant's Close: %w", err)
 		}
 		if err := check("after the variant's Close", y, 12); err != nil {
@@ -613,11 +614,11 @@ func TestVariantBuffersAcrossRanks(t *testing.T) {
 func TestNoWindowIsAnError(t *testing.T) {
 	b := newFake(t)
 	t.Setenv("RSAG_FAKE_NCCL_NO_WINDOW", "1")
-	v, err := b.WithVariant(phases.Variant{Buffers: phases.SymmetricBuffers, CTAPolicy: phases.DefaultCTAPolicy})
+	v, err := b.WithVariant(coll.Variant{Buffers: coll.SymmetricBuffers, CTAPolicy: coll.DefaultCTAPolicy})
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := v.Alloc(phases.Float32, 16)
+	x, err := v.Alloc(coll.Float32, 16)
 	if x != nil || err == nil || !strings.Contains(err.Error(), "NCCL registered no symmetric window") {
 		t.Errorf("got %v, %v", x, err)
 	}
@@ -629,11 +630,11 @@ func TestNoWindowIsAnError(t *testing.T) {
 // A variant's collectives are the timed path too.
 func TestVariantTimeDoesNotAllocate(t *testing.T) {
 	b := newFake(t)
-	v, err := b.WithVariant(phases.Variant{Buffers: phases.SymmetricBuffers, CTAPolicy: phases.ZeroCTAPolicy})
+	v, err := b.WithVariant(coll.Variant{Buffers: coll.SymmetricBuffers, CTAPolicy: coll.ZeroCTAPolicy})
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := v.Alloc(phases.Float32, 256)
+	x, err := v.Alloc(coll.Float32, 256)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -652,7 +653,7 @@ func TestSplit(t *testing.T) {
 		if _, err := b.Split(-1, 0); err == nil || !strings.Contains(err.Error(), "color -1 is negative") {
 			return fmt.Errorf("split with color -1: %v", err)
 		}
-		world, err := b.Alloc(phases.Int64, 4)
+		world, err := b.Alloc(coll.Int64, 4)
 		if err != nil {
 			return err
 		}
@@ -667,12 +668,12 @@ func TestSplit(t *testing.T) {
 		if g.Rank() != wantRank[r.rank] || g.WorldSize() != 2 || b.Rank() != r.rank || b.WorldSize() != 4 {
 			return fmt.Errorf("rank %d: group rank %d of %d, world rank %d of %d", r.rank, g.Rank(), g.WorldSize(), b.Rank(), b.WorldSize())
 		}
-		mine, err := g.Alloc(phases.Int64, 4)
+		mine, err := g.Alloc(coll.Int64, 4)
 		if err != nil {
 			return err
 		}
 		got := make([]byte, 32)
-		check := func(what string, buf phases.Buffer, want int64) error {
+		check := func(what string, buf coll.Buffer, want int64) error {
 			if err := b.Synchronize(); err != nil {
 				return err
 			}
@@ -682,30 +683,30 @@ func TestSplit(t *testing.T) {
 			return nil
 		}
 		groupSum := map[int]int64{0: 1 + 3, 1: 2 + 4}[r.rank%2]
-		if err := g.AllReduce(world, mine, phases.Sum); err != nil {
+		if err := g.AllReduce(world, mine, coll.Sum); err != nil {
 			return err
 		}
 		if err := check("the group's all-reduce of the world's buffer", mine, groupSum); err != nil {
 			return err
 		}
-		if err := b.AllReduce(mine, world, phases.Sum); err != nil {
+		if err := b.AllReduce(mine, world, coll.Sum); err != nil {
 			return err
 		}
 		if err := check("the world's all-reduce of the group's buffer", world, 2*(4+6)); err != nil {
 			return err
 		}
-		gv, err := g.WithVariant(phases.Variant{Buffers: phases.RegisteredBuffers, CTAPolicy: phases.EfficiencyCTAPolicy})
+		gv, err := g.WithVariant(coll.Variant{Buffers: coll.RegisteredBuffers, CTAPolicy: coll.EfficiencyCTAPolicy})
 		if err != nil {
 			return err
 		}
 		if gv.Rank() != g.Rank() || gv.WorldSize() != 2 {
 			return fmt.Errorf("the group's variant is rank %d of %d", gv.Rank(), gv.WorldSize())
 		}
-		reg, err := gv.Alloc(phases.Int64, 4)
+		reg, err := gv.Alloc(coll.Int64, 4)
 		if err != nil {
 			return err
 		}
-		if err := gv.AllReduce(mine, reg, phases.Sum); err != nil {
+		if err := gv.AllReduce(mine, reg, coll.Sum); err != nil {
 			return err
 		}
 		if err := check("the group's variant", reg, 2*groupSum); err != nil {
@@ -720,14 +721,14 @@ func TestSplit(t *testing.T) {
 		if err := mark(r.rank, "after"); err != nil {
 			return err
 		}
-		if err := g.AllReduce(world, mine, phases.Sum); err == nil || !strings.Contains(err.Error(), "aborted or closed") {
+		if err := g.AllReduce(world, mine, coll.Sum); err == nil || !strings.Contains(err.Error(), "aborted or closed") {
 			return fmt.Errorf("the group's all-reduce after its Close: %v", err)
 		}
-		if err := gv.AllReduce(world, mine, phases.Sum); err == nil {
+		if err := gv.AllReduce(world, mine, coll.Sum); err == nil {
 			return errors.New("the group's variant ran after the group's Close")
 		}
 		// The group's buffers are the device's: the world still uses them.
-		if err := b.AllReduce(reg, world, phases.Sum); err != nil {
+		if err := b.AllReduce(reg, world, coll.Sum); err != nil {
 			return err
 		}
 		if err := check("the world's all-reduce after the group closed", world, 4*(4+6)); err != nil {
@@ -764,10 +765,10 @@ func TestSplit(t *testing.T) {
 // buffers (NCCL released their registrations with the communicators).
 func TestAbortEveryCommunicator(t *testing.T) {
 	log := runRanks(t, 2, func(r fakeRank, b *Backend) error {
-		var handles []phases.Backend
-		for _, v := range []phases.Variant{
-			{Buffers: phases.SymmetricBuffers, CTAPolicy: phases.EfficiencyCTAPolicy},
-			{Buffers: phases.RegisteredBuffers, CTAPolicy: phases.ZeroCTAPolicy},
+		var handles []coll.Backend
+		for _, v := range []coll.Variant{
+			{Buffers: coll.SymmetricBuffers, CTAPolicy: coll.EfficiencyCTAPolicy},
+			{Buffers: coll.RegisteredBuffers, CTAPolicy: coll.ZeroCTAPolicy},
 		} {
 			vb, err := b.WithVariant(v)
 			if err != nil {
@@ -779,14 +780,14 @@ func TestAbortEveryCommunicator(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		gv, err := g.(*Backend).WithVariant(phases.Variant{Buffers: phases.PlainBuffers, CTAPolicy: phases.ZeroCTAPolicy})
+		gv, err := g.(*Backend).WithVariant(coll.Variant{Buffers: coll.PlainBuffers, CTAPolicy: coll.ZeroCTAPolicy})
 		if err != nil {
 			return err
 		}
 		handles = append(handles, g, gv, b)
-		var bufs []phases.Buffer
+		var bufs []coll.Buffer
 		for _, h := range handles {
-			x, err := h.Alloc(phases.Float32, 64)
+			x, err := h.Alloc(coll.Float32, 64)
 			if err != nil {
 				return err
 			}
@@ -797,11 +798,11 @@ func TestAbortEveryCommunicator(t *testing.T) {
 		}
 		b.Abort()
 		for i, h := range handles {
-			if err := h.AllReduce(bufs[i], bufs[i], phases.Sum); err == nil || !strings.Contains(err.Error(), "aborted or closed") {
+			if err := h.AllReduce(bufs[i], bufs[i], coll.Sum); err == nil || !strings.Contains(err.Error(), "aborted or closed") {
 				return fmt.Errorf("rank %d: a collective on handle %d after Abort: %v", r.rank, i, err)
 			}
 		}
-		if _, err := b.WithVariant(phases.Variant{Buffers: phases.PlainBuffers, CTAPolicy: phases.DefaultCTAPolicy}); err == nil {
+		if _, err := b.WithVariant(coll.Variant{Buffers: coll.PlainBuffers, CTAPolicy: coll.DefaultCTAPolicy}); err == nil {
 			return errors.New("a variant after Abort")
 		}
 		return b.AsyncError()

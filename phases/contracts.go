@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"rsag/coll"
 )
 
 // ContractResult is one proof on one rank: the seed's name, whether it held,
@@ -42,7 +44,7 @@ func LogicalCount(world int) int {
 // RunContracts runs the seed's five contracts on this rank. A contract that
 // does not hold is a result with Correct false, not an error; errors are
 // failures of the backend itself.
-func RunContracts(be Backend) (results []ContractResult, err error) {
+func RunContracts(be coll.Backend) (results []ContractResult, err error) {
 	a := &arena{be: be}
 	defer a.release(&err)
 	world, rank := be.WorldSize(), be.Rank()
@@ -61,11 +63,11 @@ func RunContracts(be Backend) (results []ContractResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	gathered, err := reduceScatterAllGather(a, in, Sum)
+	gathered, err := reduceScatterAllGather(a, in, coll.Sum)
 	if err != nil {
 		return nil, err
 	}
-	if err := be.AllReduce(direct, direct, Sum); err != nil {
+	if err := be.AllReduce(direct, direct, coll.Sum); err != nil {
 		return nil, err
 	}
 	got, err := readAll(be, direct, gathered)
@@ -82,7 +84,7 @@ func RunContracts(be Backend) (results []ContractResult, err error) {
 	rotated := append(append([]int64(nil), gatheredV[n-shard:]...), gatheredV[:n-shard]...)
 	record(WrongShardOrderRejected, !slices.Equal(directV, rotated), "rank-major chunks rotated by one rank")
 
-	maxGathered, err := reduceScatterAllGather(a, in, Max)
+	maxGathered, err := reduceScatterAllGather(a, in, coll.Max)
 	if err != nil {
 		return nil, err
 	}
@@ -104,14 +106,14 @@ func RunContracts(be Backend) (results []ContractResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := be.AllReduce(directUneven, directUneven, Sum); err != nil {
+	if err := be.AllReduce(directUneven, directUneven, coll.Sum); err != nil {
 		return nil, err
 	}
 	paddedIn, err := a.int64s(append(slices.Clone(logicalV), make([]int64, padded-logical)...))
 	if err != nil {
 		return nil, err
 	}
-	paddedOut, err := reduceScatterAllGather(a, paddedIn, Sum)
+	paddedOut, err := reduceScatterAllGather(a, paddedIn, coll.Sum)
 	if err != nil {
 		return nil, err
 	}
@@ -129,12 +131,12 @@ func RunContracts(be Backend) (results []ContractResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	tooShort, err := a.alloc(Int64, logical/world)
+	tooShort, err := a.alloc(coll.Int64, logical/world)
 	if err != nil {
 		return nil, err
 	}
-	rsErr := be.ReduceScatter(logicalIn, tooShort, Sum)
-	var shapeErr *ShapeError
+	rsErr := be.ReduceScatter(logicalIn, tooShort, coll.Sum)
+	var shapeErr *coll.ShapeError
 	if rsErr != nil && !errors.As(rsErr, &shapeErr) {
 		return nil, fmt.Errorf("non-divisible reduce-scatter failed in the library instead of our shape check: %w", rsErr)
 	}
@@ -163,7 +165,7 @@ func exactInput(world, rank int) (base, expected []int64) {
 }
 
 // readAll waits for the device and reads every buffer back as int64s.
-func readAll(be Backend, bufs ...Buffer) ([][]int64, error) {
+func readAll(be coll.Backend, bufs ...coll.Buffer) ([][]int64, error) {
 	if err := be.Synchronize(); err != nil {
 		return nil, err
 	}
@@ -180,7 +182,7 @@ func readAll(be Backend, bufs ...Buffer) ([][]int64, error) {
 
 // reduceScatterAllGather is the decomposition: ReduceScatter into a new
 // shard, then AllGather of that shard into a new full buffer.
-func reduceScatterAllGather(a *arena, in Buffer, op Op) (Buffer, error) {
+func reduceScatterAllGather(a *arena, in coll.Buffer, op coll.Op) (coll.Buffer, error) {
 	world := a.be.WorldSize()
 	shard, err := a.alloc(in.DType(), in.Count()/world)
 	if err != nil {

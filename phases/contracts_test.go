@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"rsag/coll"
 	"rsag/phases"
 	"rsag/phases/inmem"
 )
@@ -16,7 +17,7 @@ var contractNames = []string{phases.ExactSumEquivalence, phases.WrongShardOrderR
 func runContracts(t *testing.T, world int, faults inmem.Faults) [][]string {
 	t.Helper()
 	results := make([][]phases.ContractResult, world)
-	errs := inmem.Run(world, faults, func(be phases.Backend, comm phases.Comm) error {
+	errs := inmem.Run(world, faults, func(be coll.Backend, comm coll.Comm) error {
 		r, err := phases.RunContracts(be)
 		results[be.Rank()] = r
 		return err

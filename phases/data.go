@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"rsag/coll"
 )
 
 // checkChunk bounds the host memory a full check needs, as the seed's
@@ -29,8 +31,8 @@ func bytesToInt64s(b []byte) []int64 {
 }
 
 // writeInt64s allocates an int64 buffer holding v.
-func writeInt64s(be Backend, v []int64) (Buffer, error) {
-	b, err := be.Alloc(Int64, len(v))
+func writeInt64s(be coll.Backend, v []int64) (coll.Buffer, error) {
+	b, err := be.Alloc(coll.Int64, len(v))
 	if err != nil {
 		return nil, err
 	}
@@ -41,8 +43,8 @@ func writeInt64s(be Backend, v []int64) (Buffer, error) {
 	return b, nil
 }
 
-func readInt64s(be Backend, b Buffer) ([]int64, error) {
-	dst := make([]byte, Bytes(b))
+func readInt64s(be coll.Backend, b coll.Buffer) ([]int64, error) {
+	dst := make([]byte, coll.Bytes(b))
 	if err := be.Read(b, dst); err != nil {
 		return nil, err
 	}
@@ -70,7 +72,7 @@ func (m *Mismatch) String() string {
 // against a chunk of expected bytes (an element-wise loop in Go took longer
 // than the collectives it checks at 256 MiB). It returns the first
 // mismatch, or nil.
-func checkConst(be Backend, b Buffer, elem []byte) (*Mismatch, error) {
+func checkConst(be coll.Backend, b coll.Buffer, elem []byte) (*Mismatch, error) {
 	size := len(elem)
 	n := b.Count()
 	k := min(n, checkChunk)
@@ -101,11 +103,11 @@ func checkConst(be Backend, b Buffer, elem []byte) (*Mismatch, error) {
 // arena frees every buffer it allocated when the phase step ends, on
 // success and on error alike.
 type arena struct {
-	be   Backend
-	live []Buffer
+	be   coll.Backend
+	live []coll.Buffer
 }
 
-func (a *arena) alloc(dtype DType, count int) (Buffer, error) {
+func (a *arena) alloc(dtype coll.DType, count int) (coll.Buffer, error) {
 	b, err := a.be.Alloc(dtype, count)
 	if err == nil {
 		a.live = append(a.live, b)
@@ -113,7 +115,7 @@ func (a *arena) alloc(dtype DType, count int) (Buffer, error) {
 	return b, err
 }
 
-func (a *arena) int64s(v []int64) (Buffer, error) {
+func (a *arena) int64s(v []int64) (coll.Buffer, error) {
 	b, err := writeInt64s(a.be, v)
 	if err == nil {
 		a.live = append(a.live, b)
@@ -122,7 +124,7 @@ func (a *arena) int64s(v []int64) (Buffer, error) {
 }
 
 // free releases one buffer early (the memory phase's lifetimes depend on it).
-func (a *arena) free(b Buffer) error {
+func (a *arena) free(b coll.Buffer) error {
 	for i, l := range a.live {
 		if l == b {
 			a.live = append(a.live[:i], a.live[i+1:]...)

@@ -4,18 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-)
 
-// Scope is which ranks a step of a timed mode runs among.
-type Scope int
-
-const (
-	// World is every rank.
-	World Scope = iota
-	// InGroup is the ranks of this rank's group (its node, or a part of it).
-	InGroup
-	// AcrossGroups is the ranks at this rank's position in every group.
-	AcrossGroups
+	"rsag/coll"
 )
 
 // Groups splits the world into equal groups for the hierarchical
@@ -88,8 +78,8 @@ func divisorsText(n int) string {
 
 // members returns the world ranks of rank's scope, in their order there,
 // and rank's index among them.
-func (g *Groups) members(s Scope, rank, world int) ([]int, int) {
-	if s == World || g == nil {
+func (g *Groups) members(s coll.Scope, rank, world int) ([]int, int) {
+	if s == coll.World || g == nil {
 		all := make([]int, world)
 		for r := range all {
 			all[r] = r
@@ -98,12 +88,12 @@ func (g *Groups) members(s Scope, rank, world int) ([]int, int) {
 	}
 	var out []int
 	for r := 0; r < world; r++ {
-		if (s == InGroup && g.Group[r] == g.Group[rank]) || (s == AcrossGroups && g.Pos[r] == g.Pos[rank]) {
+		if (s == coll.InGroup && g.Group[r] == g.Group[rank]) || (s == coll.AcrossGroups && g.Pos[r] == g.Pos[rank]) {
 			out = append(out, r)
 		}
 	}
 	order := func(r int) int {
-		if s == InGroup {
+		if s == coll.InGroup {
 			return g.Pos[r]
 		}
 		return g.Group[r]
@@ -113,8 +103,8 @@ func (g *Groups) members(s Scope, rank, world int) ([]int, int) {
 }
 
 // split returns rank's color and key for its scope's sub-communicator.
-func (g *Groups) split(s Scope, rank int) (color, key int) {
-	if s == InGroup {
+func (g *Groups) split(s coll.Scope, rank int) (color, key int) {
+	if s == coll.InGroup {
 		return g.Group[rank], g.Pos[rank]
 	}
 	return g.Pos[rank], g.Group[rank]
@@ -123,15 +113,15 @@ func (g *Groups) split(s Scope, rank int) (color, key int) {
 // scopes are a rank's backends for every scope of the hierarchy.
 type scopes struct {
 	groups *Groups
-	be     map[Scope]Backend
+	be     map[coll.Scope]coll.Backend
 }
 
 // size is how many ranks the scope has.
-func (sc *scopes) size(s Scope) int {
+func (sc *scopes) size(s coll.Scope) int {
 	switch {
-	case s == World || sc.groups == nil:
-		return sc.be[World].WorldSize()
-	case s == InGroup:
+	case s == coll.World || sc.groups == nil:
+		return sc.be[coll.World].WorldSize()
+	case s == coll.InGroup:
 		return sc.groups.Size
 	}
 	return sc.groups.Count
@@ -140,16 +130,16 @@ func (sc *scopes) size(s Scope) int {
 // openScopes splits be into this rank's group and across-groups
 // communicators (collective: every rank calls it in the same order), under
 // the same watch as be; with no groups there is only the world.
-func openScopes(be Backend, g *Groups) (*scopes, func() error, error) {
-	sc := &scopes{groups: g, be: map[Scope]Backend{World: be}}
+func openScopes(be coll.Backend, g *Groups) (*scopes, func() error, error) {
+	sc := &scopes{groups: g, be: map[coll.Scope]coll.Backend{coll.World: be}}
 	if g == nil {
 		return sc, noRelease, nil
 	}
-	sp, ok := find[Splitter](be)
+	sp, ok := coll.Find[coll.Splitter](be)
 	if !ok {
 		return nil, nil, fmt.Errorf("the hierarchical decomposition needs sub-communicators, which the %s backend has not", be.Info().Backend)
 	}
-	var opened []Backend
+	var opened []coll.Backend
 	release := func() error {
 		var first error
 		for _, b := range opened {
@@ -159,7 +149,7 @@ func openScopes(be Backend, g *Groups) (*scopes, func() error, error) {
 		}
 		return first
 	}
-	for _, s := range []Scope{InGroup, AcrossGroups} {
+	for _, s := range []coll.Scope{coll.InGroup, coll.AcrossGroups} {
 		color, key := g.split(s, be.Rank())
 		sub, err := sp.Split(color, key)
 		if err != nil {
@@ -172,13 +162,9 @@ func openScopes(be Backend, g *Groups) (*scopes, func() error, error) {
 	return sc, release, nil
 }
 
-func (s Scope) String() string {
-	return [...]string{"world", "in-group", "across-groups"}[s]
-}
-
 // layout is the world's shape as the modes see it.
-func (sc *scopes) layout() Layout {
-	l := Layout{World: sc.be[World].WorldSize()}
+func (sc *scopes) layout() coll.Layout {
+	l := coll.Layout{World: sc.be[coll.World].WorldSize()}
 	if sc.groups != nil {
 		l.Group = sc.groups.Size
 	}

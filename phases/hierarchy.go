@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"rsag/coll"
 )
 
 // The hierarchical contracts' names.
@@ -20,7 +22,7 @@ const (
 // equals the formula; gathering across the groups instead of within them
 // must differ; and rsag's own check refuses a world that does not divide
 // into equal groups, its message recorded as the detail.
-func RunHierarchyContracts(be Backend, g *Groups, hosts []string) (results []ContractResult, err error) {
+func RunHierarchyContracts(be coll.Backend, g *Groups, hosts []string) (results []ContractResult, err error) {
 	sc, closeScopes, err := openScopes(be, g)
 	if err != nil {
 		return nil, err
@@ -32,7 +34,7 @@ func RunHierarchyContracts(be Backend, g *Groups, hosts []string) (results []Con
 	}()
 	a := &arena{be: be}
 	defer a.release(&err)
-	in, across := sc.be[InGroup], sc.be[AcrossGroups]
+	in, across := sc.be[coll.InGroup], sc.be[coll.AcrossGroups]
 	world, rank := be.WorldSize(), be.Rank()
 	record := func(name string, ok bool, detail string) {
 		results = append(results, ContractResult{Name: name, Correct: ok, Detail: detail})
@@ -44,24 +46,24 @@ func RunHierarchyContracts(be Backend, g *Groups, hosts []string) (results []Con
 	if err != nil {
 		return nil, err
 	}
-	if err := be.AllReduce(flat, flat, Sum); err != nil {
+	if err := be.AllReduce(flat, flat, coll.Sum); err != nil {
 		return nil, err
 	}
 	full, err := a.int64s(base)
 	if err != nil {
 		return nil, err
 	}
-	shard, err := a.alloc(Int64, n/g.Size)
+	shard, err := a.alloc(coll.Int64, n/g.Size)
 	if err != nil {
 		return nil, err
 	}
-	if err := in.ReduceScatter(full, shard, Sum); err != nil {
+	if err := in.ReduceScatter(full, shard, coll.Sum); err != nil {
 		return nil, err
 	}
-	if err := across.AllReduce(shard, shard, Sum); err != nil {
+	if err := across.AllReduce(shard, shard, coll.Sum); err != nil {
 		return nil, err
 	}
-	gathered, err := a.alloc(Int64, n)
+	gathered, err := a.alloc(coll.Int64, n)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +72,7 @@ func RunHierarchyContracts(be Backend, g *Groups, hosts []string) (results []Con
 	}
 	// The negative control gathers the same shards among the wrong ranks:
 	// across the groups, where every rank holds the same part of the sum.
-	wrong, err := a.alloc(Int64, n/g.Size*g.Count)
+	wrong, err := a.alloc(coll.Int64, n/g.Size*g.Count)
 	if err != nil {
 		return nil, err
 	}

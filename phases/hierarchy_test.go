@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"rsag/coll"
 	"rsag/phases"
 	"rsag/phases/inmem"
 )
@@ -63,7 +64,7 @@ func TestHierarchyContractsHold(t *testing.T) {
 	for _, l := range layouts {
 		g := groupsOf(t, l.hosts, l.size)
 		results := make([][]phases.ContractResult, len(l.hosts))
-		errs := inmem.Run(len(l.hosts), inmem.Faults{}, func(be phases.Backend, comm phases.Comm) error {
+		errs := inmem.Run(len(l.hosts), inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 			r, err := phases.RunHierarchyContracts(be, g, l.hosts)
 			results[be.Rank()] = r
 			return err
@@ -90,7 +91,7 @@ func TestHierarchyContractsCatchADroppedRank(t *testing.T) {
 	l := layouts[0]
 	g := groupsOf(t, l.hosts, l.size)
 	results := make([][]phases.ContractResult, 4)
-	noErrors(t, inmem.Run(4, inmem.Faults{DropLastRank: true}, func(be phases.Backend, comm phases.Comm) error {
+	noErrors(t, inmem.Run(4, inmem.Faults{DropLastRank: true}, func(be coll.Backend, comm coll.Comm) error {
 		r, err := phases.RunHierarchyContracts(be, g, l.hosts)
 		results[be.Rank()] = r
 		return err
@@ -102,7 +103,7 @@ func TestHierarchyContractsCatchADroppedRank(t *testing.T) {
 	}
 }
 
-var hierarchicalModes = []phases.Mode{phases.Direct, phases.Hierarchical, "hierarchical-reduce-scatter",
+var hierarchicalModes = []coll.Mode{coll.Direct, coll.Hierarchical, "hierarchical-reduce-scatter",
 	"hierarchical-all-reduce", "hierarchical-all-gather"}
 
 // Every hierarchical mode runs and is checked in every layout, both
@@ -112,7 +113,7 @@ func TestHierarchicalTiming(t *testing.T) {
 		runs := everyMode(hierarchicalModes...)
 		runs[0].Groups = groupsOf(t, l.hosts, l.size)
 		samples := make([][]phases.TimingSample, 4)
-		noErrors(t, inmem.Run(4, inmem.Faults{}, func(be phases.Backend, comm phases.Comm) error {
+		noErrors(t, inmem.Run(4, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 			if err := phases.CheckSupport(be, runs); err != nil {
 				return err
 			}
@@ -126,9 +127,9 @@ func TestHierarchicalTiming(t *testing.T) {
 			}
 		}
 	}
-	runs := everyMode(phases.Hierarchical)
+	runs := everyMode(coll.Hierarchical)
 	runs[0].Groups = groupsOf(t, layouts[0].hosts, 0)
-	for rank, err := range inmem.Run(4, inmem.Faults{DropLastRank: true}, func(be phases.Backend, comm phases.Comm) error {
+	for rank, err := range inmem.Run(4, inmem.Faults{DropLastRank: true}, func(be coll.Backend, comm coll.Comm) error {
 		_, err := phases.RunTiming(be, comm, runs, nil)
 		return err
 	}) {
@@ -138,8 +139,8 @@ func TestHierarchicalTiming(t *testing.T) {
 		}
 	}
 	// Without groups the modes are refused before any collective.
-	for _, err := range inmem.Run(2, inmem.Faults{}, func(be phases.Backend, comm phases.Comm) error {
-		return phases.CheckSupport(be, everyMode(phases.Hierarchical))
+	for _, err := range inmem.Run(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+		return phases.CheckSupport(be, everyMode(coll.Hierarchical))
 	}) {
 		if err == nil || !strings.Contains(err.Error(), "set [hierarchy] enabled = true") {
 			t.Errorf("hierarchical without groups: %v", err)
@@ -150,28 +151,28 @@ func TestHierarchicalTiming(t *testing.T) {
 // The hierarchical modes' facts: the whole uses the flat AllReduce's bus
 // factor; each step alone its own on its ranks and share of the buffer.
 func TestHierarchicalModeFacts(t *testing.T) {
-	l := phases.Layout{World: 8, Group: 4} // 2 groups of 4
+	l := coll.Layout{World: 8, Group: 4} // 2 groups of 4
 	for _, c := range []struct {
-		mode    phases.Mode
+		mode    coll.Mode
 		bus     float64
 		out, in int64
 	}{
-		{phases.Hierarchical, 2 * 7.0 / 8, 4096 + 1024 + 1024 + 4096, 4096},
+		{coll.Hierarchical, 2 * 7.0 / 8, 4096 + 1024 + 1024 + 4096, 4096},
 		{"hierarchical-reduce-scatter", 3.0 / 4, 4096 + 1024, 4096},
 		{"hierarchical-all-reduce", 2 * (1.0 / 2) / 4, 1024 + 1024, 1024},
 		{"hierarchical-all-gather", 3.0 / 4, 1024 + 4096, 4096},
 	} {
-		m, _ := phases.ModeOf(c.mode)
+		m, _ := coll.ModeOf(c.mode)
 		if got := m.BusFactor(l); got != c.bus {
 			t.Errorf("%s: bus factor %v, want %v", c.mode, got, c.bus)
 		}
-		if got := m.Footprint(4096, 4, l, phases.OutOfPlace); got != c.out {
+		if got := m.Footprint(4096, 4, l, coll.OutOfPlace); got != c.out {
 			t.Errorf("%s: out of place %d, want %d", c.mode, got, c.out)
 		}
-		if got := m.Footprint(4096, 4, l, phases.InPlace); got != c.in {
+		if got := m.Footprint(4096, 4, l, coll.InPlace); got != c.in {
 			t.Errorf("%s: in place %d, want %d", c.mode, got, c.in)
 		}
-		if got := m.BusFactor(phases.Layout{World: 8}); got != 0 {
+		if got := m.BusFactor(coll.Layout{World: 8}); got != 0 {
 			t.Errorf("%s without groups: bus factor %v, want 0", c.mode, got)
 		}
 	}
@@ -183,7 +184,7 @@ func TestHierarchicalLifetime(t *testing.T) {
 	for _, l := range layouts {
 		g := groupsOf(t, l.hosts, l.size)
 		results := make([][]phases.MemoryResult, 4)
-		noErrors(t, inmem.Run(4, inmem.Faults{}, func(be phases.Backend, comm phases.Comm) error {
+		noErrors(t, inmem.Run(4, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 			r, err := phases.RunMemory(be, comm, phases.MemoryRun{PayloadBytes: payload,
 				Modes: []string{"rs-ag-optimized-lifetime", "hierarchical-lifetime"}, Groups: g}, nil)
 			results[be.Rank()] = r
@@ -197,7 +198,7 @@ func TestHierarchicalLifetime(t *testing.T) {
 			}
 		}
 	}
-	for _, err := range inmem.Run(2, inmem.Faults{}, func(be phases.Backend, comm phases.Comm) error {
+	for _, err := range inmem.Run(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 		_, err := phases.RunMemory(be, comm, phases.MemoryRun{PayloadBytes: 1024, Modes: []string{"hierarchical-lifetime"}}, nil)
 		return err
 	}) {

@@ -3,6 +3,8 @@ package phases
 import (
 	"errors"
 	"fmt"
+
+	"rsag/coll"
 )
 
 // MemoryResult is one buffer-lifetime strategy measured on one rank. The
@@ -33,7 +35,7 @@ type MemoryResult struct {
 type memoryMode struct {
 	name         string
 	steady, peak func(n, s int64) int64
-	run          func(m *memSession) (Buffer, error)
+	run          func(m *memSession) (coll.Buffer, error)
 	// grouped: the mode runs within and across the hierarchy's groups, and
 	// its shard s is n/group_size rather than n/W.
 	grouped bool
@@ -46,19 +48,19 @@ var memoryModes = []memoryMode{
 		name:   "allreduce-full",
 		steady: func(n, s int64) int64 { return n },
 		peak:   func(n, s int64) int64 { return n },
-		run: func(m *memSession) (Buffer, error) {
+		run: func(m *memSession) (coll.Buffer, error) {
 			full, err := m.full()
 			if err != nil {
 				return nil, err
 			}
-			return full, m.do(m.be.AllReduce(full, full, Sum))
+			return full, m.do(m.be.AllReduce(full, full, coll.Sum))
 		},
 	},
 	{
 		name:   "reduce-scatter-shard",
 		steady: func(n, s int64) int64 { return s },
 		peak:   func(n, s int64) int64 { return n + s },
-		run: func(m *memSession) (Buffer, error) {
+		run: func(m *memSession) (coll.Buffer, error) {
 			full, err := m.full()
 			if err != nil {
 				return nil, err
@@ -67,7 +69,7 @@ var memoryModes = []memoryMode{
 			if err != nil {
 				return nil, err
 			}
-			if err := m.do(m.be.ReduceScatter(full, shard, Sum)); err != nil {
+			if err := m.do(m.be.ReduceScatter(full, shard, coll.Sum)); err != nil {
 				return nil, err
 			}
 			return shard, m.free(full)
@@ -77,7 +79,7 @@ var memoryModes = []memoryMode{
 		name:   "rs-ag-naive-lifetime",
 		steady: func(n, s int64) int64 { return n },
 		peak:   func(n, s int64) int64 { return 2*n + s },
-		run: func(m *memSession) (Buffer, error) {
+		run: func(m *memSession) (coll.Buffer, error) {
 			full, err := m.full()
 			if err != nil {
 				return nil, err
@@ -90,7 +92,7 @@ var memoryModes = []memoryMode{
 			if err != nil {
 				return nil, err
 			}
-			if err := m.do(m.be.ReduceScatter(full, shard, Sum)); err != nil {
+			if err := m.do(m.be.ReduceScatter(full, shard, coll.Sum)); err != nil {
 				return nil, err
 			}
 			if err := m.do(m.be.AllGather(shard, gathered)); err != nil {
@@ -103,7 +105,7 @@ var memoryModes = []memoryMode{
 		name:   "rs-ag-optimized-lifetime",
 		steady: func(n, s int64) int64 { return n },
 		peak:   func(n, s int64) int64 { return n + s },
-		run: func(m *memSession) (Buffer, error) {
+		run: func(m *memSession) (coll.Buffer, error) {
 			full, err := m.full()
 			if err != nil {
 				return nil, err
@@ -112,7 +114,7 @@ var memoryModes = []memoryMode{
 			if err != nil {
 				return nil, err
 			}
-			if err := m.do(m.be.ReduceScatter(full, shard, Sum)); err != nil {
+			if err := m.do(m.be.ReduceScatter(full, shard, coll.Sum)); err != nil {
 				return nil, err
 			}
 			if err := m.free(full); err != nil {
@@ -134,7 +136,7 @@ var memoryModes = []memoryMode{
 		name:   "rs-ag-in-place",
 		steady: func(n, s int64) int64 { return n },
 		peak:   func(n, s int64) int64 { return n },
-		run: func(m *memSession) (Buffer, error) {
+		run: func(m *memSession) (coll.Buffer, error) {
 			full, err := m.full()
 			if err != nil {
 				return nil, err
@@ -144,7 +146,7 @@ var memoryModes = []memoryMode{
 			if err != nil {
 				return nil, err
 			}
-			if err := m.do(m.be.ReduceScatter(full, shard, Sum)); err != nil {
+			if err := m.do(m.be.ReduceScatter(full, shard, coll.Sum)); err != nil {
 				return nil, err
 			}
 			return full, m.do(m.be.AllGather(shard, full))
@@ -163,8 +165,8 @@ var hierarchicalLifetime = memoryMode{
 	grouped: true,
 	steady:  func(n, s int64) int64 { return n },
 	peak:    func(n, s int64) int64 { return n + s },
-	run: func(m *memSession) (Buffer, error) {
-		in, across := m.scopes.be[InGroup], m.scopes.be[AcrossGroups]
+	run: func(m *memSession) (coll.Buffer, error) {
+		in, across := m.scopes.be[coll.InGroup], m.scopes.be[coll.AcrossGroups]
 		full, err := m.full()
 		if err != nil {
 			return nil, err
@@ -173,13 +175,13 @@ var hierarchicalLifetime = memoryMode{
 		if err != nil {
 			return nil, err
 		}
-		if err := m.do(in.ReduceScatter(full, shard, Sum)); err != nil {
+		if err := m.do(in.ReduceScatter(full, shard, coll.Sum)); err != nil {
 			return nil, err
 		}
 		if err := m.free(full); err != nil {
 			return nil, err
 		}
-		if err := m.do(across.AllReduce(shard, shard, Sum)); err != nil {
+		if err := m.do(across.AllReduce(shard, shard, coll.Sum)); err != nil {
 			return nil, err
 		}
 		gathered, err := m.alloc(m.count)
@@ -217,7 +219,7 @@ func MemoryModeNames() []string {
 // memSession runs one mode: it allocates through an arena and samples the
 // device's used memory after every allocation and collective.
 type memSession struct {
-	be           Backend
+	be           coll.Backend
 	scopes       *scopes
 	a            *arena
 	count, world int
@@ -234,8 +236,8 @@ func (m *memSession) sample() error {
 	return nil
 }
 
-func (m *memSession) alloc(count int) (Buffer, error) {
-	b, err := m.a.alloc(Float32, count)
+func (m *memSession) alloc(count int) (coll.Buffer, error) {
+	b, err := m.a.alloc(coll.Float32, count)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +245,7 @@ func (m *memSession) alloc(count int) (Buffer, error) {
 }
 
 // full allocates the payload and fills it with rank+1, as torch.full did.
-func (m *memSession) full() (Buffer, error) {
+func (m *memSession) full() (coll.Buffer, error) {
 	b, err := m.alloc(m.count)
 	if err != nil {
 		return nil, err
@@ -262,7 +264,7 @@ func (m *memSession) do(err error) error {
 	return m.sample()
 }
 
-func (m *memSession) free(b Buffer) error { return m.a.free(b) }
+func (m *memSession) free(b coll.Buffer) error { return m.a.free(b) }
 
 // MemoryRun is what the memory phase measures: each named mode at a
 // payload of PayloadBytes (float32); Groups are the hierarchy's, for
@@ -276,7 +278,7 @@ type MemoryRun struct {
 // RunMemory measures each of the run's modes on this rank, with a barrier
 // between modes as in the seed, and checks every element of each result.
 // A wrong element on any rank fails the run with the mode named.
-func RunMemory(be Backend, comm Comm, run MemoryRun, progress func(string)) (results []MemoryResult, err error) {
+func RunMemory(be coll.Backend, comm coll.Comm, run MemoryRun, progress func(string)) (results []MemoryResult, err error) {
 	var groups *Groups
 	for _, name := range run.Modes {
 		mode, ok := findMode(name)
@@ -324,7 +326,7 @@ func RunMemory(be Backend, comm Comm, run MemoryRun, progress func(string)) (res
 
 // shardOf is a mode's shard for a payload of n bytes: n/g for a grouped
 // mode, n/W for the others.
-func (mode memoryMode) shardOf(n int64, l Layout) int64 {
+func (mode memoryMode) shardOf(n int64, l coll.Layout) int64 {
 	if mode.grouped && l.Group > 0 {
 		return n / int64(l.Group)
 	}
@@ -341,7 +343,7 @@ func findMode(name string) (memoryMode, bool) {
 }
 
 func measure(sc *scopes, mode memoryMode, payloadBytes int64) (r MemoryResult, err error) {
-	be := sc.be[World]
+	be := sc.be[coll.World]
 	world := be.WorldSize()
 	n := payloadBytes
 	shard := mode.shardOf(n, sc.layout())
@@ -357,8 +359,8 @@ func measure(sc *scopes, mode memoryMode, payloadBytes int64) (r MemoryResult, e
 	be.ResetPeak()
 	a := &arena{be: be}
 	defer a.release(&err)
-	m := &memSession{be: be, scopes: sc, a: a, count: int(n / int64(Float32.Size())), world: world,
-		fill: Float32.Elem(Input(Sum, be.Rank())), devicePeak: base.DeviceUsedBytes}
+	m := &memSession{be: be, scopes: sc, a: a, count: int(n / int64(coll.Float32.Size())), world: world,
+		fill: coll.Float32.Elem(coll.Input(coll.Sum, be.Rank())), devicePeak: base.DeviceUsedBytes}
 	result, err := mode.run(m)
 	if err != nil {
 		return r, err
@@ -375,7 +377,7 @@ func measure(sc *scopes, mode memoryMode, payloadBytes int64) (r MemoryResult, e
 		r.DeviceSteadyDelta = after.DeviceUsedBytes - base.DeviceUsedBytes
 		r.DevicePeakDelta = max(m.devicePeak, after.DeviceUsedBytes) - base.DeviceUsedBytes
 	}
-	bad, err := checkConst(be, result, Float32.Elem(Expected(Sum, world)))
+	bad, err := checkConst(be, result, coll.Float32.Elem(coll.Expected(coll.Sum, world)))
 	if err != nil {
 		return r, err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"rsag/coll"
 	"rsag/phases"
 	"rsag/phases/inmem"
 )
@@ -25,7 +26,7 @@ func memoryDeltas(n, s int64) map[string][2]int64 {
 
 func runMemory(world int, faults inmem.Faults, payload int64) ([][]phases.MemoryResult, []error) {
 	results := make([][]phases.MemoryResult, world)
-	errs := inmem.Run(world, faults, func(be phases.Backend, comm phases.Comm) error {
+	errs := inmem.Run(world, faults, func(be coll.Backend, comm coll.Comm) error {
 		r, err := phases.RunMemory(be, comm, phases.MemoryRun{PayloadBytes: payload, Modes: phases.DefaultMemoryModes()}, nil)
 		results[be.Rank()] = r
 		return err

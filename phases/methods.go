@@ -3,32 +3,17 @@ package phases
 import (
 	"errors"
 	"fmt"
+
+	"rsag/coll"
 )
-
-// Preparer is a backend that checks a collective's arguments once and
-// returns a call that only runs it, so that the timed loop pays for the
-// library call and nothing else (shape checks, buffer lookups, type
-// mapping). The call is valid while its buffers are. A backend without it
-// gets each call through Collective.Run.
-type Preparer interface {
-	Prepare(c Collective, send, recv Buffer, op Op) (func() error, error)
-}
-
-// LoopPreparer is a backend that can also run a prepared collective n
-// times back to back in the library's own language (a C loop): what IMB and
-// nccl-tests time, with nothing of Go's between the calls. The batched
-// method uses it for the modes of one collective.
-type LoopPreparer interface {
-	PrepareLoop(c Collective, send, recv Buffer, op Op) (func(n int) error, error)
-}
 
 // prepare returns c on send and recv as one call: the backend's prepared
 // call, or a plain one after the same shape check every backend makes.
-func prepare(be Backend, c Collective, send, recv Buffer, op Op) (func() error, error) {
-	if p, ok := find[Preparer](be); ok {
+func prepare(be coll.Backend, c coll.Collective, send, recv coll.Buffer, op coll.Op) (func() error, error) {
+	if p, ok := coll.Find[coll.Preparer](be); ok {
 		return p.Prepare(c, send, recv, op)
 	}
-	if err := CheckShapes(c, send, recv, be.WorldSize()); err != nil {
+	if err := coll.CheckShapes(c, send, recv, be.WorldSize()); err != nil {
 		return nil, err
 	}
 	return func() error { return c.Run(be, send, recv, op) }, nil
@@ -41,7 +26,7 @@ type sampler func(m *modeCase) (float64, error)
 // sample runs, how a sample is taken, and whether the outputs need a
 // separate validation pass.
 type timingMethod struct {
-	name Method
+	name coll.Method
 	// batched: a sample runs the run's batch of operations back to back;
 	// otherwise one.
 	batched bool
@@ -57,25 +42,25 @@ type timingMethod struct {
 	refillAlways bool
 	// sampler returns how to take a sample of each of modes with batch
 	// operations, and what releases what it set up.
-	sampler func(be Backend, modes []*modeCase, batch int) (sampler, func() error, error)
+	sampler func(be coll.Backend, modes []*modeCase, batch int) (sampler, func() error, error)
 	// missing says what the backend lacks for this method, or nil.
-	missing func(be Backend) error
+	missing func(be coll.Backend) error
 }
 
 func noRelease() error { return nil }
 
-func always(Backend) error { return nil }
+func always(coll.Backend) error { return nil }
 
 var timingMethods = []timingMethod{
 	{
-		name: PerOp, refillAlways: true, missing: always,
-		sampler: func(be Backend, _ []*modeCase, _ int) (sampler, func() error, error) {
+		name: coll.PerOp, refillAlways: true, missing: always,
+		sampler: func(be coll.Backend, _ []*modeCase, _ int) (sampler, func() error, error) {
 			return func(m *modeCase) (float64, error) { return be.Time(m.run) }, noRelease, nil
 		},
 	},
 	{
-		name: Batched, batched: true, validateAfter: true, missing: always,
-		sampler: func(be Backend, modes []*modeCase, batch int) (sampler, func() error, error) {
+		name: coll.Batched, batched: true, validateAfter: true, missing: always,
+		sampler: func(be coll.Backend, modes []*modeCase, batch int) (sampler, func() error, error) {
 			// One closure per mode, made here: a sample then allocates nothing.
 			runs := make(map[*modeCase]func() error, len(modes))
 			for _, m := range modes {
@@ -88,15 +73,15 @@ var timingMethods = []timingMethod{
 		},
 	},
 	{
-		name: GraphReplay, batched: true, validateAfter: true,
-		missing: func(be Backend) error { _, err := graphTimer(be); return err },
+		name: coll.GraphReplay, batched: true, validateAfter: true,
+		missing: func(be coll.Backend) error { _, err := graphTimer(be); return err },
 		sampler: graphSampler,
 	},
 }
 
 // graphTimer is be's graph capture, or why the graph method cannot run.
-func graphTimer(be Backend) (GraphTimer, error) {
-	if gt, ok := find[GraphTimer](be); ok {
+func graphTimer(be coll.Backend) (coll.GraphTimer, error) {
+	if gt, ok := coll.Find[coll.GraphTimer](be); ok {
 		return gt, nil
 	}
 	return nil, fmt.Errorf("the graph method needs CUDA graphs, which the %s backend has not: use per-op or batched, or the nccl backend", be.Info().Backend)
@@ -104,12 +89,12 @@ func graphTimer(be Backend) (GraphTimer, error) {
 
 // graphSampler captures batch operations of each mode into a graph and
 // times the graph's replay.
-func graphSampler(be Backend, modes []*modeCase, batch int) (sampler, func() error, error) {
+func graphSampler(be coll.Backend, modes []*modeCase, batch int) (sampler, func() error, error) {
 	gt, err := graphTimer(be)
 	if err != nil {
 		return nil, nil, err
 	}
-	graphs := make(map[*modeCase]Graph, len(modes))
+	graphs := make(map[*modeCase]coll.Graph, len(modes))
 	release := func() error {
 		var errs []error
 		for _, g := range graphs {
@@ -141,26 +126,11 @@ func graphSampler(be Backend, modes []*modeCase, batch int) (sampler, func() err
 	}, release, nil
 }
 
-func methodOf(m Method) (timingMethod, bool) {
+func methodOf(m coll.Method) (timingMethod, bool) {
 	for _, tm := range timingMethods {
 		if tm.name == m {
 			return tm, true
 		}
 	}
 	return timingMethod{}, false
-}
-
-// find looks for an optional interface on be, through any wrappers (Unwrap).
-func find[T any](be Backend) (T, bool) {
-	for {
-		if t, ok := be.(T); ok {
-			return t, true
-		}
-		u, ok := be.(interface{ Unwrap() Backend })
-		if !ok {
-			var zero T
-			return zero, false
-		}
-		be = u.Unwrap()
-	}
 }

@@ -6,24 +6,25 @@ import (
 	"strings"
 	"testing"
 
+	"rsag/coll"
 	"rsag/phases"
 	"rsag/phases/inmem"
 )
 
 // everyMode is one case of every timed mode, both placements, two methods.
-func everyMode(modes ...phases.Mode) []phases.TimingRun {
-	return []phases.TimingRun{{Name: "modes", SizesBytes: []int64{3 * 4 * 64}, DTypes: []phases.DType{phases.Float32},
-		Ops: []phases.Op{phases.Sum}, Placements: []phases.Placement{phases.OutOfPlace, phases.InPlace},
-		Methods: []phases.Method{phases.PerOp, phases.Batched}, Modes: modes, Batch: 2, Warmups: 1, Cycles: 3}}
+func everyMode(modes ...coll.Mode) []phases.TimingRun {
+	return []phases.TimingRun{{Name: "modes", SizesBytes: []int64{3 * 4 * 64}, DTypes: []coll.DType{coll.Float32},
+		Ops: []coll.Op{coll.Sum}, Placements: []coll.Placement{coll.OutOfPlace, coll.InPlace},
+		Methods: []coll.Method{coll.PerOp, coll.Batched}, Modes: modes, Batch: 2, Warmups: 1, Cycles: 3}}
 }
 
 // Every timed mode runs, in place and out of place, and its own output is
 // checked: a sample per mode per cycle, in rotating order.
 // flatModes are the modes that run on the whole world.
-func flatModes() []phases.Mode {
-	var out []phases.Mode
-	for _, name := range phases.Modes {
-		if m, _ := phases.ModeOf(name); !m.NeedsGroups() {
+func flatModes() []coll.Mode {
+	var out []coll.Mode
+	for _, name := range coll.Modes {
+		if m, _ := coll.ModeOf(name); !m.NeedsGroups() {
 			out = append(out, name)
 		}
 	}
@@ -35,14 +36,14 @@ func TestEveryTimedModeIsChecked(t *testing.T) {
 	flat := flatModes()
 	runs := everyMode(flat...)
 	samples := make([][]phases.TimingSample, world)
-	errs := inmem.Run(world, inmem.Faults{}, func(be phases.Backend, comm phases.Comm) error {
+	errs := inmem.Run(world, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 		s, err := phases.RunTiming(be, comm, runs, nil)
 		samples[be.Rank()] = s
 		return err
 	})
 	noErrors(t, errs)
 	for rank, s := range samples {
-		count := map[phases.Mode]int{}
+		count := map[coll.Mode]int{}
 		for _, x := range s {
 			if !x.Correct {
 				t.Errorf("rank %d: %+v", rank, x)
@@ -57,7 +58,7 @@ func TestEveryTimedModeIsChecked(t *testing.T) {
 		}
 	}
 	// The cycles rotate which mode goes first.
-	var firsts []phases.Mode
+	var firsts []coll.Mode
 	for i := 0; i < 3*len(flat); i += len(flat) {
 		firsts = append(firsts, samples[0][i].Mode)
 	}
@@ -73,20 +74,20 @@ func TestModeChecksCatchTheirFaults(t *testing.T) {
 	const world = 3
 	for _, c := range []struct {
 		fault  inmem.Faults
-		mode   phases.Mode
+		mode   coll.Mode
 		caught bool
 	}{
-		{inmem.Faults{RotatedGather: true}, phases.AllGatherAlone, true},
-		{inmem.Faults{RotatedGather: true}, phases.Decomposed, false}, // every shard is the same full sum
-		{inmem.Faults{RotatedGather: true}, phases.ReduceScatterAlone, false},
-		{inmem.Faults{RotatedGather: true}, phases.Direct, false},
-		{inmem.Faults{SumAsMax: true}, phases.ReduceScatterAlone, true},
-		{inmem.Faults{SumAsMax: true}, phases.Direct, true},
-		{inmem.Faults{SumAsMax: true}, phases.AllGatherAlone, false},
-		{inmem.Faults{DropLastRank: true}, phases.Decomposed, true},
+		{inmem.Faults{RotatedGather: true}, coll.AllGatherAlone, true},
+		{inmem.Faults{RotatedGather: true}, coll.Decomposed, false}, // every shard is the same full sum
+		{inmem.Faults{RotatedGather: true}, coll.ReduceScatterAlone, false},
+		{inmem.Faults{RotatedGather: true}, coll.Direct, false},
+		{inmem.Faults{SumAsMax: true}, coll.ReduceScatterAlone, true},
+		{inmem.Faults{SumAsMax: true}, coll.Direct, true},
+		{inmem.Faults{SumAsMax: true}, coll.AllGatherAlone, false},
+		{inmem.Faults{DropLastRank: true}, coll.Decomposed, true},
 	} {
 		name := fmt.Sprintf("%+v %s", c.fault, c.mode)
-		errs := inmem.Run(world, c.fault, func(be phases.Backend, comm phases.Comm) error {
+		errs := inmem.Run(world, c.fault, func(be coll.Backend, comm coll.Comm) error {
 			_, err := phases.RunTiming(be, comm, everyMode(c.mode), nil)
 			return err
 		})
@@ -107,26 +108,26 @@ func TestModeChecksCatchTheirFaults(t *testing.T) {
 func TestTimedModeFacts(t *testing.T) {
 	const w, n = 4, 1 << 20
 	for _, c := range []struct {
-		mode          phases.Mode
+		mode          coll.Mode
 		bus           float64
 		out, in, elem int64
 	}{
-		{phases.Direct, 1.5, 2 * n, n, 4},
-		{phases.Decomposed, 1.5, 2*n + n/w, n, 4},
-		{phases.ReduceScatterAlone, 0.75, n + n/w, n, 4},
-		{phases.AllGatherAlone, 0.75, n/w + n, n, 8},
+		{coll.Direct, 1.5, 2 * n, n, 4},
+		{coll.Decomposed, 1.5, 2*n + n/w, n, 4},
+		{coll.ReduceScatterAlone, 0.75, n + n/w, n, 4},
+		{coll.AllGatherAlone, 0.75, n/w + n, n, 8},
 	} {
-		m, ok := phases.ModeOf(c.mode)
+		m, ok := coll.ModeOf(c.mode)
 		if !ok {
 			t.Fatalf("%s has no record", c.mode)
 		}
-		if got := m.BusFactor(phases.Layout{World: w}); got != c.bus {
+		if got := m.BusFactor(coll.Layout{World: w}); got != c.bus {
 			t.Errorf("%s: bus factor %v, want %v", c.mode, got, c.bus)
 		}
-		if got := m.Footprint(n, int(c.elem), phases.Layout{World: w}, phases.OutOfPlace); got != c.out {
+		if got := m.Footprint(n, int(c.elem), coll.Layout{World: w}, coll.OutOfPlace); got != c.out {
 			t.Errorf("%s: out-of-place footprint %d, want %d", c.mode, got, c.out)
 		}
-		if got := m.Footprint(n, int(c.elem), phases.Layout{World: w}, phases.InPlace); got != c.in {
+		if got := m.Footprint(n, int(c.elem), coll.Layout{World: w}, coll.InPlace); got != c.in {
 			t.Errorf("%s: in-place footprint %d, want %d", c.mode, got, c.in)
 		}
 	}

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"rsag/coll"
 )
 
 // NumericsSpec is what the numerics phase runs: every dtype at every size,
 // on inputs from NewStream(Seed, rank).
 type NumericsSpec struct {
-	DTypes     []DType
+	DTypes     []coll.DType
 	SizesBytes []int64
 	Seed       uint64
 }
@@ -18,7 +20,7 @@ type NumericsSpec struct {
 // outputs on this rank compare with each other and with the exact sum.
 type NumericsResult struct {
 	Rank      int
-	DType     DType
+	DType     coll.DType
 	SizeBytes int64
 	Elements  int
 	// BitwiseEqual says whether AllReduce and ReduceScatter+AllGather gave
@@ -65,18 +67,18 @@ var numericsChunk = checkChunk
 // that the backend cannot reduce, a size that does not divide into equal
 // shards, or a world too large for the dtype's error bound to mean
 // anything. Every rank gets the same answer.
-func CheckNumerics(be Backend, spec NumericsSpec) error {
+func CheckNumerics(be coll.Backend, spec NumericsSpec) error {
 	world := be.WorldSize()
 	if len(spec.DTypes) == 0 || len(spec.SizesBytes) == 0 {
 		return errors.New("numerics: no dtypes or no sizes to run: list at least one float dtype and one size, or disable the phase")
 	}
 	for _, d := range spec.DTypes {
-		ft, ok := FloatTypeOf(d)
+		ft, ok := coll.FloatTypeOf(d)
 		if !ok {
 			return fmt.Errorf("numerics: %s is not a floating-point type: the phase measures rounding, which integer sums have not; "+
 				"list float types only (float32 and float64, and float16 and bfloat16 on the nccl backend)", d)
 		}
-		if err := be.Supports(d, Sum); err != nil {
+		if err := be.Supports(d, coll.Sum); err != nil {
 			return fmt.Errorf("numerics: %s: %w", d, err)
 		}
 		if float64(world-1)*ft.UnitRoundoff >= 1 {
@@ -114,7 +116,7 @@ func NumericsFootprint(world int, spec NumericsSpec) int64 {
 // regenerated input. Bitwise differences are the finding, not a failure;
 // an error beyond the standard bound fails the run on every rank, naming
 // dtype, size and element.
-func RunNumerics(be Backend, comm Comm, spec NumericsSpec) ([]NumericsResult, error) {
+func RunNumerics(be coll.Backend, comm coll.Comm, spec NumericsSpec) ([]NumericsResult, error) {
 	if err := CheckNumerics(be, spec); err != nil {
 		return nil, err
 	}
@@ -129,7 +131,7 @@ func RunNumerics(be Backend, comm Comm, spec NumericsSpec) ([]NumericsResult, er
 			results = append(results, r)
 			// Every rank gets here, so a bound exceeded on one rank ends
 			// the run on all of them.
-			if err := agree(comm, "numerics", fmt.Sprintf("%s %s", d, SizeText(size)), local); err != nil {
+			if err := agree(comm, "numerics", fmt.Sprintf("%s %s", d, coll.SizeText(size)), local); err != nil {
 				return results, err
 			}
 		}
@@ -137,16 +139,16 @@ func RunNumerics(be Backend, comm Comm, spec NumericsSpec) ([]NumericsResult, er
 	return results, nil
 }
 
-func numericsCase(be Backend, d DType, size int64, seed uint64) (r NumericsResult, err error) {
-	ft, _ := FloatTypeOf(d)
+func numericsCase(be coll.Backend, d coll.DType, size int64, seed uint64) (r NumericsResult, err error) {
+	ft, _ := coll.FloatTypeOf(d)
 	world, rank := be.WorldSize(), be.Rank()
 	count := int(size / int64(d.Size()))
 	r = NumericsResult{Rank: rank, DType: d, SizeBytes: size, Elements: count, UnitRoundoff: ft.UnitRoundoff}
 	a := &arena{be: be}
 	defer a.release(&err)
-	var in, direct, shard, decomposed Buffer
+	var in, direct, shard, decomposed coll.Buffer
 	for _, p := range []struct {
-		b *Buffer
+		b *coll.Buffer
 		n int
 	}{{&in, count}, {&direct, count}, {&shard, count / world}, {&decomposed, count}} {
 		if *p.b, err = a.alloc(d, p.n); err != nil {
@@ -160,10 +162,10 @@ func numericsCase(be Backend, d DType, size int64, seed uint64) (r NumericsResul
 	if err := fillStream(be, in, ft, streams[rank]); err != nil {
 		return r, err
 	}
-	if err := be.AllReduce(in, direct, Sum); err != nil {
+	if err := be.AllReduce(in, direct, coll.Sum); err != nil {
 		return r, err
 	}
-	if err := be.ReduceScatter(in, shard, Sum); err != nil {
+	if err := be.ReduceScatter(in, shard, coll.Sum); err != nil {
 		return r, err
 	}
 	if err := be.AllGather(shard, decomposed); err != nil {
@@ -178,13 +180,13 @@ func numericsCase(be Backend, d DType, size int64, seed uint64) (r NumericsResul
 	}
 	c.fill(&r)
 	if c.first != nil {
-		return r, &CheckError{Phase: "numerics", What: fmt.Sprintf("%s %s (%d bytes), %s", d, SizeText(size), size, c.first)}
+		return r, &CheckError{Phase: "numerics", What: fmt.Sprintf("%s %s (%d bytes), %s", d, coll.SizeText(size), size, c.first)}
 	}
 	return r, nil
 }
 
 // fillStream writes s's values into b, numericsChunk elements at a time.
-func fillStream(be Backend, b Buffer, ft FloatType, s Stream) error {
+func fillStream(be coll.Backend, b coll.Buffer, ft coll.FloatType, s Stream) error {
 	es := ft.DType.Size()
 	host := make([]byte, min(b.Count(), numericsChunk)*es)
 	for off := 0; off < b.Count(); off += numericsChunk {
@@ -205,7 +207,7 @@ func fillStream(be Backend, b Buffer, ft FloatType, s Stream) error {
 
 // comparison accumulates the per-element comparison of one case.
 type comparison struct {
-	ft      FloatType
+	ft      coll.FloatType
 	streams []Stream
 	gamma   float64 // gamma_{W-1}
 
@@ -235,14 +237,14 @@ func (b *boundExceeded) String() string {
 
 var numericsPaths = [2]string{"AllReduce", "ReduceScatter+AllGather"}
 
-func newComparison(ft FloatType, world int, streams []Stream) *comparison {
+func newComparison(ft coll.FloatType, world int, streams []Stream) *comparison {
 	wu := float64(world-1) * ft.UnitRoundoff
 	return &comparison{ft: ft, streams: streams, gamma: wu / (1 - wu), xs: make([]float64, world)}
 }
 
 // run reads both outputs numericsChunk elements at a time and compares
 // every element.
-func (c *comparison) run(be Backend, direct, decomposed Buffer) error {
+func (c *comparison) run(be coll.Backend, direct, decomposed coll.Buffer) error {
 	es := c.ft.DType.Size()
 	n := direct.Count()
 	var host [2][]byte
@@ -251,7 +253,7 @@ func (c *comparison) run(be Backend, direct, decomposed Buffer) error {
 	}
 	for off := 0; off < n; off += numericsChunk {
 		k := min(numericsChunk, n-off)
-		for p, b := range [2]Buffer{direct, decomposed} {
+		for p, b := range [2]coll.Buffer{direct, decomposed} {
 			view, err := be.View(b, off, k)
 			if err != nil {
 				return err

@@ -10,11 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"rsag/coll"
 	"rsag/phases"
 	"rsag/phases/inmem"
 )
 
-var floatDTypes = []phases.DType{phases.Float16, phases.BFloat16, phases.Float32, phases.Float64}
+var floatDTypes = []coll.DType{coll.Float16, coll.BFloat16, coll.Float32, coll.Float64}
 
 // numericsSizes divide into equal shards of every float type on 2, 3 and 4 ranks.
 var numericsSizes = []int64{3 << 10, 48 << 10}
@@ -23,7 +24,7 @@ var numericsSizes = []int64{3 << 10, 48 << 10}
 // rank's results and error.
 func runNumerics(world int, faults inmem.Faults, spec phases.NumericsSpec) ([][]phases.NumericsResult, []error) {
 	results := make([][]phases.NumericsResult, world)
-	errs := inmem.Run(world, faults, func(be phases.Backend, comm phases.Comm) error {
+	errs := inmem.Run(world, faults, func(be coll.Backend, comm coll.Comm) error {
 		r, err := phases.RunNumerics(be, comm, spec)
 		results[be.Rank()] = r
 		return err
@@ -41,7 +42,7 @@ func checkResults(t *testing.T, world int, spec phases.NumericsSpec, results [][
 		}
 		for i, r := range rs {
 			d, size := spec.DTypes[i/len(spec.SizesBytes)], spec.SizesBytes[i%len(spec.SizesBytes)]
-			ft, _ := phases.FloatTypeOf(d)
+			ft, _ := coll.FloatTypeOf(d)
 			if r.Rank != rank || r.DType != d || r.SizeBytes != size || r.Elements != int(size)/d.Size() || r.UnitRoundoff != ft.UnitRoundoff {
 				t.Errorf("rank %d result %d: %+v", rank, i, r)
 			}
@@ -69,7 +70,7 @@ func TestNumericsCorrectBackend(t *testing.T) {
 				if !r.BitwiseEqual {
 					t.Errorf("%d ranks: %s %d: %s", world, r.DType, r.SizeBytes, r.Verdict())
 				}
-				if r.DType == phases.Float64 && world == 2 && (r.MaxAbsErrorDirect != 0 || r.MaxAbsErrorDecomposed != 0) {
+				if r.DType == coll.Float64 && world == 2 && (r.MaxAbsErrorDirect != 0 || r.MaxAbsErrorDecomposed != 0) {
 					// One addition, correctly rounded, is the exact sum rounded.
 					t.Errorf("2 ranks: float64 errors %g, %g, want 0", r.MaxAbsErrorDirect, r.MaxAbsErrorDecomposed)
 				}
@@ -82,7 +83,7 @@ func TestNumericsCorrectBackend(t *testing.T) {
 // rank order round twice, so they are off the exact sum somewhere; a
 // reference summed in float64 in that same order would see no error.
 func TestNumericsReferenceIsExact(t *testing.T) {
-	spec := phases.NumericsSpec{DTypes: []phases.DType{phases.Float64}, SizesBytes: []int64{48 << 10}, Seed: 1}
+	spec := phases.NumericsSpec{DTypes: []coll.DType{coll.Float64}, SizesBytes: []int64{48 << 10}, Seed: 1}
 	results, errs := runNumerics(3, inmem.Faults{}, spec)
 	noErrors(t, errs)
 	r := results[0][0]
@@ -121,9 +122,9 @@ func TestNumericsReorderedSum(t *testing.T) {
 // size and element.
 func TestNumericsBeyondBound(t *testing.T) {
 	const world = 3
-	spec := phases.NumericsSpec{DTypes: []phases.DType{phases.Float32, phases.Float64}, SizesBytes: numericsSizes, Seed: 1}
+	spec := phases.NumericsSpec{DTypes: []coll.DType{coll.Float32, coll.Float64}, SizesBytes: numericsSizes, Seed: 1}
 	// Element 0 fails first: rank 2's input there is far from zero.
-	ft, _ := phases.FloatTypeOf(phases.Float32)
+	ft, _ := coll.FloatTypeOf(coll.Float32)
 	if x := phases.NewStream(1, 2).Value(ft, 0); math.Abs(x) < 0.01 {
 		t.Fatalf("rank 2's element 0 is %v, too small for this test", x)
 	}
@@ -173,12 +174,12 @@ func TestNumericsChunks(t *testing.T) {
 // supportsNot is a backend that refuses one dtype, as the MPI backend
 // refuses float16.
 type supportsNot struct {
-	phases.Backend
-	d     phases.DType
+	coll.Backend
+	d     coll.DType
 	world int
 }
 
-func (s supportsNot) Supports(d phases.DType, o phases.Op) error {
+func (s supportsNot) Supports(d coll.DType, o coll.Op) error {
 	if d == s.d {
 		return fmt.Errorf("the test backend cannot run collectives on %s", d)
 	}
@@ -199,22 +200,22 @@ func TestCheckNumerics(t *testing.T) {
 		world int // overrides the backend's
 		want  string
 	}{
-		{"integer", phases.NumericsSpec{DTypes: []phases.DType{phases.Int32}, SizesBytes: []int64{96}},
+		{"integer", phases.NumericsSpec{DTypes: []coll.DType{coll.Int32}, SizesBytes: []int64{96}},
 			0, "numerics: int32 is not a floating-point type"},
-		{"unsupported", phases.NumericsSpec{DTypes: []phases.DType{phases.Float32, phases.Float16}, SizesBytes: []int64{96}},
+		{"unsupported", phases.NumericsSpec{DTypes: []coll.DType{coll.Float32, coll.Float16}, SizesBytes: []int64{96}},
 			0, "numerics: float16: the test backend cannot run collectives on float16"},
-		{"indivisible", phases.NumericsSpec{DTypes: []phases.DType{phases.Float64}, SizesBytes: []int64{96, 100}},
+		{"indivisible", phases.NumericsSpec{DTypes: []coll.DType{coll.Float64}, SizesBytes: []int64{96, 100}},
 			0, "numerics: 100 bytes does not divide by 3 ranks x 8 bytes (float64) = 24: use a multiple of 24, e.g. 96 or 120"},
-		{"zero size", phases.NumericsSpec{DTypes: []phases.DType{phases.Float32}, SizesBytes: []int64{0}},
+		{"zero size", phases.NumericsSpec{DTypes: []coll.DType{coll.Float32}, SizesBytes: []int64{0}},
 			0, "numerics: 0 bytes does not divide"},
 		{"empty", phases.NumericsSpec{SizesBytes: []int64{96}}, 0, "no dtypes or no sizes"},
-		{"bound meaningless", phases.NumericsSpec{DTypes: []phases.DType{phases.BFloat16}, SizesBytes: []int64{1 << 20}},
+		{"bound meaningless", phases.NumericsSpec{DTypes: []coll.DType{coll.BFloat16}, SizesBytes: []int64{1 << 20}},
 			300, "bfloat16 on 300 ranks: the summation error bound needs (ranks-1) x u < 1 with u = 2^-8"},
 		{"fine", phases.NumericsSpec{DTypes: floatDTypes[2:], SizesBytes: []int64{96, 48}}, 0, ""},
 	}
-	errs := inmem.Run(3, inmem.Faults{}, func(be phases.Backend, comm phases.Comm) error {
+	errs := inmem.Run(3, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 		for _, c := range cases {
-			err := phases.CheckNumerics(supportsNot{Backend: be, d: phases.Float16, world: c.world}, c.spec)
+			err := phases.CheckNumerics(supportsNot{Backend: be, d: coll.Float16, world: c.world}, c.spec)
 			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 				return fmt.Errorf("%s: %v, want %q", c.name, err, c.want)
 			}

@@ -3,39 +3,18 @@ package phases
 import (
 	"fmt"
 	"slices"
+
+	"rsag/coll"
 )
-
-// FreeMemoryReporter is a backend that can say how much memory its buffers
-// may take (cuMemGetInfo on a GPU, MemAvailable on a host), so that a
-// payload too large is refused before any collective runs rather than
-// failing half way (or, in host memory, ended by the OOM killer).
-type FreeMemoryReporter interface {
-	// FreeMemory is the bytes this rank's buffers may take now, of a
-	// total, and which memory that is, from one reading.
-	FreeMemory() (MemoryReading, error)
-}
-
-// MemoryReading is what a FreeMemoryReporter measured.
-type MemoryReading struct {
-	Free, Total int64
-	MemoryKind
-}
-
-// MemoryKind names the memory a FreeMemoryReporter measures.
-type MemoryKind struct {
-	Memory string // "device memory", "host memory"
-	Where  string // "NVIDIA H200 (GPU 0 of node7)", "node7 (MemAvailable, shared by its 4 ranks)"
-	Fix    string // how to have more: "free the GPU of other processes"
-}
 
 // TimingFootprint is the most memory the timing phase holds at once: the
 // buffers of every mode of the run at its largest size, for the placement,
 // dtype and buffer kind that need the most, each buffer as the backend
 // allocates it (symmetric windows round up to the VMM granularity).
-func TimingFootprint(be Backend, runs []TimingRun) int64 {
+func TimingFootprint(be coll.Backend, runs []TimingRun) int64 {
 	world := be.WorldSize()
-	allocBytes := func(_ BufferKind, n int64) int64 { return n }
-	if vs, ok := find[Variants](be); ok {
+	allocBytes := func(_ coll.BufferKind, n int64) int64 { return n }
+	if vs, ok := coll.Find[coll.Variants](be); ok {
 		allocBytes = vs.AllocBytes
 	}
 	var most int64
@@ -53,7 +32,7 @@ func TimingFootprint(be Backend, runs []TimingRun) int64 {
 				for _, p := range r.Placements {
 					var need int64
 					for _, m := range modes {
-						for _, b := range m.bufferBytes(n, d.Size(), runLayout(world, r), p) {
+						for _, b := range m.BufferBytes(n, d.Size(), runLayout(world, r), p) {
 							need += allocBytes(v.Buffers, b)
 						}
 					}
@@ -66,8 +45,8 @@ func TimingFootprint(be Backend, runs []TimingRun) int64 {
 }
 
 // runLayout is the world's shape for a run's modes.
-func runLayout(world int, r TimingRun) Layout {
-	l := Layout{World: world}
+func runLayout(world int, r TimingRun) coll.Layout {
+	l := coll.Layout{World: world}
 	if r.Groups != nil {
 		l.Group = r.Groups.Size
 	}
@@ -76,7 +55,7 @@ func runLayout(world int, r TimingRun) Layout {
 
 // CheckSupport returns an error, naming the run, for the first dtype/op
 // pair, method or mode the backend cannot run.
-func CheckSupport(be Backend, runs []TimingRun) error {
+func CheckSupport(be coll.Backend, runs []TimingRun) error {
 	for _, r := range runs {
 		modes, err := runModes(r)
 		if err != nil {
@@ -86,7 +65,7 @@ func CheckSupport(be Backend, runs []TimingRun) error {
 			if m.NeedsGroups() && r.Groups == nil {
 				return fmt.Errorf("run %s: mode %s runs within and across groups: set [hierarchy] enabled = true, or drop it", r.Name, m.Name)
 			}
-			if _, ok := find[Splitter](be); m.NeedsGroups() && !ok {
+			if _, ok := coll.Find[coll.Splitter](be); m.NeedsGroups() && !ok {
 				return fmt.Errorf("run %s: mode %s needs sub-communicators, which the %s backend has not", r.Name, m.Name, be.Info().Backend)
 			}
 		}
@@ -98,7 +77,7 @@ func CheckSupport(be Backend, runs []TimingRun) error {
 			}
 		}
 		for _, v := range RunVariants(r) {
-			if v == Baseline {
+			if v == coll.Baseline {
 				continue
 			}
 			if _, err := variantsFor(be, v); err != nil {
@@ -120,7 +99,7 @@ func CheckSupport(be Backend, runs []TimingRun) error {
 
 // MemoryFootprint is the largest analytic peak among the run's modes.
 func MemoryFootprint(world int, run MemoryRun) int64 {
-	l := Layout{World: world}
+	l := coll.Layout{World: world}
 	if run.Groups != nil {
 		l.Group = run.Groups.Size
 	}
@@ -135,8 +114,8 @@ func MemoryFootprint(world int, run MemoryRun) int64 {
 
 // CheckFits returns an error when need bytes do not fit in the free memory
 // the backend reports; nil when they do or the backend cannot tell.
-func CheckFits(be Backend, need int64, what string) error {
-	fm, ok := be.(FreeMemoryReporter)
+func CheckFits(be coll.Backend, need int64, what string) error {
+	fm, ok := be.(coll.FreeMemoryReporter)
 	if !ok || need == 0 {
 		return nil
 	}
@@ -146,10 +125,7 @@ func CheckFits(be Backend, need int64, what string) error {
 	}
 	if need > m.Free {
 		return fmt.Errorf("%s needs %d bytes (%.2f GiB) of %s at once on each rank, but %s has %d bytes (%.2f GiB) free for this rank, of %d (%.2f GiB): lower the sizes or the payload in the config, or %s",
-			what, need, GiB(need), m.Memory, m.Where, m.Free, GiB(m.Free), m.Total, GiB(m.Total), m.Fix)
+			what, need, coll.GiB(need), m.Memory, m.Where, m.Free, coll.GiB(m.Free), m.Total, coll.GiB(m.Total), m.Fix)
 	}
 	return nil
 }
-
-// GiB is b in binary gigabytes, for messages.
-func GiB(b int64) float64 { return float64(b) / (1 << 30) }

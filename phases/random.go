@@ -3,6 +3,8 @@ package phases
 import (
 	"math"
 	"math/bits"
+
+	"rsag/coll"
 )
 
 // Stream is one rank's sequence of numerics inputs from a counter-based
@@ -56,4 +58,4 @@ func (s Stream) Float64(i int) float64 {
 
 // Value is Float64(i) rounded toward zero to the float type ft: a value of
 // the dtype, still in (-1, 1).
-func (s Stream) Value(ft FloatType, i int) float64 { return ft.towardZero(s.Float64(i)) }
+func (s Stream) Value(ft coll.FloatType, i int) float64 { return ft.TowardZero(s.Float64(i)) }

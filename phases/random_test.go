@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"rsag/coll"
 	"rsag/phases"
 	"rsag/phases/inmem"
 )
@@ -23,9 +24,9 @@ func TestStreamIsSplitMix64(t *testing.T) {
 // TestStreamGolden pins the inputs: a change here changes every numerics
 // result ever recorded, so these values are fixed, not regenerated.
 func TestStreamGolden(t *testing.T) {
-	f32, _ := phases.FloatTypeOf(phases.Float32)
-	f16, _ := phases.FloatTypeOf(phases.Float16)
-	bf16, _ := phases.FloatTypeOf(phases.BFloat16)
+	f32, _ := coll.FloatTypeOf(coll.Float32)
+	f16, _ := coll.FloatTypeOf(coll.Float16)
+	bf16, _ := coll.FloatTypeOf(coll.BFloat16)
 	golden := []struct {
 		rank, index         int
 		word                uint64
@@ -56,8 +57,8 @@ func TestStreamGolden(t *testing.T) {
 // the type, never larger than the float64 value they come from, spread
 // over both signs; and that ranks and seeds give different streams.
 func TestStreamValues(t *testing.T) {
-	for _, d := range []phases.DType{phases.Float16, phases.BFloat16, phases.Float32, phases.Float64} {
-		ft, _ := phases.FloatTypeOf(d)
+	for _, d := range []coll.DType{coll.Float16, coll.BFloat16, coll.Float32, coll.Float64} {
+		ft, _ := coll.FloatTypeOf(d)
 		s := phases.NewStream(7, 3)
 		negative := 0
 		const n = 100000
@@ -109,7 +110,7 @@ func TestStreamValues(t *testing.T) {
 // rank's input, and compares them all with the test's own.
 func TestGeneratorSameOnEveryRank(t *testing.T) {
 	const world, n = 4, 2000
-	ft, _ := phases.FloatTypeOf(phases.Float32)
+	ft, _ := coll.FloatTypeOf(coll.Float32)
 	generate := func() [][]float64 {
 		v := make([][]float64, world)
 		for r := range v {
@@ -123,7 +124,7 @@ func TestGeneratorSameOnEveryRank(t *testing.T) {
 	want := generate()
 	for run := range 2 {
 		got := make([][][]float64, world)
-		errs := inmem.Run(world, inmem.Faults{}, func(be phases.Backend, comm phases.Comm) error {
+		errs := inmem.Run(world, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 			got[be.Rank()] = generate()
 			return comm.Barrier()
 		})

@@ -5,46 +5,21 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-)
 
-// Placement says where the collectives' outputs go.
-type Placement string
-
-const (
-	// OutOfPlace gives every collective its own output buffer.
-	OutOfPlace Placement = "out-of-place"
-	// InPlace reduces into the input: AllReduce in its buffer, ReduceScatter
-	// leaving the shard inside the input at rank x count, AllGather reading
-	// that shard from inside its output.
-	InPlace Placement = "in-place"
-)
-
-// Method says how a sample is timed.
-type Method string
-
-const (
-	// PerOp is the seed's: one operation between two timestamps taken after
-	// a synchronisation.
-	PerOp Method = "per-op"
-	// Batched is nccl-tests': Batch back-to-back operations between two
-	// timestamps, divided by Batch.
-	Batched Method = "batched"
-	// GraphReplay captures Batch operations into a CUDA graph and times its
-	// replay, divided by Batch: no launch overhead.
-	GraphReplay Method = "graph"
+	"rsag/coll"
 )
 
 // TimingSample is one timed sample on one rank.
 type TimingSample struct {
 	Run        string
 	SizeBytes  int64
-	DType      DType
-	Op         Op
-	Placement  Placement
-	Variant    Variant // buffers and CTA policy
-	Method     Method
+	DType      coll.DType
+	Op         coll.Op
+	Placement  coll.Placement
+	Variant    coll.Variant // buffers and CTA policy
+	Method     coll.Method
 	Batch      int // operations per sample: 1 for per-op
-	Mode       Mode
+	Mode       coll.Mode
 	Cycle      int
 	DurationUS float64 // per operation
 	Correct    bool
@@ -56,13 +31,13 @@ type TimingSample struct {
 type TimingRun struct {
 	Name        string
 	SizesBytes  []int64
-	DTypes      []DType
-	Ops         []Op
-	Placements  []Placement
-	Methods     []Method
-	Modes       []Mode       // empty: DefaultModes
-	Buffers     []BufferKind // empty: plain
-	CTAPolicies []CTAPolicy  // empty: default
+	DTypes      []coll.DType
+	Ops         []coll.Op
+	Placements  []coll.Placement
+	Methods     []coll.Method
+	Modes       []coll.Mode       // empty: DefaultModes
+	Buffers     []coll.BufferKind // empty: plain
+	CTAPolicies []coll.CTAPolicy  // empty: default
 	Batch       int
 	Warmups     int
 	Cycles      int
@@ -75,17 +50,17 @@ type TimingRun struct {
 type timingCase struct {
 	run       string
 	size      int64
-	dtype     DType
-	op        Op
-	placement Placement
-	variant   Variant
-	method    Method
+	dtype     coll.DType
+	op        coll.Op
+	placement coll.Placement
+	variant   coll.Variant
+	method    coll.Method
 	batch     int
 }
 
 func (c timingCase) String() string {
-	s := fmt.Sprintf("%s %s %s %s %s %s", c.run, SizeText(c.size), c.dtype, c.op, c.placement, c.method)
-	if c.variant != Baseline {
+	s := fmt.Sprintf("%s %s %s %s %s %s", c.run, coll.SizeText(c.size), c.dtype, c.op, c.placement, c.method)
+	if c.variant != coll.Baseline {
 		s += " " + c.variant.String()
 	}
 	return s
@@ -97,7 +72,7 @@ func (c timingCase) String() string {
 // cycles), inputs refilled before each sample; then every element of every
 // mode's output is checked. A wrong element on any rank fails the run with
 // the case named. progress, if not nil, gets one line per completed case.
-func RunTiming(be Backend, comm Comm, runs []TimingRun, progress func(string)) ([]TimingSample, error) {
+func RunTiming(be coll.Backend, comm coll.Comm, runs []TimingRun, progress func(string)) ([]TimingSample, error) {
 	var samples []TimingSample
 	for _, r := range runs {
 		modes, err := runModes(r)
@@ -117,25 +92,25 @@ func RunTiming(be Backend, comm Comm, runs []TimingRun, progress func(string)) (
 
 // RunVariants are the run's buffer kinds x CTA policies (Baseline when it
 // names none), in the config's order.
-func RunVariants(r TimingRun) []Variant {
+func RunVariants(r TimingRun) []coll.Variant {
 	buffers, policies := r.Buffers, r.CTAPolicies
 	if len(buffers) == 0 {
-		buffers = []BufferKind{PlainBuffers}
+		buffers = []coll.BufferKind{coll.PlainBuffers}
 	}
 	if len(policies) == 0 {
-		policies = []CTAPolicy{DefaultCTAPolicy}
+		policies = []coll.CTAPolicy{coll.DefaultCTAPolicy}
 	}
-	var out []Variant
+	var out []coll.Variant
 	for _, p := range policies {
 		for _, b := range buffers {
-			out = append(out, Variant{Buffers: b, CTAPolicy: p})
+			out = append(out, coll.Variant{Buffers: b, CTAPolicy: p})
 		}
 	}
 	return out
 }
 
 // timeVariant times every case of the run on the variant's backend.
-func timeVariant(be Backend, comm Comm, r TimingRun, v Variant, modes []TimedMode, progress func(string)) (samples []TimingSample, err error) {
+func timeVariant(be coll.Backend, comm coll.Comm, r TimingRun, v coll.Variant, modes []coll.TimedMode, progress func(string)) (samples []TimingSample, err error) {
 	vb, release, err := variantBackend(be, v)
 	if err != nil {
 		return nil, fmt.Errorf("timing %s %s on rank %d: %w", r.Name, v, be.Rank(), err)
@@ -146,7 +121,7 @@ func timeVariant(be Backend, comm Comm, r TimingRun, v Variant, modes []TimedMod
 		}
 	}()
 	var groups *Groups
-	if slices.ContainsFunc(modes, TimedMode.NeedsGroups) {
+	if slices.ContainsFunc(modes, coll.TimedMode.NeedsGroups) {
 		if groups = r.Groups; groups == nil {
 			return nil, fmt.Errorf("run %s: its modes run within and across groups, but it has none ([hierarchy] is off)", r.Name)
 		}
@@ -179,8 +154,8 @@ func timeVariant(be Backend, comm Comm, r TimingRun, v Variant, modes []TimedMod
 
 // variantBackend returns be for Baseline, and otherwise the backend's
 // variant, under the same watch; release closes what it opened.
-func variantBackend(be Backend, v Variant) (Backend, func() error, error) {
-	if v == Baseline {
+func variantBackend(be coll.Backend, v coll.Variant) (coll.Backend, func() error, error) {
+	if v == coll.Baseline {
 		return be, noRelease, nil
 	}
 	vs, err := variantsFor(be, v)
@@ -195,8 +170,8 @@ func variantBackend(be Backend, v Variant) (Backend, func() error, error) {
 }
 
 // variantsFor is be's variants, when it has them and v among them.
-func variantsFor(be Backend, v Variant) (Variants, error) {
-	vs, ok := find[Variants](be)
+func variantsFor(be coll.Backend, v coll.Variant) (coll.Variants, error) {
+	vs, ok := coll.Find[coll.Variants](be)
 	if !ok {
 		return nil, missingVariants(be, v)
 	}
@@ -206,21 +181,21 @@ func variantsFor(be Backend, v Variant) (Variants, error) {
 	return vs, nil
 }
 
-func missingVariants(be Backend, v Variant) error {
+func missingVariants(be coll.Backend, v coll.Variant) error {
 	return fmt.Errorf("buffers %q and cta_policy %q need NCCL's fast paths, which the %s backend has not: use plain buffers and the default policy, or the nccl backend",
 		v.Buffers, v.CTAPolicy, be.Info().Backend)
 }
 
 // runModes returns the records of the run's modes (the seed's two when the
 // run names none).
-func runModes(r TimingRun) ([]TimedMode, error) {
+func runModes(r TimingRun) ([]coll.TimedMode, error) {
 	names := r.Modes
 	if len(names) == 0 {
-		names = DefaultModes
+		names = coll.DefaultModes
 	}
-	out := make([]TimedMode, len(names))
+	out := make([]coll.TimedMode, len(names))
 	for i, n := range names {
-		m, ok := ModeOf(n)
+		m, ok := coll.ModeOf(n)
 		if !ok {
 			return nil, fmt.Errorf("run %s: timed mode %q is unknown", r.Name, n)
 		}
@@ -231,8 +206,8 @@ func runModes(r TimingRun) ([]TimedMode, error) {
 
 // timeBuffers allocates one (size, dtype, op, placement)'s buffers for every
 // mode and times every method over them.
-func timeBuffers(sc *scopes, comm Comm, r TimingRun, modes []TimedMode, base timingCase, progress func(string)) (samples []TimingSample, err error) {
-	be := sc.be[World]
+func timeBuffers(sc *scopes, comm coll.Comm, r TimingRun, modes []coll.TimedMode, base timingCase, progress func(string)) (samples []TimingSample, err error) {
+	be := sc.be[coll.World]
 	a := &arena{be: be}
 	defer a.release(&err)
 	cases := make([]*modeCase, len(modes))
@@ -273,7 +248,7 @@ func timeBuffers(sc *scopes, comm Comm, r TimingRun, modes []TimedMode, base tim
 }
 
 // progressLine is rank 0's line for a finished case: each mode's median.
-func progressLine(c timingCase, modes []TimedMode, got []TimingSample, cycles int) string {
+func progressLine(c timingCase, modes []coll.TimedMode, got []TimingSample, cycles int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "timing %-44s", c)
 	for _, m := range modes {
@@ -283,8 +258,8 @@ func progressLine(c timingCase, modes []TimedMode, got []TimingSample, cycles in
 	return b.String()
 }
 
-func timeCase(be Backend, modes []*modeCase, method timingMethod, c timingCase, r TimingRun) (samples []TimingSample, err error) {
-	fill := c.dtype.Elem(Input(c.op, be.Rank()))
+func timeCase(be coll.Backend, modes []*modeCase, method timingMethod, c timingCase, r TimingRun) (samples []TimingSample, err error) {
+	fill := c.dtype.Elem(coll.Input(c.op, be.Rank()))
 	sample, release, err := method.sampler(be, modes, c.batch)
 	if err != nil {
 		return nil, err
@@ -359,7 +334,7 @@ func timeCase(be Backend, modes []*modeCase, method timingMethod, c timingCase, 
 	return samples, nil
 }
 
-func medianOf(samples []TimingSample, mode Mode) float64 {
+func medianOf(samples []TimingSample, mode coll.Mode) float64 {
 	var v []float64
 	for _, s := range samples {
 		if s.Mode == mode {
@@ -367,20 +342,6 @@ func medianOf(samples []TimingSample, mode Mode) float64 {
 		}
 	}
 	return Median(v)
-}
-
-// SizeText writes a byte count as 1K, 64K, 256M when it is a whole number
-// of such units, and as plain bytes otherwise.
-func SizeText(b int64) string {
-	for _, u := range []struct {
-		s string
-		m int64
-	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
-		if b >= u.m && b%u.m == 0 {
-			return fmt.Sprintf("%d%s", b/u.m, u.s)
-		}
-	}
-	return fmt.Sprint(b)
 }
 
 // CheckError is a correctness check that failed: on this rank (Ranks nil)
@@ -400,7 +361,7 @@ func (e *CheckError) Error() string {
 
 // agree tells every rank whether the check passed on all ranks. local is
 // this rank's failure, or nil.
-func agree(comm Comm, phase, what string, local *CheckError) error {
+func agree(comm coll.Comm, phase, what string, local *CheckError) error {
 	ok, bad, err := comm.AllTrue(local == nil)
 	if err != nil {
 		return err

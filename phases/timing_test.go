@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"rsag/coll"
 	"rsag/phases"
 	"rsag/phases/inmem"
 )
@@ -16,14 +17,14 @@ import (
 func smallSweep(world int) []phases.TimingRun {
 	runs := []phases.TimingRun{{
 		Name: "small", SizesBytes: []int64{1536, 6144},
-		DTypes: []phases.DType{phases.Float32, phases.Int64}, Ops: []phases.Op{phases.Sum, phases.Prod, phases.Max, phases.Min},
-		Placements: phases.Placements, Methods: phases.Methods, Batch: 3, Warmups: 1, Cycles: 2,
+		DTypes: []coll.DType{coll.Float32, coll.Int64}, Ops: []coll.Op{coll.Sum, coll.Prod, coll.Max, coll.Min},
+		Placements: coll.Placements, Methods: coll.Methods, Batch: 3, Warmups: 1, Cycles: 2,
 	}}
 	if world&(world-1) == 0 {
 		// Avg is exact on a power of two of ranks only (CheckExact).
 		runs = append(runs, phases.TimingRun{
-			Name: "halves", SizesBytes: []int64{1536}, DTypes: []phases.DType{phases.Float16, phases.BFloat16, phases.Float64},
-			Ops: []phases.Op{phases.Sum, phases.Avg}, Placements: phases.Placements, Methods: []phases.Method{phases.PerOp},
+			Name: "halves", SizesBytes: []int64{1536}, DTypes: []coll.DType{coll.Float16, coll.BFloat16, coll.Float64},
+			Ops: []coll.Op{coll.Sum, coll.Avg}, Placements: coll.Placements, Methods: []coll.Method{coll.PerOp},
 			Batch: 1, Cycles: 1,
 		})
 	}
@@ -39,7 +40,7 @@ func cases(r phases.TimingRun) int {
 func sweepSamples(runs []phases.TimingRun) int {
 	n := 0
 	for _, r := range runs {
-		n += cases(r) * r.Cycles * len(phases.DefaultModes)
+		n += cases(r) * r.Cycles * len(coll.DefaultModes)
 	}
 	return n
 }
@@ -49,7 +50,7 @@ func TestTimingChecksPass(t *testing.T) {
 		runs := smallSweep(world)
 		samples := make([][]phases.TimingSample, world)
 		var progress []string
-		errs := inmem.Run(world, inmem.Faults{}, func(be phases.Backend, comm phases.Comm) error {
+		errs := inmem.Run(world, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 			report := func(string) {}
 			if be.Rank() == 0 {
 				report = func(s string) { progress = append(progress, s) }
@@ -57,7 +58,7 @@ func TestTimingChecksPass(t *testing.T) {
 			for _, r := range runs {
 				for _, d := range r.DTypes {
 					for _, o := range r.Ops {
-						if err := phases.CheckExact(d, o, world); err != nil {
+						if err := coll.CheckExact(d, o, world); err != nil {
 							return err
 						}
 					}
@@ -77,7 +78,7 @@ func TestTimingChecksPass(t *testing.T) {
 			}
 			for _, x := range s {
 				batch := 3 // the only run with other methods than per-op
-				if x.Method == phases.PerOp {
+				if x.Method == coll.PerOp {
 					batch = 1
 				}
 				if !x.Correct || !(x.DurationUS > 0) || x.Batch != batch {
@@ -107,7 +108,7 @@ func TestTimingFaults(t *testing.T) {
 		"both, reversed": {SumAsMax: true, ReversedReduceScatter: true},
 	} {
 		samples := make([][]phases.TimingSample, world)
-		errs := inmem.Run(world, faults, func(be phases.Backend, comm phases.Comm) error {
+		errs := inmem.Run(world, faults, func(be coll.Backend, comm coll.Comm) error {
 			s, err := phases.RunTiming(be, comm, runs, nil)
 			samples[be.Rank()] = s
 			return err
@@ -127,7 +128,7 @@ func TestTimingFaults(t *testing.T) {
 				}
 			}
 			s := samples[rank]
-			if len(s) != runs[0].Cycles*len(phases.DefaultModes) || slices.ContainsFunc(s, func(x phases.TimingSample) bool { return x.Correct }) {
+			if len(s) != runs[0].Cycles*len(coll.DefaultModes) || slices.ContainsFunc(s, func(x phases.TimingSample) bool { return x.Correct }) {
 				t.Errorf("%s: rank %d: samples %+v, want the first case's, all wrong", name, rank, s)
 			}
 		}
@@ -138,11 +139,11 @@ func TestTimingFaults(t *testing.T) {
 // TestTimingGraphNeedsCapture: the graph method refuses a backend that
 // cannot capture, naming the method and the backend, before any collective.
 func TestTimingGraphNeedsCapture(t *testing.T) {
-	runs := []phases.TimingRun{{Name: "g", SizesBytes: []int64{64}, DTypes: []phases.DType{phases.Float32},
-		Ops: []phases.Op{phases.Sum}, Placements: []phases.Placement{phases.OutOfPlace},
-		Methods: []phases.Method{phases.GraphReplay}, Batch: 2, Cycles: 1}}
-	errs := inmem.Run(2, inmem.Faults{}, func(be phases.Backend, comm phases.Comm) error {
-		plain := struct{ phases.Backend }{be} // hides CaptureGraph
+	runs := []phases.TimingRun{{Name: "g", SizesBytes: []int64{64}, DTypes: []coll.DType{coll.Float32},
+		Ops: []coll.Op{coll.Sum}, Placements: []coll.Placement{coll.OutOfPlace},
+		Methods: []coll.Method{coll.GraphReplay}, Batch: 2, Cycles: 1}}
+	errs := inmem.Run(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+		plain := struct{ coll.Backend }{be} // hides CaptureGraph
 		if err := phases.CheckSupport(be, runs); err != nil {
 			return fmt.Errorf("inmem captures graphs, yet: %w", err)
 		}

@@ -1,5 +1,7 @@
 package phases
 
+import "rsag/coll"
+
 // Tracker is told about every blocking step before it starts, so that a
 // watchdog can give each a deadline and say, when one overruns, what was
 // waited for. The watchdog package's *Watchdog implements it.
@@ -15,25 +17,25 @@ type Tracker interface {
 // collective, sized by its full payload, see Payload) and every other call
 // that may wait for the device kicking it. The phases run over the watched backend; nothing else
 // changes.
-func Watch(be Backend, t Tracker) Backend { return &watched{Backend: be, t: t} }
+func Watch(be coll.Backend, t Tracker) coll.Backend { return &watched{Backend: be, t: t} }
 
 type watched struct {
-	Backend
+	coll.Backend
 	t Tracker
 }
 
-func (w *watched) AllReduce(send, recv Buffer, op Op) error {
-	w.t.Arm(AllReduceColl.Name, Payload(send, recv))
+func (w *watched) AllReduce(send, recv coll.Buffer, op coll.Op) error {
+	w.t.Arm(coll.AllReduceColl.Name, coll.Payload(send, recv))
 	return w.Backend.AllReduce(send, recv, op)
 }
 
-func (w *watched) ReduceScatter(send, recv Buffer, op Op) error {
-	w.t.Arm(ReduceScatterColl.Name, Payload(send, recv))
+func (w *watched) ReduceScatter(send, recv coll.Buffer, op coll.Op) error {
+	w.t.Arm(coll.ReduceScatterColl.Name, coll.Payload(send, recv))
 	return w.Backend.ReduceScatter(send, recv, op)
 }
 
-func (w *watched) AllGather(send, recv Buffer) error {
-	w.t.Arm(AllGatherColl.Name, Payload(send, recv))
+func (w *watched) AllGather(send, recv coll.Buffer) error {
+	w.t.Arm(coll.AllGatherColl.Name, coll.Payload(send, recv))
 	return w.Backend.AllGather(send, recv)
 }
 
@@ -54,18 +56,18 @@ func (w *watched) TimeBatch(n int, op func() error) (float64, error) {
 
 // Unwrap gives the backend under the watch, so that optional interfaces
 // such as GraphTimer can still be found.
-func (w *watched) Unwrap() Backend { return w.Backend }
+func (w *watched) Unwrap() coll.Backend { return w.Backend }
 
-func (w *watched) Fill(b Buffer, elem []byte) error { w.t.Kick(); return w.Backend.Fill(b, elem) }
-func (w *watched) Write(b Buffer, src []byte) error { w.t.Kick(); return w.Backend.Write(b, src) }
-func (w *watched) Read(b Buffer, dst []byte) error  { w.t.Kick(); return w.Backend.Read(b, dst) }
-func (w *watched) Free(b Buffer) error              { w.t.Kick(); return w.Backend.Free(b) }
+func (w *watched) Fill(b coll.Buffer, elem []byte) error { w.t.Kick(); return w.Backend.Fill(b, elem) }
+func (w *watched) Write(b coll.Buffer, src []byte) error { w.t.Kick(); return w.Backend.Write(b, src) }
+func (w *watched) Read(b coll.Buffer, dst []byte) error  { w.t.Kick(); return w.Backend.Read(b, dst) }
+func (w *watched) Free(b coll.Buffer) error              { w.t.Kick(); return w.Backend.Free(b) }
 
 // WatchComm returns c with its barriers and agreements armed on t.
-func WatchComm(c Comm, t Tracker) Comm { return &watchedComm{Comm: c, t: t} }
+func WatchComm(c coll.Comm, t Tracker) coll.Comm { return &watchedComm{Comm: c, t: t} }
 
 type watchedComm struct {
-	Comm
+	coll.Comm
 	t Tracker
 }
 
@@ -84,7 +86,7 @@ func (w *watchedComm) AllTrue(ok bool) (bool, []int, error) {
 func (w *watched) Arm(op string, bytes int64) { w.t.Arm(op, bytes) }
 
 // armStep arms op on be's tracker, when be is watched.
-func armStep(be Backend, op string, bytes int64) {
+func armStep(be coll.Backend, op string, bytes int64) {
 	if a, ok := be.(interface{ Arm(string, int64) }); ok {
 		a.Arm(op, bytes)
 	}
@@ -92,7 +94,7 @@ func armStep(be Backend, op string, bytes int64) {
 
 // rewatch puts inner (a variant or a group of outer's backend) under the
 // same watch as outer, when outer is watched.
-func rewatch(outer, inner Backend) Backend {
+func rewatch(outer, inner coll.Backend) coll.Backend {
 	if w, ok := outer.(*watched); ok {
 		return Watch(inner, w.t)
 	}

@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"rsag/coll"
 	"rsag/model"
-	"rsag/phases"
 )
 
 // SummaryCrossover is where a decomposition of AllReduce (Mode: decomposed,
@@ -44,8 +44,8 @@ func FitsOf(stats []TimingStat) ([]model.Fit, []SummaryCrossover, []SummaryBreak
 	sw := model.NewSweep(model.Group(points))
 	var cross []SummaryCrossover
 	var shares []SummaryBreakdown
-	for _, name := range phases.Modes {
-		m, _ := phases.ModeOf(name)
+	for _, name := range coll.Modes {
+		m, _ := coll.ModeOf(name)
 		if len(m.Parts) == 0 {
 			continue
 		}
@@ -53,7 +53,7 @@ func FitsOf(stats []TimingStat) ([]model.Fit, []SummaryCrossover, []SummaryBreak
 		for i, p := range m.Parts {
 			parts[i] = string(p)
 		}
-		cs, bs := sw.Compare(model.Modes{Direct: string(phases.Direct), Decomposed: string(m.Name), Parts: parts})
+		cs, bs := sw.Compare(model.Modes{Direct: string(coll.Direct), Decomposed: string(m.Name), Parts: parts})
 		for _, c := range cs {
 			cross = append(cross, SummaryCrossover{Mode: string(m.Name), Crossover: c})
 		}

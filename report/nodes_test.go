@@ -7,12 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"rsag/coll"
 	"rsag/phases"
 )
 
 // cyclic is 5 ranks placed round-robin over two hosts, one of them with a
 // GPU on one rank and host memory on the other.
-var cyclic = []phases.Info{
+var cyclic = []coll.Info{
 	{Host: "node1", Device: "host memory", LocalRank: 0},
 	{Host: "node2", Device: "host memory", LocalRank: 0},
 	{Host: "node1", Device: "host memory", LocalRank: 1},

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"rsag/coll"
 	"rsag/phases"
 )
 
@@ -93,11 +94,11 @@ func (s TimingStat) Pair() CaseKey {
 }
 
 // BusFactor is nccl-tests' bus-bandwidth factor of a timing mode on world
-// ranks in groups of group (0: none) (phases.TimedMode.BusFactor); 0 for a
+// ranks in groups of group (0: none) (coll.TimedMode.BusFactor); 0 for a
 // mode phases does not know.
 func BusFactor(mode string, world, group int) float64 {
-	if m, ok := phases.ModeOf(phases.Mode(mode)); ok {
-		return m.BusFactor(phases.Layout{World: world, Group: group})
+	if m, ok := coll.ModeOf(coll.Mode(mode)); ok {
+		return m.BusFactor(coll.Layout{World: world, Group: group})
 	}
 	return 0
 }
@@ -109,17 +110,17 @@ func BusFactor(mode string, world, group int) float64 {
 // discard below the number of cycles. world is the world size that the bus
 // bandwidth factor uses.
 func TimingStats(rows []TimingRow, world int, discard int) []TimingStat {
-	return timingStats(rows, phases.Layout{World: world}, func(string) int { return discard })
+	return timingStats(rows, coll.Layout{World: world}, func(string) int { return discard })
 }
 
 // TimingStatsPerRun is TimingStats with each run's own discard (a sweep's
 // [[run]] tables may set their own; a run missing from discard drops none),
 // on a world of the layout's ranks and groups.
-func TimingStatsPerRun(rows []TimingRow, l phases.Layout, discard map[string]int) []TimingStat {
+func TimingStatsPerRun(rows []TimingRow, l coll.Layout, discard map[string]int) []TimingStat {
 	return timingStats(rows, l, func(run string) int { return discard[run] })
 }
 
-func timingStats(rows []TimingRow, l phases.Layout, discardOf func(run string) int) []TimingStat {
+func timingStats(rows []TimingRow, l coll.Layout, discardOf func(run string) int) []TimingStat {
 	byCase := map[CaseKey][]TimingRow{}
 	var order []CaseKey
 	for _, r := range rows {
@@ -138,7 +139,7 @@ func timingStats(rows []TimingRow, l phases.Layout, discardOf func(run string) i
 	return out
 }
 
-func caseStat(k CaseKey, rows []TimingRow, l phases.Layout, discard int) (TimingStat, bool) {
+func caseStat(k CaseKey, rows []TimingRow, l coll.Layout, discard int) (TimingStat, bool) {
 	// The slowest rank's duration of each cycle.
 	cycleMax := map[int]float64{}
 	correct := true
@@ -252,10 +253,10 @@ func Ratios(stats []TimingStat) []Ratio {
 	seen := map[CaseKey]bool{}
 	for _, s := range stats {
 		k := key(s)
-		switch phases.Mode(s.Mode) {
-		case phases.Direct:
+		switch coll.Mode(s.Mode) {
+		case coll.Direct:
 			direct[k] = s
-		case phases.Decomposed:
+		case coll.Decomposed:
 			decomp[k] = s
 		default:
 			continue

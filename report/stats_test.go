@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"rsag/phases"
+	"rsag/coll"
 )
 
 // statRows is one case per mode on two ranks and four cycles. Per cycle, the
@@ -141,12 +141,12 @@ func TestTimingStatsPerRun(t *testing.T) {
 		r.Run = "tuned"
 		rows = append(rows, r)
 	}
-	stats := TimingStatsPerRun(rows, phases.Layout{World: 2}, map[string]int{"default": 1, "tuned": 3})
+	stats := TimingStatsPerRun(rows, coll.Layout{World: 2}, map[string]int{"default": 1, "tuned": 3})
 	if len(stats) != 4 || stats[1].Discarded != 1 || stats[1].MedianUS != 20 ||
 		stats[3].Run != "tuned" || stats[3].Discarded != 3 || stats[3].MedianUS != 40 {
 		t.Errorf("per-run discard: %+v", stats)
 	}
-	if got := TimingStatsPerRun(statRows(), phases.Layout{World: 2}, nil); got[1].Discarded != 0 || got[1].MaxUS != 100 {
+	if got := TimingStatsPerRun(statRows(), coll.Layout{World: 2}, nil); got[1].Discarded != 0 || got[1].MaxUS != 100 {
 		t.Errorf("a run without a discard drops none: %+v", got[1])
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 
+	"rsag/coll"
 	"rsag/model"
 	"rsag/phases"
 )
@@ -112,7 +113,7 @@ func WithGroups(nodes []SummaryNode, g *phases.Groups) []SummaryNode {
 }
 
 // Nodes groups the ranks by host, in the order of each host's first rank.
-func Nodes(infos []phases.Info) []SummaryNode {
+func Nodes(infos []coll.Info) []SummaryNode {
 	var nodes []SummaryNode
 	index := map[string]int{}
 	for r, in := range infos {
@@ -232,9 +233,9 @@ type SummaryInput struct {
 	Started, Ended  time.Time
 	Config          any // a JSON object; see ConfigObject
 	MPILibrary      string
-	Infos           []phases.Info // every rank's, in rank order
-	Environ         []string      // rank 0's os.Environ()
-	Rows            Rows          // every rank's rows (Merge)
+	Infos           []coll.Info // every rank's, in rank order
+	Environ         []string    // rank 0's os.Environ()
+	Rows            Rows        // every rank's rows (Merge)
 	World           int
 	GroupSize       int            // the hierarchy's ranks per group; 0 without one
 	Groups          *phases.Groups // the hierarchy's groups; nil without one
@@ -261,7 +262,7 @@ func NewSummary(in SummaryInput) Summary {
 	}
 	s.Nodes = WithGroups(Nodes(in.Infos), in.Groups)
 	s.Contracts = summaryContracts(in.Rows.Contracts)
-	s.Timing = TimingStatsPerRun(in.Rows.Timings, phases.Layout{World: in.World, Group: in.GroupSize}, in.Discard)
+	s.Timing = TimingStatsPerRun(in.Rows.Timings, coll.Layout{World: in.World, Group: in.GroupSize}, in.Discard)
 	s.Ratios = Ratios(s.Timing)
 	s.Fits, s.Crossover, s.Breakdown = FitsOf(s.Timing)
 	s.Memory = summaryMemory(in.Rows.Memory)
@@ -408,7 +409,7 @@ func configFields(v reflect.Value, obj map[string]any) {
 }
 
 func configValue(v reflect.Value) any {
-	// A typed name (phases.DType, phases.Op) is written as its name, as
+	// A typed name (coll.DType, coll.Op) is written as its name, as
 	// the config spells it, not as the integer it is stored as.
 	if v.Kind() != reflect.Pointer && v.Kind() != reflect.Interface && v.CanInterface() {
 		if m, ok := v.Interface().(encoding.TextMarshaler); ok {
@@ -565,10 +566,10 @@ func ReadSummary(path string, data []byte) (Summary, error) {
 
 func orBaseline(buffers, policy string) (string, string) {
 	if buffers == "" {
-		buffers = string(phases.PlainBuffers)
+		buffers = string(coll.PlainBuffers)
 	}
 	if policy == "" {
-		policy = string(phases.DefaultCTAPolicy)
+		policy = string(coll.DefaultCTAPolicy)
 	}
 	return buffers, policy
 }

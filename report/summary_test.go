@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"rsag/coll"
 	"rsag/internal/schemacheck"
-	"rsag/phases"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -42,9 +42,9 @@ func fixedSummary() Summary {
 		Started: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), Ended: time.Date(2026, 11, 29, 10, 1, 30, 0, time.UTC),
 		Config:     map[string]any{"backend": "nccl", "timing": map[string]any{"cycles": 4, "sizes_bytes": []int{1048576}}},
 		MPILibrary: "Open MPI v4.1.4",
-		Infos: []phases.Info{
+		Infos: []coll.Info{
 			{Backend: "nccl", Host: "a", Device: "NVIDIA H200", BusID: "0000:19:00.0", Driver: "12.8",
-				Libraries: []phases.Library{{Name: "nccl", Path: "/usr/lib/libnccl.so.2", Version: "2.26.2"}}},
+				Libraries: []coll.Library{{Name: "nccl", Path: "/usr/lib/libnccl.so.2", Version: "2.26.2"}}},
 			{Backend: "nccl", Host: "b", Device: "NVIDIA H200", BusID: "0000:3b:00.0", Driver: "12.8"},
 		},
 		Environ: []string{"HOME=/root", "NCCL_DEBUG=INFO", "UCX_NET_DEVICES=mlx5_0:1", "XNCCL_NOT=1", "NCCL_ALGO=Ring"},
@@ -268,11 +268,11 @@ func firstDifference(want, got string) string {
 // spells them, not as the integers they are stored as.
 func TestConfigObjectWritesNames(t *testing.T) {
 	cfg := struct {
-		DTypes []phases.DType `toml:"dtypes"`
-		Op     phases.Op      `toml:"op"`
-		Mode   phases.Mode    `toml:"mode"`
-		Count  int            `toml:"count"`
-	}{[]phases.DType{phases.Float32, phases.Int8}, phases.Max, phases.Decomposed, 3}
+		DTypes []coll.DType `toml:"dtypes"`
+		Op     coll.Op      `toml:"op"`
+		Mode   coll.Mode    `toml:"mode"`
+		Count  int          `toml:"count"`
+	}{[]coll.DType{coll.Float32, coll.Int8}, coll.Max, coll.Decomposed, 3}
 	obj, err := ConfigObject(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -301,8 +301,8 @@ func TestSchemaKnowsEveryMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := doc.Defs["timing_stat"].Properties["mode"].Enum
-	want := make([]string, len(phases.Modes))
-	for i, m := range phases.Modes {
+	want := make([]string, len(coll.Modes))
+	for i, m := range coll.Modes {
 		want[i] = string(m)
 	}
 	if !reflect.DeepEqual(got, want) {

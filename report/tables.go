@@ -6,11 +6,11 @@ import (
 	"slices"
 	"strings"
 
+	"rsag/coll"
+
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
-
-	"rsag/phases"
 )
 
 // newTable is an ASCII table (job logs are often read in plain terminals
@@ -27,7 +27,7 @@ func newTable(w io.Writer, header ...string) *tablewriter.Table {
 }
 
 // RanksTable lists every rank's host, node-local rank and device.
-func RanksTable(w io.Writer, infos []phases.Info) error {
+func RanksTable(w io.Writer, infos []coll.Info) error {
 	fmt.Fprintln(w, "Ranks")
 	t := newTable(w, "rank", "host", "local rank", "device", "bus id")
 	for r, in := range infos {
@@ -184,7 +184,7 @@ func ContractsTable(w io.Writer, contracts []SummaryContract, world int) error {
 
 // TimingsTable prints, for each case, every timed mode's statistics side by
 // side, from TimingStats: a sample is the slowest rank's time. Modes come
-// in phases.Modes' order, each with its median and bus bandwidth, and the
+// in coll.Modes' order, each with its median and bus bandwidth, and the
 // decomposed/direct ratio when both ran. Dimensions that do not vary over
 // the sweep are named once above the table instead of in columns. A run
 // over more than one node says so: its bandwidth is the network's between
@@ -202,8 +202,8 @@ func TimingsTable(w io.Writer, stats []TimingStat, world, nodes int) error {
 		{"op", func(s TimingStat) string { return s.Op }, ""},
 		{"placement", func(s TimingStat) string { return s.Placement }, ""},
 		{"method", methodOf, ""},
-		{"buffers", func(s TimingStat) string { return s.Buffers }, string(phases.PlainBuffers)},
-		{"cta policy", func(s TimingStat) string { return s.CTAPolicy }, string(phases.DefaultCTAPolicy)},
+		{"buffers", func(s TimingStat) string { return s.Buffers }, string(coll.PlainBuffers)},
+		{"cta policy", func(s TimingStat) string { return s.CTAPolicy }, string(coll.DefaultCTAPolicy)},
 	}
 	var header, fixed []string
 	var varying []func(TimingStat) string
@@ -215,10 +215,10 @@ func TimingsTable(w io.Writer, stats []TimingStat, world, nodes int) error {
 			fixed = append(fixed, d.of(stats[0]))
 		}
 	}
-	var modes []phases.TimedMode
-	for _, name := range phases.Modes {
+	var modes []coll.TimedMode
+	for _, name := range coll.Modes {
 		if slices.ContainsFunc(stats, func(s TimingStat) bool { return s.Mode == string(name) }) {
-			m, _ := phases.ModeOf(name)
+			m, _ := coll.ModeOf(name)
 			modes = append(modes, m)
 		}
 	}
@@ -232,7 +232,7 @@ func TimingsTable(w io.Writer, stats []TimingStat, world, nodes int) error {
 			pairs = append(pairs, s.Pair())
 		}
 	}
-	ratio := slices.ContainsFunc(modes, isMode(phases.Direct)) && slices.ContainsFunc(modes, isMode(phases.Decomposed))
+	ratio := slices.ContainsFunc(modes, isMode(coll.Direct)) && slices.ContainsFunc(modes, isMode(coll.Decomposed))
 	fmt.Fprintf(w, "Timings (us per operation; a sample is the slowest of %d ranks; median [p10..p90]; GB/s from the median) %s\n",
 		world, strings.Join(fixed, " "))
 	if nodes > 1 {
@@ -250,7 +250,7 @@ func TimingsTable(w io.Writer, stats []TimingStat, world, nodes int) error {
 	}
 	t := newTable(w, append(header, "slowest rank")...)
 	for _, pair := range pairs {
-		at := func(m phases.Mode) (TimingStat, bool) {
+		at := func(m coll.Mode) (TimingStat, bool) {
 			k := pair
 			k.Mode = string(m)
 			s, ok := byKey[k]
@@ -273,8 +273,8 @@ func TimingsTable(w io.Writer, stats []TimingStat, world, nodes int) error {
 			slowest = append(slowest, fmt.Sprint(s.SlowestRank))
 		}
 		if ratio {
-			d, okD := at(phases.Direct)
-			c, okC := at(phases.Decomposed)
+			d, okD := at(coll.Direct)
+			c, okC := at(coll.Decomposed)
 			if okD && okC && d.MedianUS > 0 {
 				row = append(row, fmt.Sprintf("%.3f", c.MedianUS/d.MedianUS))
 			} else {
@@ -345,7 +345,7 @@ func methodOf(s TimingStat) string { return MethodText(s.Method, s.Batch) }
 // VariantText names buffers and a CTA policy, "symmetric/zero"; "" for
 // the seed's plain buffers on a default communicator.
 func VariantText(buffers, policy string) string {
-	if (buffers == "" || buffers == string(phases.PlainBuffers)) && (policy == "" || policy == string(phases.DefaultCTAPolicy)) {
+	if (buffers == "" || buffers == string(coll.PlainBuffers)) && (policy == "" || policy == string(coll.DefaultCTAPolicy)) {
 		return ""
 	}
 	return buffers + "/" + policy
@@ -366,8 +366,8 @@ func firstOf(stats []TimingStat, of func(TimingStat) string) string {
 	return of(stats[0])
 }
 
-func isMode(name phases.Mode) func(phases.TimedMode) bool {
-	return func(m phases.TimedMode) bool { return m.Name == name }
+func isMode(name coll.Mode) func(coll.TimedMode) bool {
+	return func(m coll.TimedMode) bool { return m.Name == name }
 }
 
 // BusBWGate returns, for each run with a positive threshold (GB/s), every
@@ -382,7 +382,7 @@ func BusBWGate(stats []TimingStat, thresholds map[string]float64) []string {
 	var failures []string
 	for _, s := range stats {
 		min := thresholds[s.Run]
-		if min <= 0 || s.Mode != string(phases.Direct) || s.SizeBytes != largest[s.Run] || s.BusBWGBps >= min {
+		if min <= 0 || s.Mode != string(coll.Direct) || s.SizeBytes != largest[s.Run] || s.BusBWGBps >= min {
 			continue
 		}
 		failures = append(failures, fmt.Sprintf("run %s %s %s %s %s %s: AllReduce busbw %.2f GB/s < min_busbw_gbps %.2f",
@@ -443,7 +443,7 @@ func ClosingLine(rows Rows) string {
 }
 
 // SizeText writes a byte count as 1K, 64K, 256M.
-func SizeText(b int64) string { return phases.SizeText(b) }
+func SizeText(b int64) string { return coll.SizeText(b) }
 
 func rangeText(v []int64) string {
 	lo, hi := slices.Min(v), slices.Max(v)

@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"strings"
 
+	"rsag/coll"
 	"rsag/mpibackend"
 	"rsag/ncclx"
-	"rsag/phases"
 )
 
 // backends are the backends rsag can open, by the config's name.
-var backends = map[string]func(s *session) (phases.Backend, error){
-	"nccl": func(s *session) (phases.Backend, error) { return ncclx.New(s.comm) },
-	"mpi":  func(s *session) (phases.Backend, error) { return mpibackend.New(s.comm) },
+var backends = map[string]func(s *session) (coll.Backend, error){
+	"nccl": func(s *session) (coll.Backend, error) { return ncclx.New(s.comm) },
+	"mpi":  func(s *session) (coll.Backend, error) { return mpibackend.New(s.comm) },
 }
 
 // chooseBackend resolves the config's backend. "auto" takes NCCL when
@@ -57,7 +57,7 @@ func (s *session) probeNCCL() ([]string, error) {
 }
 
 // openBackend starts the backend chooseBackend chose.
-func (s *session) openBackend(name string) (phases.Backend, error) {
+func (s *session) openBackend(name string) (coll.Backend, error) {
 	open, ok := backends[name]
 	if !ok {
 		return nil, shared(ExitBadArgs, fmt.Errorf("backend %q is unknown: use auto, nccl or mpi", name))
@@ -73,7 +73,7 @@ func (s *session) openBackend(name string) (phases.Backend, error) {
 // requestAbort returns the function with which the watchdog or a signal
 // asks the backend to abort its communicator (NCCL), and whose channel is
 // closed once it has; nil when there is nothing to abort.
-func requestAbort(be phases.Backend) func() <-chan struct{} {
+func requestAbort(be coll.Backend) func() <-chan struct{} {
 	type aborter interface{ RequestAbort() <-chan struct{} }
 	if a, ok := be.(aborter); ok {
 		return a.RequestAbort

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"rsag/coll"
 	"rsag/config"
 	"rsag/mpi"
 	"rsag/phases"
@@ -9,7 +10,7 @@ import (
 
 // gatherInfos gathers every rank's backend description to rank 0 (nil on
 // the other ranks).
-func (s *session) gatherInfos(be phases.Backend) ([]phases.Info, error) {
+func (s *session) gatherInfos(be coll.Backend) ([]coll.Info, error) {
 	info := be.Info()
 	info.LocalRank = s.comm.LocalRank()
 	return gatherJSON(s, "backend descriptions", info)
@@ -17,7 +18,7 @@ func (s *session) gatherInfos(be phases.Backend) ([]phases.Info, error) {
 
 // printHeader prints, on rank 0, what runs where: the binary, the backend,
 // the libraries and every rank.
-func (s *session) printHeader(mine phases.Info, infos []phases.Info, groups *phases.Groups) {
+func (s *session) printHeader(mine coll.Info, infos []coll.Info, groups *phases.Groups) {
 	if s.comm.Rank() != 0 {
 		return
 	}
@@ -39,7 +40,7 @@ func (s *session) printHeader(mine phases.Info, infos []phases.Info, groups *pha
 // preflight refuses, on every rank alike and before any collective, a run
 // the backend cannot do: a dtype, op, method or mode it lacks, or phases
 // that do not fit in some rank's free memory.
-func (s *session) preflight(cfg config.Config, w work, be phases.Backend) error {
+func (s *session) preflight(cfg config.Config, w work, be coll.Backend) error {
 	var err error
 	if cfg.Timing.Enabled {
 		err = phases.CheckSupport(be, w.timing)

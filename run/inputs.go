@@ -8,8 +8,8 @@ import (
 	"os"
 	"strings"
 
+	"rsag/coll"
 	"rsag/config"
-	"rsag/phases"
 	"rsag/watchdog"
 )
 
@@ -92,11 +92,11 @@ var stallPhases = []string{"startup", "contracts", "timing", "memory", "numerics
 
 func stallOps() []string {
 	ops := []string{"barrier", "agreement between ranks"}
-	for _, c := range []phases.Collective{phases.AllReduceColl, phases.ReduceScatterColl, phases.AllGatherColl} {
+	for _, c := range []coll.Collective{coll.AllReduceColl, coll.ReduceScatterColl, coll.AllGatherColl} {
 		ops = append(ops, c.Name)
 	}
-	for _, name := range phases.Modes {
-		if m, ok := phases.ModeOf(name); ok && len(m.Steps) > 1 {
+	for _, name := range coll.Modes {
+		if m, ok := coll.ModeOf(name); ok && len(m.Steps) > 1 {
 			ops = append(ops, m.Op())
 		}
 	}

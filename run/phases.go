@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"rsag/coll"
 	"rsag/config"
 	"rsag/phases"
 )
@@ -63,7 +64,7 @@ func (w work) groupSize() int {
 // runPhases runs the enabled phases in order. A check that failed on any
 // rank stops the run as a sharedError, with what ran so far; a backend
 // failure is returned as is.
-func (s *session) runPhases(cfg config.Config, w work, be phases.Backend) (res results, err error) {
+func (s *session) runPhases(cfg config.Config, w work, be coll.Backend) (res results, err error) {
 	progress := func(line string) { s.printf("%s\n", line) }
 	comm := phases.WatchComm(s.comm, s.tr)
 	if cfg.Contracts.Enabled {
@@ -115,7 +116,7 @@ func (s *session) runPhases(cfg config.Config, w work, be phases.Backend) (res r
 		}
 		for _, r := range res.numerics {
 			progress(fmt.Sprintf("numerics %-8s %-6s %s (rank 0; largest error %.3g of its bound)",
-				r.DType, phases.SizeText(r.SizeBytes), r.Verdict(), r.MaxBoundRatio))
+				r.DType, coll.SizeText(r.SizeBytes), r.Verdict(), r.MaxBoundRatio))
 		}
 	}
 	return res, nil

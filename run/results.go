@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"rsag/coll"
 	"rsag/config"
 	"rsag/mpi"
-	"rsag/phases"
 	"rsag/report"
 	"rsag/report/plot"
 )
@@ -19,7 +19,7 @@ import (
 // rank 0, which builds the summary once, writes the combined files and
 // prints the tables from it. It returns the summary on rank 0, nil
 // elsewhere.
-func (s *session) writeResults(cfg config.Config, w work, rows report.Rows, ran report.Phases, infos []phases.Info) (*report.Summary, error) {
+func (s *session) writeResults(cfg config.Config, w work, rows report.Rows, ran report.Phases, infos []coll.Info) (*report.Summary, error) {
 	dir := s.opts.OutputDir
 	werr := report.WriteRankFiles(dir, s.comm.Rank(), rows, ran)
 	if err := s.agree(werr, ExitFailed, "writing results in "+dir+" failed"); err != nil {

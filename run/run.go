@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"rsag/coll"
 	"rsag/config"
 	"rsag/mpi"
 	"rsag/outdir"
@@ -166,7 +167,7 @@ const signalLinger = 500 * time.Millisecond
 // Nothing else is kept between steps; results pass from step to step as
 // values.
 type state struct {
-	backend phases.Backend
+	backend coll.Backend
 	log     *runLog      // rank 0's, once the output dir is ours
 	lock    *outdir.Lock // rank 0's, from the output-dir check to the end
 }

@@ -7,14 +7,14 @@ import (
 	"math"
 	"slices"
 
+	"rsag/coll"
 	"rsag/internal/hostmem"
-	"rsag/phases"
 )
 
 var (
-	_ phases.Backend    = (*Backend)(nil)
-	_ phases.GraphTimer = (*Backend)(nil)
-	_ phases.Splitter   = (*Backend)(nil)
+	_ coll.Backend    = (*Backend)(nil)
+	_ coll.GraphTimer = (*Backend)(nil)
+	_ coll.Splitter   = (*Backend)(nil)
 )
 
 // Backend is one rank's backend: host buffers of that rank, collectives
@@ -50,25 +50,25 @@ type region struct {
 // buffer is a buffer Alloc returned (view false, off 0) or a view into one.
 type buffer struct {
 	region *region
-	dtype  phases.DType
+	dtype  coll.DType
 	off    int // elements from the start of the region
 	count  int
 	view   bool
 }
 
-func (b *buffer) Count() int          { return b.count }
-func (b *buffer) DType() phases.DType { return b.dtype }
+func (b *buffer) Count() int        { return b.count }
+func (b *buffer) DType() coll.DType { return b.dtype }
 
-func (be *Backend) Info() phases.Info {
-	return phases.Info{Backend: "inmem", Host: "inmem", Device: "host memory"}
+func (be *Backend) Info() coll.Info {
+	return coll.Info{Backend: "inmem", Host: "inmem", Device: "host memory"}
 }
 
 func (be *Backend) Rank() int      { return be.rank }
 func (be *Backend) WorldSize() int { return len(be.group.members) }
 
 // Supports is nil for every dtype and op: the reductions run on the host.
-func (be *Backend) Supports(d phases.DType, o phases.Op) error {
-	if !slices.Contains(phases.AllDTypes, d) {
+func (be *Backend) Supports(d coll.DType, o coll.Op) error {
+	if !slices.Contains(coll.AllDTypes, d) {
 		return fmt.Errorf("inmem: unknown element type %s", d)
 	}
 	if _, ok := reductions[o]; !ok {
@@ -85,11 +85,11 @@ func (be *Backend) usable(op string) error {
 }
 
 // Alloc allocates count elements of host memory.
-func (be *Backend) Alloc(dtype phases.DType, count int) (phases.Buffer, error) {
+func (be *Backend) Alloc(dtype coll.DType, count int) (coll.Buffer, error) {
 	if err := be.usable("Alloc"); err != nil {
 		return nil, err
 	}
-	if !slices.Contains(phases.AllDTypes, dtype) {
+	if !slices.Contains(coll.AllDTypes, dtype) {
 		return nil, fmt.Errorf("inmem: Alloc: unknown element type %s", dtype)
 	}
 	if count <= 0 {
@@ -108,7 +108,7 @@ func (be *Backend) Alloc(dtype phases.DType, count int) (phases.Buffer, error) {
 
 // View returns count elements of b from element offset; it shares b's
 // memory, is not counted by Memory and cannot be freed.
-func (be *Backend) View(b phases.Buffer, offset, count int) (phases.Buffer, error) {
+func (be *Backend) View(b coll.Buffer, offset, count int) (coll.Buffer, error) {
 	buf, _, err := be.memory("View", b)
 	if err != nil {
 		return nil, err
@@ -120,7 +120,7 @@ func (be *Backend) View(b phases.Buffer, offset, count int) (phases.Buffer, erro
 }
 
 // Free releases a buffer Alloc returned.
-func (be *Backend) Free(b phases.Buffer) error {
+func (be *Backend) Free(b coll.Buffer) error {
 	buf, _, err := be.memory("Free", b)
 	if err != nil {
 		return err
@@ -138,17 +138,17 @@ func (h *heap) release(r *region) {
 	delete(h.live, r)
 }
 
-func (be *Backend) Memory() (phases.MemoryStats, error) {
+func (be *Backend) Memory() (coll.MemoryStats, error) {
 	if err := be.usable("Memory"); err != nil {
-		return phases.MemoryStats{}, err
+		return coll.MemoryStats{}, err
 	}
-	return phases.MemoryStats{LiveBytes: be.heap.liveBytes, PeakBytes: be.heap.peakBytes, DeviceUsedBytes: -1}, nil
+	return coll.MemoryStats{LiveBytes: be.heap.liveBytes, PeakBytes: be.heap.peakBytes, DeviceUsedBytes: -1}, nil
 }
 
 func (be *Backend) ResetPeak() { be.heap.peakBytes = be.heap.liveBytes }
 
 // Fill writes elem once, then doubles the filled part until b is full.
-func (be *Backend) Fill(b phases.Buffer, elem []byte) error {
+func (be *Backend) Fill(b coll.Buffer, elem []byte) error {
 	buf, mem, err := be.memory("Fill", b)
 	if err != nil {
 		return err
@@ -159,7 +159,7 @@ func (be *Backend) Fill(b phases.Buffer, elem []byte) error {
 	return nil
 }
 
-func (be *Backend) Write(b phases.Buffer, src []byte) error {
+func (be *Backend) Write(b coll.Buffer, src []byte) error {
 	_, mem, err := be.memory("Write", b)
 	if err != nil {
 		return err
@@ -170,7 +170,7 @@ func (be *Backend) Write(b phases.Buffer, src []byte) error {
 	return nil
 }
 
-func (be *Backend) Read(b phases.Buffer, dst []byte) error {
+func (be *Backend) Read(b coll.Buffer, dst []byte) error {
 	_, mem, err := be.memory("Read", b)
 	if err != nil {
 		return err
@@ -183,7 +183,7 @@ func (be *Backend) Read(b phases.Buffer, dst []byte) error {
 
 // memory returns b as this rank's buffer and its bytes, or an error when b
 // is not an inmem buffer, belongs to another rank, or was freed.
-func (be *Backend) memory(op string, b phases.Buffer) (*buffer, []byte, error) {
+func (be *Backend) memory(op string, b coll.Buffer) (*buffer, []byte, error) {
 	if err := be.usable(op); err != nil {
 		return nil, nil, err
 	}
@@ -222,7 +222,7 @@ func (be *Backend) TimeBatch(n int, op func() error) (float64, error) {
 
 // CaptureGraph records op to be replayed n times by the graph's Time, as a
 // CUDA graph would; like a capture, it runs nothing now.
-func (be *Backend) CaptureGraph(n int, op func() error) (phases.Graph, error) {
+func (be *Backend) CaptureGraph(n int, op func() error) (coll.Graph, error) {
 	if err := be.usable("CaptureGraph"); err != nil {
 		return nil, err
 	}
@@ -257,7 +257,7 @@ func (g *graph) Close() error {
 // Split is collective over this backend's group: ranks with the same color
 // form a group, ordered by key and then by rank. The group's backend shares
 // this rank's buffers and accounting; its Close ends the group only.
-func (be *Backend) Split(color, key int) (phases.Backend, error) {
+func (be *Backend) Split(color, key int) (coll.Backend, error) {
 	if err := be.usable("Split"); err != nil {
 		return nil, err
 	}

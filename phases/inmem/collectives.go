@@ -6,14 +6,14 @@ import (
 	"math"
 	"slices"
 
-	"rsag/phases"
+	"rsag/coll"
 )
 
 // layout is where a collective's in-place call has its smaller buffer
-// inside the larger one (phases.Backend documents it, NCCL's convention),
+// inside the larger one (coll.Backend documents it, NCCL's convention),
 // one record per collective as in mpibackend.
 type layout struct {
-	coll phases.Collective
+	coll coll.Collective
 	// sendInside: the input is a view of the output (all-reduce,
 	// all-gather); otherwise the output is a view of the input
 	// (reduce-scatter).
@@ -23,11 +23,11 @@ type layout struct {
 }
 
 var (
-	allReduceLayout = layout{coll: phases.AllReduceColl, sendInside: true, where: "0",
+	allReduceLayout = layout{coll: coll.AllReduceColl, sendInside: true, where: "0",
 		offset: func(rank, send, recv int) int { return 0 }}
-	reduceScatterLayout = layout{coll: phases.ReduceScatterColl, where: "rank x output elements",
+	reduceScatterLayout = layout{coll: coll.ReduceScatterColl, where: "rank x output elements",
 		offset: func(rank, send, recv int) int { return rank * recv }}
-	allGatherLayout = layout{coll: phases.AllGatherColl, sendInside: true, where: "rank x input elements",
+	allGatherLayout = layout{coll: coll.AllGatherColl, sendInside: true, where: "rank x input elements",
 		offset: func(rank, send, recv int) int { return rank * send }}
 )
 
@@ -57,14 +57,14 @@ func (l layout) classify(send, recv *buffer, rank int) (bool, error) {
 // prepare checks the shapes (CheckShapes' error unchanged), that both
 // buffers are this rank's and alive, and the layout; it returns both
 // buffers' memory.
-func (be *Backend) prepare(l layout, send, recv phases.Buffer) (sendMem, recvMem []byte, err error) {
+func (be *Backend) prepare(l layout, send, recv coll.Buffer) (sendMem, recvMem []byte, err error) {
 	if send == nil || recv == nil {
 		return nil, nil, fmt.Errorf("inmem: %s: nil buffer", l.coll.Name)
 	}
 	if err := be.usable(l.coll.Name); err != nil {
 		return nil, nil, err
 	}
-	if err := phases.CheckShapes(l.coll, send, recv, be.WorldSize()); err != nil {
+	if err := coll.CheckShapes(l.coll, send, recv, be.WorldSize()); err != nil {
 		return nil, nil, err
 	}
 	s, sendMem, err := be.memory(l.coll.Name+" input", send)
@@ -84,7 +84,7 @@ func (be *Backend) prepare(l layout, send, recv phases.Buffer) (sendMem, recvMem
 // AllReduce reduces every rank's send into recv. Each rank brings a copy of
 // its input to the meeting and computes from the copies, so in place and
 // out of place are the same code.
-func (be *Backend) AllReduce(send, recv phases.Buffer, op phases.Op) error {
+func (be *Backend) AllReduce(send, recv coll.Buffer, op coll.Op) error {
 	sendMem, recvMem, err := be.prepare(allReduceLayout, send, recv)
 	if err != nil {
 		return err
@@ -92,7 +92,7 @@ func (be *Backend) AllReduce(send, recv phases.Buffer, op phases.Op) error {
 	if err := be.Supports(send.DType(), op); err != nil {
 		return err
 	}
-	call := fmt.Sprintf("%s of %d %s with %s", phases.AllReduceColl.Name, send.Count(), send.DType(), op)
+	call := fmt.Sprintf("%s of %d %s with %s", coll.AllReduceColl.Name, send.Count(), send.DType(), op)
 	m, err := be.job.meet(be.group, be.rank, call, slices.Clone(sendMem))
 	if err != nil {
 		return err
@@ -102,7 +102,7 @@ func (be *Backend) AllReduce(send, recv phases.Buffer, op phases.Op) error {
 
 // ReduceScatter reduces rank r's shard of every rank's send into recv on
 // rank r.
-func (be *Backend) ReduceScatter(send, recv phases.Buffer, op phases.Op) error {
+func (be *Backend) ReduceScatter(send, recv coll.Buffer, op coll.Op) error {
 	sendMem, recvMem, err := be.prepare(reduceScatterLayout, send, recv)
 	if err != nil {
 		return err
@@ -110,7 +110,7 @@ func (be *Backend) ReduceScatter(send, recv phases.Buffer, op phases.Op) error {
 	if err := be.Supports(send.DType(), op); err != nil {
 		return err
 	}
-	call := fmt.Sprintf("%s of %d %s with %s", phases.ReduceScatterColl.Name, send.Count(), send.DType(), op)
+	call := fmt.Sprintf("%s of %d %s with %s", coll.ReduceScatterColl.Name, send.Count(), send.DType(), op)
 	m, err := be.job.meet(be.group, be.rank, call, slices.Clone(sendMem))
 	if err != nil {
 		return err
@@ -120,12 +120,12 @@ func (be *Backend) ReduceScatter(send, recv phases.Buffer, op phases.Op) error {
 
 // AllGather puts rank r's send at r x send.Count() of recv on every rank
 // (at r+1's place under Faults.RotatedGather).
-func (be *Backend) AllGather(send, recv phases.Buffer) error {
+func (be *Backend) AllGather(send, recv coll.Buffer) error {
 	sendMem, recvMem, err := be.prepare(allGatherLayout, send, recv)
 	if err != nil {
 		return err
 	}
-	call := fmt.Sprintf("%s of %d %s", phases.AllGatherColl.Name, send.Count(), send.DType())
+	call := fmt.Sprintf("%s of %d %s", coll.AllGatherColl.Name, send.Count(), send.DType())
 	m, err := be.job.meet(be.group, be.rank, call, slices.Clone(sendMem))
 	if err != nil {
 		return err
@@ -155,16 +155,16 @@ func (be *Backend) order(reversed bool) []int {
 
 // reduce writes into dst the reduction over ranks (in that order) of the
 // bytes at byte offset off of each rank's payload.
-func (be *Backend) reduce(d phases.DType, op phases.Op, dst []byte, payloads []any, off int, ranks []int) error {
-	if be.job.faults.SumAsMax && op == phases.Sum {
-		op = phases.Max
+func (be *Backend) reduce(d coll.DType, op coll.Op, dst []byte, payloads []any, off int, ranks []int) error {
+	if be.job.faults.SumAsMax && op == coll.Sum {
+		op = coll.Max
 	}
 	srcs := make([][]byte, len(ranks))
 	for i, r := range ranks {
 		srcs[i] = payloads[r].([]byte)[off : off+len(dst)]
 	}
 	red := reductions[op] // Supports has vouched for op
-	if ft, ok := phases.FloatTypeOf(d); ok {
+	if ft, ok := coll.FloatTypeOf(d); ok {
 		reduceFloats(ft, red, be.WorldSize(), dst, srcs)
 		return nil
 	}
@@ -191,17 +191,17 @@ func add(a, b float64) float64 { return a + b }
 // element's width is the element type's own wrap-around.
 func addInt(a, b uint64, _ bool) uint64 { return a + b }
 
-var reductions = map[phases.Op]reduction{
-	phases.Sum:  {float: add, integer: addInt},
-	phases.Avg:  {float: add, integer: addInt, average: true},
-	phases.Prod: {float: func(a, b float64) float64 { return a * b }, integer: func(a, b uint64, _ bool) uint64 { return a * b }},
-	phases.Max: {float: math.Max, integer: func(a, b uint64, signed bool) uint64 {
+var reductions = map[coll.Op]reduction{
+	coll.Sum:  {float: add, integer: addInt},
+	coll.Avg:  {float: add, integer: addInt, average: true},
+	coll.Prod: {float: func(a, b float64) float64 { return a * b }, integer: func(a, b uint64, _ bool) uint64 { return a * b }},
+	coll.Max: {float: math.Max, integer: func(a, b uint64, signed bool) uint64 {
 		if signed && int64(a) < int64(b) || !signed && a < b {
 			return b
 		}
 		return a
 	}},
-	phases.Min: {float: math.Min, integer: func(a, b uint64, signed bool) uint64 {
+	coll.Min: {float: math.Min, integer: func(a, b uint64, signed bool) uint64 {
 		if signed && int64(a) > int64(b) || !signed && a > b {
 			return b
 		}
@@ -214,7 +214,7 @@ var reductions = map[phases.Op]reduction{
 // element type. For a sum, product, max or min of two values of p <= 26
 // significand bits, the float64 result rounded once to the dtype is the
 // correctly rounded one (53 >= 2p+2), so this is the dtype's arithmetic.
-func reduceFloats(ft phases.FloatType, red reduction, world int, dst []byte, srcs [][]byte) {
+func reduceFloats(ft coll.FloatType, red reduction, world int, dst []byte, srcs [][]byte) {
 	es := ft.DType.Size()
 	scale := ft.Round(1 / float64(world))
 	in := func(src []byte, i int) float64 {
@@ -234,9 +234,9 @@ func reduceFloats(ft phases.FloatType, red reduction, world int, dst []byte, src
 }
 
 // integers says which integer dtypes are signed.
-var integers = map[phases.DType]bool{
-	phases.Int8: true, phases.Int32: true, phases.Int64: true,
-	phases.Uint8: false, phases.Uint32: false, phases.Uint64: false,
+var integers = map[coll.DType]bool{
+	coll.Int8: true, coll.Int32: true, coll.Int64: true,
+	coll.Uint8: false, coll.Uint32: false, coll.Uint64: false,
 }
 
 // reduceIntegers reduces exactly in 64-bit words; an average divides the

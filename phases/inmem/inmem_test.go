@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"rsag/phases"
+	"rsag/coll"
 	"rsag/phases/inmem"
 )
 
 // run runs body on world ranks and fails the test on any rank's error.
-func run(t *testing.T, world int, faults inmem.Faults, body func(be phases.Backend, comm phases.Comm) error) {
+func run(t *testing.T, world int, faults inmem.Faults, body func(be coll.Backend, comm coll.Comm) error) {
 	t.Helper()
 	for r, err := range inmem.Run(world, faults, body) {
 		if err != nil {
@@ -32,7 +32,7 @@ func wantErr(err error, want string) error {
 	return nil
 }
 
-func memory(be phases.Backend, live, peak int64) error {
+func memory(be coll.Backend, live, peak int64) error {
 	m, err := be.Memory()
 	if err != nil || m.LiveBytes != live || m.PeakBytes != peak || m.DeviceUsedBytes != -1 {
 		return fmt.Errorf("Memory = %+v, %v; want live %d, peak %d, device -1", m, err, live, peak)
@@ -48,8 +48,8 @@ func int64s(v ...int64) []byte {
 	return b
 }
 
-func read(be phases.Backend, b phases.Buffer) []byte {
-	out := make([]byte, phases.Bytes(b))
+func read(be coll.Backend, b coll.Buffer) []byte {
+	out := make([]byte, coll.Bytes(b))
 	if err := be.Read(b, out); err != nil {
 		panic(err)
 	}
@@ -60,12 +60,12 @@ func read(be phases.Backend, b phases.Buffer) []byte {
 // cannot be freed, a freed buffer and its views are unusable, and Close
 // reports what was left allocated.
 func TestAccounting(t *testing.T) {
-	run(t, 1, inmem.Faults{}, func(be phases.Backend, _ phases.Comm) error {
-		a, err := be.Alloc(phases.Float32, 100)
+	run(t, 1, inmem.Faults{}, func(be coll.Backend, _ coll.Comm) error {
+		a, err := be.Alloc(coll.Float32, 100)
 		if err != nil {
 			return err
 		}
-		b, err := be.Alloc(phases.Int64, 10)
+		b, err := be.Alloc(coll.Int64, 10)
 		if err != nil {
 			return err
 		}
@@ -73,7 +73,7 @@ func TestAccounting(t *testing.T) {
 			return err
 		}
 		v, err := be.View(a, 10, 20)
-		if err != nil || v.Count() != 20 || v.DType() != phases.Float32 {
+		if err != nil || v.Count() != 20 || v.DType() != coll.Float32 {
 			return fmt.Errorf("View: %v, %v", v, err)
 		}
 		if err := memory(be, 480, 480); err != nil {
@@ -110,10 +110,10 @@ func TestAccounting(t *testing.T) {
 		if _, err := be.View(a, 0, 1); wantErr(err, "freed") != nil {
 			return fmt.Errorf("View after Free: %v", err)
 		}
-		if err := wantErr(be.AllReduce(v, v, phases.Sum), "freed"); err != nil {
+		if err := wantErr(be.AllReduce(v, v, coll.Sum), "freed"); err != nil {
 			return err
 		}
-		if _, err := be.Alloc(phases.Float32, 0); wantErr(err, "at least one") != nil {
+		if _, err := be.Alloc(coll.Float32, 0); wantErr(err, "at least one") != nil {
 			return fmt.Errorf("Alloc of 0: %v", err)
 		}
 		if err := wantErr(be.Write(b, make([]byte, 79)), "Write of 79 bytes into a buffer of 80"); err != nil {
@@ -126,7 +126,7 @@ func TestAccounting(t *testing.T) {
 		if err := wantErr(be.Close(), "1 buffers (80 bytes) were still allocated"); err != nil {
 			return err
 		}
-		if _, err := be.Alloc(phases.Float32, 1); wantErr(err, "after Close") != nil {
+		if _, err := be.Alloc(coll.Float32, 1); wantErr(err, "after Close") != nil {
 			return fmt.Errorf("Alloc after Close: %v", err)
 		}
 		return wantErr(be.Close(), "already closed")
@@ -135,9 +135,9 @@ func TestAccounting(t *testing.T) {
 
 // TestRunClosesLeaks: a body that leaves a buffer allocated fails its rank.
 func TestRunClosesLeaks(t *testing.T) {
-	errs := inmem.Run(2, inmem.Faults{}, func(be phases.Backend, _ phases.Comm) error {
+	errs := inmem.Run(2, inmem.Faults{}, func(be coll.Backend, _ coll.Comm) error {
 		if be.Rank() == 1 {
-			_, err := be.Alloc(phases.Uint8, 3)
+			_, err := be.Alloc(coll.Uint8, 3)
 			return err
 		}
 		return nil
@@ -150,19 +150,19 @@ func TestRunClosesLeaks(t *testing.T) {
 // TestForeignBuffers: another rank's buffer, another run's, and a buffer
 // of another backend type are refused, naming whose it is.
 func TestForeignBuffers(t *testing.T) {
-	var other phases.Buffer
-	inmem.Run(1, inmem.Faults{}, func(be phases.Backend, _ phases.Comm) error {
-		other, _ = be.Alloc(phases.Int8, 4)
+	var other coll.Buffer
+	inmem.Run(1, inmem.Faults{}, func(be coll.Backend, _ coll.Comm) error {
+		other, _ = be.Alloc(coll.Int8, 4)
 		return be.Free(other)
 	})
-	handoff := make(chan phases.Buffer, 1)
-	run(t, 2, inmem.Faults{}, func(be phases.Backend, comm phases.Comm) error {
-		mine, err := be.Alloc(phases.Int8, 4)
+	handoff := make(chan coll.Buffer, 1)
+	run(t, 2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+		mine, err := be.Alloc(coll.Int8, 4)
 		if err != nil {
 			return err
 		}
 		defer be.Free(mine)
-		all, _ := be.Alloc(phases.Int8, 8)
+		all, _ := be.Alloc(coll.Int8, 8)
 		defer be.Free(all)
 		if be.Rank() == 0 {
 			handoff <- mine
@@ -187,35 +187,35 @@ func TestForeignBuffers(t *testing.T) {
 
 type fakeBuffer struct{}
 
-func (fakeBuffer) Count() int          { return 1 }
-func (fakeBuffer) DType() phases.DType { return phases.Int8 }
+func (fakeBuffer) Count() int        { return 1 }
+func (fakeBuffer) DType() coll.DType { return coll.Int8 }
 
 // TestCollectives runs the three collectives out of place on 3 ranks with
 // rank-dependent input, against sums computed here.
 func TestCollectives(t *testing.T) {
 	const world, n = 3, 6
-	run(t, world, inmem.Faults{}, func(be phases.Backend, _ phases.Comm) error {
+	run(t, world, inmem.Faults{}, func(be coll.Backend, _ coll.Comm) error {
 		r := int64(be.Rank())
 		in := make([]int64, n)
 		for i := range in {
 			in[i] = 10*r + int64(i)
 		}
-		send, _ := be.Alloc(phases.Int64, n)
-		recv, _ := be.Alloc(phases.Int64, n)
-		shard, _ := be.Alloc(phases.Int64, n/world)
+		send, _ := be.Alloc(coll.Int64, n)
+		recv, _ := be.Alloc(coll.Int64, n)
+		shard, _ := be.Alloc(coll.Int64, n/world)
 		defer func() { be.Free(send); be.Free(recv); be.Free(shard) }()
 		if err := be.Write(send, int64s(in...)); err != nil {
 			return err
 		}
 		// sum over ranks of 10r + i = 30 + 3i
 		sums := []int64{30, 33, 36, 39, 42, 45}
-		if err := be.AllReduce(send, recv, phases.Sum); err != nil {
+		if err := be.AllReduce(send, recv, coll.Sum); err != nil {
 			return err
 		}
 		if got := read(be, recv); !slices.Equal(got, int64s(sums...)) {
 			return fmt.Errorf("all-reduce: %v", got)
 		}
-		if err := be.ReduceScatter(send, shard, phases.Sum); err != nil {
+		if err := be.ReduceScatter(send, shard, coll.Sum); err != nil {
 			return err
 		}
 		if got := read(be, shard); !slices.Equal(got, int64s(sums[2*r:2*r+2]...)) {
@@ -238,9 +238,9 @@ func TestCollectives(t *testing.T) {
 // refused, naming the offset it needs.
 func TestInPlace(t *testing.T) {
 	const world, shard = 4, 2
-	run(t, world, inmem.Faults{}, func(be phases.Backend, _ phases.Comm) error {
+	run(t, world, inmem.Faults{}, func(be coll.Backend, _ coll.Comm) error {
 		r := be.Rank()
-		full, _ := be.Alloc(phases.Int64, world*shard)
+		full, _ := be.Alloc(coll.Int64, world*shard)
 		defer be.Free(full)
 		in := make([]int64, world*shard)
 		for i := range in {
@@ -253,7 +253,7 @@ func TestInPlace(t *testing.T) {
 			sums[i] = 600 + 4*int64(i)
 		}
 		whole, _ := be.View(full, 0, world*shard)
-		if err := be.AllReduce(full, whole, phases.Sum); err != nil {
+		if err := be.AllReduce(full, whole, coll.Sum); err != nil {
 			return err
 		}
 		if got := read(be, full); !slices.Equal(got, int64s(sums...)) {
@@ -261,7 +261,7 @@ func TestInPlace(t *testing.T) {
 		}
 		be.Write(full, int64s(in...))
 		mine, _ := be.View(full, r*shard, shard)
-		if err := be.ReduceScatter(full, mine, phases.Sum); err != nil {
+		if err := be.ReduceScatter(full, mine, coll.Sum); err != nil {
 			return err
 		}
 		if got := read(be, mine); !slices.Equal(got, int64s(sums[r*shard:(r+1)*shard]...)) {
@@ -276,7 +276,7 @@ func TestInPlace(t *testing.T) {
 		// Anything else that overlaps is refused before the meeting, on
 		// every rank alike.
 		wrong, _ := be.View(full, ((r+1)%world)*shard, shard)
-		if err := wantErr(be.ReduceScatter(full, wrong, phases.Sum), fmt.Sprintf("rank x output elements = %d on rank %d", r*shard, r)); err != nil {
+		if err := wantErr(be.ReduceScatter(full, wrong, coll.Sum), fmt.Sprintf("rank x output elements = %d on rank %d", r*shard, r)); err != nil {
 			return err
 		}
 		if err := wantErr(be.AllGather(wrong, full), "overlaps the output"); err != nil {
@@ -284,28 +284,28 @@ func TestInPlace(t *testing.T) {
 		}
 		shifted, _ := be.View(full, 1, world*shard-1)
 		head, _ := be.View(full, 0, world*shard-1)
-		return wantErr(be.AllReduce(shifted, head, phases.Sum), "overlaps the output at element offset 1")
+		return wantErr(be.AllReduce(shifted, head, coll.Sum), "overlaps the output at element offset 1")
 	})
 }
 
-// TestShapes: every collective checks its shapes with phases.CheckShapes
-// and returns its *phases.ShapeError unchanged.
+// TestShapes: every collective checks its shapes with coll.CheckShapes
+// and returns its *coll.ShapeError unchanged.
 func TestShapes(t *testing.T) {
-	run(t, 3, inmem.Faults{}, func(be phases.Backend, _ phases.Comm) error {
-		a10, _ := be.Alloc(phases.Float32, 10)
-		a3, _ := be.Alloc(phases.Float32, 3)
-		a9, _ := be.Alloc(phases.Float32, 9)
-		i9, _ := be.Alloc(phases.Int32, 9)
+	run(t, 3, inmem.Faults{}, func(be coll.Backend, _ coll.Comm) error {
+		a10, _ := be.Alloc(coll.Float32, 10)
+		a3, _ := be.Alloc(coll.Float32, 3)
+		a9, _ := be.Alloc(coll.Float32, 9)
+		i9, _ := be.Alloc(coll.Int32, 9)
 		defer func() { be.Free(a10); be.Free(a3); be.Free(a9); be.Free(i9) }()
 		for name, err := range map[string]error{
-			"rs indivisible":  be.ReduceScatter(a10, a3, phases.Sum),
+			"rs indivisible":  be.ReduceScatter(a10, a3, coll.Sum),
 			"ag too short":    be.AllGather(a3, a10),
-			"ar counts":       be.AllReduce(a9, a10, phases.Sum),
-			"ar element type": be.AllReduce(a9, i9, phases.Sum),
+			"ar counts":       be.AllReduce(a9, a10, coll.Sum),
+			"ar element type": be.AllReduce(a9, i9, coll.Sum),
 		} {
-			var se *phases.ShapeError
+			var se *coll.ShapeError
 			if !errors.As(err, &se) {
-				return fmt.Errorf("%s: %v, want a *phases.ShapeError", name, err)
+				return fmt.Errorf("%s: %v, want a *coll.ShapeError", name, err)
 			}
 		}
 		return nil
@@ -319,24 +319,24 @@ func TestEveryDTypeAndOp(t *testing.T) {
 	const world = 4
 	// Inputs per rank: integers near the top of int64/uint64, where a
 	// float64 reduction would lose the low bits; small values for floats.
-	intIn := func(d phases.DType, r int) *big.Int {
+	intIn := func(d coll.DType, r int) *big.Int {
 		switch d {
-		case phases.Int64:
+		case coll.Int64:
 			return big.NewInt(math.MaxInt64/8 - int64(r*3+1))
-		case phases.Uint64:
+		case coll.Uint64:
 			return new(big.Int).SetUint64(math.MaxUint64/3 + uint64(r*5))
 		}
 		return big.NewInt(int64(r*7 - 9)) // negative for some ranks, wraps on uint
 	}
 	floatIn := func(r int) float64 { return []float64{0.5, -1.25, 3, 2}[r] }
-	run(t, world, inmem.Faults{}, func(be phases.Backend, _ phases.Comm) error {
-		for _, d := range phases.AllDTypes {
-			for _, op := range phases.AllOps {
+	run(t, world, inmem.Faults{}, func(be coll.Backend, _ coll.Comm) error {
+		for _, d := range coll.AllDTypes {
+			for _, op := range coll.AllOps {
 				if err := be.Supports(d, op); err != nil {
 					return err
 				}
 				elem := make([]byte, d.Size())
-				ft, isFloat := phases.FloatTypeOf(d)
+				ft, isFloat := coll.FloatTypeOf(d)
 				if isFloat {
 					ft.Encode(floatIn(be.Rank()), elem)
 				} else {
@@ -353,8 +353,8 @@ func TestEveryDTypeAndOp(t *testing.T) {
 				var want []byte
 				if isFloat {
 					want = make([]byte, d.Size())
-					ft.Encode(map[phases.Op]float64{phases.Sum: 4.25, phases.Prod: -3.75, phases.Max: 3, phases.Min: -1.25,
-						phases.Avg: 4.25 / 4}[op], want)
+					ft.Encode(map[coll.Op]float64{coll.Sum: 4.25, coll.Prod: -3.75, coll.Max: 3, coll.Min: -1.25,
+						coll.Avg: 4.25 / 4}[op], want)
 				} else {
 					want = intWant(d, op, world, func(r int) *big.Int { return intIn(d, r) })
 				}
@@ -368,7 +368,7 @@ func TestEveryDTypeAndOp(t *testing.T) {
 	})
 }
 
-var signed = map[phases.DType]bool{phases.Int8: true, phases.Int32: true, phases.Int64: true}
+var signed = map[coll.DType]bool{coll.Int8: true, coll.Int32: true, coll.Int64: true}
 
 // putInt writes v modulo 2^bits, little-endian.
 func putInt(b []byte, v *big.Int) {
@@ -383,7 +383,7 @@ func putInt(b []byte, v *big.Int) {
 // intWant is the reduction as the element type computes it: sums and
 // products wrap modulo 2^bits, max and min compare as the type does, avg
 // divides the wrapped sum, truncating.
-func intWant(d phases.DType, op phases.Op, world int, in func(int) *big.Int) []byte {
+func intWant(d coll.DType, op coll.Op, world int, in func(int) *big.Int) []byte {
 	bits := uint(8 * d.Size())
 	m := new(big.Int).Lsh(big.NewInt(1), bits)
 	asType := func(v *big.Int) *big.Int { // wrap, then read as the type
@@ -397,21 +397,21 @@ func intWant(d phases.DType, op phases.Op, world int, in func(int) *big.Int) []b
 	for r := 1; r < world; r++ {
 		x := asType(in(r))
 		switch op {
-		case phases.Sum, phases.Avg:
+		case coll.Sum, coll.Avg:
 			acc.Add(acc, x)
-		case phases.Prod:
+		case coll.Prod:
 			acc.Mul(acc, x)
-		case phases.Max:
+		case coll.Max:
 			if x.Cmp(acc) > 0 {
 				acc = x
 			}
-		case phases.Min:
+		case coll.Min:
 			if x.Cmp(acc) < 0 {
 				acc = x
 			}
 		}
 	}
-	if op == phases.Avg {
+	if op == coll.Avg {
 		acc = asType(acc)
 		acc.Quo(acc, big.NewInt(int64(world)))
 	}
@@ -429,20 +429,20 @@ func TestFloatSumsRoundEachStep(t *testing.T) {
 		{}:                            1,       // (1+u)+u: each a tie, to even: 1
 		{ReversedReduceScatter: true}: 1 + 2*u, // (u+u)+1 is exact
 	} {
-		run(t, 3, faults, func(be phases.Backend, _ phases.Comm) error {
-			send, _ := be.Alloc(phases.Float16, 3)
-			shard, _ := be.Alloc(phases.Float16, 1)
-			out, _ := be.Alloc(phases.Float16, 3)
+		run(t, 3, faults, func(be coll.Backend, _ coll.Comm) error {
+			send, _ := be.Alloc(coll.Float16, 3)
+			shard, _ := be.Alloc(coll.Float16, 1)
+			out, _ := be.Alloc(coll.Float16, 3)
 			defer func() { be.Free(send); be.Free(shard); be.Free(out) }()
-			be.Fill(send, binary.LittleEndian.AppendUint16(nil, phases.Float16FromFloat64(in[be.Rank()])))
-			if err := be.AllReduce(send, out, phases.Sum); err != nil {
+			be.Fill(send, binary.LittleEndian.AppendUint16(nil, coll.Float16FromFloat64(in[be.Rank()])))
+			if err := be.AllReduce(send, out, coll.Sum); err != nil {
 				return err
 			}
-			direct := phases.Float16ToFloat64(binary.LittleEndian.Uint16(read(be, out)))
-			if err := be.ReduceScatter(send, shard, phases.Sum); err != nil {
+			direct := coll.Float16ToFloat64(binary.LittleEndian.Uint16(read(be, out)))
+			if err := be.ReduceScatter(send, shard, coll.Sum); err != nil {
 				return err
 			}
-			rs := phases.Float16ToFloat64(binary.LittleEndian.Uint16(read(be, shard)))
+			rs := coll.Float16ToFloat64(binary.LittleEndian.Uint16(read(be, shard)))
 			if direct != 1 || rs != want {
 				return fmt.Errorf("%+v: all-reduce %v, reduce-scatter %v; want 1 and %v", faults, direct, rs, want)
 			}
@@ -465,15 +465,15 @@ func TestFaults(t *testing.T) {
 		{inmem.Faults{ReversedReduceScatter: true}, []int64{6}, []int64{3}, []int64{1, 2, 3}},
 	}
 	for _, c := range cases {
-		run(t, world, c.faults, func(be phases.Backend, _ phases.Comm) error {
-			one, _ := be.Alloc(phases.Int64, 1)
-			all, _ := be.Alloc(phases.Int64, world)
+		run(t, world, c.faults, func(be coll.Backend, _ coll.Comm) error {
+			one, _ := be.Alloc(coll.Int64, 1)
+			all, _ := be.Alloc(coll.Int64, world)
 			defer func() { be.Free(one); be.Free(all) }()
 			mine := int64s(int64(be.Rank() + 1))
 			for _, x := range []struct {
-				op   phases.Op
+				op   coll.Op
 				want []int64
-			}{{phases.Sum, c.sum}, {phases.Max, c.max}} {
+			}{{coll.Sum, c.sum}, {coll.Max, c.max}} {
 				be.Write(one, mine)
 				if err := be.AllReduce(one, one, x.op); err != nil {
 					return err
@@ -496,7 +496,7 @@ func TestFaults(t *testing.T) {
 
 // TestComm: AllTrue agrees and names the ranks where it is false.
 func TestComm(t *testing.T) {
-	run(t, 4, inmem.Faults{}, func(be phases.Backend, comm phases.Comm) error {
+	run(t, 4, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 		if comm.Rank() != be.Rank() || comm.Size() != 4 || be.WorldSize() != 4 {
 			return fmt.Errorf("rank %d/%d of %d/%d", comm.Rank(), be.Rank(), comm.Size(), be.WorldSize())
 		}
@@ -519,10 +519,10 @@ func TestComm(t *testing.T) {
 // with other shapes, fail at once with both calls named.
 func TestMismatchedCalls(t *testing.T) {
 	start := time.Now()
-	errs := inmem.Run(2, inmem.Faults{}, func(be phases.Backend, comm phases.Comm) error {
-		b, _ := be.Alloc(phases.Float32, 4+4*be.Rank())
+	errs := inmem.Run(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+		b, _ := be.Alloc(coll.Float32, 4+4*be.Rank())
 		defer be.Free(b)
-		if err := be.AllReduce(b, b, phases.Sum); err != nil {
+		if err := be.AllReduce(b, b, coll.Sum); err != nil {
 			return err
 		}
 		return comm.Barrier()
@@ -541,18 +541,18 @@ func TestMismatchedCalls(t *testing.T) {
 // groups end with an error after the timeout, naming who never came.
 func TestDeadlockTimesOut(t *testing.T) {
 	start := time.Now()
-	errs := inmem.RunTimeout(4, inmem.Faults{}, 300*time.Millisecond, func(be phases.Backend, comm phases.Comm) error {
-		g, err := be.(phases.Splitter).Split(be.Rank()/2, be.Rank())
+	errs := inmem.RunTimeout(4, inmem.Faults{}, 300*time.Millisecond, func(be coll.Backend, comm coll.Comm) error {
+		g, err := be.(coll.Splitter).Split(be.Rank()/2, be.Rank())
 		if err != nil {
 			return err
 		}
 		defer g.Close()
-		b, _ := be.Alloc(phases.Int8, 1)
+		b, _ := be.Alloc(coll.Int8, 1)
 		defer be.Free(b)
 		if be.Rank() == 0 {
 			// Rank 0 waits for rank 1 in their group; rank 1 waits for
 			// rank 0 in the world's barrier.
-			return g.AllReduce(b, b, phases.Sum)
+			return g.AllReduce(b, b, coll.Sum)
 		}
 		return comm.Barrier()
 	})
@@ -571,7 +571,7 @@ func TestDeadlockTimesOut(t *testing.T) {
 // and a rank stuck outside any collective is reported, not waited for.
 func TestRankReturnsEarly(t *testing.T) {
 	start := time.Now()
-	errs := inmem.RunTimeout(3, inmem.Faults{}, 10*time.Second, func(be phases.Backend, comm phases.Comm) error {
+	errs := inmem.RunTimeout(3, inmem.Faults{}, 10*time.Second, func(be coll.Backend, comm coll.Comm) error {
 		if be.Rank() == 2 {
 			return errors.New("bad config")
 		}
@@ -587,7 +587,7 @@ func TestRankReturnsEarly(t *testing.T) {
 
 	release := make(chan struct{})
 	defer close(release)
-	errs = inmem.RunTimeout(2, inmem.Faults{}, 200*time.Millisecond, func(be phases.Backend, comm phases.Comm) error {
+	errs = inmem.RunTimeout(2, inmem.Faults{}, 200*time.Millisecond, func(be coll.Backend, comm coll.Comm) error {
 		if be.Rank() == 1 {
 			<-release
 		}
@@ -599,7 +599,7 @@ func TestRankReturnsEarly(t *testing.T) {
 }
 
 func TestPanicIsAnError(t *testing.T) {
-	errs := inmem.Run(2, inmem.Faults{}, func(be phases.Backend, comm phases.Comm) error {
+	errs := inmem.Run(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 		if be.Rank() == 1 {
 			panic("boom")
 		}
@@ -617,18 +617,18 @@ func TestPanicIsAnError(t *testing.T) {
 // in the group, its buffers and accounting are the rank's, and its Close
 // ends the group only.
 func TestSplit(t *testing.T) {
-	run(t, 4, inmem.Faults{}, func(be phases.Backend, comm phases.Comm) error {
+	run(t, 4, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 		r := be.Rank()
 		// Colors 0 (ranks 0, 2) and 1 (ranks 1, 3), keys reversing the order.
-		g, err := be.(phases.Splitter).Split(r%2, -r)
+		g, err := be.(coll.Splitter).Split(r%2, -r)
 		if err != nil {
 			return err
 		}
 		if want := 1 - r/2; g.Rank() != want || g.WorldSize() != 2 {
 			return fmt.Errorf("rank %d: group rank %d of %d, want %d of 2", r, g.Rank(), g.WorldSize(), want)
 		}
-		parent, _ := be.Alloc(phases.Int64, 1)  // allocated by the parent...
-		gathered, _ := g.Alloc(phases.Int64, 2) // ...and by the group, on one count
+		parent, _ := be.Alloc(coll.Int64, 1)  // allocated by the parent...
+		gathered, _ := g.Alloc(coll.Int64, 2) // ...and by the group, on one count
 		if err := memory(be, 24, 24); err != nil {
 			return err
 		}
@@ -643,7 +643,7 @@ func TestSplit(t *testing.T) {
 		if got, want := read(be, gathered), int64s(int64(r%2+2), int64(r%2)); !slices.Equal(got, want) {
 			return fmt.Errorf("rank %d: group all-gather %v, want %v", r, got, want)
 		}
-		if err := g.AllReduce(parent, parent, phases.Sum); err != nil {
+		if err := g.AllReduce(parent, parent, coll.Sum); err != nil {
 			return err
 		}
 		if got := read(be, parent); !slices.Equal(got, int64s(int64(2*(r%2)+2))) {
@@ -652,7 +652,7 @@ func TestSplit(t *testing.T) {
 		if err := g.Close(); err != nil {
 			return err
 		}
-		if err := wantErr(g.AllReduce(parent, parent, phases.Sum), "after Close"); err != nil {
+		if err := wantErr(g.AllReduce(parent, parent, coll.Sum), "after Close"); err != nil {
 			return err
 		}
 		// The group's Close freed nothing; the parent still works.
@@ -672,9 +672,9 @@ func TestSplit(t *testing.T) {
 // TestGraph: capture runs nothing; each replay runs the operation n times;
 // a closed graph does not replay.
 func TestGraph(t *testing.T) {
-	run(t, 2, inmem.Faults{}, func(be phases.Backend, _ phases.Comm) error {
+	run(t, 2, inmem.Faults{}, func(be coll.Backend, _ coll.Comm) error {
 		calls := 0
-		gr, err := be.(phases.GraphTimer).CaptureGraph(5, func() error { calls++; return nil })
+		gr, err := be.(coll.GraphTimer).CaptureGraph(5, func() error { calls++; return nil })
 		if err != nil || calls != 0 {
 			return fmt.Errorf("capture: %v, %d calls", err, calls)
 		}
@@ -692,7 +692,7 @@ func TestGraph(t *testing.T) {
 		if _, err := gr.Time(); wantErr(err, "after Close") != nil {
 			return fmt.Errorf("replay after Close: %v", err)
 		}
-		if _, err := be.(phases.GraphTimer).CaptureGraph(0, nil); err == nil {
+		if _, err := be.(coll.GraphTimer).CaptureGraph(0, nil); err == nil {
 			return errors.New("a graph of 0 runs")
 		}
 		us, err := be.TimeBatch(3, func() error { time.Sleep(time.Millisecond); return nil })

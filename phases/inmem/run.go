@@ -1,4 +1,4 @@
-// Package inmem is a phases.Backend for W ranks in one process: each rank is
+// Package inmem is a coll.Backend for W ranks in one process: each rank is
 // a goroutine with its own host buffers, and the collectives meet in memory.
 // It exists so that the experiment itself (package phases) is tested without
 // MPI, cgo or a GPU, with the semantics of the MPI backend (exact memory
@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"rsag/phases"
+	"rsag/coll"
 )
 
 // Faults make the backend wrong in one way each, for negative controls. The
@@ -48,7 +48,7 @@ const DefaultTimeout = 30 * time.Second
 // Comm over the same ranks, and returns each rank's error (nil slots for
 // ranks that succeeded). A rank's Backend is closed after body returns
 // unless body closed it, so a buffer body leaked is an error of that rank.
-func Run(world int, faults Faults, body func(be phases.Backend, comm phases.Comm) error) []error {
+func Run(world int, faults Faults, body func(be coll.Backend, comm coll.Comm) error) []error {
 	return RunTimeout(world, faults, DefaultTimeout, body)
 }
 
@@ -56,7 +56,7 @@ func Run(world int, faults Faults, body func(be phases.Backend, comm phases.Comm
 // on each collective, and, once any rank has returned, on how long Run
 // waits for the others. A rank still running then is left behind and
 // reported.
-func RunTimeout(world int, faults Faults, timeout time.Duration, body func(be phases.Backend, comm phases.Comm) error) []error {
+func RunTimeout(world int, faults Faults, timeout time.Duration, body func(be coll.Backend, comm coll.Comm) error) []error {
 	if world < 1 {
 		return []error{fmt.Errorf("inmem: Run on %d ranks: a world has at least one rank", world)}
 	}
@@ -101,7 +101,7 @@ func RunTimeout(world int, faults Faults, timeout time.Duration, body func(be ph
 }
 
 // call runs body, turning a panic into the rank's error.
-func call(body func(phases.Backend, phases.Comm) error, be *Backend, c *Comm) (err error) {
+func call(body func(coll.Backend, coll.Comm) error, be *Backend, c *Comm) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("inmem: rank %d panicked: %v", be.rank, p)
@@ -268,14 +268,14 @@ func (j *job) leave(r int, bodyErr error) {
 	}
 }
 
-// Comm is a rank's host-side communication (phases.Comm) over its group.
+// Comm is a rank's host-side communication (coll.Comm) over its group.
 type Comm struct {
 	group *group
 	rank  int
 	job   *job
 }
 
-var _ phases.Comm = (*Comm)(nil)
+var _ coll.Comm = (*Comm)(nil)
 
 func (c *Comm) Rank() int { return c.rank }
 func (c *Comm) Size() int { return len(c.group.members) }

@@ -12,8 +12,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"rsag/coll"
 	"rsag/model"
-	"rsag/phases"
 	"rsag/report"
 )
 
@@ -86,7 +86,7 @@ func (diamondGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) 
 	c.Fill(p)
 }
 
-// modeDashes are the line styles of the timed modes, in phases.Modes'
+// modeDashes are the line styles of the timed modes, in coll.Modes'
 // order: AllReduce solid, the decomposition dashed, ReduceScatter and
 // AllGather alone short-dashed and dash-dotted, then the hierarchy's;
 // finely dotted is the fits'.
@@ -103,8 +103,8 @@ var modeDashes = [][]vg.Length{
 
 // modeStyle returns a timed mode's dashes and its legend name.
 func modeStyle(mode string) ([]vg.Length, string) {
-	i := slices.Index(phases.Modes, phases.Mode(mode))
-	m, ok := phases.ModeOf(phases.Mode(mode))
+	i := slices.Index(coll.Modes, coll.Mode(mode))
+	m, ok := coll.ModeOf(coll.Mode(mode))
 	if i < 0 || !ok {
 		return nil, mode
 	}
@@ -153,11 +153,11 @@ type layout struct {
 
 // known orders: the report's order first, then others as they come.
 var (
-	dtypeOrder     = phases.Names(phases.AllDTypes)
-	opOrder        = phases.Names(phases.AllOps)
-	modeOrder      = phases.Names(phases.Modes)
-	placementOrder = []string{string(phases.OutOfPlace), string(phases.InPlace)}
-	methodOrder    = []string{string(phases.PerOp), string(phases.Batched), string(phases.GraphReplay)}
+	dtypeOrder     = coll.Names(coll.AllDTypes)
+	opOrder        = coll.Names(coll.AllOps)
+	modeOrder      = coll.Names(coll.Modes)
+	placementOrder = []string{string(coll.OutOfPlace), string(coll.InPlace)}
+	methodOrder    = []string{string(coll.PerOp), string(coll.Batched), string(coll.GraphReplay)}
 )
 
 // rank is v's place in order, or len(order) for a value not in it.
@@ -530,7 +530,7 @@ func crossoverVsSize(run runStats) (figure, bool) {
 				continue
 			}
 			k := s.Key()
-			k.Mode = string(phases.Direct)
+			k.Mode = string(coll.Direct)
 			if d, ok := byKey[k]; ok && d.MedianUS > 0 {
 				vals = append(vals, value{panelOf(s), lineKey{s.DType, s.Op, s.Mode}, float64(s.SizeBytes), s.MedianUS / d.MedianUS})
 				if !slices.Contains(decomps, s.Mode) {

@@ -15,8 +15,8 @@ import (
 	"strconv"
 	"strings"
 
+	"rsag/coll"
 	"rsag/mpi"
-	"rsag/phases"
 )
 
 func init() { runtime.LockOSThread() }
@@ -423,20 +423,20 @@ func (k *checker) allgather(dt mpi.Datatype) {
 var (
 	sweepTypes = []struct {
 		mpi mpi.Datatype
-		ph  phases.DType
+		ph  coll.DType
 	}{
-		{mpi.Int8, phases.Int8}, {mpi.Uint8, phases.Uint8}, {mpi.Int32, phases.Int32}, {mpi.Uint32, phases.Uint32},
-		{mpi.Int64, phases.Int64}, {mpi.Uint64, phases.Uint64}, {mpi.Float32, phases.Float32}, {mpi.Float64, phases.Float64},
+		{mpi.Int8, coll.Int8}, {mpi.Uint8, coll.Uint8}, {mpi.Int32, coll.Int32}, {mpi.Uint32, coll.Uint32},
+		{mpi.Int64, coll.Int64}, {mpi.Uint64, coll.Uint64}, {mpi.Float32, coll.Float32}, {mpi.Float64, coll.Float64},
 	}
 	sweepOps = []struct {
 		mpi mpi.Op
-		ph  phases.Op
-	}{{mpi.Sum, phases.Sum}, {mpi.Prod, phases.Prod}, {mpi.Max, phases.Max}, {mpi.Min, phases.Min}}
+		ph  coll.Op
+	}{{mpi.Sum, coll.Sum}, {mpi.Prod, coll.Prod}, {mpi.Max, coll.Max}, {mpi.Min, coll.Min}}
 )
 
 // sweep checks every element type with every reduction, out of place and in
 // place, with the harness's own values: each rank contributes
-// phases.Input(op, rank) in every element and must get phases.Expected(op,
+// coll.Input(op, rank) in every element and must get coll.Expected(op,
 // world) back, bit for bit. All-gather, which has no reduction, gathers
 // rank+1 from every rank.
 func (k *checker) sweep() {
@@ -448,12 +448,12 @@ func (k *checker) sweep() {
 			k.fail("%s is %d bytes, %s %d", dt.mpi, dt.mpi.Size(), dt.ph, dt.ph.Size())
 		}
 		for _, op := range sweepOps {
-			if err := phases.CheckExact(dt.ph, op.ph, n); err != nil {
+			if err := coll.CheckExact(dt.ph, op.ph, n); err != nil {
 				continue // not on this world size; never on 3 ranks
 			}
 			what := fmt.Sprintf("%s %s", dt.ph, op.ph)
-			in := dt.ph.Elem(phases.Input(op.ph, r))
-			want := dt.ph.Elem(phases.Expected(op.ph, n))
+			in := dt.ph.Elem(coll.Input(op.ph, r))
+			want := dt.ph.Elem(coll.Expected(op.ph, n))
 
 			send, recv := bytes.Repeat(in, count), bytes.Repeat([]byte{0xA5}, count*len(in))
 			k.must(c.Allreduce(send, recv, count, dt.mpi, op.mpi), "Allreduce "+what)

@@ -17,9 +17,9 @@ import (
 	"runtime"
 	"strings"
 
+	"rsag/coll"
 	"rsag/mpi"
 	"rsag/mpibackend"
-	"rsag/phases"
 )
 
 func init() { runtime.LockOSThread() }
@@ -45,8 +45,8 @@ func main() {
 	if be.Rank() != k.r || be.WorldSize() != k.n {
 		k.fail("backend rank %d of %d, comm rank %d of %d", be.Rank(), be.WorldSize(), k.r, k.n)
 	}
-	for _, dt := range []phases.DType{phases.Int64, phases.Float32} {
-		for _, op := range []phases.Op{phases.Sum, phases.Max} {
+	for _, dt := range []coll.DType{coll.Int64, coll.Float32} {
+		for _, op := range []coll.Op{coll.Sum, coll.Max} {
 			k.allReduce(dt, op)
 			k.reduceScatter(dt, op)
 			k.equivalence(dt, op)
@@ -102,14 +102,14 @@ func values(r, from, count int) []int64 {
 	return v
 }
 
-func reduced(op phases.Op, n, from, count int) []int64 {
+func reduced(op coll.Op, n, from, count int) []int64 {
 	out := values(0, from, count)
 	for r := 1; r < n; r++ {
 		for i, v := range values(r, from, count) {
 			switch op {
-			case phases.Sum:
+			case coll.Sum:
 				out[i] += v
-			case phases.Max:
+			case coll.Max:
 				out[i] = max(out[i], v)
 			}
 		}
@@ -117,13 +117,13 @@ func reduced(op phases.Op, n, from, count int) []int64 {
 	return out
 }
 
-func encode(dt phases.DType, vals []int64) []byte {
+func encode(dt coll.DType, vals []int64) []byte {
 	b := make([]byte, len(vals)*dt.Size())
 	for i, v := range vals {
 		switch dt {
-		case phases.Int64:
+		case coll.Int64:
 			binary.NativeEndian.PutUint64(b[8*i:], uint64(v))
-		case phases.Float32:
+		case coll.Float32:
 			binary.NativeEndian.PutUint32(b[4*i:], math.Float32bits(float32(v)))
 		}
 	}
@@ -139,14 +139,14 @@ func (k *checker) split() {
 	if g.WorldSize() != size || g.Rank() != k.r/2 {
 		k.fail("Split: rank %d of %d, want %d of %d", g.Rank(), g.WorldSize(), k.r/2, size)
 	}
-	in := k.alloc(phases.Int64, 4) // the parent's
+	in := k.alloc(coll.Int64, 4) // the parent's
 	k.write(in, []int64{int64(k.r), 1, 2, 3})
-	out, err := g.Alloc(phases.Int64, 4) // the group's, counted as the rank's
+	out, err := g.Alloc(coll.Int64, 4) // the group's, counted as the rank's
 	k.must(err, "Alloc on a group")
 	if m, _ := k.be.Memory(); m.LiveBytes != 64 {
 		k.fail("after a group's Alloc the rank counts %d bytes live, want 64", m.LiveBytes)
 	}
-	k.must(g.AllReduce(in, out, phases.Sum), "AllReduce on a group")
+	k.must(g.AllReduce(in, out, coll.Sum), "AllReduce on a group")
 	var sum int64
 	for q := k.r % 2; q < k.n; q += 2 {
 		sum += int64(q)
@@ -159,38 +159,38 @@ func (k *checker) split() {
 	k.must(k.c.Barrier(), "Barrier after a group's Close")
 }
 
-func (k *checker) alloc(dt phases.DType, count int) phases.Buffer {
+func (k *checker) alloc(dt coll.DType, count int) coll.Buffer {
 	b, err := k.be.Alloc(dt, count)
 	k.must(err, "Alloc")
 	return b
 }
 
-func (k *checker) view(b phases.Buffer, off, count int) phases.Buffer {
+func (k *checker) view(b coll.Buffer, off, count int) coll.Buffer {
 	v, err := k.be.View(b, off, count)
 	k.must(err, "View")
 	return v
 }
 
-func (k *checker) write(b phases.Buffer, vals []int64) {
+func (k *checker) write(b coll.Buffer, vals []int64) {
 	k.must(k.be.Write(b, encode(b.DType(), vals)), "Write")
 }
 
-func (k *checker) free(bs ...phases.Buffer) {
+func (k *checker) free(bs ...coll.Buffer) {
 	for _, b := range bs {
 		k.must(k.be.Free(b), "Free")
 	}
 }
 
 // expect compares b's bytes with the encoding of want: exact, bit for bit.
-func (k *checker) expect(what string, b phases.Buffer, want []int64) {
-	got := make([]byte, phases.Bytes(b))
+func (k *checker) expect(what string, b coll.Buffer, want []int64) {
+	got := make([]byte, coll.Bytes(b))
 	k.must(k.be.Read(b, got), "Read")
 	if w := encode(b.DType(), want); string(got) != string(w) {
 		k.fail("%s %s: got % x, want % x (%v)", what, b.DType(), got, w, want)
 	}
 }
 
-func (k *checker) allReduce(dt phases.DType, op phases.Op) {
+func (k *checker) allReduce(dt coll.DType, op coll.Op) {
 	const count = 13
 	what := fmt.Sprintf("all-reduce %s", op)
 	want := reduced(op, k.n, 0, count)
@@ -211,7 +211,7 @@ func (k *checker) allReduce(dt phases.DType, op phases.Op) {
 	k.free(send, recv)
 }
 
-func (k *checker) reduceScatter(dt phases.DType, op phases.Op) {
+func (k *checker) reduceScatter(dt coll.DType, op coll.Op) {
 	const block = 5
 	what := fmt.Sprintf("reduce-scatter %s", op)
 	want := reduced(op, k.n, k.r*block, block)
@@ -229,7 +229,7 @@ func (k *checker) reduceScatter(dt phases.DType, op phases.Op) {
 	k.free(send, recv)
 }
 
-func (k *checker) allGather(dt phases.DType) {
+func (k *checker) allGather(dt coll.DType) {
 	const block = 4
 	var want []int64
 	for q := range k.n {
@@ -253,7 +253,7 @@ func (k *checker) allGather(dt phases.DType) {
 
 // equivalence is the experiment in miniature: AllReduce of a buffer equals
 // ReduceScatter in place followed by AllGather in place on another.
-func (k *checker) equivalence(dt phases.DType, op phases.Op) {
+func (k *checker) equivalence(dt coll.DType, op coll.Op) {
 	const block = 6
 	count := k.n * block
 	direct, decomposed := k.alloc(dt, count), k.alloc(dt, count)
@@ -271,21 +271,21 @@ func (k *checker) equivalence(dt phases.DType, op phases.Op) {
 
 // sweep checks every element type MPI has with every reduction it has, out
 // of place and in place, through the backend and with the harness's own
-// values: each rank fills its input with phases.Input(op, rank) and every
-// element of the output must be phases.Expected(op, world), bit for bit.
+// values: each rank fills its input with coll.Input(op, rank) and every
+// element of the output must be coll.Expected(op, world), bit for bit.
 // It also proves the experiment itself for each pair: AllReduce equals
 // ReduceScatter in place followed by AllGather in place.
 func (k *checker) sweep() {
 	const block = 3
 	count := k.n * block
-	for _, dt := range phases.AllDTypes {
-		for _, op := range phases.AllOps {
-			if k.be.Supports(dt, op) != nil || phases.CheckExact(dt, op, k.n) != nil {
+	for _, dt := range coll.AllDTypes {
+		for _, op := range coll.AllOps {
+			if k.be.Supports(dt, op) != nil || coll.CheckExact(dt, op, k.n) != nil {
 				continue
 			}
 			what := fmt.Sprintf("%s %s", dt, op)
-			in := dt.Elem(phases.Input(op, k.r))
-			want := bytes.Repeat(dt.Elem(phases.Expected(op, k.n)), count)
+			in := dt.Elem(coll.Input(op, k.r))
+			want := bytes.Repeat(dt.Elem(coll.Expected(op, k.n)), count)
 			sentinel := dt.Elem(99)
 
 			send, recv := k.alloc(dt, count), k.alloc(dt, count)
@@ -320,7 +320,7 @@ func (k *checker) sweep() {
 		for q := range k.n {
 			want = append(want, bytes.Repeat(dt.Elem(float64(q+1)), block)...)
 		}
-		if k.be.Supports(dt, phases.Sum) != nil {
+		if k.be.Supports(dt, coll.Sum) != nil {
 			continue
 		}
 		send, recv := k.alloc(dt, block), k.alloc(dt, count)
@@ -337,8 +337,8 @@ func (k *checker) sweep() {
 	}
 }
 
-func (k *checker) expectBytes(what string, b phases.Buffer, want []byte) {
-	got := make([]byte, phases.Bytes(b))
+func (k *checker) expectBytes(what string, b coll.Buffer, want []byte) {
+	got := make([]byte, coll.Bytes(b))
 	k.must(k.be.Read(b, got), "Read")
 	if !bytes.Equal(got, want) {
 		k.fail("%s: got % x, want % x", what, got, want)
@@ -348,16 +348,16 @@ func (k *checker) expectBytes(what string, b phases.Buffer, want []byte) {
 // unsupported checks that what MPI cannot run is refused on every rank with
 // Supports' words, before MPI: no rank is left waiting in a collective.
 func (k *checker) unsupported() {
-	for _, dt := range []phases.DType{phases.Float16, phases.BFloat16} {
-		want := k.be.Supports(dt, phases.Sum)
+	for _, dt := range []coll.DType{coll.Float16, coll.BFloat16} {
+		want := k.be.Supports(dt, coll.Sum)
 		if want == nil {
 			k.fail("Supports(%s, sum) = nil on the MPI backend", dt)
 		}
 		b := k.alloc(dt, k.n)
 		shard := k.view(b, k.r, 1)
 		for name, err := range map[string]error{
-			"all-reduce":     k.be.AllReduce(b, b, phases.Sum),
-			"reduce-scatter": k.be.ReduceScatter(b, shard, phases.Sum),
+			"all-reduce":     k.be.AllReduce(b, b, coll.Sum),
+			"reduce-scatter": k.be.ReduceScatter(b, shard, coll.Sum),
 			"all-gather":     k.be.AllGather(shard, b),
 		} {
 			if err == nil || !strings.HasSuffix(err.Error(), want.Error()) {
@@ -366,9 +366,9 @@ func (k *checker) unsupported() {
 		}
 		k.free(b)
 	}
-	want := k.be.Supports(phases.Float32, phases.Avg)
-	b := k.alloc(phases.Float32, k.n)
-	if err := k.be.AllReduce(b, b, phases.Avg); want == nil || err == nil || !strings.HasSuffix(err.Error(), want.Error()) {
+	want := k.be.Supports(coll.Float32, coll.Avg)
+	b := k.alloc(coll.Float32, k.n)
+	if err := k.be.AllReduce(b, b, coll.Avg); want == nil || err == nil || !strings.HasSuffix(err.Error(), want.Error()) {
 		k.fail("all-reduce avg: %v, want %v", err, want)
 	}
 	k.free(b)
@@ -378,17 +378,17 @@ func (k *checker) unsupported() {
 // them alike, so none is left waiting in a collective.
 func (k *checker) errors() {
 	const block = 5
-	full := k.alloc(phases.Int64, k.n*block)
+	full := k.alloc(coll.Int64, k.n*block)
 	next := (k.r + 1) % k.n
-	var shape *phases.ShapeError
-	odd, shard := k.alloc(phases.Int64, k.n*block+1), k.alloc(phases.Int64, block)
-	if err := k.be.ReduceScatter(odd, shard, phases.Sum); !errors.As(err, &shape) {
-		k.fail("reduce-scatter of %d elements on %d ranks: %v, want a *phases.ShapeError", k.n*block+1, k.n, err)
+	var shape *coll.ShapeError
+	odd, shard := k.alloc(coll.Int64, k.n*block+1), k.alloc(coll.Int64, block)
+	if err := k.be.ReduceScatter(odd, shard, coll.Sum); !errors.As(err, &shape) {
+		k.fail("reduce-scatter of %d elements on %d ranks: %v, want a *coll.ShapeError", k.n*block+1, k.n, err)
 	}
 	bad := map[string]error{
-		"reduce-scatter into the next rank's place": k.be.ReduceScatter(full, k.view(full, next*block, block), phases.Sum),
+		"reduce-scatter into the next rank's place": k.be.ReduceScatter(full, k.view(full, next*block, block), coll.Sum),
 		"all-gather from the next rank's place":     k.be.AllGather(k.view(full, next*block, block), full),
-		"all-reduce onto a shifted view":            k.be.AllReduce(k.view(full, 0, block), k.view(full, 1, block), phases.Sum),
+		"all-reduce onto a shifted view":            k.be.AllReduce(k.view(full, 0, block), k.view(full, 1, block), coll.Sum),
 	}
 	for name, err := range bad {
 		if err == nil || !strings.Contains(err.Error(), "overlaps") {

@@ -1,4 +1,4 @@
-package phases_test
+package coll_test
 
 import (
 	"math"
@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"rsag/phases"
+	"rsag/coll"
 )
 
 func TestFloat16Golden(t *testing.T) {
@@ -36,11 +36,11 @@ func TestFloat16Golden(t *testing.T) {
 		{5e-324, 0}, // a float64 subnormal
 	}
 	for _, c := range cases {
-		if got := phases.Float16FromFloat64(c.x); got != c.bits {
+		if got := coll.Float16FromFloat64(c.x); got != c.bits {
 			t.Errorf("Float16FromFloat64(%v) = %#04x, want %#04x", c.x, got, c.bits)
 		}
 	}
-	if h := phases.Float16FromFloat64(math.NaN()); h&0x7c00 != 0x7c00 || h&0x3ff == 0 {
+	if h := coll.Float16FromFloat64(math.NaN()); h&0x7c00 != 0x7c00 || h&0x3ff == 0 {
 		t.Errorf("Float16FromFloat64(NaN) = %#04x, not a NaN", h)
 	}
 }
@@ -65,12 +65,12 @@ func TestFloat16Exhaustive(t *testing.T) {
 		default:
 			want = sign * float64(1024+m) * math.Ldexp(1, e-25)
 		}
-		got := phases.Float16ToFloat64(uint16(h))
+		got := coll.Float16ToFloat64(uint16(h))
 		if math.IsNaN(want) {
 			if !math.IsNaN(got) || math.Signbit(got) != (sign < 0) {
 				t.Fatalf("Float16ToFloat64(%#04x) = %v, want a NaN of that sign", h, got)
 			}
-			back := phases.Float16FromFloat64(got)
+			back := coll.Float16FromFloat64(got)
 			if back&0x7c00 != 0x7c00 || back&0x3ff == 0 || back&0x8000 != uint16(h)&0x8000 {
 				t.Fatalf("NaN %#04x encodes back as %#04x", h, back)
 			}
@@ -79,7 +79,7 @@ func TestFloat16Exhaustive(t *testing.T) {
 		if got != want || math.Signbit(got) != math.Signbit(want) {
 			t.Fatalf("Float16ToFloat64(%#04x) = %v, want %v", h, got, want)
 		}
-		if back := phases.Float16FromFloat64(got); back != uint16(h) {
+		if back := coll.Float16FromFloat64(got); back != uint16(h) {
 			t.Fatalf("Float16FromFloat64(%v) = %#04x, want %#04x", got, back, h)
 		}
 	}
@@ -135,22 +135,22 @@ func TestNarrowRoundingAgainstOracle(t *testing.T) {
 		neighbours func(*rand.Rand) (float64, float64)
 	}{
 		{"float16", 11, -14, 15,
-			func(x float64) float64 { return phases.Float16ToFloat64(phases.Float16FromFloat64(x)) },
+			func(x float64) float64 { return coll.Float16ToFloat64(coll.Float16FromFloat64(x)) },
 			func(rng *rand.Rand) (float64, float64) {
 				h := uint16(rng.IntN(0x7bff)) | uint16(rng.IntN(2))<<15
-				return phases.Float16ToFloat64(h), phases.Float16ToFloat64(h + 1)
+				return coll.Float16ToFloat64(h), coll.Float16ToFloat64(h + 1)
 			}},
 		{"bfloat16", 8, -126, 127,
-			func(x float64) float64 { return phases.BFloat16ToFloat64(phases.BFloat16FromFloat64(x)) },
+			func(x float64) float64 { return coll.BFloat16ToFloat64(coll.BFloat16FromFloat64(x)) },
 			func(rng *rand.Rand) (float64, float64) {
 				h := uint16(rng.IntN(0x7f7f)) | uint16(rng.IntN(2))<<15
-				return phases.BFloat16ToFloat64(h), phases.BFloat16ToFloat64(h + 1)
+				return coll.BFloat16ToFloat64(h), coll.BFloat16ToFloat64(h + 1)
 			}},
 		{"binary32 (generic)", 24, -126, 127,
-			func(x float64) float64 { return phases.Binary32ToFloat64(phases.Binary32FromFloat64(x)) },
+			func(x float64) float64 { return coll.Binary32ToFloat64(coll.Binary32FromFloat64(x)) },
 			func(rng *rand.Rand) (float64, float64) {
 				b := uint32(rng.IntN(0x7f7fffff)) | uint32(rng.IntN(2))<<31
-				return phases.Binary32ToFloat64(b), phases.Binary32ToFloat64(b + 1)
+				return coll.Binary32ToFloat64(b), coll.Binary32ToFloat64(b + 1)
 			}},
 	}
 	for _, f := range formats {
@@ -174,12 +174,12 @@ func TestBinary32MatchesGo(t *testing.T) {
 			b := uint32(rng.IntN(0x7f7fffff))
 			return float64(math.Float32frombits(b)), float64(math.Float32frombits(b + 1))
 		})
-		if got, want := phases.Binary32FromFloat64(x), math.Float32bits(float32(x)); got != want {
+		if got, want := coll.Binary32FromFloat64(x), math.Float32bits(float32(x)); got != want {
 			t.Fatalf("binary32 of %v = %#08x, Go says %#08x", x, got, want)
 		}
 	}
 	for _, b := range []uint32{0, 1, 0x007fffff, 0x00800000, 0x3f800000, 0x7f7fffff, 0x7f800000, 0x80000001, 0xff800000} {
-		if got, want := phases.Binary32ToFloat64(b), float64(math.Float32frombits(b)); got != want {
+		if got, want := coll.Binary32ToFloat64(b), float64(math.Float32frombits(b)); got != want {
 			t.Errorf("binary32 value of %#08x = %v, want %v", b, got, want)
 		}
 	}
@@ -190,7 +190,7 @@ func TestBFloat16RoundsOnce(t *testing.T) {
 	// rounds up; through float32 it would first become the midpoint
 	// itself, and then round to even, down to 1.
 	x := 1 + math.Ldexp(1, -8) + math.Ldexp(1, -30)
-	if got := phases.BFloat16FromFloat64(x); got != 0x3f81 {
+	if got := coll.BFloat16FromFloat64(x); got != 0x3f81 {
 		t.Errorf("BFloat16FromFloat64(%v) = %#04x, want 0x3f81", x, got)
 	}
 	for _, c := range []struct {
@@ -200,16 +200,16 @@ func TestBFloat16RoundsOnce(t *testing.T) {
 		{1, 0x3f80}, {-1, 0xbf80}, {math.Ldexp(1, -133), 0x0001}, {math.Ldexp(1, -134), 0},
 		{math.MaxFloat32, 0x7f80}, {math.Ldexp(255, 120), 0x7f7f}, {math.Inf(-1), 0xff80},
 	} {
-		if got := phases.BFloat16FromFloat64(c.x); got != c.bits {
+		if got := coll.BFloat16FromFloat64(c.x); got != c.bits {
 			t.Errorf("BFloat16FromFloat64(%v) = %#04x, want %#04x", c.x, got, c.bits)
 		}
 	}
 }
 
 func TestFloatTypes(t *testing.T) {
-	want := map[phases.DType]int{phases.Float16: 11, phases.BFloat16: 8, phases.Float32: 24, phases.Float64: 53}
-	for _, d := range phases.AllDTypes {
-		ft, ok := phases.FloatTypeOf(d)
+	want := map[coll.DType]int{coll.Float16: 11, coll.BFloat16: 8, coll.Float32: 24, coll.Float64: 53}
+	for _, d := range coll.AllDTypes {
+		ft, ok := coll.FloatTypeOf(d)
 		if ok != d.IsFloat() {
 			t.Fatalf("FloatTypeOf(%s) ok = %v, IsFloat = %v", d, ok, d.IsFloat())
 		}
@@ -235,16 +235,16 @@ func TestFloatTypes(t *testing.T) {
 }
 
 func TestULPDistance(t *testing.T) {
-	f16, _ := phases.FloatTypeOf(phases.Float16)
-	f32, _ := phases.FloatTypeOf(phases.Float32)
-	f64, _ := phases.FloatTypeOf(phases.Float64)
-	enc := func(ft phases.FloatType, x float64) []byte {
+	f16, _ := coll.FloatTypeOf(coll.Float16)
+	f32, _ := coll.FloatTypeOf(coll.Float32)
+	f64, _ := coll.FloatTypeOf(coll.Float64)
+	enc := func(ft coll.FloatType, x float64) []byte {
 		b := make([]byte, ft.DType.Size())
 		ft.Encode(x, b)
 		return b
 	}
 	cases := []struct {
-		ft   phases.FloatType
+		ft   coll.FloatType
 		a, b float64
 		want uint64
 	}{

@@ -1,7 +1,4 @@
-// Package phases runs rsag's experiments (contracts, timing, memory) over a
-// Backend. It holds the whole experiment and no C: the NCCL backend (ncclx)
-// and the MPI backend (mpibackend) implement the interfaces defined here.
-package phases
+package coll
 
 // Buffer is memory a Backend allocated (device memory for NCCL, host memory
 // for MPI), or a view into such memory.
@@ -160,3 +157,61 @@ type Splitter interface {
 	// the group's communicator only.
 	Split(color, key int) (Backend, error)
 }
+
+// Preparer is a backend that checks a collective's arguments once and
+// returns a call that only runs it, so that the timed loop pays for the
+// library call and nothing else (shape checks, buffer lookups, type
+// mapping). The call is valid while its buffers are. A backend without it
+// gets each call through Collective.Run.
+type Preparer interface {
+	Prepare(c Collective, send, recv Buffer, op Op) (func() error, error)
+}
+
+// LoopPreparer is a backend that can also run a prepared collective n
+// times back to back in the library's own language (a C loop): what IMB and
+// nccl-tests time, with nothing of Go's between the calls. The batched
+// method uses it for the modes of one collective.
+type LoopPreparer interface {
+	PrepareLoop(c Collective, send, recv Buffer, op Op) (func(n int) error, error)
+}
+
+// find looks for an optional interface on be, through any wrappers (Unwrap).
+func Find[T any](be Backend) (T, bool) {
+	for {
+		if t, ok := be.(T); ok {
+			return t, true
+		}
+		u, ok := be.(interface{ Unwrap() Backend })
+		if !ok {
+			var zero T
+			return zero, false
+		}
+		be = u.Unwrap()
+	}
+}
+
+// FreeMemoryReporter is a backend that can say how much memory its buffers
+// may take (cuMemGetInfo on a GPU, MemAvailable on a host), so that a
+// payload too large is refused before any collective runs rather than
+// failing half way (or, in host memory, ended by the OOM killer).
+type FreeMemoryReporter interface {
+	// FreeMemory is the bytes this rank's buffers may take now, of a
+	// total, and which memory that is, from one reading.
+	FreeMemory() (MemoryReading, error)
+}
+
+// MemoryReading is what a FreeMemoryReporter measured.
+type MemoryReading struct {
+	Free, Total int64
+	MemoryKind
+}
+
+// MemoryKind names the memory a FreeMemoryReporter measures.
+type MemoryKind struct {
+	Memory string // "device memory", "host memory"
+	Where  string // "NVIDIA H200 (GPU 0 of node7)", "node7 (MemAvailable, shared by its 4 ranks)"
+	Fix    string // how to have more: "free the GPU of other processes"
+}
+
+// GiB is b in binary gigabytes, for messages.
+func GiB(b int64) float64 { return float64(b) / (1 << 30) }

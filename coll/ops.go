@@ -1,4 +1,4 @@
-package phases
+package coll
 
 import (
 	"fmt"
@@ -63,7 +63,7 @@ var ops = map[Op]opInfo{
 func (o Op) info() opInfo {
 	in, ok := ops[o]
 	if !ok {
-		panic(fmt.Sprintf("phases: unknown op %d", int(o)))
+		panic(fmt.Sprintf("coll: unknown op %d", int(o)))
 	}
 	return in
 }

@@ -1,4 +1,4 @@
-package phases
+package coll
 
 import (
 	"encoding/binary"
@@ -97,9 +97,9 @@ func (f FloatType) ULPDistance(a, b []byte) uint64 {
 	return my - mx
 }
 
-// towardZero returns x rounded to the dtype, toward zero: never larger in
+// TowardZero returns x rounded to the dtype, toward zero: never larger in
 // magnitude than x, so values in [-1, 1) stay there.
-func (f FloatType) towardZero(x float64) float64 {
+func (f FloatType) TowardZero(x float64) float64 {
 	bits := f.Bits(x)
 	if r := f.Value(bits); math.Abs(r) > math.Abs(x) {
 		// |r| > |x| >= 0, so r is not zero and its magnitude bits step down
@@ -118,7 +118,7 @@ func loadBits(b []byte, size int) uint64 {
 	case 8:
 		return binary.LittleEndian.Uint64(b)
 	}
-	panic(fmt.Sprintf("phases: no float of %d bytes", size))
+	panic(fmt.Sprintf("coll: no float of %d bytes", size))
 }
 
 func storeBits(b []byte, size int, v uint64) {
@@ -130,7 +130,7 @@ func storeBits(b []byte, size int, v uint64) {
 	case 8:
 		binary.LittleEndian.PutUint64(b, v)
 	default:
-		panic(fmt.Sprintf("phases: no float of %d bytes", size))
+		panic(fmt.Sprintf("coll: no float of %d bytes", size))
 	}
 }
 

@@ -1,4 +1,4 @@
-package phases
+package coll
 
 import (
 	"encoding/binary"
@@ -53,7 +53,7 @@ var AllDTypes = []DType{Int8, Uint8, Int32, Uint32, Int64, Uint64, Float16, BFlo
 func (d DType) info() dtypeInfo {
 	in, ok := dtypes[d]
 	if !ok {
-		panic(fmt.Sprintf("phases: unknown dtype %d", int(d)))
+		panic(fmt.Sprintf("coll: unknown dtype %d", int(d)))
 	}
 	return in
 }

@@ -1,4 +1,4 @@
-package phases
+package coll
 
 import (
 	"fmt"
@@ -167,3 +167,44 @@ func (m Mode) String() string { return string(m) }
 
 // UnmarshalText reads a mode and refuses an unknown one.
 func (m *Mode) UnmarshalText(b []byte) error { return parseName(m, b, Modes) }
+
+// Placement says where the collectives' outputs go.
+type Placement string
+
+const (
+	// OutOfPlace gives every collective its own output buffer.
+	OutOfPlace Placement = "out-of-place"
+	// InPlace reduces into the input: AllReduce in its buffer, ReduceScatter
+	// leaving the shard inside the input at rank x count, AllGather reading
+	// that shard from inside its output.
+	InPlace Placement = "in-place"
+)
+
+// Method says how a sample is timed.
+type Method string
+
+const (
+	// PerOp is the seed's: one operation between two timestamps taken after
+	// a synchronisation.
+	PerOp Method = "per-op"
+	// Batched is nccl-tests': Batch back-to-back operations between two
+	// timestamps, divided by Batch.
+	Batched Method = "batched"
+	// GraphReplay captures Batch operations into a CUDA graph and times its
+	// replay, divided by Batch: no launch overhead.
+	GraphReplay Method = "graph"
+)
+
+// SizeText writes a byte count as 1K, 64K, 256M when it is a whole number
+// of such units, and as plain bytes otherwise.
+func SizeText(b int64) string {
+	for _, u := range []struct {
+		s string
+		m int64
+	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if b >= u.m && b%u.m == 0 {
+			return fmt.Sprintf("%d%s", b/u.m, u.s)
+		}
+	}
+	return fmt.Sprint(b)
+}

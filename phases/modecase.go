@@ -1,0 +1,198 @@
+package phases
+
+import (
+	"slices"
+
+	"rsag/coll"
+)
+
+// modeCase is one mode's buffers for one case on this rank, and the
+// chunk values its output must hold.
+type modeCase struct {
+	mode  coll.TimedMode
+	bufs  []coll.Buffer // bufs[0] the input, bufs[i+1] step i's output
+	want  []float64     // the output's expected value per chunk of chunk elements
+	chunk int
+	run   func() error      // every step once, prepared (see Preparer)
+	loop  func(n int) error // run n times back to back (see LoopPreparer)
+	// writesInput: a step writes into the input (in place), so a sample
+	// leaves it changed.
+	writesInput bool
+	// watchOp is the mode's Op, named once: the watchdog is armed with it
+	// every sample, and joining the step names there made garbage a GC
+	// could collect inside a later timed sample.
+	watchOp string
+}
+
+func (m *modeCase) input() coll.Buffer  { return m.bufs[0] }
+func (m *modeCase) output() coll.Buffer { return m.bufs[len(m.bufs)-1] }
+
+// newModeCase allocates the mode's buffers for a full buffer of full
+// elements of dtype: out of place each its own; in place the largest, and
+// the others views inside it where their collectives keep them. It
+// prepares the chain of collectives once, each on its scope's backend, and
+// works out the expected output.
+func newModeCase(a *arena, sc *scopes, m coll.TimedMode, dtype coll.DType, full int, p coll.Placement, op coll.Op) (*modeCase, error) {
+	be := sc.be[coll.World]
+	l := sc.layout()
+	counts, err := m.Counts(full, l)
+	if err != nil {
+		return nil, err
+	}
+	mc := &modeCase{mode: m, bufs: make([]coll.Buffer, len(counts)), chunk: full / l.World, writesInput: p == coll.InPlace,
+		watchOp: m.Op()}
+	if p == coll.InPlace {
+		err = placeInside(a, sc, m, mc.bufs, counts, dtype)
+	} else {
+		for i, c := range counts {
+			if mc.bufs[i], err = a.alloc(dtype, c); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	calls := make([]func() error, len(m.Steps))
+	for i, s := range m.Steps {
+		if calls[i], err = prepare(sc.be[s.Scope], s.Collective, mc.bufs[i], mc.bufs[i+1], op); err != nil {
+			return nil, err
+		}
+	}
+	mc.run = chain(calls)
+	mc.loop = func(n int) error {
+		for range n {
+			if err := mc.run(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if s := m.Steps[0]; len(m.Steps) == 1 {
+		if lp, ok := coll.Find[coll.LoopPreparer](sc.be[s.Scope]); ok {
+			if mc.loop, err = lp.PrepareLoop(s.Collective, mc.bufs[0], mc.bufs[1], op); err != nil {
+				return nil, err
+			}
+		}
+	}
+	mc.want = expectedChunks(m, op, sc.groups, be.WorldSize(), be.Rank(), counts[0]/mc.chunk)
+	return mc, nil
+}
+
+// placeInside lays an in-place chain into one buffer of the largest count:
+// a step whose output is smaller than its input (ReduceScatter) leaves it
+// inside the input, one whose input is smaller (AllGather) reads it from
+// inside its output, each at its collective's in-place offset on this
+// rank's place in the step's scope; equal counts share the buffer.
+func placeInside(a *arena, sc *scopes, m coll.TimedMode, bufs []coll.Buffer, counts []int, dtype coll.DType) error {
+	be := sc.be[coll.World]
+	top := slices.Max(counts)
+	whole, err := a.alloc(dtype, top)
+	if err != nil {
+		return err
+	}
+	for i, c := range counts {
+		if c == top {
+			bufs[i] = whole
+		}
+	}
+	offset := func(i int) int { // step i's inner buffer's offset in its outer one
+		s := m.Steps[i]
+		return s.InPlaceOffset(sc.be[s.Scope].Rank(), counts[i], counts[i+1])
+	}
+	for i := 1; i < len(counts); i++ {
+		switch {
+		case bufs[i] != nil || bufs[i-1] == nil:
+		case counts[i] == counts[i-1]:
+			bufs[i] = bufs[i-1]
+		case counts[i] < counts[i-1]:
+			if bufs[i], err = be.View(bufs[i-1], offset(i-1), counts[i]); err != nil {
+				return err
+			}
+		}
+	}
+	for i := len(counts) - 2; i >= 0; i-- {
+		switch {
+		case bufs[i] != nil:
+		case counts[i] == counts[i+1]:
+			bufs[i] = bufs[i+1]
+		default:
+			if bufs[i], err = be.View(bufs[i+1], offset(i), counts[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// chain runs calls in order, stopping at the first error.
+func chain(calls []func() error) func() error {
+	if len(calls) == 1 {
+		return calls[0]
+	}
+	return func() error {
+		for _, c := range calls {
+			if err := c(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// expectedChunks runs the mode's collectives on the host, at the
+// granularity of chunks (a world shard is one), over every rank's input:
+// rank r holds Input(op, r) in each of its inputChunks chunks, and each
+// step runs within every group of its scope. It returns what this rank's
+// output must hold, chunk by chunk.
+func expectedChunks(m coll.TimedMode, op coll.Op, g *Groups, world, rank, inputChunks int) []float64 {
+	held := make([][]float64, world)
+	for r := range held {
+		held[r] = make([]float64, inputChunks)
+		for c := range held[r] {
+			held[r][c] = coll.Input(op, r)
+		}
+	}
+	for _, s := range m.Steps {
+		done := make([]bool, world)
+		for r := range world {
+			if done[r] {
+				continue
+			}
+			members, _ := g.members(s.Scope, r, world)
+			in := make([][]float64, len(members))
+			for i, q := range members {
+				in[i], done[q] = held[q], true
+			}
+			for i, out := range s.Reference(in, op) {
+				held[members[i]] = out
+			}
+		}
+	}
+	return held[rank]
+}
+
+// check compares every element of the output with the expected chunk
+// values, a run of equal chunks at a time, and returns the first mismatch.
+func (m *modeCase) check(be coll.Backend, dtype coll.DType) (*Mismatch, error) {
+	out := m.output()
+	for c := 0; c < len(m.want); {
+		end := c + 1
+		for end < len(m.want) && m.want[end] == m.want[c] {
+			end++
+		}
+		view, err := be.View(out, c*m.chunk, (end-c)*m.chunk)
+		if err != nil {
+			return nil, err
+		}
+		bad, err := checkConst(be, view, dtype.Elem(m.want[c]))
+		if err != nil || bad != nil {
+			if bad != nil {
+				bad.Index += c * m.chunk
+			}
+			return bad, err
+		}
+		c = end
+	}
+	return nil, nil
+}

@@ -66,14 +66,15 @@ type Backend interface {
 	// Read copies b into dst (len(dst) == Bytes(b)).
 	Read(b Buffer, dst []byte) error
 
-	// AllReduce, ReduceScatter and AllGather check their buffers with
-	// CheckShapes before calling the library. A send buffer that is a view
-	// of recv at the place the collective reads or writes (offset 0 for
-	// AllReduce, rank*recv.Count() for ReduceScatter, rank*send.Count() for
-	// AllGather) is an in-place operation.
-	AllReduce(send, recv Buffer, op Op) error
-	ReduceScatter(send, recv Buffer, op Op) error
-	AllGather(send, recv Buffer) error
+	// Run runs collective c (one of Collectives) from send into recv, with
+	// op for the collectives that reduce (AllGather ignores it). It checks
+	// the buffers with CheckShapes before calling the library, and refuses
+	// a collective it does not know by name. A send buffer that is a view
+	// of recv at the place the collective reads or writes
+	// (c.InPlaceOffset: 0 for AllReduce, rank*recv.Count() for
+	// ReduceScatter, rank*send.Count() for AllGather) is an in-place
+	// operation.
+	Run(c Collective, send, recv Buffer, op Op) error
 
 	// Supports says whether the backend can run collectives on d with o,
 	// and if not, why, in words a user can act on.
@@ -84,10 +85,6 @@ type Backend interface {
 	// Time synchronises, then runs op once between two timestamps (device
 	// events on a GPU) and returns the elapsed time in microseconds.
 	Time(op func() error) (float64, error)
-	// TimeBatch synchronises, then runs op n times back to back between two
-	// timestamps and returns the total elapsed time in microseconds (the
-	// nccl-tests method: divide by n).
-	TimeBatch(n int, op func() error) (float64, error)
 
 	Close() error
 }

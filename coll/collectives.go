@@ -28,8 +28,6 @@ type Collective struct {
 	SendInside    bool
 	InPlaceOffset func(rank, send, recv int) int
 	InPlaceWhere  string
-	// Run calls the collective on be (AllGather ignores op).
-	Run func(be Backend, send, recv Buffer, op Op) error
 	// Reference computes the collective on the host over what each member
 	// of its group holds, in chunks: in[i] is member i's input as chunk
 	// values (one value per chunk of equal size), and out[i] its output.
@@ -38,7 +36,7 @@ type Collective struct {
 }
 
 var (
-	AllReduceColl = Collective{
+	AllReduce = Collective{
 		Name: "all-reduce", Label: "AllReduce",
 		SendCount:  func(full, world int) int { return full },
 		RecvCount:  func(send, world int) (int, bool) { return send, true },
@@ -46,7 +44,6 @@ var (
 		BusFactor:  func(w int) float64 { return 2 * float64(w-1) / float64(w) },
 		SendInside: true, InPlaceWhere: "0",
 		InPlaceOffset: func(rank, send, recv int) int { return 0 },
-		Run:           func(be Backend, send, recv Buffer, op Op) error { return be.AllReduce(send, recv, op) },
 		Reference: func(in [][]float64, op Op) [][]float64 {
 			sum := reduceChunks(in, op)
 			out := make([][]float64, len(in))
@@ -56,7 +53,7 @@ var (
 			return out
 		},
 	}
-	ReduceScatterColl = Collective{
+	ReduceScatter = Collective{
 		Name: "reduce-scatter", Label: "ReduceScatter",
 		SendCount:  func(full, world int) int { return full },
 		RecvCount:  func(send, world int) (int, bool) { return send / world, send%world == 0 },
@@ -64,7 +61,6 @@ var (
 		BusFactor:  func(w int) float64 { return float64(w-1) / float64(w) },
 		SendInside: false, InPlaceWhere: "rank x output elements",
 		InPlaceOffset: func(rank, send, recv int) int { return rank * recv },
-		Run:           func(be Backend, send, recv Buffer, op Op) error { return be.ReduceScatter(send, recv, op) },
 		Reference: func(in [][]float64, op Op) [][]float64 {
 			sum := reduceChunks(in, op)
 			per := len(sum) / len(in)
@@ -75,7 +71,7 @@ var (
 			return out
 		},
 	}
-	AllGatherColl = Collective{
+	AllGather = Collective{
 		Name: "all-gather", Label: "AllGather",
 		SendCount:  func(full, world int) int { return full / world },
 		RecvCount:  func(send, world int) (int, bool) { return send * world, true },
@@ -83,7 +79,6 @@ var (
 		BusFactor:  func(w int) float64 { return float64(w-1) / float64(w) },
 		SendInside: true, InPlaceWhere: "rank x input elements",
 		InPlaceOffset: func(rank, send, recv int) int { return rank * send },
-		Run:           func(be Backend, send, recv Buffer, op Op) error { return be.AllGather(send, recv) },
 		Reference: func(in [][]float64, op Op) [][]float64 {
 			var all []float64
 			for _, v := range in {
@@ -97,6 +92,10 @@ var (
 		},
 	}
 )
+
+// Collectives are the collectives rsag knows, each a record above; a
+// backend's Run looks its own call up by the record's Name.
+var Collectives = []Collective{AllReduce, ReduceScatter, AllGather}
 
 // reduceChunks reduces the members' chunk values element-wise.
 func reduceChunks(in [][]float64, op Op) []float64 {
@@ -133,7 +132,7 @@ func (e *ShapeError) Error() string {
 		return fmt.Sprintf("%s: input is %s but output is %s: both buffers must have the same element type",
 			e.Collective, e.SendType, e.RecvType)
 	}
-	if e.Collective == ReduceScatterColl.Name && e.SendCount%e.World != 0 {
+	if e.Collective == ReduceScatter.Name && e.SendCount%e.World != 0 {
 		padded := (e.SendCount + e.World - 1) / e.World * e.World
 		return fmt.Sprintf("%s: input of %d elements does not divide by world size %d: %s "+
 			"(output has %d); pad the input to %d elements with the operation's identity and trim the result",

@@ -57,29 +57,29 @@ func (l Layout) size(s Scope) int {
 func one(s Collective) []Step { return []Step{{s, World}} }
 
 var timedModes = []TimedMode{
-	{Name: Direct, Title: "AllReduce (direct)", Label: "direct AllReduce", Short: "AR", Steps: one(AllReduceColl)},
+	{Name: Direct, Title: "AllReduce (direct)", Label: "direct AllReduce", Short: "AR", Steps: one(AllReduce)},
 	{Name: Decomposed, Title: "ReduceScatter + AllGather", Label: "RS + AG", Short: "RS+AG",
-		Steps: []Step{{ReduceScatterColl, World}, {AllGatherColl, World}},
+		Steps: []Step{{ReduceScatter, World}, {AllGather, World}},
 		Parts: []Mode{ReduceScatterAlone, AllGatherAlone}},
-	{Name: ReduceScatterAlone, Title: "ReduceScatter alone", Label: "ReduceScatter", Short: "RS", Steps: one(ReduceScatterColl)},
-	{Name: AllGatherAlone, Title: "AllGather alone", Label: "AllGather", Short: "AG", Steps: one(AllGatherColl)},
+	{Name: ReduceScatterAlone, Title: "ReduceScatter alone", Label: "ReduceScatter", Short: "RS", Steps: one(ReduceScatter)},
+	{Name: AllGatherAlone, Title: "AllGather alone", Label: "AllGather", Short: "AG", Steps: one(AllGather)},
 	// The two-level form: ReduceScatter in the group (a node), AllReduce of
 	// each shard across the groups, AllGather in the group. Its bus
 	// bandwidth uses the flat AllReduce's factor on the whole world, so
 	// that it compares with direct.
 	{Name: Hierarchical, Title: "hierarchical RS + AR + AG", Label: "hierarchical", Short: "H",
-		Steps: []Step{{ReduceScatterColl, InGroup}, {AllReduceColl, AcrossGroups}, {AllGatherColl, InGroup}},
-		Bus:   func(l Layout) float64 { return AllReduceColl.BusFactor(l.World) },
+		Steps: []Step{{ReduceScatter, InGroup}, {AllReduce, AcrossGroups}, {AllGather, InGroup}},
+		Bus:   func(l Layout) float64 { return AllReduce.BusFactor(l.World) },
 		Parts: []Mode{"hierarchical-reduce-scatter", "hierarchical-all-reduce", "hierarchical-all-gather"}},
 	// Each of its steps alone, on the buffers it has in the chain, so that
 	// the report shows where the time goes.
 	{Name: "hierarchical-reduce-scatter", Title: "hierarchical: ReduceScatter in the group", Label: "H: RS in group",
-		Short: "H-RS", Steps: []Step{{ReduceScatterColl, InGroup}}},
+		Short: "H-RS", Steps: []Step{{ReduceScatter, InGroup}}},
 	{Name: "hierarchical-all-reduce", Title: "hierarchical: AllReduce across groups", Label: "H: AR across",
-		Short: "H-AR", Steps: []Step{{AllReduceColl, AcrossGroups}},
+		Short: "H-AR", Steps: []Step{{AllReduce, AcrossGroups}},
 		Input: func(full int, l Layout) int { return full / l.Group }},
 	{Name: "hierarchical-all-gather", Title: "hierarchical: AllGather in the group", Label: "H: AG in group",
-		Short: "H-AG", Steps: []Step{{AllGatherColl, InGroup}}},
+		Short: "H-AG", Steps: []Step{{AllGather, InGroup}}},
 }
 
 func modeNames() []Mode {

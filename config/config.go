@@ -3,7 +3,7 @@
 // known key suggested), defaults in one place (Default), -set overrides
 // through the same parser, every number checked against a documented bound
 // (bounds.go), and validation against the world size before any collective
-// runs. Parse resolves the timing runs once, into phases' own types.
+// runs. Parse resolves the timing runs once, into coll's own types.
 package config
 
 import (

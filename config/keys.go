@@ -19,7 +19,7 @@ type keySchema struct {
 
 var schema = buildSchema()
 
-// nameHints are the names each typed list takes, from phases' own lists.
+// nameHints are the names each typed list takes, from coll's own lists.
 var nameHints = map[reflect.Type][]string{
 	reflect.TypeOf(coll.DType(0)):       coll.DTypeNames(),
 	reflect.TypeOf(coll.Op(0)):          coll.OpNames(),

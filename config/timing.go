@@ -15,7 +15,7 @@ import (
 // Timing is the [timing] table: the sweep every run starts from. Sizes are
 // either a list (sizes_bytes) or a range from min_bytes to max_bytes,
 // multiplying by factor or adding step_bytes. The sweep's dimensions are
-// phases' own types, read through their UnmarshalText, so an unknown name
+// coll's own types, read through their UnmarshalText, so an unknown name
 // is refused as it is decoded, with the known ones listed.
 type Timing struct {
 	Enabled    bool   `toml:"enabled"`

@@ -13,7 +13,7 @@ import (
 	"rsag/phases"
 )
 
-// Parse resolves every run once into phases' types, with the new
+// Parse resolves every run once into coll's types, with the new
 // dimensions defaulting to the seed's.
 func TestTimingRunsAreResolvedOnce(t *testing.T) {
 	cfg, err := Parse("d.toml", nil, nil)

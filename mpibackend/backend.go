@@ -80,16 +80,12 @@ func (be *Backend) WorldSize() int { return be.world }
 func (be *Backend) Synchronize() error { return nil }
 
 // Time returns the wall-clock time of one call of op in microseconds, read
-// from the monotonic clock.
-func (be *Backend) Time(op func() error) (float64, error) { return be.TimeBatch(1, op) }
-
-// TimeBatch returns the wall-clock time of n back-to-back calls of op in
-// microseconds (hostmem.TimeBatch).
-func (be *Backend) TimeBatch(n int, op func() error) (float64, error) {
+// from the monotonic clock (hostmem.TimeBatch).
+func (be *Backend) Time(op func() error) (float64, error) {
 	if err := be.Synchronize(); err != nil {
 		return 0, err
 	}
-	return hostmem.TimeBatch(n, op)
+	return hostmem.TimeBatch(1, op)
 }
 
 // Split gives the group of ranks with the same color, ordered by key

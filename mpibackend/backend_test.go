@@ -186,9 +186,9 @@ func TestFreeErrors(t *testing.T) {
 		"Read":          be.Read(a, buf),
 		"Write":         be.Write(v, buf),
 		"Fill":          be.Fill(a, buf[:8]),
-		"AllReduce":     be.AllReduce(a, v, coll.Sum),
-		"ReduceScatter": be.ReduceScatter(v, a, coll.Sum),
-		"AllGather":     be.AllGather(a, v),
+		"AllReduce":     be.Run(coll.AllReduce, a, v, coll.Sum),
+		"ReduceScatter": be.Run(coll.ReduceScatter, v, a, coll.Sum),
+		"AllGather":     be.Run(coll.AllGather, a, v, coll.Sum),
 	} {
 		if err == nil || !strings.Contains(err.Error(), "freed") {
 			t.Errorf("%s after Free: %v", name, err)
@@ -216,10 +216,10 @@ func TestForeignBuffers(t *testing.T) {
 		}
 	}
 	mine := alloc(t, be, coll.Int64, 1)
-	if err := be.AllReduce(theirs, mine, coll.Sum); err == nil {
+	if err := be.Run(coll.AllReduce, theirs, mine, coll.Sum); err == nil {
 		t.Error("AllReduce from another backend's buffer: no error")
 	}
-	if err := be.AllReduce(nil, mine, coll.Sum); err == nil {
+	if err := be.Run(coll.AllReduce, nil, mine, coll.Sum); err == nil {
 		t.Error("AllReduce from nil: no error")
 	}
 	free(t, be, mine)
@@ -326,11 +326,11 @@ func TestCollectivesSingleton(t *testing.T) {
 	}
 	send, recv := alloc(t, be, coll.Int64, n), alloc(t, be, coll.Int64, n)
 	run := map[string]func(s, r coll.Buffer) error{
-		"all-reduce sum":     func(s, r coll.Buffer) error { return be.AllReduce(s, r, coll.Sum) },
-		"all-reduce max":     func(s, r coll.Buffer) error { return be.AllReduce(s, r, coll.Max) },
-		"reduce-scatter sum": func(s, r coll.Buffer) error { return be.ReduceScatter(s, r, coll.Sum) },
-		"reduce-scatter max": func(s, r coll.Buffer) error { return be.ReduceScatter(s, r, coll.Max) },
-		"all-gather":         be.AllGather,
+		"all-reduce sum":     func(s, r coll.Buffer) error { return be.Run(coll.AllReduce, s, r, coll.Sum) },
+		"all-reduce max":     func(s, r coll.Buffer) error { return be.Run(coll.AllReduce, s, r, coll.Max) },
+		"reduce-scatter sum": func(s, r coll.Buffer) error { return be.Run(coll.ReduceScatter, s, r, coll.Sum) },
+		"reduce-scatter max": func(s, r coll.Buffer) error { return be.Run(coll.ReduceScatter, s, r, coll.Max) },
+		"all-gather":         func(s, r coll.Buffer) error { return be.Run(coll.AllGather, s, r, coll.Sum) },
 	}
 	for name, f := range run {
 		if err := be.Write(send, in); err != nil {
@@ -355,14 +355,14 @@ func TestCollectivesSingleton(t *testing.T) {
 	}
 	var shape *coll.ShapeError
 	short := alloc(t, be, coll.Int64, n-1)
-	if err := be.AllReduce(send, short, coll.Sum); !errors.As(err, &shape) {
+	if err := be.Run(coll.AllReduce, send, short, coll.Sum); !errors.As(err, &shape) {
 		t.Errorf("all-reduce of %d into %d: %v, want a *coll.ShapeError", n, n-1, err)
 	}
 	f := alloc(t, be, coll.Float32, n)
-	if err := be.AllGather(send, f); !errors.As(err, &shape) {
+	if err := be.Run(coll.AllGather, send, f, coll.Sum); !errors.As(err, &shape) {
 		t.Errorf("all-gather of int64 into float32: %v, want a *coll.ShapeError", err)
 	}
-	if err := be.AllReduce(send, recv, coll.Op(7)); err == nil || !strings.Contains(err.Error(), "does not know reduction Op(7)") {
+	if err := be.Run(coll.AllReduce, send, recv, coll.Op(7)); err == nil || !strings.Contains(err.Error(), "does not know reduction Op(7)") {
 		t.Errorf("all-reduce with Op(7): %v", err)
 	}
 	for _, b := range []coll.Buffer{send, recv, short, f} {
@@ -377,7 +377,7 @@ func TestWorldShapes(t *testing.T) {
 	be := newBackend(world, 1, 4)
 	t.Cleanup(func() { _ = be.Close() })
 	send, recv := alloc(t, be, coll.Int64, 1003), alloc(t, be, coll.Int64, 250)
-	err := be.ReduceScatter(send, recv, coll.Sum)
+	err := be.Run(coll.ReduceScatter, send, recv, coll.Sum)
 	var shape *coll.ShapeError
 	if !errors.As(err, &shape) || shape.World != 4 || !strings.Contains(err.Error(), "pad the input to 1004") {
 		t.Errorf("reduce-scatter of 1003 on 4 ranks: %v", err)
@@ -386,7 +386,7 @@ func TestWorldShapes(t *testing.T) {
 		t.Errorf("reduce-scatter of 1003: error is %T, want the *coll.ShapeError unchanged", err)
 	}
 	big := alloc(t, be, coll.Int64, 1003*4)
-	if err := be.AllGather(send, recv); !errors.As(err, &shape) {
+	if err := be.Run(coll.AllGather, send, recv, coll.Sum); !errors.As(err, &shape) {
 		t.Errorf("all-gather of 1003 into 250 on 4 ranks: %v", err)
 	}
 
@@ -400,10 +400,10 @@ func TestWorldShapes(t *testing.T) {
 		return v
 	}
 	bad := map[string]error{
-		"reduce-scatter output at rank 0's place": be.ReduceScatter(full, at(0, 5), coll.Sum),
-		"reduce-scatter output off by one":        be.ReduceScatter(full, at(6, 5), coll.Sum),
-		"all-gather input at rank 2's place":      be.AllGather(at(10, 5), full),
-		"all-reduce shifted by 2":                 be.AllReduce(at(0, 5), at(2, 5), coll.Sum),
+		"reduce-scatter output at rank 0's place": be.Run(coll.ReduceScatter, full, at(0, 5), coll.Sum),
+		"reduce-scatter output off by one":        be.Run(coll.ReduceScatter, full, at(6, 5), coll.Sum),
+		"all-gather input at rank 2's place":      be.Run(coll.AllGather, at(10, 5), full, coll.Sum),
+		"all-reduce shifted by 2":                 be.Run(coll.AllReduce, at(0, 5), at(2, 5), coll.Sum),
 	}
 	for name, err := range bad {
 		if err == nil || !strings.Contains(err.Error(), "overlaps") {
@@ -465,7 +465,7 @@ func TestTime(t *testing.T) {
 	}
 }
 
-// TestTables proves the mapping tables: every phases element type and
+// TestTables proves the mapping tables: every coll element type and
 // reduction is either mapped to the MPI handle of the same name and size or
 // listed with the reason MPI cannot run it, never both, never neither.
 func TestTables(t *testing.T) {
@@ -558,11 +558,11 @@ func TestUnsupportedCollectives(t *testing.T) {
 		err  error
 		want error
 	}{
-		{be.AllReduce(h, h, coll.Sum), be.Supports(coll.Float16, coll.Sum)},
-		{be.ReduceScatter(h, h, coll.Min), be.Supports(coll.Float16, coll.Min)},
-		{be.AllGather(h, h), be.Supports(coll.Float16, coll.Sum)},
-		{be.AllReduce(f, f, coll.Avg), be.Supports(coll.Float32, coll.Avg)},
-		{be.ReduceScatter(f, f, coll.Avg), be.Supports(coll.Float32, coll.Avg)},
+		{be.Run(coll.AllReduce, h, h, coll.Sum), be.Supports(coll.Float16, coll.Sum)},
+		{be.Run(coll.ReduceScatter, h, h, coll.Min), be.Supports(coll.Float16, coll.Min)},
+		{be.Run(coll.AllGather, h, h, coll.Sum), be.Supports(coll.Float16, coll.Sum)},
+		{be.Run(coll.AllReduce, f, f, coll.Avg), be.Supports(coll.Float32, coll.Avg)},
+		{be.Run(coll.ReduceScatter, f, f, coll.Avg), be.Supports(coll.Float32, coll.Avg)},
 	}
 	for i, tc := range cases {
 		if tc.err == nil || tc.want == nil || !strings.HasSuffix(tc.err.Error(), tc.want.Error()) {
@@ -582,10 +582,10 @@ func TestEveryTypeAndOpSingleton(t *testing.T) {
 			in, want := d.Elem(coll.Input(o, 0)), d.Elem(coll.Expected(o, 1))
 			send, recv := alloc(t, be, d, 6), alloc(t, be, d, 6)
 			for name, run := range map[string]func() error{
-				"all-reduce":              func() error { return be.AllReduce(send, recv, o) },
-				"all-reduce in place":     func() error { return be.AllReduce(recv, recv, o) },
-				"reduce-scatter":          func() error { return be.ReduceScatter(send, recv, o) },
-				"reduce-scatter in place": func() error { return be.ReduceScatter(recv, recv, o) },
+				"all-reduce":              func() error { return be.Run(coll.AllReduce, send, recv, o) },
+				"all-reduce in place":     func() error { return be.Run(coll.AllReduce, recv, recv, o) },
+				"reduce-scatter":          func() error { return be.Run(coll.ReduceScatter, send, recv, o) },
+				"reduce-scatter in place": func() error { return be.Run(coll.ReduceScatter, recv, recv, o) },
 			} {
 				if err := be.Fill(send, in); err != nil {
 					t.Fatal(err)
@@ -601,39 +601,4 @@ func TestEveryTypeAndOpSingleton(t *testing.T) {
 			free(t, be, recv)
 		}
 	}
-}
-
-func TestTimeBatch(t *testing.T) {
-	be := newTest(t)
-	calls := 0
-	us, err := be.TimeBatch(3, func() error { calls++; time.Sleep(time.Millisecond); return nil })
-	if err != nil || calls != 3 || us < 3000 || us > 3e6 {
-		t.Errorf("TimeBatch of 3 x 1 ms = %v us, %d calls, %v", us, calls, err)
-	}
-	boom := errors.New("boom")
-	calls = 0
-	if _, err := be.TimeBatch(5, func() error {
-		if calls++; calls == 2 {
-			return boom
-		}
-		return nil
-	}); err != boom || calls != 2 {
-		t.Errorf("TimeBatch with the second run failing: %v after %d calls, want boom after 2", err, calls)
-	}
-	for _, n := range []int{0, -1} {
-		if _, err := be.TimeBatch(n, func() error { return nil }); err == nil {
-			t.Errorf("TimeBatch(%d): no error", n)
-		}
-	}
-	// The timed loop allocates nothing of its own.
-	op := func() error { return nil }
-	if a := testing.AllocsPerRun(100, func() { _, _ = be.TimeBatch(10, op) }); a != 0 {
-		t.Errorf("TimeBatch allocates %v times per call", a)
-	}
-	// A real collective in the batch: 4 all-reduces of a singleton.
-	b := alloc(t, be, coll.Float64, 8)
-	if _, err := be.TimeBatch(4, func() error { return be.AllReduce(b, b, coll.Sum) }); err != nil {
-		t.Error(err)
-	}
-	free(t, be, b)
 }

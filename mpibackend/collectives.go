@@ -9,7 +9,7 @@ import (
 )
 
 // datatypes and ops map rsag's element types and reductions to MPI's, by
-// name and not by value (phases' constants are not MPI's). Every
+// name and not by value (coll's constants are not MPI's). Every
 // coll.DType and coll.Op is in exactly one of each pair of tables: the
 // ones MPI has map to its handle, the others say why MPI cannot run them.
 var (
@@ -104,7 +104,7 @@ type call struct {
 	op         mpi.Op
 }
 
-// mpiCollective is how one of phases' collectives runs on MPI, n times
+// mpiCollective is how one of coll's collectives runs on MPI, n times
 // back to back, given its resolved arguments; one record per collective, so
 // that the three collectives share one preparation.
 type mpiCollective func(comm *mpi.Comm, c call, recvCount, sendCount, n int) error
@@ -112,7 +112,7 @@ type mpiCollective func(comm *mpi.Comm, c call, recvCount, sendCount, n int) err
 var mpiCollectives = map[string]mpiCollective{
 	// MPI_Allreduce; in place (send is recv, or the view of all of it) it
 	// is MPI_IN_PLACE.
-	coll.AllReduceColl.Name: func(comm *mpi.Comm, c call, count, _, n int) error {
+	coll.AllReduce.Name: func(comm *mpi.Comm, c call, count, _, n int) error {
 		if c.inPlace {
 			return comm.AllreduceTimes(nil, c.recv, count, c.dt, c.op, n)
 		}
@@ -123,7 +123,7 @@ var mpiCollectives = map[string]mpiCollective{
 	// the start of the buffer: the C loop moves the result to its place
 	// after each call, within the buffer and without allocating. The rest
 	// of the input is left undefined, as MPI may use it as scratch space.
-	coll.ReduceScatterColl.Name: func(comm *mpi.Comm, c call, count, _, n int) error {
+	coll.ReduceScatter.Name: func(comm *mpi.Comm, c call, count, _, n int) error {
 		if !c.inPlace {
 			return comm.ReduceScatterBlockTimes(c.send, c.recv, count, c.dt, c.op, n)
 		}
@@ -131,7 +131,7 @@ var mpiCollectives = map[string]mpiCollective{
 	},
 	// MPI_Allgather; in place, send is the view of recv at rank x send
 	// count, which is MPI_IN_PLACE's own layout.
-	coll.AllGatherColl.Name: func(comm *mpi.Comm, c call, _, count, n int) error {
+	coll.AllGather.Name: func(comm *mpi.Comm, c call, _, count, n int) error {
 		if c.inPlace {
 			return comm.AllgatherTimes(nil, c.recv, count, c.dt, n)
 		}
@@ -181,7 +181,7 @@ func (be *Backend) PrepareLoop(c coll.Collective, send, recv coll.Buffer, op col
 	if args.inPlace && !c.SendInside {
 		args.recvOffset = c.InPlaceOffset(be.rank, send.Count(), recv.Count()) * s.dtype.Size()
 	}
-	if c.Name != coll.AllGatherColl.Name {
+	if c.Name != coll.AllGather.Name {
 		if err := supportsOp(op); err != nil {
 			return nil, fmt.Errorf("mpibackend: %s: %w", c.Name, err)
 		}
@@ -205,23 +205,11 @@ func spanOf(mem []byte, count int) span {
 	return span{addr: uintptr(unsafe.Pointer(&mem[0])), count: count}
 }
 
-// collective prepares c and runs it once.
-func (be *Backend) collective(c coll.Collective, send, recv coll.Buffer, op coll.Op) error {
+// Run prepares c and runs it once (coll.Backend).
+func (be *Backend) Run(c coll.Collective, send, recv coll.Buffer, op coll.Op) error {
 	run, err := be.Prepare(c, send, recv, op)
 	if err != nil {
 		return err
 	}
 	return run()
-}
-
-func (be *Backend) AllReduce(send, recv coll.Buffer, op coll.Op) error {
-	return be.collective(coll.AllReduceColl, send, recv, op)
-}
-
-func (be *Backend) ReduceScatter(send, recv coll.Buffer, op coll.Op) error {
-	return be.collective(coll.ReduceScatterColl, send, recv, op)
-}
-
-func (be *Backend) AllGather(send, recv coll.Buffer) error {
-	return be.collective(coll.AllGatherColl, send, recv, coll.Sum)
 }

@@ -30,23 +30,28 @@ const (
 )
 
 var collectives = [numColls]collective{
-	collAllReduce:     {shape: coll.AllReduceColl, symbol: "ncclAllReduce", index: collAllReduce, reduces: true},
-	collReduceScatter: {shape: coll.ReduceScatterColl, symbol: "ncclReduceScatter", index: collReduceScatter, reduces: true, recvCount: true},
-	collAllGather:     {shape: coll.AllGatherColl, symbol: "ncclAllGather", index: collAllGather},
+	collAllReduce:     {shape: coll.AllReduce, symbol: "ncclAllReduce", index: collAllReduce, reduces: true},
+	collReduceScatter: {shape: coll.ReduceScatter, symbol: "ncclReduceScatter", index: collReduceScatter, reduces: true, recvCount: true},
+	collAllGather:     {shape: coll.AllGather, symbol: "ncclAllGather", index: collAllGather},
 }
 
-func (b *Backend) AllReduce(send, recv coll.Buffer, op coll.Op) error {
-	return b.run(&collectives[collAllReduce], send, recv, op)
+// Run queues c on the stream (coll.Backend).
+func (b *Backend) Run(c coll.Collective, send, recv coll.Buffer, op coll.Op) error {
+	nc, err := b.collectiveOf(c)
+	if err != nil {
+		return err
+	}
+	return b.run(nc, send, recv, op)
 }
 
-func (b *Backend) ReduceScatter(send, recv coll.Buffer, op coll.Op) error {
-	return b.run(&collectives[collReduceScatter], send, recv, op)
-}
-
-// AllGather takes no reduction; Sum stands in so that operands' check of
-// the pair passes for every type.
-func (b *Backend) AllGather(send, recv coll.Buffer) error {
-	return b.run(&collectives[collAllGather], send, recv, coll.Sum)
+// collectiveOf is NCCL's call for one of coll's collectives, by name.
+func (b *Backend) collectiveOf(c coll.Collective) (*collective, error) {
+	for i := range collectives {
+		if collectives[i].shape.Name == c.Name {
+			return &collectives[i], nil
+		}
+	}
+	return nil, b.errorf("no NCCL call for the %s collective", c.Name)
 }
 
 func (b *Backend) run(c *collective, send, recv coll.Buffer, op coll.Op) error {
@@ -61,18 +66,15 @@ func (b *Backend) run(c *collective, send, recv coll.Buffer, op coll.Op) error {
 // that only queues it on this handle's communicator and stream
 // (coll.Preparer): the timed loop then pays for the cgo call alone.
 func (b *Backend) Prepare(c coll.Collective, send, recv coll.Buffer, op coll.Op) (func() error, error) {
-	for i := range collectives {
-		if collectives[i].shape.Name != c.Name {
-			continue
-		}
-		nc := &collectives[i]
-		a, err := b.check(nc, send, recv, op)
-		if err != nil {
-			return nil, err
-		}
-		return func() error { return b.queue(nc, a) }, nil
+	nc, err := b.collectiveOf(c)
+	if err != nil {
+		return nil, err
 	}
-	return nil, b.errorf("no NCCL call for the %s collective", c.Name)
+	a, err := b.check(nc, send, recv, op)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return b.queue(nc, a) }, nil
 }
 
 // args are a collective's checked operands.
@@ -158,26 +160,8 @@ func (b *Backend) Time(op func() error) (float64, error) {
 	return b.endTiming()
 }
 
-// TimeBatch is Time around n back-to-back runs of op (the nccl-tests
-// method: the caller divides by n). It stops at the first run that fails
-// and returns that error unchanged, as Time does.
-func (b *Backend) TimeBatch(n int, op func() error) (float64, error) {
-	if n < 1 {
-		return 0, b.errorf("timing a batch of %d runs: at least one", n)
-	}
-	if err := b.startTiming(); err != nil {
-		return 0, err
-	}
-	for range n {
-		if err := op(); err != nil {
-			return 0, err
-		}
-	}
-	return b.endTiming()
-}
-
 // startTiming waits for the work already queued, so that none of it is
-// timed, and records the start event. Time, TimeBatch and Graph.Time share
+// timed, and records the start event. Time and Graph.Time share
 // it and endTiming, so that every method times alike.
 func (b *Backend) startTiming() error {
 	if err := b.cu.syncStream(b.stream); err != nil {

@@ -291,9 +291,9 @@ func TestFakeCollectives(t *testing.T) {
 	}
 	got := make([]byte, 24)
 	for name, run := range map[string]func() error{
-		"all-reduce":     func() error { return b.AllReduce(send, recv, coll.Max) },
-		"reduce-scatter": func() error { return b.ReduceScatter(send, recv, coll.Sum) },
-		"all-gather":     func() error { return b.AllGather(send, recv) },
+		"all-reduce":     func() error { return b.Run(coll.AllReduce, send, recv, coll.Max) },
+		"reduce-scatter": func() error { return b.Run(coll.ReduceScatter, send, recv, coll.Sum) },
+		"all-gather":     func() error { return b.Run(coll.AllGather, send, recv, coll.Sum) },
 	} {
 		if err := b.Fill(recv, int64Bytes(0)); err != nil {
 			t.Fatal(err)
@@ -312,13 +312,13 @@ func TestFakeCollectives(t *testing.T) {
 	// Shape errors come back unchanged, before NCCL is called.
 	short, _ := b.Alloc(coll.Int64, 2)
 	var se *coll.ShapeError
-	if err := b.AllReduce(send, short, coll.Sum); !errors.As(err, &se) || err != error(se) {
+	if err := b.Run(coll.AllReduce, send, short, coll.Sum); !errors.As(err, &se) || err != error(se) {
 		t.Errorf("shape error: %v", err)
 	}
 
 	// NCCL's failure carries its own words (the fake fails 12345 elements).
 	big, _ := b.Alloc(coll.Float32, 12345)
-	err := b.AllReduce(big, big, coll.Sum)
+	err := b.Run(coll.AllReduce, big, big, coll.Sum)
 	var e *Error
 	if !errors.As(err, &e) || e.Lib != "nccl" || e.Op != "ncclAllReduce" || e.Code != 5 || e.Name != "ncclInvalidUsage" {
 		t.Fatalf("got %v", err)
@@ -331,7 +331,7 @@ func TestFakeCollectives(t *testing.T) {
 
 	// After Abort the collectives refuse to run; Close still succeeds.
 	b.Abort()
-	if err := b.AllGather(send, recv); err == nil {
+	if err := b.Run(coll.AllGather, send, recv, coll.Sum); err == nil {
 		t.Error("collective after Abort succeeded")
 	}
 	if err := b.Close(); err != nil {
@@ -344,7 +344,7 @@ func TestFakeTimeDoesNotAllocate(t *testing.T) {
 	b := newFake(t)
 	send, _ := b.Alloc(coll.Float32, 256)
 	recv, _ := b.Alloc(coll.Float32, 256)
-	op := func() error { return b.AllReduce(send, recv, coll.Sum) }
+	op := func() error { return b.Run(coll.AllReduce, send, recv, coll.Sum) }
 	us, err := b.Time(op)
 	if err != nil || us < 0 || us > 1e6 {
 		t.Fatalf("Time: %v us, %v", us, err)

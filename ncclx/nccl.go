@@ -63,7 +63,7 @@ type ncclEnum struct {
 }
 
 // ncclDTypes and ncclOps map rsag's element types and reductions onto
-// NCCL's by name, indexed by phases' constants, whose values are not
+// NCCL's by name, indexed by coll's constants, whose values are not
 // NCCL's. An entry without a name is no mapping.
 var (
 	ncclDTypes = [...]ncclEnum{

@@ -78,14 +78,14 @@ func TestFakeEnumsCrossTheABI(t *testing.T) {
 			if err := b.Supports(d, o); err != nil {
 				t.Errorf("Supports(%s, %s): %v", d, o, err)
 			}
-			if err := b.AllReduce(x, x, o); err != nil {
+			if err := b.Run(coll.AllReduce, x, x, o); err != nil {
 				t.Fatalf("all-reduce %s %s: %v", d, o, err)
 			}
 			if gt, go_ := fakeLastCall(t, b); gt != types[d] || go_ != ops[o] {
 				t.Errorf("all-reduce %s %s reached NCCL as (%d, %d), want (%d, %d)", d, o, gt, go_, types[d], ops[o])
 			}
 		}
-		if err := b.AllGather(x, x); err != nil {
+		if err := b.Run(coll.AllGather, x, x, coll.Sum); err != nil {
 			t.Fatal(err)
 		}
 		if gt, go_ := fakeLastCall(t, b); gt != types[d] || go_ != -1 {
@@ -106,7 +106,7 @@ func TestFakeOldNCCL(t *testing.T) {
 	}
 	x, _ := b.Alloc(coll.BFloat16, 2)
 	y, _ := b.Alloc(coll.Float32, 2)
-	if err := b.AllReduce(y, y, coll.Sum); err != nil {
+	if err := b.Run(coll.AllReduce, y, y, coll.Sum); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -114,9 +114,9 @@ func TestFakeOldNCCL(t *testing.T) {
 		o   coll.Op
 		run func() error
 	}{
-		{coll.BFloat16, coll.Sum, func() error { return b.AllReduce(x, x, coll.Sum) }},
-		{coll.BFloat16, coll.Sum, func() error { return b.AllGather(x, x) }},
-		{coll.Float32, coll.Avg, func() error { return b.ReduceScatter(y, y, coll.Avg) }},
+		{coll.BFloat16, coll.Sum, func() error { return b.Run(coll.AllReduce, x, x, coll.Sum) }},
+		{coll.BFloat16, coll.Sum, func() error { return b.Run(coll.AllGather, x, x, coll.Sum) }},
+		{coll.Float32, coll.Avg, func() error { return b.Run(coll.ReduceScatter, y, y, coll.Avg) }},
 	} {
 		want := b.Supports(c.d, c.o)
 		if want == nil || !strings.Contains(want.Error(), "NCCL 2.9.3") || !strings.Contains(want.Error(), "came with NCCL 2.10") {
@@ -162,33 +162,45 @@ func TestFakeFillEveryType(t *testing.T) {
 	}
 }
 
-func TestFakeTimeBatch(t *testing.T) {
+// TestFakeTimeLoop times a batch as the batched method does: one Time
+// around a loop of runs, which allocates nothing and stops at the first run
+// that fails, returning its error unchanged.
+func TestFakeTimeLoop(t *testing.T) {
 	b := newFake(t)
 	send, _ := b.Alloc(coll.Float32, 64)
 	recv, _ := b.Alloc(coll.Float32, 64)
 	calls := 0
-	op := func() error { calls++; return b.AllReduce(send, recv, coll.Sum) }
-	us, err := b.TimeBatch(5, op)
-	if err != nil || calls != 5 || us < 0 || us > 1e6 {
-		t.Fatalf("TimeBatch(5) = %v us, %d calls, %v", us, calls, err)
+	op := func() error { calls++; return b.Run(coll.AllReduce, send, recv, coll.Sum) }
+	loop := func(n int) func() error {
+		return func() error {
+			for range n {
+				if err := op(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 	}
-	if n := testing.AllocsPerRun(50, func() { _, _ = b.TimeBatch(10, op) }); n != 0 {
-		t.Errorf("TimeBatch allocates %v times per call", n)
+	five := loop(5)
+	us, err := b.Time(five)
+	if err != nil || calls != 5 || us < 0 || us > 1e6 {
+		t.Fatalf("Time of 5 runs = %v us, %d calls, %v", us, calls, err)
+	}
+	ten := loop(10)
+	if n := testing.AllocsPerRun(50, func() { _, _ = b.Time(ten) }); n != 0 {
+		t.Errorf("Time of a loop allocates %v times per call", n)
 	}
 	boom := errors.New("boom")
 	calls = 0
-	if _, err := b.TimeBatch(4, func() error {
-		if calls++; calls == 3 {
-			return boom
+	if _, err := b.Time(func() error {
+		for range 4 {
+			if calls++; calls == 3 {
+				return boom
+			}
 		}
 		return nil
 	}); err != boom || calls != 3 {
-		t.Errorf("TimeBatch with run 3 failing: %v after %d runs, want boom after 3", err, calls)
-	}
-	for _, n := range []int{0, -2} {
-		if _, err := b.TimeBatch(n, op); err == nil {
-			t.Errorf("TimeBatch(%d): no error", n)
-		}
+		t.Errorf("Time with run 3 failing: %v after %d runs, want boom after 3", err, calls)
 	}
 }
 
@@ -215,7 +227,7 @@ func TestFakeGraph(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := 0
-	g, err := b.CaptureGraph(3, func() error { runs++; return b.AllReduce(send, recv, coll.Max) })
+	g, err := b.CaptureGraph(3, func() error { runs++; return b.Run(coll.AllReduce, send, recv, coll.Max) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +260,7 @@ func TestFakeGraph(t *testing.T) {
 	if err := b.Fill(recv, make([]byte, 4)); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.AllReduce(send, recv, coll.Sum); err != nil {
+	if err := b.Run(coll.AllReduce, send, recv, coll.Sum); err != nil {
 		t.Fatal(err)
 	}
 	if got := readAll(t, b, recv); !bytes.Equal(got, bytes.Repeat(two, 8)) {
@@ -291,12 +303,12 @@ func TestFakeGraphCaptureFailures(t *testing.T) {
 			if runs++; runs == 2 {
 				return boom
 			}
-			return b.AllReduce(send, recv, coll.Sum)
+			return b.Run(coll.AllReduce, send, recv, coll.Sum)
 		}, []string{"capturing run 2 of 3 into a graph", "boom"}},
-		{"NCCL fails", func() error { return b.AllReduce(poisoned, poisoned, coll.Sum) },
+		{"NCCL fails", func() error { return b.Run(coll.AllReduce, poisoned, poisoned, coll.Sum) },
 			[]string{"run 1 of 3", "ncclInvalidUsage", "poisoned count 12345"}},
 		{"a wait inside the capture", func() error {
-			if err := b.AllReduce(send, recv, coll.Sum); err != nil {
+			if err := b.Run(coll.AllReduce, send, recv, coll.Sum); err != nil {
 				return err
 			}
 			return b.Synchronize()
@@ -324,7 +336,7 @@ func TestFakeGraphCaptureFailures(t *testing.T) {
 		if err := b.Write(send, bytes.Repeat(coll.Int32.Elem(5), 4)); err != nil {
 			t.Fatalf("%s: the stream is unusable: %v", c.name, err)
 		}
-		if err := b.AllReduce(send, recv, coll.Sum); err != nil {
+		if err := b.Run(coll.AllReduce, send, recv, coll.Sum); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Synchronize(); err != nil {
@@ -337,7 +349,7 @@ func TestFakeGraphCaptureFailures(t *testing.T) {
 
 	// Instantiation fails: the graph is destroyed too.
 	t.Setenv("RSAG_FAKE_CUDA_INSTANTIATE", "999")
-	if _, err := b.CaptureGraph(2, func() error { return b.AllReduce(send, recv, coll.Sum) }); err == nil ||
+	if _, err := b.CaptureGraph(2, func() error { return b.Run(coll.AllReduce, send, recv, coll.Sum) }); err == nil ||
 		!strings.Contains(err.Error(), "cuGraphInstantiateWithFlags failed") {
 		t.Errorf("instantiation failing: %v", err)
 	}
@@ -352,7 +364,7 @@ func TestFakeGraphCaptureFailures(t *testing.T) {
 func TestFakeGraphLifetime(t *testing.T) {
 	b := newFake(t)
 	x, _ := b.Alloc(coll.Float64, 4)
-	g, err := b.CaptureGraph(1, func() error { return b.AllReduce(x, x, coll.Sum) })
+	g, err := b.CaptureGraph(1, func() error { return b.Run(coll.AllReduce, x, x, coll.Sum) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +380,7 @@ func TestFakeGraphLifetime(t *testing.T) {
 
 	old := newFakeVersion(t, "2804")
 	y, _ := old.Alloc(coll.Float32, 4)
-	_, err = old.CaptureGraph(1, func() error { return old.AllReduce(y, y, coll.Sum) })
+	_, err = old.CaptureGraph(1, func() error { return old.Run(coll.AllReduce, y, y, coll.Sum) })
 	if err == nil || !strings.Contains(err.Error(), "NCCL 2.8.4") || !strings.Contains(err.Error(), "came with NCCL 2.9") {
 		t.Errorf("capture on NCCL 2.8.4: %v", err)
 	}

@@ -246,7 +246,7 @@ func TestSupportsVariantMissingSymbols(t *testing.T) {
 			}
 			// The rest works: the baseline's collectives.
 			x, _ := b.Alloc(coll.Float32, 4)
-			if err := b.AllReduce(x, x, coll.Sum); err != nil {
+			if err := b.Run(coll.AllReduce, x, x, coll.Sum); err != nil {
 				t.Error(err)
 			}
 		})
@@ -550,7 +550,7 @@ func TestVariantBuffersAcrossRanks(t *testing.T) {
 		if err := v.Write(x, int64s(int64(r.rank+1), 1024)); err != nil {
 			return err
 		}
-		if err := v.AllReduce(x, y, coll.Sum); err != nil {
+		if err := v.Run(coll.AllReduce, x, y, coll.Sum); err != nil {
 			return err
 		}
 		if err := check("all-reduce", y, 3); err != nil {
@@ -560,17 +560,17 @@ func TestVariantBuffersAcrossRanks(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := v.ReduceScatter(x, shard, coll.Sum); err != nil {
+		if err := v.Run(coll.ReduceScatter, x, shard, coll.Sum); err != nil {
 			return err
 		}
-		if err := v.AllGather(shard, x); err != nil {
+		if err := v.Run(coll.AllGather, shard, x, coll.Sum); err != nil {
 			return err
 		}
 		if err := check("in-place reduce-scatter and all-gather", x, 3); err != nil {
 			return err
 		}
 		// The world's default communicator runs on the variant's buffers.
-		if err := b.AllReduce(y, x, coll.Sum); err != nil {
+		if err := b.Run(coll.AllReduce, y, x, coll.Sum); err != nil {
 			return err
 		}
 		if err := check("the root's all-reduce of a variant's buffer", x, 6); err != nil {
@@ -582,7 +582,7 @@ func TestVariantBuffersAcrossRanks(t *testing.T) {
 		if err := mark(r.rank, "closed"); err != nil {
 			return err
 		}
-		if err := v.AllReduce(x, y, coll.Sum); err != nil {
+		if err := v.Run(coll.AllReduce, x, y, coll.Sum); err != nil {
 			return fmt.Errorf("after the variant's Close: %w", err)
 		}
 		if err := check("after the variant's Close", y, 12); err != nil {
@@ -638,7 +638,7 @@ func TestVariantTimeDoesNotAllocate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	op := func() error { return v.AllGather(x, x) }
+	op := func() error { return v.Run(coll.AllGather, x, x, coll.Sum) }
 	if n := testing.AllocsPerRun(50, func() { _, _ = v.Time(op) }); n != 0 {
 		t.Errorf("a variant's Time allocates %v times per call", n)
 	}
@@ -683,13 +683,13 @@ func TestSplit(t *testing.T) {
 			return nil
 		}
 		groupSum := map[int]int64{0: 1 + 3, 1: 2 + 4}[r.rank%2]
-		if err := g.AllReduce(world, mine, coll.Sum); err != nil {
+		if err := g.Run(coll.AllReduce, world, mine, coll.Sum); err != nil {
 			return err
 		}
 		if err := check("the group's all-reduce of the world's buffer", mine, groupSum); err != nil {
 			return err
 		}
-		if err := b.AllReduce(mine, world, coll.Sum); err != nil {
+		if err := b.Run(coll.AllReduce, mine, world, coll.Sum); err != nil {
 			return err
 		}
 		if err := check("the world's all-reduce of the group's buffer", world, 2*(4+6)); err != nil {
@@ -706,7 +706,7 @@ func TestSplit(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := gv.AllReduce(mine, reg, coll.Sum); err != nil {
+		if err := gv.Run(coll.AllReduce, mine, reg, coll.Sum); err != nil {
 			return err
 		}
 		if err := check("the group's variant", reg, 2*groupSum); err != nil {
@@ -721,14 +721,14 @@ func TestSplit(t *testing.T) {
 		if err := mark(r.rank, "after"); err != nil {
 			return err
 		}
-		if err := g.AllReduce(world, mine, coll.Sum); err == nil || !strings.Contains(err.Error(), "aborted or closed") {
+		if err := g.Run(coll.AllReduce, world, mine, coll.Sum); err == nil || !strings.Contains(err.Error(), "aborted or closed") {
 			return fmt.Errorf("the group's all-reduce after its Close: %v", err)
 		}
-		if err := gv.AllReduce(world, mine, coll.Sum); err == nil {
+		if err := gv.Run(coll.AllReduce, world, mine, coll.Sum); err == nil {
 			return errors.New("the group's variant ran after the group's Close")
 		}
 		// The group's buffers are the device's: the world still uses them.
-		if err := b.AllReduce(reg, world, coll.Sum); err != nil {
+		if err := b.Run(coll.AllReduce, reg, world, coll.Sum); err != nil {
 			return err
 		}
 		if err := check("the world's all-reduce after the group closed", world, 4*(4+6)); err != nil {
@@ -798,7 +798,7 @@ func TestAbortEveryCommunicator(t *testing.T) {
 		}
 		b.Abort()
 		for i, h := range handles {
-			if err := h.AllReduce(bufs[i], bufs[i], coll.Sum); err == nil || !strings.Contains(err.Error(), "aborted or closed") {
+			if err := h.Run(coll.AllReduce, bufs[i], bufs[i], coll.Sum); err == nil || !strings.Contains(err.Error(), "aborted or closed") {
 				return fmt.Errorf("rank %d: a collective on handle %d after Abort: %v", r.rank, i, err)
 			}
 		}

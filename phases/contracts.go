@@ -67,7 +67,7 @@ func RunContracts(be coll.Backend) (results []ContractResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := be.AllReduce(direct, direct, coll.Sum); err != nil {
+	if err := be.Run(coll.AllReduce, direct, direct, coll.Sum); err != nil {
 		return nil, err
 	}
 	got, err := readAll(be, direct, gathered)
@@ -106,7 +106,7 @@ func RunContracts(be coll.Backend) (results []ContractResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := be.AllReduce(directUneven, directUneven, coll.Sum); err != nil {
+	if err := be.Run(coll.AllReduce, directUneven, directUneven, coll.Sum); err != nil {
 		return nil, err
 	}
 	paddedIn, err := a.int64s(append(slices.Clone(logicalV), make([]int64, padded-logical)...))
@@ -135,7 +135,7 @@ func RunContracts(be coll.Backend) (results []ContractResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	rsErr := be.ReduceScatter(logicalIn, tooShort, coll.Sum)
+	rsErr := be.Run(coll.ReduceScatter, logicalIn, tooShort, coll.Sum)
 	var shapeErr *coll.ShapeError
 	if rsErr != nil && !errors.As(rsErr, &shapeErr) {
 		return nil, fmt.Errorf("non-divisible reduce-scatter failed in the library instead of our shape check: %w", rsErr)
@@ -192,8 +192,8 @@ func reduceScatterAllGather(a *arena, in coll.Buffer, op coll.Op) (coll.Buffer, 
 	if err != nil {
 		return nil, err
 	}
-	if err := a.be.ReduceScatter(in, shard, op); err != nil {
+	if err := a.be.Run(coll.ReduceScatter, in, shard, op); err != nil {
 		return nil, err
 	}
-	return out, a.be.AllGather(shard, out)
+	return out, a.be.Run(coll.AllGather, shard, out, coll.Sum)
 }

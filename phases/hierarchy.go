@@ -46,7 +46,7 @@ func RunHierarchyContracts(be coll.Backend, g *Groups, hosts []string) (results 
 	if err != nil {
 		return nil, err
 	}
-	if err := be.AllReduce(flat, flat, coll.Sum); err != nil {
+	if err := be.Run(coll.AllReduce, flat, flat, coll.Sum); err != nil {
 		return nil, err
 	}
 	full, err := a.int64s(base)
@@ -57,17 +57,17 @@ func RunHierarchyContracts(be coll.Backend, g *Groups, hosts []string) (results 
 	if err != nil {
 		return nil, err
 	}
-	if err := in.ReduceScatter(full, shard, coll.Sum); err != nil {
+	if err := in.Run(coll.ReduceScatter, full, shard, coll.Sum); err != nil {
 		return nil, err
 	}
-	if err := across.AllReduce(shard, shard, coll.Sum); err != nil {
+	if err := across.Run(coll.AllReduce, shard, shard, coll.Sum); err != nil {
 		return nil, err
 	}
 	gathered, err := a.alloc(coll.Int64, n)
 	if err != nil {
 		return nil, err
 	}
-	if err := in.AllGather(shard, gathered); err != nil {
+	if err := in.Run(coll.AllGather, shard, gathered, coll.Sum); err != nil {
 		return nil, err
 	}
 	// The negative control gathers the same shards among the wrong ranks:
@@ -76,7 +76,7 @@ func RunHierarchyContracts(be coll.Backend, g *Groups, hosts []string) (results 
 	if err != nil {
 		return nil, err
 	}
-	if err := across.AllGather(shard, wrong); err != nil {
+	if err := across.Run(coll.AllGather, shard, wrong, coll.Sum); err != nil {
 		return nil, err
 	}
 	got, err := readAll(be, flat, gathered, wrong)

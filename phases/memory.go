@@ -53,7 +53,7 @@ var memoryModes = []memoryMode{
 			if err != nil {
 				return nil, err
 			}
-			return full, m.do(m.be.AllReduce(full, full, coll.Sum))
+			return full, m.do(m.be.Run(coll.AllReduce, full, full, coll.Sum))
 		},
 	},
 	{
@@ -69,7 +69,7 @@ var memoryModes = []memoryMode{
 			if err != nil {
 				return nil, err
 			}
-			if err := m.do(m.be.ReduceScatter(full, shard, coll.Sum)); err != nil {
+			if err := m.do(m.be.Run(coll.ReduceScatter, full, shard, coll.Sum)); err != nil {
 				return nil, err
 			}
 			return shard, m.free(full)
@@ -92,10 +92,10 @@ var memoryModes = []memoryMode{
 			if err != nil {
 				return nil, err
 			}
-			if err := m.do(m.be.ReduceScatter(full, shard, coll.Sum)); err != nil {
+			if err := m.do(m.be.Run(coll.ReduceScatter, full, shard, coll.Sum)); err != nil {
 				return nil, err
 			}
-			if err := m.do(m.be.AllGather(shard, gathered)); err != nil {
+			if err := m.do(m.be.Run(coll.AllGather, shard, gathered, coll.Sum)); err != nil {
 				return nil, err
 			}
 			return gathered, errors.Join(m.free(full), m.free(shard))
@@ -114,7 +114,7 @@ var memoryModes = []memoryMode{
 			if err != nil {
 				return nil, err
 			}
-			if err := m.do(m.be.ReduceScatter(full, shard, coll.Sum)); err != nil {
+			if err := m.do(m.be.Run(coll.ReduceScatter, full, shard, coll.Sum)); err != nil {
 				return nil, err
 			}
 			if err := m.free(full); err != nil {
@@ -124,7 +124,7 @@ var memoryModes = []memoryMode{
 			if err != nil {
 				return nil, err
 			}
-			if err := m.do(m.be.AllGather(shard, gathered)); err != nil {
+			if err := m.do(m.be.Run(coll.AllGather, shard, gathered, coll.Sum)); err != nil {
 				return nil, err
 			}
 			return gathered, m.free(shard)
@@ -146,10 +146,10 @@ var memoryModes = []memoryMode{
 			if err != nil {
 				return nil, err
 			}
-			if err := m.do(m.be.ReduceScatter(full, shard, coll.Sum)); err != nil {
+			if err := m.do(m.be.Run(coll.ReduceScatter, full, shard, coll.Sum)); err != nil {
 				return nil, err
 			}
-			return full, m.do(m.be.AllGather(shard, full))
+			return full, m.do(m.be.Run(coll.AllGather, shard, full, coll.Sum))
 		},
 	},
 	hierarchicalLifetime,
@@ -175,20 +175,20 @@ var hierarchicalLifetime = memoryMode{
 		if err != nil {
 			return nil, err
 		}
-		if err := m.do(in.ReduceScatter(full, shard, coll.Sum)); err != nil {
+		if err := m.do(in.Run(coll.ReduceScatter, full, shard, coll.Sum)); err != nil {
 			return nil, err
 		}
 		if err := m.free(full); err != nil {
 			return nil, err
 		}
-		if err := m.do(across.AllReduce(shard, shard, coll.Sum)); err != nil {
+		if err := m.do(across.Run(coll.AllReduce, shard, shard, coll.Sum)); err != nil {
 			return nil, err
 		}
 		gathered, err := m.alloc(m.count)
 		if err != nil {
 			return nil, err
 		}
-		if err := m.do(in.AllGather(shard, gathered)); err != nil {
+		if err := m.do(in.Run(coll.AllGather, shard, gathered, coll.Sum)); err != nil {
 			return nil, err
 		}
 		return gathered, m.free(shard)

@@ -16,7 +16,7 @@ func prepare(be coll.Backend, c coll.Collective, send, recv coll.Buffer, op coll
 	if err := coll.CheckShapes(c, send, recv, be.WorldSize()); err != nil {
 		return nil, err
 	}
-	return func() error { return c.Run(be, send, recv, op) }, nil
+	return func() error { return be.Run(c, send, recv, op) }, nil
 }
 
 // sampler times one mode once and returns microseconds per operation.
@@ -67,7 +67,7 @@ var timingMethods = []timingMethod{
 				runs[m] = func() error { return m.loop(batch) }
 			}
 			return func(m *modeCase) (float64, error) {
-				us, err := be.TimeBatch(1, runs[m])
+				us, err := be.Time(runs[m])
 				return us / float64(batch), err
 			}, noRelease, nil
 		},

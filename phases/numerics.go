@@ -162,13 +162,13 @@ func numericsCase(be coll.Backend, d coll.DType, size int64, seed uint64) (r Num
 	if err := fillStream(be, in, ft, streams[rank]); err != nil {
 		return r, err
 	}
-	if err := be.AllReduce(in, direct, coll.Sum); err != nil {
+	if err := be.Run(coll.AllReduce, in, direct, coll.Sum); err != nil {
 		return r, err
 	}
-	if err := be.ReduceScatter(in, shard, coll.Sum); err != nil {
+	if err := be.Run(coll.ReduceScatter, in, shard, coll.Sum); err != nil {
 		return r, err
 	}
-	if err := be.AllGather(shard, decomposed); err != nil {
+	if err := be.Run(coll.AllGather, shard, decomposed, coll.Sum); err != nil {
 		return r, err
 	}
 	if err := be.Synchronize(); err != nil {

@@ -24,19 +24,9 @@ type watched struct {
 	t Tracker
 }
 
-func (w *watched) AllReduce(send, recv coll.Buffer, op coll.Op) error {
-	w.t.Arm(coll.AllReduceColl.Name, coll.Payload(send, recv))
-	return w.Backend.AllReduce(send, recv, op)
-}
-
-func (w *watched) ReduceScatter(send, recv coll.Buffer, op coll.Op) error {
-	w.t.Arm(coll.ReduceScatterColl.Name, coll.Payload(send, recv))
-	return w.Backend.ReduceScatter(send, recv, op)
-}
-
-func (w *watched) AllGather(send, recv coll.Buffer) error {
-	w.t.Arm(coll.AllGatherColl.Name, coll.Payload(send, recv))
-	return w.Backend.AllGather(send, recv)
+func (w *watched) Run(c coll.Collective, send, recv coll.Buffer, op coll.Op) error {
+	w.t.Arm(c.Name, coll.Payload(send, recv))
+	return w.Backend.Run(c, send, recv, op)
 }
 
 // The calls below wait for what is queued on the device (a collective that
@@ -47,11 +37,6 @@ func (w *watched) Synchronize() error { w.t.Kick(); return w.Backend.Synchronize
 func (w *watched) Time(op func() error) (float64, error) {
 	w.t.Kick()
 	return w.Backend.Time(op)
-}
-
-func (w *watched) TimeBatch(n int, op func() error) (float64, error) {
-	w.t.Kick()
-	return w.Backend.TimeBatch(n, op)
 }
 
 // Unwrap gives the backend under the watch, so that optional interfaces

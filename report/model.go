@@ -33,7 +33,7 @@ func CaseOf(s TimingStat) model.Case {
 }
 
 // FitsOf fits the Hockney model to every case and mode of stats, then, for
-// every mode that is a decomposition of AllReduce (phases' records say
+// every mode that is a decomposition of AllReduce (coll's records say
 // which, and what its parts are), compares it with direct and splits its
 // time between its parts.
 func FitsOf(stats []TimingStat) ([]model.Fit, []SummaryCrossover, []SummaryBreakdown) {

@@ -39,7 +39,7 @@ func TestTablesGolden(t *testing.T) {
 	golden(t, "tables.golden.txt", b.Bytes())
 }
 
-// Every timed mode side by side, in phases' order whatever the rows'
+// Every timed mode side by side, in coll's order whatever the rows'
 // order, with a case that lacks some modes shown with dashes.
 func TestTimingsTableEveryModeGolden(t *testing.T) {
 	var rows []TimingRow

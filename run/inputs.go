@@ -92,7 +92,7 @@ var stallPhases = []string{"startup", "contracts", "timing", "memory", "numerics
 
 func stallOps() []string {
 	ops := []string{"barrier", "agreement between ranks"}
-	for _, c := range []coll.Collective{coll.AllReduceColl, coll.ReduceScatterColl, coll.AllGatherColl} {
+	for _, c := range []coll.Collective{coll.AllReduce, coll.ReduceScatter, coll.AllGather} {
 		ops = append(ops, c.Name)
 	}
 	for _, name := range coll.Modes {

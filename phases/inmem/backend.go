@@ -207,13 +207,11 @@ func (be *Backend) Synchronize() error { return be.usable("Synchronize") }
 
 // Time returns the monotonic wall-clock time of one call of op, in
 // microseconds.
-func (be *Backend) Time(op func() error) (float64, error) {
-	return be.TimeBatch(1, op)
-}
+func (be *Backend) Time(op func() error) (float64, error) { return be.timeRuns(1, op) }
 
-// TimeBatch returns the monotonic wall-clock time of n back-to-back calls
+// timeRuns returns the monotonic wall-clock time of n back-to-back calls
 // of op, in microseconds; it stops at the first call that fails.
-func (be *Backend) TimeBatch(n int, op func() error) (float64, error) {
+func (be *Backend) timeRuns(n int, op func() error) (float64, error) {
 	if err := be.Synchronize(); err != nil {
 		return 0, err
 	}
@@ -243,7 +241,7 @@ func (g *graph) Time() (float64, error) {
 	if g.closed {
 		return 0, errors.New("inmem: graph replayed after Close")
 	}
-	return g.be.TimeBatch(g.n, g.op)
+	return g.be.timeRuns(g.n, g.op)
 }
 
 func (g *graph) Close() error {

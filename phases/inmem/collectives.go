@@ -23,11 +23,11 @@ type layout struct {
 }
 
 var (
-	allReduceLayout = layout{coll: coll.AllReduceColl, sendInside: true, where: "0",
+	allReduceLayout = layout{coll: coll.AllReduce, sendInside: true, where: "0",
 		offset: func(rank, send, recv int) int { return 0 }}
-	reduceScatterLayout = layout{coll: coll.ReduceScatterColl, where: "rank x output elements",
+	reduceScatterLayout = layout{coll: coll.ReduceScatter, where: "rank x output elements",
 		offset: func(rank, send, recv int) int { return rank * recv }}
-	allGatherLayout = layout{coll: coll.AllGatherColl, sendInside: true, where: "rank x input elements",
+	allGatherLayout = layout{coll: coll.AllGather, sendInside: true, where: "rank x input elements",
 		offset: func(rank, send, recv int) int { return rank * send }}
 )
 
@@ -81,10 +81,26 @@ func (be *Backend) prepare(l layout, send, recv coll.Buffer) (sendMem, recvMem [
 	return sendMem, recvMem, nil
 }
 
-// AllReduce reduces every rank's send into recv. Each rank brings a copy of
+// calls are this backend's collectives, by coll's names.
+var calls = map[string]func(be *Backend, send, recv coll.Buffer, op coll.Op) error{
+	coll.AllReduce.Name:     (*Backend).allReduce,
+	coll.ReduceScatter.Name: (*Backend).reduceScatter,
+	coll.AllGather.Name:     (*Backend).allGather,
+}
+
+// Run runs one of coll's collectives (coll.Backend).
+func (be *Backend) Run(c coll.Collective, send, recv coll.Buffer, op coll.Op) error {
+	call, ok := calls[c.Name]
+	if !ok {
+		return fmt.Errorf("inmem: no call for the %s collective", c.Name)
+	}
+	return call(be, send, recv, op)
+}
+
+// allReduce reduces every rank's send into recv. Each rank brings a copy of
 // its input to the meeting and computes from the copies, so in place and
 // out of place are the same code.
-func (be *Backend) AllReduce(send, recv coll.Buffer, op coll.Op) error {
+func (be *Backend) allReduce(send, recv coll.Buffer, op coll.Op) error {
 	sendMem, recvMem, err := be.prepare(allReduceLayout, send, recv)
 	if err != nil {
 		return err
@@ -92,7 +108,7 @@ func (be *Backend) AllReduce(send, recv coll.Buffer, op coll.Op) error {
 	if err := be.Supports(send.DType(), op); err != nil {
 		return err
 	}
-	call := fmt.Sprintf("%s of %d %s with %s", coll.AllReduceColl.Name, send.Count(), send.DType(), op)
+	call := fmt.Sprintf("%s of %d %s with %s", coll.AllReduce.Name, send.Count(), send.DType(), op)
 	m, err := be.job.meet(be.group, be.rank, call, slices.Clone(sendMem))
 	if err != nil {
 		return err
@@ -100,9 +116,9 @@ func (be *Backend) AllReduce(send, recv coll.Buffer, op coll.Op) error {
 	return be.reduce(send.DType(), op, recvMem, m.payloads, 0, be.order(false))
 }
 
-// ReduceScatter reduces rank r's shard of every rank's send into recv on
+// reduceScatter reduces rank r's shard of every rank's send into recv on
 // rank r.
-func (be *Backend) ReduceScatter(send, recv coll.Buffer, op coll.Op) error {
+func (be *Backend) reduceScatter(send, recv coll.Buffer, op coll.Op) error {
 	sendMem, recvMem, err := be.prepare(reduceScatterLayout, send, recv)
 	if err != nil {
 		return err
@@ -110,7 +126,7 @@ func (be *Backend) ReduceScatter(send, recv coll.Buffer, op coll.Op) error {
 	if err := be.Supports(send.DType(), op); err != nil {
 		return err
 	}
-	call := fmt.Sprintf("%s of %d %s with %s", coll.ReduceScatterColl.Name, send.Count(), send.DType(), op)
+	call := fmt.Sprintf("%s of %d %s with %s", coll.ReduceScatter.Name, send.Count(), send.DType(), op)
 	m, err := be.job.meet(be.group, be.rank, call, slices.Clone(sendMem))
 	if err != nil {
 		return err
@@ -118,14 +134,14 @@ func (be *Backend) ReduceScatter(send, recv coll.Buffer, op coll.Op) error {
 	return be.reduce(send.DType(), op, recvMem, m.payloads, be.rank*len(recvMem), be.order(be.job.faults.ReversedReduceScatter))
 }
 
-// AllGather puts rank r's send at r x send.Count() of recv on every rank
+// allGather puts rank r's send at r x send.Count() of recv on every rank
 // (at r+1's place under Faults.RotatedGather).
-func (be *Backend) AllGather(send, recv coll.Buffer) error {
+func (be *Backend) allGather(send, recv coll.Buffer, _ coll.Op) error {
 	sendMem, recvMem, err := be.prepare(allGatherLayout, send, recv)
 	if err != nil {
 		return err
 	}
-	call := fmt.Sprintf("%s of %d %s", coll.AllGatherColl.Name, send.Count(), send.DType())
+	call := fmt.Sprintf("%s of %d %s", coll.AllGather.Name, send.Count(), send.DType())
 	m, err := be.job.meet(be.group, be.rank, call, slices.Clone(sendMem))
 	if err != nil {
 		return err

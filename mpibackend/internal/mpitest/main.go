@@ -146,7 +146,7 @@ func (k *checker) split() {
 	if m, _ := k.be.Memory(); m.LiveBytes != 64 {
 		k.fail("after a group's Alloc the rank counts %d bytes live, want 64", m.LiveBytes)
 	}
-	k.must(g.AllReduce(in, out, coll.Sum), "AllReduce on a group")
+	k.must(g.Run(coll.AllReduce, in, out, coll.Sum), "AllReduce on a group")
 	var sum int64
 	for q := k.r % 2; q < k.n; q += 2 {
 		sum += int64(q)
@@ -197,16 +197,16 @@ func (k *checker) allReduce(dt coll.DType, op coll.Op) {
 	send, recv := k.alloc(dt, count), k.alloc(dt, count)
 	k.write(send, values(k.r, 0, count))
 	k.must(k.be.Fill(recv, make([]byte, dt.Size())), "Fill")
-	k.must(k.be.AllReduce(send, recv, op), what)
+	k.must(k.be.Run(coll.AllReduce, send, recv, op), what)
 	k.expect(what, recv, want)
 	k.expect(what+" (input unchanged)", send, values(k.r, 0, count))
 
 	k.write(send, values(k.r, 0, count))
-	k.must(k.be.AllReduce(send, send, op), what+" in place")
+	k.must(k.be.Run(coll.AllReduce, send, send, op), what+" in place")
 	k.expect(what+" in place", send, want)
 
 	k.write(send, values(k.r, 0, count))
-	k.must(k.be.AllReduce(k.view(send, 0, count), send, op), what+" in place through a view")
+	k.must(k.be.Run(coll.AllReduce, k.view(send, 0, count), send, op), what+" in place through a view")
 	k.expect(what+" in place through a view", send, want)
 	k.free(send, recv)
 }
@@ -217,14 +217,14 @@ func (k *checker) reduceScatter(dt coll.DType, op coll.Op) {
 	want := reduced(op, k.n, k.r*block, block)
 	send, recv := k.alloc(dt, k.n*block), k.alloc(dt, block)
 	k.write(send, values(k.r, 0, k.n*block))
-	k.must(k.be.ReduceScatter(send, recv, op), what)
+	k.must(k.be.Run(coll.ReduceScatter, send, recv, op), what)
 	k.expect(what, recv, want)
 	k.expect(what+" (input unchanged)", send, values(k.r, 0, k.n*block))
 
 	// In place the output is the view of the input at rank x block.
 	k.write(send, values(k.r, 0, k.n*block))
 	shard := k.view(send, k.r*block, block)
-	k.must(k.be.ReduceScatter(send, shard, op), what+" in place")
+	k.must(k.be.Run(coll.ReduceScatter, send, shard, op), what+" in place")
 	k.expect(what+" in place", shard, want)
 	k.free(send, recv)
 }
@@ -238,7 +238,7 @@ func (k *checker) allGather(dt coll.DType) {
 	send, recv := k.alloc(dt, block), k.alloc(dt, k.n*block)
 	k.write(send, values(k.r, 100, block))
 	k.must(k.be.Fill(recv, encode(dt, []int64{-99})), "Fill")
-	k.must(k.be.AllGather(send, recv), "all-gather")
+	k.must(k.be.Run(coll.AllGather, send, recv, coll.Sum), "all-gather")
 	k.expect("all-gather", recv, want)
 
 	// In place the input is the view of the output at rank x block; the
@@ -246,7 +246,7 @@ func (k *checker) allGather(dt coll.DType) {
 	k.must(k.be.Fill(recv, encode(dt, []int64{-99})), "Fill")
 	mine := k.view(recv, k.r*block, block)
 	k.write(mine, values(k.r, 100, block))
-	k.must(k.be.AllGather(mine, recv), "all-gather in place")
+	k.must(k.be.Run(coll.AllGather, mine, recv, coll.Sum), "all-gather in place")
 	k.expect("all-gather in place", recv, want)
 	k.free(send, recv)
 }
@@ -259,10 +259,10 @@ func (k *checker) equivalence(dt coll.DType, op coll.Op) {
 	direct, decomposed := k.alloc(dt, count), k.alloc(dt, count)
 	k.write(direct, values(k.r, 7, count))
 	k.write(decomposed, values(k.r, 7, count))
-	k.must(k.be.AllReduce(direct, direct, op), "all-reduce")
+	k.must(k.be.Run(coll.AllReduce, direct, direct, op), "all-reduce")
 	shard := k.view(decomposed, k.r*block, block)
-	k.must(k.be.ReduceScatter(decomposed, shard, op), "reduce-scatter in place")
-	k.must(k.be.AllGather(shard, decomposed), "all-gather in place")
+	k.must(k.be.Run(coll.ReduceScatter, decomposed, shard, op), "reduce-scatter in place")
+	k.must(k.be.Run(coll.AllGather, shard, decomposed, coll.Sum), "all-gather in place")
 	want := reduced(op, k.n, 7, count)
 	k.expect(fmt.Sprintf("all-reduce %s", op), direct, want)
 	k.expect(fmt.Sprintf("reduce-scatter + all-gather %s", op), decomposed, want)
@@ -291,26 +291,26 @@ func (k *checker) sweep() {
 			send, recv := k.alloc(dt, count), k.alloc(dt, count)
 			k.must(k.be.Fill(send, in), "Fill")
 			k.must(k.be.Fill(recv, sentinel), "Fill")
-			k.must(k.be.AllReduce(send, recv, op), "all-reduce "+what)
+			k.must(k.be.Run(coll.AllReduce, send, recv, op), "all-reduce "+what)
 			k.expectBytes("all-reduce "+what, recv, want)
 			k.expectBytes("all-reduce "+what+" (input unchanged)", send, bytes.Repeat(in, count))
 			k.must(k.be.Fill(recv, in), "Fill")
-			k.must(k.be.AllReduce(recv, recv, op), "all-reduce in place "+what)
+			k.must(k.be.Run(coll.AllReduce, recv, recv, op), "all-reduce in place "+what)
 			k.expectBytes("all-reduce in place "+what, recv, want)
 
 			shard := k.alloc(dt, block)
 			k.must(k.be.Fill(shard, sentinel), "Fill")
-			k.must(k.be.ReduceScatter(send, shard, op), "reduce-scatter "+what)
+			k.must(k.be.Run(coll.ReduceScatter, send, shard, op), "reduce-scatter "+what)
 			k.expectBytes("reduce-scatter "+what, shard, want[:block*dt.Size()])
 			k.must(k.be.Fill(recv, in), "Fill")
 			mine := k.view(recv, k.r*block, block)
-			k.must(k.be.ReduceScatter(recv, mine, op), "reduce-scatter in place "+what)
+			k.must(k.be.Run(coll.ReduceScatter, recv, mine, op), "reduce-scatter in place "+what)
 			k.expectBytes("reduce-scatter in place "+what, mine, want[:block*dt.Size()])
 
 			// The decomposition, in place, against the direct all-reduce.
 			k.must(k.be.Fill(recv, in), "Fill")
-			k.must(k.be.ReduceScatter(recv, mine, op), "reduce-scatter in place "+what)
-			k.must(k.be.AllGather(mine, recv), "all-gather in place "+what)
+			k.must(k.be.Run(coll.ReduceScatter, recv, mine, op), "reduce-scatter in place "+what)
+			k.must(k.be.Run(coll.AllGather, mine, recv, coll.Sum), "all-gather in place "+what)
 			k.expectBytes("reduce-scatter + all-gather "+what, recv, want)
 			k.free(send, recv, shard)
 		}
@@ -326,12 +326,12 @@ func (k *checker) sweep() {
 		send, recv := k.alloc(dt, block), k.alloc(dt, count)
 		k.must(k.be.Fill(send, dt.Elem(float64(k.r+1))), "Fill")
 		k.must(k.be.Fill(recv, dt.Elem(99)), "Fill")
-		k.must(k.be.AllGather(send, recv), "all-gather "+dt.String())
+		k.must(k.be.Run(coll.AllGather, send, recv, coll.Sum), "all-gather "+dt.String())
 		k.expectBytes("all-gather "+dt.String(), recv, want)
 		k.must(k.be.Fill(recv, dt.Elem(99)), "Fill")
 		mine := k.view(recv, k.r*block, block)
 		k.must(k.be.Fill(mine, dt.Elem(float64(k.r+1))), "Fill")
-		k.must(k.be.AllGather(mine, recv), "all-gather in place "+dt.String())
+		k.must(k.be.Run(coll.AllGather, mine, recv, coll.Sum), "all-gather in place "+dt.String())
 		k.expectBytes("all-gather in place "+dt.String(), recv, want)
 		k.free(send, recv)
 	}
@@ -356,9 +356,9 @@ func (k *checker) unsupported() {
 		b := k.alloc(dt, k.n)
 		shard := k.view(b, k.r, 1)
 		for name, err := range map[string]error{
-			"all-reduce":     k.be.AllReduce(b, b, coll.Sum),
-			"reduce-scatter": k.be.ReduceScatter(b, shard, coll.Sum),
-			"all-gather":     k.be.AllGather(shard, b),
+			"all-reduce":     k.be.Run(coll.AllReduce, b, b, coll.Sum),
+			"reduce-scatter": k.be.Run(coll.ReduceScatter, b, shard, coll.Sum),
+			"all-gather":     k.be.Run(coll.AllGather, shard, b, coll.Sum),
 		} {
 			if err == nil || !strings.HasSuffix(err.Error(), want.Error()) {
 				k.fail("%s of %s: %v, want %v", name, dt, err, want)
@@ -368,7 +368,7 @@ func (k *checker) unsupported() {
 	}
 	want := k.be.Supports(coll.Float32, coll.Avg)
 	b := k.alloc(coll.Float32, k.n)
-	if err := k.be.AllReduce(b, b, coll.Avg); want == nil || err == nil || !strings.HasSuffix(err.Error(), want.Error()) {
+	if err := k.be.Run(coll.AllReduce, b, b, coll.Avg); want == nil || err == nil || !strings.HasSuffix(err.Error(), want.Error()) {
 		k.fail("all-reduce avg: %v, want %v", err, want)
 	}
 	k.free(b)
@@ -382,13 +382,13 @@ func (k *checker) errors() {
 	next := (k.r + 1) % k.n
 	var shape *coll.ShapeError
 	odd, shard := k.alloc(coll.Int64, k.n*block+1), k.alloc(coll.Int64, block)
-	if err := k.be.ReduceScatter(odd, shard, coll.Sum); !errors.As(err, &shape) {
+	if err := k.be.Run(coll.ReduceScatter, odd, shard, coll.Sum); !errors.As(err, &shape) {
 		k.fail("reduce-scatter of %d elements on %d ranks: %v, want a *coll.ShapeError", k.n*block+1, k.n, err)
 	}
 	bad := map[string]error{
-		"reduce-scatter into the next rank's place": k.be.ReduceScatter(full, k.view(full, next*block, block), coll.Sum),
-		"all-gather from the next rank's place":     k.be.AllGather(k.view(full, next*block, block), full),
-		"all-reduce onto a shifted view":            k.be.AllReduce(k.view(full, 0, block), k.view(full, 1, block), coll.Sum),
+		"reduce-scatter into the next rank's place": k.be.Run(coll.ReduceScatter, full, k.view(full, next*block, block), coll.Sum),
+		"all-gather from the next rank's place":     k.be.Run(coll.AllGather, k.view(full, next*block, block), full, coll.Sum),
+		"all-reduce onto a shifted view":            k.be.Run(coll.AllReduce, k.view(full, 0, block), k.view(full, 1, block), coll.Sum),
 	}
 	for name, err := range bad {
 		if err == nil || !strings.Contains(err.Error(), "overlaps") {

@@ -47,8 +47,9 @@ type Backend interface {
 	Rank() int
 	WorldSize() int
 
-	// Alloc returns a buffer of count elements whose contents are undefined.
-	Alloc(dtype DType, count int) (Buffer, error)
+	// Alloc returns a buffer of s.Count elements of s.DType whose contents
+	// are undefined.
+	Alloc(s BufferSpec) (Buffer, error)
 	// View returns count elements of b starting at element offset. The view
 	// shares b's memory, is not counted by Memory and must not be freed.
 	View(b Buffer, offset, count int) (Buffer, error)

@@ -164,30 +164,32 @@ func (m TimedMode) Counts(full int, l Layout) ([]int, error) {
 	return c, nil
 }
 
-// BufferBytes are the sizes of the buffers the mode allocates for a full
-// buffer of n bytes of elemSize-byte elements: every buffer of the chain
-// out of place, the largest alone in place (every other one is a view
-// inside it).
-func (m TimedMode) BufferBytes(n int64, elemSize int, l Layout, p Placement) []int64 {
-	counts, err := m.Counts(int(n/int64(elemSize)), l)
+// Allocations are the buffers the mode allocates for case c (its size,
+// element type and placement), each as c.Buffer says: every buffer of the
+// chain out of place, the largest alone in place (every other one is a
+// view inside it).
+func (m TimedMode) Allocations(c Case, l Layout) []BufferSpec {
+	full := int(c.SizeBytes / int64(c.DType.Size()))
+	counts, err := m.Counts(full, l)
 	if err != nil {
-		return []int64{n}
+		return []BufferSpec{c.Buffer(full)}
 	}
-	if p == InPlace {
-		return []int64{int64(slices.Max(counts)) * int64(elemSize)}
+	if c.Placement == InPlace {
+		return []BufferSpec{c.Buffer(slices.Max(counts))}
 	}
-	out := make([]int64, len(counts))
-	for i, c := range counts {
-		out[i] = int64(c) * int64(elemSize)
+	out := make([]BufferSpec, len(counts))
+	for i, n := range counts {
+		out[i] = c.Buffer(n)
 	}
 	return out
 }
 
-// Footprint is the bytes of the mode's buffers (see BufferBytes).
-func (m TimedMode) Footprint(n int64, elemSize int, l Layout, p Placement) int64 {
+// Footprint is the bytes of the mode's buffers for case c (see
+// Allocations).
+func (m TimedMode) Footprint(c Case, l Layout) int64 {
 	var total int64
-	for _, b := range m.BufferBytes(n, elemSize, l, p) {
-		total += b
+	for _, b := range m.Allocations(c, l) {
+		total += b.Bytes()
 	}
 	return total
 }

@@ -55,6 +55,10 @@ var Methods = []Method{PerOp, Batched, GraphReplay}
 
 func (m Method) String() string { return string(m) }
 
+// Batched says whether a sample of the method runs a batch of operations
+// (Sweep.Batch) rather than one.
+func (m Method) Batched() bool { return m != PerOp }
+
 // UnmarshalText reads a method and refuses an unknown one.
 func (m *Method) UnmarshalText(b []byte) error { return parseName(m, b, Methods) }
 

@@ -12,8 +12,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
+	"rsag/coll"
 	"rsag/report"
 )
 
@@ -156,12 +158,12 @@ type Comparison struct {
 // Compare matches a's and b's timing cases and compares metric of each.
 func Compare(a, b report.Summary, metric func(report.TimingStat) float64, threshold float64) Comparison {
 	var c Comparison
-	inA, inB := map[report.CaseKey]bool{}, map[report.CaseKey]report.TimingStat{}
+	inA, inB := map[coll.Case]bool{}, map[coll.Case]report.TimingStat{}
 	for _, s := range b.Timing {
-		inB[s.Key()] = s
+		inB[s.Case] = s
 	}
 	for _, s := range a.Timing {
-		k := s.Key()
+		k := s.Case
 		inA[k] = true
 		sb, ok := inB[k]
 		if !ok {
@@ -179,7 +181,7 @@ func Compare(a, b report.Summary, metric func(report.TimingStat) float64, thresh
 		c.Rows = append(c.Rows, r)
 	}
 	for _, s := range b.Timing {
-		if !inA[s.Key()] {
+		if !inA[s.Case] {
 			c.OnlyB = append(c.OnlyB, s)
 		}
 	}
@@ -207,8 +209,8 @@ func write(stdout, stderr io.Writer, o options, a, b report.Summary, c Compariso
 
 	limit := strconv.FormatFloat(o.threshold, 'f', -1, 64)
 	fmt.Fprintf(stdout, "%s time per operation (us), B/A > %s marked SLOWER\n", o.metric, limit)
-	t := report.Table(stdout, "run", "size", "dtype", "op", "placement", "method", "mode",
-		"A us", "B us", "B/A", "> "+limit)
+	header, caseCells := report.CaseColumns(append(slices.Clone(a.Timing), b.Timing...))
+	t := report.Table(stdout, append(header, "A us", "B us", "B/A", "> "+limit)...)
 	for _, r := range c.Rows {
 		ratio, mark := "n/a", ""
 		if r.A > 0 {
@@ -217,7 +219,7 @@ func write(stdout, stderr io.Writer, o options, a, b report.Summary, c Compariso
 		if r.Over {
 			mark = "SLOWER"
 		}
-		t.Append(append(caseCells(r.TimingStat), fmt.Sprintf("%.2f", r.A), fmt.Sprintf("%.2f", r.B), ratio, mark))
+		t.Append(append(caseCells(r.Case), fmt.Sprintf("%.2f", r.A), fmt.Sprintf("%.2f", r.B), ratio, mark))
 	}
 	if err := t.Render(); err != nil {
 		return err
@@ -230,9 +232,9 @@ func write(stdout, stderr io.Writer, o options, a, b report.Summary, c Compariso
 			continue
 		}
 		fmt.Fprintf(stdout, "Only in %s: %d case(s)\n", only.name, len(only.stats))
-		t := report.Table(stdout, "run", "size", "dtype", "op", "placement", "method", "mode")
+		t := report.Table(stdout, header...)
 		for _, s := range only.stats {
-			t.Append(caseCells(s))
+			t.Append(caseCells(s.Case))
 		}
 		if err := t.Render(); err != nil {
 			return err
@@ -249,14 +251,4 @@ func write(stdout, stderr io.Writer, o options, a, b report.Summary, c Compariso
 func describe(path string, s report.Summary) string {
 	return fmt.Sprintf("%s (rsag %s, commit %s; %s on %d ranks; started %s)",
 		path, s.RSAG.Version, s.RSAG.Commit, s.Backend, s.WorldSize, s.Started)
-}
-
-// caseCells are the columns that name a case; the batch goes with the
-// method when it is not 1.
-func caseCells(s report.TimingStat) []string {
-	method := s.Method
-	if s.Batch != 1 {
-		method = fmt.Sprintf("%s x%d", s.Method, s.Batch)
-	}
-	return []string{s.Run, report.SizeText(s.SizeBytes), s.DType, s.Op, s.Placement, method, s.Mode}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"rsag/coll"
 	"rsag/internal/schemacheck"
 
 	"rsag/report"
@@ -89,8 +90,7 @@ func TestFixturesFollowTheSchema(t *testing.T) {
 
 func TestCompareZeroAndOrder(t *testing.T) {
 	st := func(size int64, mode string, us float64) report.TimingStat {
-		return report.TimingStat{Run: "r", SizeBytes: size, DType: "float32", Op: "sum", Placement: "in-place",
-			Method: "per-op", Batch: 1, Mode: mode, MedianUS: us}
+		return report.TimingStat{Case: coll.Case{Run: "r", SizeBytes: size, DType: coll.Float32, Op: coll.Sum, Placement: "in-place", Method: "per-op", Batch: 1, Mode: coll.Mode(mode)}, MedianUS: us}
 	}
 	a := report.Summary{Timing: []report.TimingStat{st(2, "direct", 0), st(1, "direct", 10), st(1, "decomposed", 10)}}
 	b := report.Summary{Timing: []report.TimingStat{st(1, "decomposed", 11.5), st(1, "direct", 11), st(2, "direct", 5)}}

@@ -39,9 +39,9 @@ type Config struct {
 	// name) that override [timing]; Runs holds them resolved.
 	RunTables []toml.Primitive `toml:"run" json:"-"`
 	Runs      []Run            `toml:"-" json:"runs"`
-	// TimingRuns are Runs as the timing phase takes them, sizes expanded,
+	// Sweeps are Runs as the timing phase takes them, sizes expanded,
 	// resolved once by Parse; nil when timing is disabled.
-	TimingRuns []phases.TimingRun `toml:"-" json:"-"`
+	Sweeps []coll.Sweep `toml:"-" json:"-"`
 }
 
 // Backends are the values of the backend key and the -backend flag.
@@ -368,7 +368,7 @@ func (c *Config) check(source string) error {
 	if msg := timeout.outOfRange(); msg != "" {
 		return bad("timeout_s", "%s", msg)
 	}
-	c.TimingRuns = nil
+	c.Sweeps = nil
 	if c.Timing.Enabled {
 		if err := c.checkRuns(source); err != nil {
 			return err

@@ -166,14 +166,14 @@ func TestBoundsAreInclusive(t *testing.T) {
 	if err := cfg.Validate(2); err != nil {
 		t.Fatal(err)
 	}
-	r := cfg.TimingRuns[0]
+	r := cfg.Sweeps[0]
 	if r.Cycles != MaxCycles || r.SizesBytes[0] != MaxSizeBytes || cfg.Numerics.Seed != MaxSeed {
 		t.Errorf("bounds not kept: %+v", r)
 	}
 	// The widest factor range: 1 byte to 1 TiB by 2 is 41 sizes, none wrapped.
 	cfg, err = Parse("b.toml", []byte("[timing]\nmin_bytes = 1\nmax_bytes = \"1024G\"\nfactor = 2\n"), nil)
-	if err != nil || len(cfg.TimingRuns[0].SizesBytes) != 41 || cfg.TimingRuns[0].SizesBytes[40] != MaxSizeBytes {
-		t.Errorf("1..1T by 2: %v, %v", cfg.TimingRuns, err)
+	if err != nil || len(cfg.Sweeps[0].SizesBytes) != 41 || cfg.Sweeps[0].SizesBytes[40] != MaxSizeBytes {
+		t.Errorf("1..1T by 2: %v, %v", cfg.Sweeps, err)
 	}
 	if s, err := ParseSize("-8388608T"); err == nil {
 		t.Errorf("ParseSize accepted an unknown suffix: %d", s)

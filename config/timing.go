@@ -9,7 +9,6 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"rsag/coll"
-	"rsag/phases"
 )
 
 // Timing is the [timing] table: the sweep every run starts from. Sizes are
@@ -197,7 +196,7 @@ func runSetError(source, name string, err error) error {
 // checkRuns validates each run's keys that need no world size and resolves
 // the runs into the timing phase's form, sizes expanded.
 func (c *Config) checkRuns(source string) error {
-	c.TimingRuns = nil
+	c.Sweeps = nil
 	for _, r := range c.Runs {
 		prefix := c.runPrefix(r.Name)
 		bad := func(key, format string, args ...any) error {
@@ -238,7 +237,7 @@ func (c *Config) checkRuns(source string) error {
 				return err
 			}
 		}
-		c.TimingRuns = append(c.TimingRuns, phases.TimingRun{Name: r.Name, SizesBytes: sizes,
+		c.Sweeps = append(c.Sweeps, coll.Sweep{Name: r.Name, SizesBytes: sizes,
 			DTypes: t.DTypes, Ops: t.Ops, Placements: t.Placements, Methods: t.Methods,
 			Modes: t.Modes, Buffers: t.Buffers, CTAPolicies: t.CTAPolicies,
 			Batch: t.Batch, Warmups: t.Warmups, Cycles: t.Cycles})
@@ -328,7 +327,7 @@ func (l nameList) check(bad func(key, format string, args ...any) error) error {
 // by ranks x element size for every dtype, and every dtype/op check can be
 // exact on this many ranks.
 func (c *Config) validateRuns(world int) error {
-	for _, r := range c.TimingRuns {
+	for _, r := range c.Sweeps {
 		prefix := c.runPrefix(r.Name)
 		if err := divisible("config", prefix+"sizes_bytes", r.SizesBytes, r.DTypes, world); err != nil {
 			return err

@@ -13,19 +13,19 @@ func TestSizeRanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cfg.TimingRuns[0].SizesBytes; !slices.Equal(got, []int64{1024, 4096, 16384, 65536, 262144, 1048576}) {
+	if got := cfg.Sweeps[0].SizesBytes; !slices.Equal(got, []int64{1024, 4096, 16384, 65536, 262144, 1048576}) {
 		t.Errorf("factor range: %v", got)
 	}
 	cfg, err = Parse("r.toml", []byte("[timing]\nmin_bytes = 4096\nmax_bytes = 16384\nstep_bytes = 4096\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cfg.TimingRuns[0].SizesBytes; !slices.Equal(got, []int64{4096, 8192, 12288, 16384}) {
+	if got := cfg.Sweeps[0].SizesBytes; !slices.Equal(got, []int64{4096, 8192, 12288, 16384}) {
 		t.Errorf("step range: %v", got)
 	}
 	// A -set list replaces a range from the file, and the other way round.
 	cfg, err = Parse("r.toml", []byte("[timing]\nmin_bytes = 4096\nmax_bytes = 16384\nstep_bytes = 4096\n"), []string{"timing.sizes_bytes=[64]"})
-	if err != nil || !slices.Equal(cfg.TimingRuns[0].SizesBytes, []int64{64}) {
+	if err != nil || !slices.Equal(cfg.Sweeps[0].SizesBytes, []int64{64}) {
 		t.Errorf("-set list over a range: %v, %v", cfg.Runs, err)
 	}
 }
@@ -53,7 +53,7 @@ factor = 2
 	if len(cfg.Runs) != 2 || cfg.Runs[0].Name != "fp32" || cfg.Runs[1].Name != "narrow" {
 		t.Fatalf("runs: %+v", cfg.Runs)
 	}
-	a, b := cfg.TimingRuns[0], cfg.TimingRuns[1]
+	a, b := cfg.Sweeps[0], cfg.Sweeps[1]
 	if a.Name != "fp32" || !slices.Equal(a.SizesBytes, []int64{1024, 1 << 20}) || a.Cycles != 5 || a.Warmups != 1 ||
 		!slices.Equal(a.DTypes, []coll.DType{coll.Float32}) {
 		t.Errorf("run fp32 did not inherit [timing]: %+v", a)

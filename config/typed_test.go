@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	"rsag/coll"
-	"rsag/phases"
 )
 
 // Parse resolves every run once into coll's types, with the new
@@ -20,13 +20,13 @@ func TestTimingRunsAreResolvedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := phases.TimingRun{Name: "default", SizesBytes: []int64{1024, 65536, 1048576, 16777216, 268435456},
+	want := coll.Sweep{Name: "default", SizesBytes: []int64{1024, 65536, 1048576, 16777216, 268435456},
 		DTypes: []coll.DType{coll.Float32}, Ops: []coll.Op{coll.Sum},
 		Placements: []coll.Placement{coll.OutOfPlace}, Methods: []coll.Method{coll.PerOp},
 		Modes: []coll.Mode{coll.Direct, coll.Decomposed}, Buffers: []coll.BufferKind{coll.PlainBuffers},
 		CTAPolicies: []coll.CTAPolicy{coll.DefaultCTAPolicy}, Batch: 20, Warmups: 3, Cycles: 10}
-	if len(cfg.TimingRuns) != 1 || !equalRuns(cfg.TimingRuns[0], want) {
-		t.Errorf("default TimingRuns = %+v\nwant %+v", cfg.TimingRuns, want)
+	if len(cfg.Sweeps) != 1 || !equalRuns(cfg.Sweeps[0], want) {
+		t.Errorf("default Sweeps = %+v\nwant %+v", cfg.Sweeps, want)
 	}
 	doc := "[timing]\nmodes = [\"direct\", \"decomposed\", \"reduce-scatter\", \"all-gather\"]\nbuffers = [\"plain\", \"symmetric\"]\ncta_policies = [\"zero\"]\n" +
 		"[[run]]\nname = \"r\"\nbuffers = [\"registered\"]\n"
@@ -34,7 +34,7 @@ func TestTimingRunsAreResolvedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := cfg.TimingRuns[0]
+	r := cfg.Sweeps[0]
 	if !slices.Equal(r.Modes, []coll.Mode{coll.Direct, coll.Decomposed, coll.ReduceScatterAlone, coll.AllGatherAlone}) || !slices.Equal(r.Buffers, []coll.BufferKind{coll.RegisteredBuffers}) ||
 		!slices.Equal(r.CTAPolicies, []coll.CTAPolicy{coll.ZeroCTAPolicy}) {
 		t.Errorf("run r: %+v", r)
@@ -44,17 +44,12 @@ func TestTimingRunsAreResolvedOnce(t *testing.T) {
 	}
 	// Timing off: no runs to time.
 	cfg, err = Parse("off.toml", []byte("[timing]\nenabled = false\n"), nil)
-	if err != nil || cfg.TimingRuns != nil {
-		t.Errorf("timing disabled: %v, %v", cfg.TimingRuns, err)
+	if err != nil || cfg.Sweeps != nil {
+		t.Errorf("timing disabled: %v, %v", cfg.Sweeps, err)
 	}
 }
 
-func equalRuns(a, b phases.TimingRun) bool {
-	return a.Name == b.Name && slices.Equal(a.SizesBytes, b.SizesBytes) && slices.Equal(a.DTypes, b.DTypes) &&
-		slices.Equal(a.Ops, b.Ops) && slices.Equal(a.Placements, b.Placements) && slices.Equal(a.Methods, b.Methods) &&
-		slices.Equal(a.Modes, b.Modes) && slices.Equal(a.Buffers, b.Buffers) && slices.Equal(a.CTAPolicies, b.CTAPolicies) &&
-		a.Batch == b.Batch && a.Warmups == b.Warmups && a.Cycles == b.Cycles
-}
+func equalRuns(a, b coll.Sweep) bool { return reflect.DeepEqual(a, b) }
 
 // -set run.NAME.key=value changes that run only, after its table; a name
 // may hold dots; a range replaces the run's list and the other way round.
@@ -64,7 +59,7 @@ func TestSetARunByName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := cfg.TimingRuns[0], cfg.TimingRuns[1]
+	a, b := cfg.Sweeps[0], cfg.Sweeps[1]
 	if a.Name != "a" || a.Cycles != 5 || a.Warmups != 7 || !slices.Equal(a.DTypes, []coll.DType{coll.Int8}) ||
 		!slices.Equal(a.SizesBytes, []int64{4096}) {
 		t.Errorf("run a: %+v", a)
@@ -74,8 +69,8 @@ func TestSetARunByName(t *testing.T) {
 		t.Errorf("run b.c: %+v", b)
 	}
 	cfg, err = Parse("r.toml", []byte(runsDoc), []string{"run.a.min_bytes=\"1K\"", "run.a.max_bytes=\"4K\"", "run.a.factor=4"})
-	if err != nil || !slices.Equal(cfg.TimingRuns[0].SizesBytes, []int64{1024, 4096}) {
-		t.Errorf("a range over run a's list: %v, %v", cfg.TimingRuns, err)
+	if err != nil || !slices.Equal(cfg.Sweeps[0].SizesBytes, []int64{1024, 4096}) {
+		t.Errorf("a range over run a's list: %v, %v", cfg.Sweeps, err)
 	}
 	if cfg.Timing.Cycles != 5 || !slices.Equal(cfg.Timing.SizesBytes, []Size{4096}) {
 		t.Errorf("a run's -set wrote into [timing]: %+v", cfg.Timing)

@@ -72,7 +72,7 @@ func TestHierarchyInGroupsOfTwo(t *testing.T) {
 		// busbw = algbw x factor: 2(W-1)/W = 1.5 for the whole on 4 ranks;
 		// AllReduce across the 2 groups moves half the buffer at 2(2-1)/2.
 		want := map[string]float64{"hierarchical": 1.5, "direct": 1.5, "hierarchical-all-reduce": 0.5,
-			"hierarchical-reduce-scatter": 0.5, "hierarchical-all-gather": 0.5}[st.Mode]
+			"hierarchical-reduce-scatter": 0.5, "hierarchical-all-gather": 0.5}[string(st.Mode)]
 		if want != 0 && (st.BusBWGBps/st.AlgBWGBps < want-1e-9 || st.BusBWGBps/st.AlgBWGBps > want+1e-9) {
 			t.Errorf("%s %d: busbw/algbw = %v, want %v", st.Mode, st.SizeBytes, st.BusBWGBps/st.AlgBWGBps, want)
 		}

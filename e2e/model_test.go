@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"rsag/coll"
 	"rsag/report"
 )
 
@@ -27,14 +28,14 @@ func TestModelOnTwoRanks(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	s := checkSummary(t, filepath.Join(dir, report.SummaryFile))
-	medians := map[string]map[int64]float64{}
+	medians := map[coll.Mode]map[int64]float64{}
 	for _, st := range s.Timing {
 		if medians[st.Mode] == nil {
 			medians[st.Mode] = map[int64]float64{}
 		}
 		medians[st.Mode][st.SizeBytes] = st.MedianUS
 	}
-	modes := map[string]bool{}
+	modes := map[coll.Mode]bool{}
 	for _, f := range s.Fits {
 		modes[f.Mode] = true
 		if !f.OK() || len(f.SizesBytes) != 7 || !(f.BandwidthGBps > 0) || !(f.R2 <= 1) {
@@ -49,12 +50,12 @@ func TestModelOnTwoRanks(t *testing.T) {
 		if math.Abs(worst-f.MaxRelResidual) > 1e-9 {
 			t.Errorf("%s: max_rel_residual %v, but the summary's own medians give %v", f.Mode, f.MaxRelResidual, worst)
 		}
-		called := strings.Contains(r.stdout, "note: the "+f.Mode+" fit misses")
+		called := strings.Contains(r.stdout, "note: the "+string(f.Mode)+" fit misses")
 		if called != (f.MaxRelResidual > report.PoorFitResidual) {
 			t.Errorf("%s: residual %.3f, but the note under the model table is there: %v", f.Mode, f.MaxRelResidual, called)
 		}
 	}
-	for _, m := range []string{"direct", "decomposed", "reduce-scatter", "all-gather"} {
+	for _, m := range []coll.Mode{"direct", "decomposed", "reduce-scatter", "all-gather"} {
 		if !modes[m] {
 			t.Errorf("no fit of %s", m)
 		}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"rsag/coll"
 	"rsag/internal/hosts"
 	"rsag/internal/outcheck"
 	"rsag/report"
@@ -82,14 +83,14 @@ func (m *multi) testHierarchy(t *testing.T, mapBy string) {
 			t.Errorf("%s held on %d of 4 ranks", name, held[name])
 		}
 	}
-	modes := map[string]bool{}
+	modes := map[coll.Mode]bool{}
 	for _, st := range s.Timing {
 		modes[st.Mode] = true
 		if !st.Correct {
 			t.Errorf("not correct: %+v", st)
 		}
 	}
-	for _, mode := range []string{"hierarchical", "hierarchical-reduce-scatter", "hierarchical-all-reduce", "hierarchical-all-gather"} {
+	for _, mode := range []coll.Mode{"hierarchical", "hierarchical-reduce-scatter", "hierarchical-all-reduce", "hierarchical-all-gather"} {
 		if !modes[mode] {
 			t.Errorf("no %s statistics", mode)
 		}

@@ -5,7 +5,7 @@
 // costs at most 5% more than AllReduce, and splits the decomposition's time
 // between its parts.
 //
-// It takes plain inputs (a case's names, sizes and median times) so that
+// It takes plain inputs (a coll.Case, its sizes and median times) so that
 // the report, which owns summary.json, loops over its records and hands
 // them in; it knows no mode by name: the caller says which mode is direct,
 // which decomposed, and which are the decomposition's parts.
@@ -33,32 +33,17 @@ const (
 	Tolerance = 0.05
 )
 
-// Case names one timing case apart from its size and mode.
-type Case struct {
-	Run       string `json:"run"`
-	DType     string `json:"dtype"`
-	Op        string `json:"op"`
-	Placement string `json:"placement"`
-	Method    string `json:"method"`
-	Batch     int    `json:"batch"`
-	Buffers   string `json:"buffers"`
-	CTAPolicy string `json:"cta_policy"`
-}
-
-// Point is one median: a case, a mode, a size and its median time per
-// operation. It is what the report has per statistic.
+// Point is one median: a case (its mode and size included) and its median
+// time per operation. It is what the report has per statistic.
 type Point struct {
-	Case
-	Mode      string
-	SizeBytes int64
-	MedianUS  float64
+	coll.Case
+	MedianUS float64
 }
 
 // Series is one case's and mode's medians over its sizes, in increasing
-// size (Group sorts them).
+// size (Group sorts them); its Case has the mode and no size.
 type Series struct {
-	Case
-	Mode    string
+	coll.Case
 	Sizes   []int64   // bytes
 	Medians []float64 // microseconds per operation, one per size
 }
@@ -67,19 +52,15 @@ type Series struct {
 // in which each first appears, each sorted by size. A size that appears
 // twice in a series keeps its first median.
 func Group(points []Point) []Series {
-	type key struct {
-		c    Case
-		mode string
-	}
-	index := map[key]int{}
+	index := map[coll.Case]int{}
 	var out []Series
 	for _, p := range points {
-		k := key{p.Case, p.Mode}
+		k := p.Series()
 		i, ok := index[k]
 		if !ok {
 			i = len(out)
 			index[k] = i
-			out = append(out, Series{Case: p.Case, Mode: p.Mode})
+			out = append(out, Series{Case: k})
 		}
 		s := &out[i]
 		if slices.Contains(s.Sizes, p.SizeBytes) {
@@ -119,8 +100,7 @@ func (s Series) median(size int64) (float64, bool) {
 // usable fit; otherwise it says why there is none, and every number but
 // SizesBytes is zero.
 type Fit struct {
-	Case
-	Mode string `json:"mode"`
+	coll.Case // the series': its mode, no size
 	// AlphaUS is the latency in microseconds. It is reported as fitted,
 	// even when negative: a negative latency means that the line through
 	// the larger sizes passes below the smallest ones, so that the latency
@@ -162,7 +142,7 @@ func (f Fit) usPerByte() float64 { return 1 / (f.BandwidthGBps * 1e3) }
 // with the slope and latency the regression found, rather than reported as
 // a number a table would print as if it were one.
 func FitSeries(s Series) Fit {
-	f := Fit{Case: s.Case, Mode: s.Mode, SizesBytes: slices.Clone(s.Sizes)}
+	f := Fit{Case: s.Case, SizesBytes: slices.Clone(s.Sizes)}
 	if why := fittable(s); why != "" {
 		f.Reason = why
 		return f
@@ -225,9 +205,9 @@ type Crossing struct {
 // usable fit (FromFits), the decomposition's extra latency and its
 // bandwidth ratio.
 type Crossover struct {
-	Case
-	Measured Crossing `json:"measured"`
-	Fitted   Crossing `json:"fitted"`
+	coll.Case          // the pair's: no mode, no size
+	Measured  Crossing `json:"measured"`
+	Fitted    Crossing `json:"fitted"`
 
 	FromFits bool `json:"from_fits"`
 	// ExtraLatencyUS is alpha_decomposed - alpha_direct.
@@ -241,7 +221,7 @@ type Crossover struct {
 // Compare finds the crossover of decomposed against direct (the same case's
 // series and fits).
 func Compare(direct, decomposed Series, fd, fc Fit) Crossover {
-	c := Crossover{Case: direct.Case, Measured: MeasuredCrossover(direct, decomposed), Fitted: FittedCrossover(fd, fc)}
+	c := Crossover{Case: direct.Pair(), Measured: MeasuredCrossover(direct, decomposed), Fitted: FittedCrossover(fd, fc)}
 	if fd.OK() && fc.OK() {
 		c.FromFits = true
 		c.ExtraLatencyUS = fc.AlphaUS - fd.AlphaUS
@@ -328,9 +308,9 @@ func FittedCrossover(d, c Fit) Crossing {
 
 // Part is one part's median at a size and its share of the whole's.
 type Part struct {
-	Mode  string  `json:"mode"`
-	US    float64 `json:"us"`
-	Share float64 `json:"share"` // US / the whole's median
+	Mode  coll.Mode `json:"mode"`
+	US    float64   `json:"us"`
+	Share float64   `json:"share"` // US / the whole's median
 }
 
 // Share is where the decomposition's time goes at one size: each part's
@@ -377,14 +357,14 @@ sizes:
 // Modes names the modes Analyze and Sweep.Compare compare: which is direct, which is the
 // decomposition, and which modes are its parts.
 type Modes struct {
-	Direct, Decomposed string
-	Parts              []string
+	Direct, Decomposed coll.Mode
+	Parts              []coll.Mode
 }
 
 // Breakdowns is one case's Breakdown.
 type Breakdowns struct {
-	Case
-	Shares []Share `json:"shares"`
+	coll.Case         // the pair's: no mode, no size
+	Shares    []Share `json:"shares"`
 }
 
 // Result is everything the model says about a sweep.
@@ -406,27 +386,21 @@ func Analyze(series []Series, m Modes) Result {
 // Sweep is a sweep's series, each fitted once, for comparing its modes
 // under as many Modes as there are decompositions.
 type Sweep struct {
-	Fits     []Fit // one per series, in the series' order
-	cases    []Case
-	bySeries map[sweepKey]Series
-	byFit    map[sweepKey]Fit
-}
-
-type sweepKey struct {
-	c    Case
-	mode string
+	Fits     []Fit       // one per series, in the series' order
+	cases    []coll.Case // each series' case without its mode, once
+	bySeries map[coll.Case]Series
+	byFit    map[coll.Case]Fit
 }
 
 // NewSweep fits every series.
 func NewSweep(series []Series) *Sweep {
-	sw := &Sweep{bySeries: map[sweepKey]Series{}, byFit: map[sweepKey]Fit{}}
+	sw := &Sweep{bySeries: map[coll.Case]Series{}, byFit: map[coll.Case]Fit{}}
 	for _, s := range series {
 		f := FitSeries(s)
 		sw.Fits = append(sw.Fits, f)
-		k := sweepKey{s.Case, s.Mode}
-		sw.bySeries[k], sw.byFit[k] = s, f
-		if !slices.Contains(sw.cases, s.Case) {
-			sw.cases = append(sw.cases, s.Case)
+		sw.bySeries[s.Case], sw.byFit[s.Case] = s, f
+		if c := s.Pair(); !slices.Contains(sw.cases, c) {
+			sw.cases = append(sw.cases, c)
 		}
 	}
 	return sw
@@ -439,18 +413,22 @@ func NewSweep(series []Series) *Sweep {
 func (sw *Sweep) Compare(m Modes) ([]Crossover, []Breakdowns) {
 	var cross []Crossover
 	var shares []Breakdowns
+	with := func(c coll.Case, mode coll.Mode) coll.Case {
+		c.Mode = mode
+		return c
+	}
 	for _, c := range sw.cases {
-		d, okD := sw.bySeries[sweepKey{c, m.Direct}]
-		w, okW := sw.bySeries[sweepKey{c, m.Decomposed}]
+		d, okD := sw.bySeries[with(c, m.Direct)]
+		w, okW := sw.bySeries[with(c, m.Decomposed)]
 		if okD && okW {
-			cross = append(cross, Compare(d, w, sw.byFit[sweepKey{c, m.Direct}], sw.byFit[sweepKey{c, m.Decomposed}]))
+			cross = append(cross, Compare(d, w, sw.byFit[with(c, m.Direct)], sw.byFit[with(c, m.Decomposed)]))
 		}
 		if !okW {
 			continue
 		}
 		var parts []Series
 		for _, p := range m.Parts {
-			if s, ok := sw.bySeries[sweepKey{c, p}]; ok {
+			if s, ok := sw.bySeries[with(c, p)]; ok {
 				parts = append(parts, s)
 			}
 		}

@@ -8,10 +8,18 @@ import (
 	"strings"
 	"testing"
 
+	"rsag/coll"
+
 	"gonum.org/v1/gonum/stat"
 )
 
-var testCase = Case{Run: "sweep", DType: "float32", Op: "sum", Placement: "out-of-place", Method: "batched"}
+var testCase = coll.Case{Run: "sweep", DType: coll.Float32, Op: coll.Sum, Placement: coll.OutOfPlace, Method: coll.Batched}
+
+// withMode is c timed in mode.
+func withMode(c coll.Case, mode string) coll.Case {
+	c.Mode = coll.Mode(mode)
+	return c
+}
 
 // sweepSizes is 1 KiB to 4 MiB, doubling: the sweep the issue names.
 func sweepSizes() []int64 {
@@ -25,7 +33,7 @@ func sweepSizes() []int64 {
 // hockney is the series of t(n) = alpha + n/B, B in GB/s, each time scaled
 // by 1 + noise(i).
 func hockney(mode string, sizes []int64, alphaUS, gbps float64, noise func(int) float64) Series {
-	s := Series{Case: testCase, Mode: mode, Sizes: sizes}
+	s := Series{Case: withMode(testCase, mode), Sizes: sizes}
 	for i, n := range sizes {
 		t := alphaUS + float64(n)/(gbps*1e3)
 		if noise != nil {
@@ -73,7 +81,7 @@ func TestFitRecoversKnownModel(t *testing.T) {
 			if tc.noise != nil && (f.R2 < 0.99 || f.MaxRelResidual > 0.011 || f.MaxRelResidual < 1e-4) {
 				t.Errorf("noisy data: R2 %v, max residual %v; want R2 near 1 and a residual near the 0.5%% noise", f.R2, f.MaxRelResidual)
 			}
-			if !slices.Equal(f.SizesBytes, s.Sizes) || f.Mode != "direct" || f.Case != testCase {
+			if !slices.Equal(f.SizesBytes, s.Sizes) || f.Mode != "direct" || f.Pair() != testCase {
 				t.Errorf("fit names %v %q sizes %v; want the series'", f.Case, f.Mode, f.SizesBytes)
 			}
 		})
@@ -124,15 +132,15 @@ func TestNoFit(t *testing.T) {
 			"sizes 1K to 8K span 8x; a fit needs at least 3 spanning 16x"},
 		{"a size twice is one size", hockney("direct", []int64{1 << 10, 1 << 10, 1 << 20}, 5, 10, nil),
 			"2 sizes; a fit needs at least 3 spanning 16x"},
-		{"a zero median", Series{Mode: "direct", Sizes: []int64{1 << 10, 1 << 14, 1 << 18}, Medians: []float64{1, 0, 3}},
+		{"a zero median", Series{Case: coll.Case{Mode: "direct"}, Sizes: []int64{1 << 10, 1 << 14, 1 << 18}, Medians: []float64{1, 0, 3}},
 			"the median at 16K is 0; a fit needs positive times"},
-		{"a NaN median", Series{Mode: "direct", Sizes: []int64{1 << 10, 1 << 14, 1 << 18}, Medians: []float64{1, 2, math.NaN()}},
+		{"a NaN median", Series{Case: coll.Case{Mode: "direct"}, Sizes: []int64{1 << 10, 1 << 14, 1 << 18}, Medians: []float64{1, 2, math.NaN()}},
 			"the median at 256K is NaN"},
-		{"lengths differ", Series{Mode: "direct", Sizes: []int64{1 << 10, 1 << 14, 1 << 18}, Medians: []float64{1, 2}},
+		{"lengths differ", Series{Case: coll.Case{Mode: "direct"}, Sizes: []int64{1 << 10, 1 << 14, 1 << 18}, Medians: []float64{1, 2}},
 			"3 sizes but 2 medians"},
-		{"time falls with size", Series{Mode: "direct", Sizes: []int64{1 << 10, 1 << 14, 1 << 18}, Medians: []float64{3, 2.9, 2.8}},
+		{"time falls with size", Series{Case: coll.Case{Mode: "direct"}, Sizes: []int64{1 << 10, 1 << 14, 1 << 18}, Medians: []float64{3, 2.9, 2.8}},
 			"time does not grow with size from 1K to 256K"},
-		{"time flat", Series{Mode: "direct", Sizes: []int64{1 << 10, 1 << 14, 1 << 18}, Medians: []float64{2, 2, 2}},
+		{"time flat", Series{Case: coll.Case{Mode: "direct"}, Sizes: []int64{1 << 10, 1 << 14, 1 << 18}, Medians: []float64{2, 2, 2}},
 			"no bandwidth to fit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,7 +173,7 @@ func TestFitKeepsNegativeLatency(t *testing.T) {
 
 // series builds a series of the test case from sizes and medians.
 func series(mode string, sizes []int64, medians ...float64) Series {
-	return Series{Case: testCase, Mode: mode, Sizes: sizes, Medians: medians}
+	return Series{Case: withMode(testCase, mode), Sizes: sizes, Medians: medians}
 }
 
 func TestMeasuredCrossover(t *testing.T) {
@@ -215,7 +223,7 @@ func TestMeasuredCrossoverPairsSizes(t *testing.T) {
 
 // model is a usable fit with the given latency and bandwidth.
 func model(mode string, alphaUS, gbps float64) Fit {
-	return Fit{Case: testCase, Mode: mode, AlphaUS: alphaUS, BandwidthGBps: gbps}
+	return Fit{Case: withMode(testCase, mode), AlphaUS: alphaUS, BandwidthGBps: gbps}
 }
 
 func TestFittedCrossover(t *testing.T) {
@@ -236,9 +244,9 @@ func TestFittedCrossover(t *testing.T) {
 			"asymptotic ratio B_direct/B_decomposed = 1.25 exceeds 1.05"},
 		{"never: 1.23x at large sizes, as on 2 H200s", model("direct", 20, 298), model("decomposed", 30, 298/1.23), false, 0,
 			"= 1.23 exceeds"},
-		{"no direct fit", Fit{Mode: "direct", Reason: "2 sizes; a fit needs at least 3 spanning 16x"}, model("decomposed", 2, 8), false, 0,
+		{"no direct fit", Fit{Case: coll.Case{Mode: "direct"}, Reason: "2 sizes; a fit needs at least 3 spanning 16x"}, model("decomposed", 2, 8), false, 0,
 			"no fit of direct: 2 sizes"},
-		{"no decomposed fit", model("direct", 2, 10), Fit{Mode: "decomposed", Reason: "why"}, false, 0, "no fit of decomposed: why"},
+		{"no decomposed fit", model("direct", 2, 10), Fit{Case: coll.Case{Mode: "decomposed"}, Reason: "why"}, false, 0, "no fit of decomposed: why"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := FittedCrossover(tc.d, tc.c)
@@ -327,9 +335,11 @@ func TestAnalyze(t *testing.T) {
 	other.Placement = "in-place"
 	sizes := sweepSizes()
 	var points []Point
-	add := func(c Case, s Series) {
+	add := func(c coll.Case, s Series) {
 		for i, n := range s.Sizes {
-			points = append(points, Point{Case: c, Mode: s.Mode, SizeBytes: n, MedianUS: s.Medians[i]})
+			at := withMode(c, string(s.Mode))
+			at.SizeBytes = n
+			points = append(points, Point{Case: at, MedianUS: s.Medians[i]})
 		}
 	}
 	// The report hands its statistics in size-major order, cases and
@@ -342,11 +352,11 @@ func TestAnalyze(t *testing.T) {
 	add(other, hockney("direct", rev, 2, 10, nil))
 	add(testCase, hockney("reduce-scatter", rev, 3, 20, nil))
 	add(testCase, hockney("all-gather", rev, 2, 20, nil))
-	res := Analyze(Group(points), Modes{Direct: "direct", Decomposed: "decomposed", Parts: []string{"reduce-scatter", "all-gather"}})
+	res := Analyze(Group(points), Modes{Direct: "direct", Decomposed: "decomposed", Parts: []coll.Mode{"reduce-scatter", "all-gather"}})
 
 	var names []string
 	for _, f := range res.Fits {
-		names = append(names, f.Placement+" "+f.Mode)
+		names = append(names, string(f.Placement)+" "+string(f.Mode))
 		if !f.OK() || !slices.Equal(f.SizesBytes, sizes) {
 			t.Errorf("fit %+v; want a fit over the sorted sizes", f)
 		}

@@ -69,7 +69,7 @@ func newTest(t *testing.T) *Backend {
 
 func alloc(t *testing.T, be *Backend, dt coll.DType, count int) coll.Buffer {
 	t.Helper()
-	b, err := be.Alloc(dt, count)
+	b, err := be.Alloc(coll.Elems(dt, count))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestAllocErrors(t *testing.T) {
 		dt    coll.DType
 		count int
 	}{{coll.Int64, 0}, {coll.Float32, -1}, {coll.DType(99), 4}, {coll.Int64, math.MaxInt/8 + 1}} {
-		if b, err := be.Alloc(tc.dt, tc.count); err == nil {
+		if b, err := be.Alloc(coll.Elems(tc.dt, tc.count)); err == nil {
 			t.Errorf("Alloc(%s, %d) = %v, want an error", tc.dt, tc.count, b)
 		}
 	}
@@ -431,7 +431,7 @@ func TestClose(t *testing.T) {
 	if err := be.Read(a, make([]byte, 24)); err == nil {
 		t.Error("Read after Close: no error")
 	}
-	if _, err := be.Alloc(coll.Int64, 1); err == nil {
+	if _, err := be.Alloc(coll.Elems(coll.Int64, 1)); err == nil {
 		t.Error("Alloc after Close: no error")
 	}
 	if err := be.Close(); err == nil {

@@ -30,7 +30,8 @@ func (b *buffer) DType() coll.DType { return b.dtype }
 // Alloc maps count elements of host memory. MAP_POPULATE commits the pages
 // now, as a device allocation would, so that first-touch page faults land in
 // Alloc and not in the first collective that writes the buffer.
-func (be *Backend) Alloc(dtype coll.DType, count int) (coll.Buffer, error) {
+func (be *Backend) Alloc(s coll.BufferSpec) (coll.Buffer, error) {
+	dtype, count := s.DType, s.Count
 	if be.closed || be.pool.closed {
 		return nil, errors.New("mpibackend: Alloc after Close")
 	}

@@ -171,11 +171,11 @@ func int64Bytes(vs ...int64) []byte {
 
 func TestFakeMemoryAndData(t *testing.T) {
 	b := newFake(t)
-	x, err := b.Alloc(coll.Int64, 4)
+	x, err := b.Alloc(coll.Elems(coll.Int64, 4))
 	if err != nil {
 		t.Fatal(err)
 	}
-	y, err := b.Alloc(coll.Float32, 6)
+	y, err := b.Alloc(coll.Elems(coll.Float32, 6))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestFakeMemoryAndData(t *testing.T) {
 	}
 
 	// A request beyond free memory is a *MemoryError, not a CUDA OOM.
-	_, err = b.Alloc(coll.Int64, 11<<30)
+	_, err = b.Alloc(coll.Elems(coll.Int64, 11<<30))
 	var me *MemoryError
 	if !errors.As(err, &me) || me.Requested != 88<<30 || me.Total != 80<<30 {
 		t.Errorf("huge alloc: %v", err)
@@ -259,7 +259,7 @@ func TestFakeMemoryAndData(t *testing.T) {
 func TestFakeLargeCopies(t *testing.T) {
 	b := newFake(t)
 	n := stagingBytes/8*2 + 3
-	x, err := b.Alloc(coll.Int64, n)
+	x, err := b.Alloc(coll.Elems(coll.Int64, n))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,8 +284,8 @@ func TestFakeLargeCopies(t *testing.T) {
 
 func TestFakeCollectives(t *testing.T) {
 	b := newFake(t)
-	send, _ := b.Alloc(coll.Int64, 3)
-	recv, _ := b.Alloc(coll.Int64, 3)
+	send, _ := b.Alloc(coll.Elems(coll.Int64, 3))
+	recv, _ := b.Alloc(coll.Elems(coll.Int64, 3))
 	if err := b.Write(send, int64Bytes(4, 5, 6)); err != nil {
 		t.Fatal(err)
 	}
@@ -310,14 +310,14 @@ func TestFakeCollectives(t *testing.T) {
 	}
 
 	// Shape errors come back unchanged, before NCCL is called.
-	short, _ := b.Alloc(coll.Int64, 2)
+	short, _ := b.Alloc(coll.Elems(coll.Int64, 2))
 	var se *coll.ShapeError
 	if err := b.Run(coll.AllReduce, send, short, coll.Sum); !errors.As(err, &se) || err != error(se) {
 		t.Errorf("shape error: %v", err)
 	}
 
 	// NCCL's failure carries its own words (the fake fails 12345 elements).
-	big, _ := b.Alloc(coll.Float32, 12345)
+	big, _ := b.Alloc(coll.Elems(coll.Float32, 12345))
 	err := b.Run(coll.AllReduce, big, big, coll.Sum)
 	var e *Error
 	if !errors.As(err, &e) || e.Lib != "nccl" || e.Op != "ncclAllReduce" || e.Code != 5 || e.Name != "ncclInvalidUsage" {
@@ -342,8 +342,8 @@ func TestFakeCollectives(t *testing.T) {
 // Time is the hot path: it must not allocate.
 func TestFakeTimeDoesNotAllocate(t *testing.T) {
 	b := newFake(t)
-	send, _ := b.Alloc(coll.Float32, 256)
-	recv, _ := b.Alloc(coll.Float32, 256)
+	send, _ := b.Alloc(coll.Elems(coll.Float32, 256))
+	recv, _ := b.Alloc(coll.Elems(coll.Float32, 256))
 	op := func() error { return b.Run(coll.AllReduce, send, recv, coll.Sum) }
 	us, err := b.Time(op)
 	if err != nil || us < 0 || us > 1e6 {
@@ -360,7 +360,7 @@ func TestFakeTimeDoesNotAllocate(t *testing.T) {
 
 func TestFakeCloseFreesEverything(t *testing.T) {
 	b := newFake(t)
-	x, _ := b.Alloc(coll.Int64, 10)
+	x, _ := b.Alloc(coll.Elems(coll.Int64, 10))
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,8 @@ func (b *Backend) deviceMemory() (free, total int64, err error) {
 // the same offset of its window on every rank. A request larger than the
 // device's free memory (AllocBytes of it) is refused with a *MemoryError
 // before CUDA sees it.
-func (b *Backend) Alloc(dtype coll.DType, count int) (coll.Buffer, error) {
+func (b *Backend) Alloc(s coll.BufferSpec) (coll.Buffer, error) {
+	dtype, count := s.DType, s.Count
 	if _, ok := ncclDType(dtype); !ok {
 		return nil, b.errorf("alloc: unsupported element type %v", dtype)
 	}

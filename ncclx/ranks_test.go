@@ -255,8 +255,8 @@ func (l *callLog) byRank() map[string]map[int][]call {
 
 // timingRun is a small sweep: every method, both placements, two element
 // types, two sizes (of 2 ranks' worth of elements).
-func timingRun(name string) phases.TimingRun {
-	return phases.TimingRun{
+func timingRun(name string) coll.Sweep {
+	return coll.Sweep{
 		Name: name, SizesBytes: []int64{4 << 10, 64 << 10}, DTypes: []coll.DType{coll.Int64, coll.Float32},
 		Ops: []coll.Op{coll.Sum}, Placements: coll.Placements, Methods: coll.Methods,
 		Batch: 2, Warmups: 1, Cycles: 2,
@@ -268,7 +268,7 @@ func timingRun(name string) phases.TimingRun {
 // passes on 4 ranks for every reduction, in place and out of place, timed
 // per-op and replayed from graphs (which run the collectives at launch).
 func TestTimingAcrossRanks(t *testing.T) {
-	ints := phases.TimingRun{
+	ints := coll.Sweep{
 		Name: "ints", SizesBytes: []int64{4 << 10}, DTypes: []coll.DType{coll.Int64, coll.Int32},
 		Ops: []coll.Op{coll.Sum, coll.Prod, coll.Max, coll.Min}, Placements: coll.Placements,
 		Methods: []coll.Method{coll.PerOp, coll.GraphReplay}, Batch: 2, Warmups: 1, Cycles: 2,
@@ -277,7 +277,7 @@ func TestTimingAcrossRanks(t *testing.T) {
 	floats.Name, floats.DTypes, floats.Ops = "floats", []coll.DType{coll.Float32, coll.Float64}, coll.AllOps
 	var samples [4]int
 	runRanks(t, 4, func(r fakeRank, b *Backend) error {
-		got, err := phases.RunTiming(b, r, []phases.TimingRun{ints, floats}, nil)
+		got, err := phases.RunTiming(b, r, []coll.Sweep{ints, floats}, nil, nil)
 		samples[r.rank] = len(got)
 		return err
 	})
@@ -298,18 +298,18 @@ func TestHierarchyAcrossRanks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := phases.TimingRun{
+	run := coll.Sweep{
 		Name: "hier", SizesBytes: []int64{4 << 10}, DTypes: []coll.DType{coll.Float32},
 		Ops: []coll.Op{coll.Sum}, Placements: coll.Placements, Methods: coll.Methods, Batch: 2, Warmups: 1,
-		Cycles: 2, Groups: groups, Modes: []coll.Mode{coll.Direct, coll.Hierarchical, "hierarchical-reduce-scatter",
+		Cycles: 2, Modes: []coll.Mode{coll.Direct, coll.Hierarchical, "hierarchical-reduce-scatter",
 			"hierarchical-all-reduce", "hierarchical-all-gather"},
 	}
 	var samples [4]int
 	runRanks(t, 4, func(r fakeRank, b *Backend) error {
-		if err := phases.CheckSupport(b, []phases.TimingRun{run}); err != nil {
+		if err := phases.CheckSupport(b, []coll.Sweep{run}, groups); err != nil {
 			return err
 		}
-		got, err := phases.RunTiming(b, r, []phases.TimingRun{run}, nil)
+		got, err := phases.RunTiming(b, r, []coll.Sweep{run}, groups, nil)
 		samples[r.rank] = len(got)
 		if err != nil {
 			return err

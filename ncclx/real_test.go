@@ -45,7 +45,7 @@ func TestRealNCCLOneRank(t *testing.T) {
 		}
 	}()
 	t.Logf("%+v", b.Info())
-	var run phases.TimingRun
+	var run coll.Sweep
 	for _, v := range allVariants() {
 		if err := b.SupportsVariant(v); err != nil {
 			t.Errorf("%s refused: %v", v, err)
@@ -59,7 +59,7 @@ func TestRealNCCLOneRank(t *testing.T) {
 	run.Placements, run.Methods = coll.Placements, coll.Methods
 	run.Modes = []coll.Mode{coll.Direct, coll.Decomposed, coll.ReduceScatterAlone, coll.AllGatherAlone}
 	run.Batch, run.Warmups, run.Cycles = 20, 2, 5
-	samples, err := phases.RunTiming(b, oneRank{}, []phases.TimingRun{run}, func(line string) { t.Log(line) })
+	samples, err := phases.RunTiming(b, oneRank{}, []coll.Sweep{run}, nil, func(line string) { t.Log(line) })
 	if err != nil {
 		t.Fatal(err)
 	}

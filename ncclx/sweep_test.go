@@ -70,7 +70,7 @@ func TestFakeEnumsCrossTheABI(t *testing.T) {
 	}
 	ops := map[coll.Op]int{coll.Sum: 0, coll.Prod: 1, coll.Max: 2, coll.Min: 3, coll.Avg: 4}
 	for _, d := range coll.AllDTypes {
-		x, err := b.Alloc(d, 4)
+		x, err := b.Alloc(coll.Elems(d, 4))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,8 +104,8 @@ func TestFakeOldNCCL(t *testing.T) {
 	if err := b.Supports(coll.Float16, coll.Prod); err != nil {
 		t.Errorf("float16 prod on NCCL 2.9.3: %v", err)
 	}
-	x, _ := b.Alloc(coll.BFloat16, 2)
-	y, _ := b.Alloc(coll.Float32, 2)
+	x, _ := b.Alloc(coll.Elems(coll.BFloat16, 2))
+	y, _ := b.Alloc(coll.Elems(coll.Float32, 2))
 	if err := b.Run(coll.AllReduce, y, y, coll.Sum); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestFakeFillEveryType(t *testing.T) {
 	b := newFake(t)
 	for _, d := range coll.AllDTypes {
 		for _, v := range []float64{0, 1, 3, 6} {
-			x, err := b.Alloc(d, 7)
+			x, err := b.Alloc(coll.Elems(d, 7))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,8 +167,8 @@ func TestFakeFillEveryType(t *testing.T) {
 // that fails, returning its error unchanged.
 func TestFakeTimeLoop(t *testing.T) {
 	b := newFake(t)
-	send, _ := b.Alloc(coll.Float32, 64)
-	recv, _ := b.Alloc(coll.Float32, 64)
+	send, _ := b.Alloc(coll.Elems(coll.Float32, 64))
+	recv, _ := b.Alloc(coll.Elems(coll.Float32, 64))
 	calls := 0
 	op := func() error { calls++; return b.Run(coll.AllReduce, send, recv, coll.Sum) }
 	loop := func(n int) func() error {
@@ -217,8 +217,8 @@ func readAll(t *testing.T, b *Backend, x coll.Buffer) []byte {
 // launched; each launch replays it with the buffers' contents at that time.
 func TestFakeGraph(t *testing.T) {
 	b := newFake(t)
-	send, _ := b.Alloc(coll.Float32, 8)
-	recv, _ := b.Alloc(coll.Float32, 8)
+	send, _ := b.Alloc(coll.Elems(coll.Float32, 8))
+	recv, _ := b.Alloc(coll.Elems(coll.Float32, 8))
 	one, two := coll.Float32.Elem(1), coll.Float32.Elem(2)
 	if err := b.Fill(send, one); err != nil {
 		t.Fatal(err)
@@ -289,9 +289,9 @@ func TestFakeGraph(t *testing.T) {
 // and the stream runs work again at once.
 func TestFakeGraphCaptureFailures(t *testing.T) {
 	b := newFake(t)
-	send, _ := b.Alloc(coll.Int32, 4)
-	recv, _ := b.Alloc(coll.Int32, 4)
-	poisoned, _ := b.Alloc(coll.Float32, 12345)
+	send, _ := b.Alloc(coll.Elems(coll.Int32, 4))
+	recv, _ := b.Alloc(coll.Elems(coll.Int32, 4))
+	poisoned, _ := b.Alloc(coll.Elems(coll.Float32, 12345))
 	boom := errors.New("boom")
 	runs := 0
 	for _, c := range []struct {
@@ -363,7 +363,7 @@ func TestFakeGraphCaptureFailures(t *testing.T) {
 // captured.
 func TestFakeGraphLifetime(t *testing.T) {
 	b := newFake(t)
-	x, _ := b.Alloc(coll.Float64, 4)
+	x, _ := b.Alloc(coll.Elems(coll.Float64, 4))
 	g, err := b.CaptureGraph(1, func() error { return b.Run(coll.AllReduce, x, x, coll.Sum) })
 	if err != nil {
 		t.Fatal(err)
@@ -379,7 +379,7 @@ func TestFakeGraphLifetime(t *testing.T) {
 	}
 
 	old := newFakeVersion(t, "2804")
-	y, _ := old.Alloc(coll.Float32, 4)
+	y, _ := old.Alloc(coll.Elems(coll.Float32, 4))
 	_, err = old.CaptureGraph(1, func() error { return old.Run(coll.AllReduce, y, y, coll.Sum) })
 	if err == nil || !strings.Contains(err.Error(), "NCCL 2.8.4") || !strings.Contains(err.Error(), "came with NCCL 2.9") {
 		t.Errorf("capture on NCCL 2.8.4: %v", err)

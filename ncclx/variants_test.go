@@ -245,7 +245,7 @@ func TestSupportsVariantMissingSymbols(t *testing.T) {
 				t.Errorf("got %v, want it to contain %q", err, want)
 			}
 			// The rest works: the baseline's collectives.
-			x, _ := b.Alloc(coll.Float32, 4)
+			x, _ := b.Alloc(coll.Elems(coll.Float32, 4))
 			if err := b.Run(coll.AllReduce, x, x, coll.Sum); err != nil {
 				t.Error(err)
 			}
@@ -457,7 +457,7 @@ func TestSweepEveryVariant(t *testing.T) {
 			// timing phase takes it from the backend.
 			run := timingRun(v.String())
 			run.Buffers, run.CTAPolicies = []coll.BufferKind{v.Buffers}, []coll.CTAPolicy{v.CTAPolicy}
-			got, err := phases.RunTiming(b, r, []phases.TimingRun{run}, nil)
+			got, err := phases.RunTiming(b, r, []coll.Sweep{run}, nil, nil)
 			samples[r.rank] = append(samples[r.rank], got...)
 			if err != nil {
 				return fmt.Errorf("rank %d, %s: %w", r.rank, v, err)
@@ -523,11 +523,11 @@ func TestVariantBuffersAcrossRanks(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		x, err := v.Alloc(coll.Int64, 1024)
+		x, err := v.Alloc(coll.Elems(coll.Int64, 1024))
 		if err != nil {
 			return err
 		}
-		y, err := v.Alloc(coll.Int64, 1024)
+		y, err := v.Alloc(coll.Elems(coll.Int64, 1024))
 		if err != nil {
 			return err
 		}
@@ -618,7 +618,7 @@ func TestNoWindowIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := v.Alloc(coll.Float32, 16)
+	x, err := v.Alloc(coll.Elems(coll.Float32, 16))
 	if x != nil || err == nil || !strings.Contains(err.Error(), "NCCL registered no symmetric window") {
 		t.Errorf("got %v, %v", x, err)
 	}
@@ -634,7 +634,7 @@ func TestVariantTimeDoesNotAllocate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := v.Alloc(coll.Float32, 256)
+	x, err := v.Alloc(coll.Elems(coll.Float32, 256))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -653,7 +653,7 @@ func TestSplit(t *testing.T) {
 		if _, err := b.Split(-1, 0); err == nil || !strings.Contains(err.Error(), "color -1 is negative") {
 			return fmt.Errorf("split with color -1: %v", err)
 		}
-		world, err := b.Alloc(coll.Int64, 4)
+		world, err := b.Alloc(coll.Elems(coll.Int64, 4))
 		if err != nil {
 			return err
 		}
@@ -668,7 +668,7 @@ func TestSplit(t *testing.T) {
 		if g.Rank() != wantRank[r.rank] || g.WorldSize() != 2 || b.Rank() != r.rank || b.WorldSize() != 4 {
 			return fmt.Errorf("rank %d: group rank %d of %d, world rank %d of %d", r.rank, g.Rank(), g.WorldSize(), b.Rank(), b.WorldSize())
 		}
-		mine, err := g.Alloc(coll.Int64, 4)
+		mine, err := g.Alloc(coll.Elems(coll.Int64, 4))
 		if err != nil {
 			return err
 		}
@@ -702,7 +702,7 @@ func TestSplit(t *testing.T) {
 		if gv.Rank() != g.Rank() || gv.WorldSize() != 2 {
 			return fmt.Errorf("the group's variant is rank %d of %d", gv.Rank(), gv.WorldSize())
 		}
-		reg, err := gv.Alloc(coll.Int64, 4)
+		reg, err := gv.Alloc(coll.Elems(coll.Int64, 4))
 		if err != nil {
 			return err
 		}
@@ -787,7 +787,7 @@ func TestAbortEveryCommunicator(t *testing.T) {
 		handles = append(handles, g, gv, b)
 		var bufs []coll.Buffer
 		for _, h := range handles {
-			x, err := h.Alloc(coll.Float32, 64)
+			x, err := h.Alloc(coll.Elems(coll.Float32, 64))
 			if err != nil {
 				return err
 			}

@@ -131,7 +131,7 @@ func RunContracts(be coll.Backend) (results []ContractResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	tooShort, err := a.alloc(coll.Int64, logical/world)
+	tooShort, err := a.alloc(coll.Elems(coll.Int64, logical/world))
 	if err != nil {
 		return nil, err
 	}
@@ -184,11 +184,11 @@ func readAll(be coll.Backend, bufs ...coll.Buffer) ([][]int64, error) {
 // shard, then AllGather of that shard into a new full buffer.
 func reduceScatterAllGather(a *arena, in coll.Buffer, op coll.Op) (coll.Buffer, error) {
 	world := a.be.WorldSize()
-	shard, err := a.alloc(in.DType(), in.Count()/world)
+	shard, err := a.alloc(coll.Elems(in.DType(), in.Count()/world))
 	if err != nil {
 		return nil, err
 	}
-	out, err := a.alloc(in.DType(), in.Count())
+	out, err := a.alloc(coll.Elems(in.DType(), in.Count()))
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ func bytesToInt64s(b []byte) []int64 {
 
 // writeInt64s allocates an int64 buffer holding v.
 func writeInt64s(be coll.Backend, v []int64) (coll.Buffer, error) {
-	b, err := be.Alloc(coll.Int64, len(v))
+	b, err := be.Alloc(coll.Elems(coll.Int64, len(v)))
 	if err != nil {
 		return nil, err
 	}
@@ -107,8 +107,8 @@ type arena struct {
 	live []coll.Buffer
 }
 
-func (a *arena) alloc(dtype coll.DType, count int) (coll.Buffer, error) {
-	b, err := a.be.Alloc(dtype, count)
+func (a *arena) alloc(s coll.BufferSpec) (coll.Buffer, error) {
+	b, err := a.be.Alloc(s)
 	if err == nil {
 		a.live = append(a.live, b)
 	}

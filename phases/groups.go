@@ -163,10 +163,4 @@ func openScopes(be coll.Backend, g *Groups) (*scopes, func() error, error) {
 }
 
 // layout is the world's shape as the modes see it.
-func (sc *scopes) layout() coll.Layout {
-	l := coll.Layout{World: sc.be[coll.World].WorldSize()}
-	if sc.groups != nil {
-		l.Group = sc.groups.Size
-	}
-	return l
-}
+func (sc *scopes) layout() coll.Layout { return layoutOf(sc.be[coll.World].WorldSize(), sc.groups) }

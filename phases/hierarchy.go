@@ -53,7 +53,7 @@ func RunHierarchyContracts(be coll.Backend, g *Groups, hosts []string) (results 
 	if err != nil {
 		return nil, err
 	}
-	shard, err := a.alloc(coll.Int64, n/g.Size)
+	shard, err := a.alloc(coll.Elems(coll.Int64, n/g.Size))
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func RunHierarchyContracts(be coll.Backend, g *Groups, hosts []string) (results 
 	if err := across.Run(coll.AllReduce, shard, shard, coll.Sum); err != nil {
 		return nil, err
 	}
-	gathered, err := a.alloc(coll.Int64, n)
+	gathered, err := a.alloc(coll.Elems(coll.Int64, n))
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func RunHierarchyContracts(be coll.Backend, g *Groups, hosts []string) (results 
 	}
 	// The negative control gathers the same shards among the wrong ranks:
 	// across the groups, where every rank holds the same part of the sum.
-	wrong, err := a.alloc(coll.Int64, n/g.Size*g.Count)
+	wrong, err := a.alloc(coll.Elems(coll.Int64, n/g.Size*g.Count))
 	if err != nil {
 		return nil, err
 	}

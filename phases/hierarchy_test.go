@@ -111,13 +111,13 @@ var hierarchicalModes = []coll.Mode{coll.Direct, coll.Hierarchical, "hierarchica
 func TestHierarchicalTiming(t *testing.T) {
 	for _, l := range layouts {
 		runs := everyMode(hierarchicalModes...)
-		runs[0].Groups = groupsOf(t, l.hosts, l.size)
+		groups := groupsOf(t, l.hosts, l.size)
 		samples := make([][]phases.TimingSample, 4)
 		noErrors(t, inmem.Run(4, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
-			if err := phases.CheckSupport(be, runs); err != nil {
+			if err := phases.CheckSupport(be, runs, groups); err != nil {
 				return err
 			}
-			s, err := phases.RunTiming(be, comm, runs, nil)
+			s, err := phases.RunTiming(be, comm, runs, groups, nil)
 			samples[be.Rank()] = s
 			return err
 		}))
@@ -128,9 +128,9 @@ func TestHierarchicalTiming(t *testing.T) {
 		}
 	}
 	runs := everyMode(coll.Hierarchical)
-	runs[0].Groups = groupsOf(t, layouts[0].hosts, 0)
+	groups := groupsOf(t, layouts[0].hosts, 0)
 	for rank, err := range inmem.Run(4, inmem.Faults{DropLastRank: true}, func(be coll.Backend, comm coll.Comm) error {
-		_, err := phases.RunTiming(be, comm, runs, nil)
+		_, err := phases.RunTiming(be, comm, runs, groups, nil)
 		return err
 	}) {
 		var ce *phases.CheckError
@@ -140,7 +140,7 @@ func TestHierarchicalTiming(t *testing.T) {
 	}
 	// Without groups the modes are refused before any collective.
 	for _, err := range inmem.Run(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
-		return phases.CheckSupport(be, everyMode(coll.Hierarchical))
+		return phases.CheckSupport(be, everyMode(coll.Hierarchical), nil)
 	}) {
 		if err == nil || !strings.Contains(err.Error(), "set [hierarchy] enabled = true") {
 			t.Errorf("hierarchical without groups: %v", err)
@@ -166,10 +166,10 @@ func TestHierarchicalModeFacts(t *testing.T) {
 		if got := m.BusFactor(l); got != c.bus {
 			t.Errorf("%s: bus factor %v, want %v", c.mode, got, c.bus)
 		}
-		if got := m.Footprint(4096, 4, l, coll.OutOfPlace); got != c.out {
+		if got := m.Footprint(coll.Case{SizeBytes: 4096, DType: coll.Float32, Placement: coll.OutOfPlace}, l); got != c.out {
 			t.Errorf("%s: out of place %d, want %d", c.mode, got, c.out)
 		}
-		if got := m.Footprint(4096, 4, l, coll.InPlace); got != c.in {
+		if got := m.Footprint(coll.Case{SizeBytes: 4096, DType: coll.Float32, Placement: coll.InPlace}, l); got != c.in {
 			t.Errorf("%s: in place %d, want %d", c.mode, got, c.in)
 		}
 		if got := m.BusFactor(coll.Layout{World: 8}); got != 0 {

@@ -237,7 +237,7 @@ func (m *memSession) sample() error {
 }
 
 func (m *memSession) alloc(count int) (coll.Buffer, error) {
-	b, err := m.a.alloc(coll.Float32, count)
+	b, err := m.a.alloc(coll.Elems(coll.Float32, count))
 	if err != nil {
 		return nil, err
 	}

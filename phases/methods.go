@@ -27,9 +27,6 @@ type sampler func(m *modeCase) (float64, error)
 // separate validation pass.
 type timingMethod struct {
 	name coll.Method
-	// batched: a sample runs the run's batch of operations back to back;
-	// otherwise one.
-	batched bool
 	// validateAfter: the samples ran many operations over one input (in
 	// place, over its own output), so, as nccl-tests does, a separate pass
 	// after timing refills, runs each mode once and checks that.
@@ -59,7 +56,7 @@ var timingMethods = []timingMethod{
 		},
 	},
 	{
-		name: coll.Batched, batched: true, validateAfter: true, missing: always,
+		name: coll.Batched, validateAfter: true, missing: always,
 		sampler: func(be coll.Backend, modes []*modeCase, batch int) (sampler, func() error, error) {
 			// One closure per mode, made here: a sample then allocates nothing.
 			runs := make(map[*modeCase]func() error, len(modes))
@@ -73,7 +70,7 @@ var timingMethods = []timingMethod{
 		},
 	},
 	{
-		name: coll.GraphReplay, batched: true, validateAfter: true,
+		name: coll.GraphReplay, validateAfter: true,
 		missing: func(be coll.Backend) error { _, err := graphTimer(be); return err },
 		sampler: graphSampler,
 	},

@@ -27,12 +27,14 @@ type modeCase struct {
 func (m *modeCase) input() coll.Buffer  { return m.bufs[0] }
 func (m *modeCase) output() coll.Buffer { return m.bufs[len(m.bufs)-1] }
 
-// newModeCase allocates the mode's buffers for a full buffer of full
-// elements of dtype: out of place each its own; in place the largest, and
+// newModeCase allocates the mode's buffers for case c (a full buffer of
+// c.SizeBytes, each buffer as c.Buffer says): out of place each its own; in place the largest, and
 // the others views inside it where their collectives keep them. It
 // prepares the chain of collectives once, each on its scope's backend, and
 // works out the expected output.
-func newModeCase(a *arena, sc *scopes, m coll.TimedMode, dtype coll.DType, full int, p coll.Placement, op coll.Op) (*modeCase, error) {
+func newModeCase(a *arena, sc *scopes, m coll.TimedMode, c coll.Case) (*modeCase, error) {
+	p, op := c.Placement, c.Op
+	full := int(c.SizeBytes / int64(c.DType.Size()))
 	be := sc.be[coll.World]
 	l := sc.layout()
 	counts, err := m.Counts(full, l)
@@ -42,10 +44,10 @@ func newModeCase(a *arena, sc *scopes, m coll.TimedMode, dtype coll.DType, full 
 	mc := &modeCase{mode: m, bufs: make([]coll.Buffer, len(counts)), chunk: full / l.World, writesInput: p == coll.InPlace,
 		watchOp: m.Op()}
 	if p == coll.InPlace {
-		err = placeInside(a, sc, m, mc.bufs, counts, dtype)
+		err = placeInside(a, sc, m, mc.bufs, counts, c)
 	} else {
-		for i, c := range counts {
-			if mc.bufs[i], err = a.alloc(dtype, c); err != nil {
+		for i, n := range counts {
+			if mc.bufs[i], err = a.alloc(c.Buffer(n)); err != nil {
 				break
 			}
 		}
@@ -84,15 +86,15 @@ func newModeCase(a *arena, sc *scopes, m coll.TimedMode, dtype coll.DType, full 
 // inside the input, one whose input is smaller (AllGather) reads it from
 // inside its output, each at its collective's in-place offset on this
 // rank's place in the step's scope; equal counts share the buffer.
-func placeInside(a *arena, sc *scopes, m coll.TimedMode, bufs []coll.Buffer, counts []int, dtype coll.DType) error {
+func placeInside(a *arena, sc *scopes, m coll.TimedMode, bufs []coll.Buffer, counts []int, c coll.Case) error {
 	be := sc.be[coll.World]
 	top := slices.Max(counts)
-	whole, err := a.alloc(dtype, top)
+	whole, err := a.alloc(c.Buffer(top))
 	if err != nil {
 		return err
 	}
-	for i, c := range counts {
-		if c == top {
+	for i, n := range counts {
+		if n == top {
 			bufs[i] = whole
 		}
 	}

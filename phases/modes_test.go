@@ -12,8 +12,8 @@ import (
 )
 
 // everyMode is one case of every timed mode, both placements, two methods.
-func everyMode(modes ...coll.Mode) []phases.TimingRun {
-	return []phases.TimingRun{{Name: "modes", SizesBytes: []int64{3 * 4 * 64}, DTypes: []coll.DType{coll.Float32},
+func everyMode(modes ...coll.Mode) []coll.Sweep {
+	return []coll.Sweep{{Name: "modes", SizesBytes: []int64{3 * 4 * 64}, DTypes: []coll.DType{coll.Float32},
 		Ops: []coll.Op{coll.Sum}, Placements: []coll.Placement{coll.OutOfPlace, coll.InPlace},
 		Methods: []coll.Method{coll.PerOp, coll.Batched}, Modes: modes, Batch: 2, Warmups: 1, Cycles: 3}}
 }
@@ -37,7 +37,7 @@ func TestEveryTimedModeIsChecked(t *testing.T) {
 	runs := everyMode(flat...)
 	samples := make([][]phases.TimingSample, world)
 	errs := inmem.Run(world, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
-		s, err := phases.RunTiming(be, comm, runs, nil)
+		s, err := phases.RunTiming(be, comm, runs, nil, nil)
 		samples[be.Rank()] = s
 		return err
 	})
@@ -88,7 +88,7 @@ func TestModeChecksCatchTheirFaults(t *testing.T) {
 	} {
 		name := fmt.Sprintf("%+v %s", c.fault, c.mode)
 		errs := inmem.Run(world, c.fault, func(be coll.Backend, comm coll.Comm) error {
-			_, err := phases.RunTiming(be, comm, everyMode(c.mode), nil)
+			_, err := phases.RunTiming(be, comm, everyMode(c.mode), nil, nil)
 			return err
 		})
 		for rank, err := range errs {
@@ -108,14 +108,15 @@ func TestModeChecksCatchTheirFaults(t *testing.T) {
 func TestTimedModeFacts(t *testing.T) {
 	const w, n = 4, 1 << 20
 	for _, c := range []struct {
-		mode          coll.Mode
-		bus           float64
-		out, in, elem int64
+		mode    coll.Mode
+		bus     float64
+		out, in int64
+		dtype   coll.DType
 	}{
-		{coll.Direct, 1.5, 2 * n, n, 4},
-		{coll.Decomposed, 1.5, 2*n + n/w, n, 4},
-		{coll.ReduceScatterAlone, 0.75, n + n/w, n, 4},
-		{coll.AllGatherAlone, 0.75, n/w + n, n, 8},
+		{coll.Direct, 1.5, 2 * n, n, coll.Float32},
+		{coll.Decomposed, 1.5, 2*n + n/w, n, coll.Float32},
+		{coll.ReduceScatterAlone, 0.75, n + n/w, n, coll.Float32},
+		{coll.AllGatherAlone, 0.75, n/w + n, n, coll.Int64},
 	} {
 		m, ok := coll.ModeOf(c.mode)
 		if !ok {
@@ -124,10 +125,10 @@ func TestTimedModeFacts(t *testing.T) {
 		if got := m.BusFactor(coll.Layout{World: w}); got != c.bus {
 			t.Errorf("%s: bus factor %v, want %v", c.mode, got, c.bus)
 		}
-		if got := m.Footprint(n, int(c.elem), coll.Layout{World: w}, coll.OutOfPlace); got != c.out {
+		if got := m.Footprint(coll.Case{SizeBytes: n, DType: c.dtype, Placement: coll.OutOfPlace}, coll.Layout{World: w}); got != c.out {
 			t.Errorf("%s: out-of-place footprint %d, want %d", c.mode, got, c.out)
 		}
-		if got := m.Footprint(n, int(c.elem), coll.Layout{World: w}, coll.InPlace); got != c.in {
+		if got := m.Footprint(coll.Case{SizeBytes: n, DType: c.dtype, Placement: coll.InPlace}, coll.Layout{World: w}); got != c.in {
 			t.Errorf("%s: in-place footprint %d, want %d", c.mode, got, c.in)
 		}
 	}

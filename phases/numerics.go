@@ -151,7 +151,7 @@ func numericsCase(be coll.Backend, d coll.DType, size int64, seed uint64) (r Num
 		b *coll.Buffer
 		n int
 	}{{&in, count}, {&direct, count}, {&shard, count / world}, {&decomposed, count}} {
-		if *p.b, err = a.alloc(d, p.n); err != nil {
+		if *p.b, err = a.alloc(coll.Elems(d, p.n)); err != nil {
 			return r, err
 		}
 	}

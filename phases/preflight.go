@@ -8,61 +8,60 @@ import (
 )
 
 // TimingFootprint is the most memory the timing phase holds at once: the
-// buffers of every mode of the run at its largest size, for the placement,
-// dtype and buffer kind that need the most, each buffer as the backend
-// allocates it (symmetric windows round up to the VMM granularity).
-func TimingFootprint(be coll.Backend, runs []TimingRun) int64 {
-	world := be.WorldSize()
+// buffers of every mode of a case, for the case at a sweep's largest size
+// that needs the most, each buffer as the backend allocates it (symmetric
+// windows round up to the VMM granularity).
+func TimingFootprint(be coll.Backend, sweeps []coll.Sweep, groups *Groups) int64 {
+	l := layoutOf(be.WorldSize(), groups)
 	allocBytes := func(_ coll.BufferKind, n int64) int64 { return n }
 	if vs, ok := coll.Find[coll.Variants](be); ok {
 		allocBytes = vs.AllocBytes
 	}
 	var most int64
-	for _, r := range runs {
-		if len(r.SizesBytes) == 0 {
+	for _, sw := range sweeps {
+		if len(sw.SizesBytes) == 0 {
 			continue
 		}
-		modes, err := runModes(r)
+		modes, err := sw.TimedModes()
 		if err != nil {
 			continue
 		}
-		n := slices.Max(r.SizesBytes)
-		for _, v := range RunVariants(r) {
-			for _, d := range r.DTypes {
-				for _, p := range r.Placements {
-					var need int64
-					for _, m := range modes {
-						for _, b := range m.BufferBytes(n, d.Size(), runLayout(world, r), p) {
-							need += allocBytes(v.Buffers, b)
-						}
-					}
-					most = max(most, need)
+		largest := slices.Max(sw.SizesBytes)
+		for _, c := range sw.Cases() {
+			if c.SizeBytes != largest {
+				continue
+			}
+			var need int64
+			for _, m := range modes {
+				for _, b := range m.Allocations(c, l) {
+					need += allocBytes(c.Buffers, b.Bytes())
 				}
 			}
+			most = max(most, need)
 		}
 	}
 	return most
 }
 
-// runLayout is the world's shape for a run's modes.
-func runLayout(world int, r TimingRun) coll.Layout {
+// layoutOf is the world's shape for the modes, in groups or not.
+func layoutOf(world int, g *Groups) coll.Layout {
 	l := coll.Layout{World: world}
-	if r.Groups != nil {
-		l.Group = r.Groups.Size
+	if g != nil {
+		l.Group = g.Size
 	}
 	return l
 }
 
-// CheckSupport returns an error, naming the run, for the first dtype/op
-// pair, method or mode the backend cannot run.
-func CheckSupport(be coll.Backend, runs []TimingRun) error {
-	for _, r := range runs {
-		modes, err := runModes(r)
+// CheckSupport returns an error, naming the sweep, for the first dtype/op
+// pair, method, variant or mode the backend cannot run.
+func CheckSupport(be coll.Backend, sweeps []coll.Sweep, groups *Groups) error {
+	for _, r := range sweeps {
+		modes, err := r.TimedModes()
 		if err != nil {
 			return err
 		}
 		for _, m := range modes {
-			if m.NeedsGroups() && r.Groups == nil {
+			if m.NeedsGroups() && groups == nil {
 				return fmt.Errorf("run %s: mode %s runs within and across groups: set [hierarchy] enabled = true, or drop it", r.Name, m.Name)
 			}
 			if _, ok := coll.Find[coll.Splitter](be); m.NeedsGroups() && !ok {
@@ -76,7 +75,7 @@ func CheckSupport(be coll.Backend, runs []TimingRun) error {
 				}
 			}
 		}
-		for _, v := range RunVariants(r) {
+		for _, v := range r.Variants() {
 			if v == coll.Baseline {
 				continue
 			}
@@ -99,10 +98,7 @@ func CheckSupport(be coll.Backend, runs []TimingRun) error {
 
 // MemoryFootprint is the largest analytic peak among the run's modes.
 func MemoryFootprint(world int, run MemoryRun) int64 {
-	l := coll.Layout{World: world}
-	if run.Groups != nil {
-		l.Group = run.Groups.Size
-	}
+	l := layoutOf(world, run.Groups)
 	var peak int64
 	for _, name := range run.Modes {
 		if m, ok := findMode(name); ok {

@@ -7,147 +7,92 @@ import (
 	"strings"
 
 	"rsag/coll"
+	"rsag/internal/quantile"
 )
 
-// TimingSample is one timed sample on one rank.
+// TimingSample is one timed sample on one rank: its case (with the mode
+// timed), its cycle, its time per operation and whether its output was
+// checked correct.
 type TimingSample struct {
-	Run        string
-	SizeBytes  int64
-	DType      coll.DType
-	Op         coll.Op
-	Placement  coll.Placement
-	Variant    coll.Variant // buffers and CTA policy
-	Method     coll.Method
-	Batch      int // operations per sample: 1 for per-op
-	Mode       coll.Mode
+	coll.Case
 	Cycle      int
 	DurationUS float64 // per operation
 	Correct    bool
 }
 
-// TimingRun is one sweep of the timing phase: every combination of its
-// sizes, dtypes, ops, placements, variants (buffers x CTA policies) and
-// methods is a case, and every case times each of its modes.
-type TimingRun struct {
-	Name        string
-	SizesBytes  []int64
-	DTypes      []coll.DType
-	Ops         []coll.Op
-	Placements  []coll.Placement
-	Methods     []coll.Method
-	Modes       []coll.Mode       // empty: DefaultModes
-	Buffers     []coll.BufferKind // empty: plain
-	CTAPolicies []coll.CTAPolicy  // empty: default
-	Batch       int
-	Warmups     int
-	Cycles      int
-	// Groups are the hierarchy's groups, for the modes that run within
-	// and across them; nil when [hierarchy] is off.
-	Groups *Groups
-}
-
-// timingCase is one point of a sweep: everything but the mode.
-type timingCase struct {
-	run       string
-	size      int64
-	dtype     coll.DType
-	op        coll.Op
-	placement coll.Placement
-	variant   coll.Variant
-	method    coll.Method
-	batch     int
-}
-
-func (c timingCase) String() string {
-	s := fmt.Sprintf("%s %s %s %s %s %s", c.run, coll.SizeText(c.size), c.dtype, c.op, c.placement, c.method)
-	if c.variant != coll.Baseline {
-		s += " " + c.variant.String()
-	}
-	return s
-}
-
-// RunTiming times every mode of every case of every run: per case, warmups,
-// then cycles in which the modes take turns going first (the order rotates
-// by one each cycle: for the seed's two modes, direct first on even
+// RunTiming times every mode of every case of every sweep: per case,
+// warmups, then cycles in which the modes take turns going first (the order
+// rotates by one each cycle: for the seed's two modes, direct first on even
 // cycles), inputs refilled before each sample; then every element of every
 // mode's output is checked. A wrong element on any rank fails the run with
-// the case named. progress, if not nil, gets one line per completed case.
-func RunTiming(be coll.Backend, comm coll.Comm, runs []TimingRun, progress func(string)) ([]TimingSample, error) {
+// the case named. groups are the hierarchy's, for the modes that run
+// within and across them (nil when [hierarchy] is off). progress, if not
+// nil, gets one line per completed case.
+func RunTiming(be coll.Backend, comm coll.Comm, sweeps []coll.Sweep, groups *Groups, progress func(string)) ([]TimingSample, error) {
 	var samples []TimingSample
-	for _, r := range runs {
-		modes, err := runModes(r)
+	for _, sw := range sweeps {
+		modes, err := sw.TimedModes()
 		if err != nil {
 			return samples, err
 		}
-		for _, v := range RunVariants(r) {
-			got, err := timeVariant(be, comm, r, v, modes, progress)
+		cases := sw.Cases()
+		for len(cases) > 0 {
+			n := run(cases, coll.Case.Variant)
+			got, err := timeVariant(be, comm, sw, groups, cases[:n], modes, progress)
 			samples = append(samples, got...)
 			if err != nil {
 				return samples, err
 			}
+			cases = cases[n:]
 		}
 	}
 	return samples, nil
 }
 
-// RunVariants are the run's buffer kinds x CTA policies (Baseline when it
-// names none), in the config's order.
-func RunVariants(r TimingRun) []coll.Variant {
-	buffers, policies := r.Buffers, r.CTAPolicies
-	if len(buffers) == 0 {
-		buffers = []coll.BufferKind{coll.PlainBuffers}
+// run is the length of the run of cases at the start of cases that share
+// key's value.
+func run[K comparable](cases []coll.Case, key func(coll.Case) K) int {
+	n := 1
+	for n < len(cases) && key(cases[n]) == key(cases[0]) {
+		n++
 	}
-	if len(policies) == 0 {
-		policies = []coll.CTAPolicy{coll.DefaultCTAPolicy}
-	}
-	var out []coll.Variant
-	for _, p := range policies {
-		for _, b := range buffers {
-			out = append(out, coll.Variant{Buffers: b, CTAPolicy: p})
-		}
-	}
-	return out
+	return n
 }
 
-// timeVariant times every case of the run on the variant's backend.
-func timeVariant(be coll.Backend, comm coll.Comm, r TimingRun, v coll.Variant, modes []coll.TimedMode, progress func(string)) (samples []TimingSample, err error) {
+// timeVariant times cases, which share one backend variant, on it.
+func timeVariant(be coll.Backend, comm coll.Comm, sw coll.Sweep, groups *Groups, cases []coll.Case, modes []coll.TimedMode, progress func(string)) (samples []TimingSample, err error) {
+	v := cases[0].Variant()
 	vb, release, err := variantBackend(be, v)
 	if err != nil {
-		return nil, fmt.Errorf("timing %s %s on rank %d: %w", r.Name, v, be.Rank(), err)
+		return nil, fmt.Errorf("timing %s %s on rank %d: %w", sw.Name, v, be.Rank(), err)
 	}
 	defer func() {
 		if rerr := release(); err == nil {
 			err = rerr
 		}
 	}()
-	var groups *Groups
-	if slices.ContainsFunc(modes, coll.TimedMode.NeedsGroups) {
-		if groups = r.Groups; groups == nil {
-			return nil, fmt.Errorf("run %s: its modes run within and across groups, but it has none ([hierarchy] is off)", r.Name)
-		}
+	if !slices.ContainsFunc(modes, coll.TimedMode.NeedsGroups) {
+		groups = nil
+	} else if groups == nil {
+		return nil, fmt.Errorf("run %s: its modes run within and across groups, but it has none ([hierarchy] is off)", sw.Name)
 	}
 	sc, closeScopes, err := openScopes(vb, groups)
 	if err != nil {
-		return nil, fmt.Errorf("timing %s %s on rank %d: %w", r.Name, v, be.Rank(), err)
+		return nil, fmt.Errorf("timing %s %s on rank %d: %w", sw.Name, v, be.Rank(), err)
 	}
 	defer func() {
 		if rerr := closeScopes(); err == nil {
 			err = rerr
 		}
 	}()
-	for _, size := range r.SizesBytes {
-		for _, dtype := range r.DTypes {
-			for _, op := range r.Ops {
-				for _, placement := range r.Placements {
-					c := timingCase{run: r.Name, size: size, dtype: dtype, op: op, placement: placement, variant: v}
-					got, err := timeBuffers(sc, comm, r, modes, c, progress)
-					samples = append(samples, got...)
-					if err != nil {
-						return samples, err
-					}
-				}
-			}
+	for len(cases) > 0 {
+		n := run(cases, coll.Case.Allocation)
+		got, err := timeBuffers(sc, comm, sw, modes, cases[:n], progress)
+		samples = append(samples, got...)
+		if err != nil {
+			return samples, err
 		}
+		cases = cases[n:]
 	}
 	return samples, nil
 }
@@ -186,47 +131,25 @@ func missingVariants(be coll.Backend, v coll.Variant) error {
 		v.Buffers, v.CTAPolicy, be.Info().Backend)
 }
 
-// runModes returns the records of the run's modes (the seed's two when the
-// run names none).
-func runModes(r TimingRun) ([]coll.TimedMode, error) {
-	names := r.Modes
-	if len(names) == 0 {
-		names = coll.DefaultModes
-	}
-	out := make([]coll.TimedMode, len(names))
-	for i, n := range names {
-		m, ok := coll.ModeOf(n)
-		if !ok {
-			return nil, fmt.Errorf("run %s: timed mode %q is unknown", r.Name, n)
-		}
-		out[i] = m
-	}
-	return out, nil
-}
-
-// timeBuffers allocates one (size, dtype, op, placement)'s buffers for every
-// mode and times every method over them.
-func timeBuffers(sc *scopes, comm coll.Comm, r TimingRun, modes []coll.TimedMode, base timingCase, progress func(string)) (samples []TimingSample, err error) {
+// timeBuffers allocates the buffers every mode of cases needs (the cases
+// share them: they differ in method alone) and times each case over them.
+func timeBuffers(sc *scopes, comm coll.Comm, sw coll.Sweep, modes []coll.TimedMode, cases []coll.Case, progress func(string)) (samples []TimingSample, err error) {
 	be := sc.be[coll.World]
 	a := &arena{be: be}
 	defer a.release(&err)
-	cases := make([]*modeCase, len(modes))
+	base := cases[0]
+	bufs := make([]*modeCase, len(modes))
 	for i, m := range modes {
-		if cases[i], err = newModeCase(a, sc, m, base.dtype, int(base.size/int64(base.dtype.Size())), base.placement, base.op); err != nil {
-			return nil, fmt.Errorf("timing %s %s on rank %d: %w", base, m.Name, be.Rank(), err)
+		if bufs[i], err = newModeCase(a, sc, m, base); err != nil {
+			return nil, fmt.Errorf("timing %s %s on rank %d: %w", base.Allocation(), m.Name, be.Rank(), err)
 		}
 	}
-	for _, name := range r.Methods {
-		method, ok := methodOf(name)
+	for _, c := range cases {
+		method, ok := methodOf(c.Method)
 		if !ok {
-			return samples, fmt.Errorf("run %s: timing method %q is unknown", r.Name, name)
+			return samples, fmt.Errorf("run %s: timing method %q is unknown", sw.Name, c.Method)
 		}
-		c := base
-		c.method, c.batch = name, 1
-		if method.batched {
-			c.batch = r.Batch
-		}
-		got, err := timeCase(be, cases, method, c, r)
+		got, err := timeCase(be, bufs, method, c, sw)
 		samples = append(samples, got...)
 		var local *CheckError
 		if err != nil && !errors.As(err, &local) {
@@ -241,14 +164,14 @@ func timeBuffers(sc *scopes, comm coll.Comm, r TimingRun, modes []coll.TimedMode
 			return samples, err
 		}
 		if progress != nil {
-			progress(progressLine(c, modes, got, r.Cycles))
+			progress(progressLine(c, modes, got, sw.Cycles))
 		}
 	}
 	return samples, nil
 }
 
 // progressLine is rank 0's line for a finished case: each mode's median.
-func progressLine(c timingCase, modes []coll.TimedMode, got []TimingSample, cycles int) string {
+func progressLine(c coll.Case, modes []coll.TimedMode, got []TimingSample, cycles int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "timing %-44s", c)
 	for _, m := range modes {
@@ -258,9 +181,9 @@ func progressLine(c timingCase, modes []coll.TimedMode, got []TimingSample, cycl
 	return b.String()
 }
 
-func timeCase(be coll.Backend, modes []*modeCase, method timingMethod, c timingCase, r TimingRun) (samples []TimingSample, err error) {
-	fill := c.dtype.Elem(coll.Input(c.op, be.Rank()))
-	sample, release, err := method.sampler(be, modes, c.batch)
+func timeCase(be coll.Backend, modes []*modeCase, method timingMethod, c coll.Case, sw coll.Sweep) (samples []TimingSample, err error) {
+	fill := c.DType.Elem(coll.Input(c.Op, be.Rank()))
+	sample, release, err := method.sampler(be, modes, c.Batch)
 	if err != nil {
 		return nil, err
 	}
@@ -279,10 +202,10 @@ func timeCase(be coll.Backend, modes []*modeCase, method timingMethod, c timingC
 		}
 		// The prepared calls bypass the watch: the sample as a whole is
 		// the step the watchdog gives a deadline.
-		armStep(be, m.watchOp, c.size)
+		armStep(be, m.watchOp, c.SizeBytes)
 		return sample(m)
 	}
-	for range r.Warmups {
+	for range sw.Warmups {
 		for _, m := range modes {
 			if _, err := take(m); err != nil {
 				return nil, fmt.Errorf("warmup %s: %w", m.mode.Name, err)
@@ -290,8 +213,8 @@ func timeCase(be coll.Backend, modes []*modeCase, method timingMethod, c timingC
 		}
 	}
 	order := make([]*modeCase, len(modes))
-	samples = make([]TimingSample, 0, r.Cycles*len(modes)) // no regrowth between samples
-	for cycle := range r.Cycles {
+	samples = make([]TimingSample, 0, sw.Cycles*len(modes)) // no regrowth between samples
+	for cycle := range sw.Cycles {
 		for i := range modes {
 			order[i] = modes[(i+cycle)%len(modes)]
 		}
@@ -300,9 +223,9 @@ func timeCase(be coll.Backend, modes []*modeCase, method timingMethod, c timingC
 			if err != nil {
 				return samples, fmt.Errorf("%s cycle %d: %w", m.mode.Name, cycle, err)
 			}
-			samples = append(samples, TimingSample{Run: c.run, SizeBytes: c.size, DType: c.dtype, Op: c.op,
-				Placement: c.placement, Variant: c.variant, Method: c.method, Batch: c.batch, Mode: m.mode.Name,
-				Cycle: cycle, DurationUS: us, Correct: true})
+			sc := c
+			sc.Mode = m.mode.Name
+			samples = append(samples, TimingSample{Case: sc, Cycle: cycle, DurationUS: us, Correct: true})
 		}
 	}
 	if method.validateAfter {
@@ -310,7 +233,7 @@ func timeCase(be coll.Backend, modes []*modeCase, method timingMethod, c timingC
 			if err := be.Fill(m.input(), fill); err != nil {
 				return samples, err
 			}
-			armStep(be, m.watchOp, c.size)
+			armStep(be, m.watchOp, c.SizeBytes)
 			if err := m.run(); err != nil {
 				return samples, fmt.Errorf("validation %s: %w", m.mode.Name, err)
 			}
@@ -320,7 +243,7 @@ func timeCase(be coll.Backend, modes []*modeCase, method timingMethod, c timingC
 		return samples, err
 	}
 	for _, m := range modes {
-		bad, err := m.check(be, c.dtype)
+		bad, err := m.check(be, c.DType)
 		if err != nil {
 			return samples, err
 		}
@@ -341,7 +264,7 @@ func medianOf(samples []TimingSample, mode coll.Mode) float64 {
 			v = append(v, s.DurationUS)
 		}
 	}
-	return Median(v)
+	return quantile.Median(v)
 }
 
 // CheckError is a correctness check that failed: on this rank (Ranks nil)

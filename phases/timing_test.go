@@ -14,15 +14,15 @@ import (
 
 // smallSweep has every placement and method, integer and float dtypes, at
 // sizes that divide into equal shards of 8-byte elements on 2, 3 and 4 ranks.
-func smallSweep(world int) []phases.TimingRun {
-	runs := []phases.TimingRun{{
+func smallSweep(world int) []coll.Sweep {
+	runs := []coll.Sweep{{
 		Name: "small", SizesBytes: []int64{1536, 6144},
 		DTypes: []coll.DType{coll.Float32, coll.Int64}, Ops: []coll.Op{coll.Sum, coll.Prod, coll.Max, coll.Min},
 		Placements: coll.Placements, Methods: coll.Methods, Batch: 3, Warmups: 1, Cycles: 2,
 	}}
 	if world&(world-1) == 0 {
 		// Avg is exact on a power of two of ranks only (CheckExact).
-		runs = append(runs, phases.TimingRun{
+		runs = append(runs, coll.Sweep{
 			Name: "halves", SizesBytes: []int64{1536}, DTypes: []coll.DType{coll.Float16, coll.BFloat16, coll.Float64},
 			Ops: []coll.Op{coll.Sum, coll.Avg}, Placements: coll.Placements, Methods: []coll.Method{coll.PerOp},
 			Batch: 1, Cycles: 1,
@@ -33,11 +33,11 @@ func smallSweep(world int) []phases.TimingRun {
 
 // cases is the number of cases of r: one per size, dtype, op, placement
 // and method.
-func cases(r phases.TimingRun) int {
+func cases(r coll.Sweep) int {
 	return len(r.SizesBytes) * len(r.DTypes) * len(r.Ops) * len(r.Placements) * len(r.Methods)
 }
 
-func sweepSamples(runs []phases.TimingRun) int {
+func sweepSamples(runs []coll.Sweep) int {
 	n := 0
 	for _, r := range runs {
 		n += cases(r) * r.Cycles * len(coll.DefaultModes)
@@ -64,10 +64,10 @@ func TestTimingChecksPass(t *testing.T) {
 					}
 				}
 			}
-			if err := phases.CheckSupport(be, runs); err != nil {
+			if err := phases.CheckSupport(be, runs, nil); err != nil {
 				return err
 			}
-			s, err := phases.RunTiming(be, comm, runs, report)
+			s, err := phases.RunTiming(be, comm, runs, nil, report)
 			samples[be.Rank()] = s
 			return err
 		})
@@ -109,7 +109,7 @@ func TestTimingFaults(t *testing.T) {
 	} {
 		samples := make([][]phases.TimingSample, world)
 		errs := inmem.Run(world, faults, func(be coll.Backend, comm coll.Comm) error {
-			s, err := phases.RunTiming(be, comm, runs, nil)
+			s, err := phases.RunTiming(be, comm, runs, nil, nil)
 			samples[be.Rank()] = s
 			return err
 		})
@@ -139,15 +139,15 @@ func TestTimingFaults(t *testing.T) {
 // TestTimingGraphNeedsCapture: the graph method refuses a backend that
 // cannot capture, naming the method and the backend, before any collective.
 func TestTimingGraphNeedsCapture(t *testing.T) {
-	runs := []phases.TimingRun{{Name: "g", SizesBytes: []int64{64}, DTypes: []coll.DType{coll.Float32},
+	runs := []coll.Sweep{{Name: "g", SizesBytes: []int64{64}, DTypes: []coll.DType{coll.Float32},
 		Ops: []coll.Op{coll.Sum}, Placements: []coll.Placement{coll.OutOfPlace},
 		Methods: []coll.Method{coll.GraphReplay}, Batch: 2, Cycles: 1}}
 	errs := inmem.Run(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 		plain := struct{ coll.Backend }{be} // hides CaptureGraph
-		if err := phases.CheckSupport(be, runs); err != nil {
+		if err := phases.CheckSupport(be, runs, nil); err != nil {
 			return fmt.Errorf("inmem captures graphs, yet: %w", err)
 		}
-		err := phases.CheckSupport(plain, runs)
+		err := phases.CheckSupport(plain, runs, nil)
 		if err == nil || !strings.Contains(err.Error(), "graph method") || !strings.Contains(err.Error(), "inmem") {
 			return fmt.Errorf("CheckSupport without capture: %v", err)
 		}

@@ -1,10 +1,12 @@
 package report
 
 import (
+	"encoding"
 	"encoding/csv"
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -22,28 +24,53 @@ const (
 	AllColumns
 )
 
-// Header returns the CSV header of a row type (a struct value or pointer).
-func Header(row any, cols Columns) []string {
-	var h []string
-	t := reflect.TypeOf(row)
-	for i := 0; i < t.NumField(); i++ {
-		if name, ok := tag(t.Field(i), cols); ok {
-			h = append(h, name)
-		}
-	}
-	return h
+// column is one field of a row type that is a CSV column: its name, its
+// class ("", "sweep" or "extra") and where it is in the row.
+type column struct {
+	name, class string
+	index       []int
 }
 
-// tag returns a field's column name and whether cols includes it.
-func tag(f reflect.StructField, cols Columns) (name string, included bool) {
-	name, opt, _ := strings.Cut(f.Tag.Get("csv"), ",")
-	switch opt {
-	case "sweep":
-		return name, cols >= SweepColumns
-	case "extra":
-		return name, cols == AllColumns
+// columns lists a row type's columns in file order: every field, an
+// embedded struct's in its place, then stably by class, the seed's first,
+// then the sweep's, then ours; cols says which classes are written.
+func columns(t reflect.Type, cols Columns) []column {
+	var all []column
+	var walk func(t reflect.Type, at []int)
+	walk = func(t reflect.Type, at []int) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			index := append(slices.Clone(at), i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("csv") == "" {
+				walk(f.Type, index)
+				continue
+			}
+			name, class, _ := strings.Cut(f.Tag.Get("csv"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			all = append(all, column{name, class, index})
+		}
 	}
-	return name, true
+	walk(t, nil)
+	rank := map[string]int{"": 0, "sweep": 1, "extra": 2}
+	slices.SortStableFunc(all, func(a, b column) int { return rank[a.class] - rank[b.class] })
+	var out []column
+	for _, c := range all {
+		if c.class == "" || (c.class == "sweep" && cols >= SweepColumns) || (c.class == "extra" && cols == AllColumns) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Header returns the CSV header of a row type (a struct value).
+func Header(row any, cols Columns) []string {
+	var h []string
+	for _, c := range columns(reflect.TypeOf(row), cols) {
+		h = append(h, c.name)
+	}
+	return h
 }
 
 // WriteCSV writes rows (a slice of one row type) with a header line.
@@ -51,14 +78,20 @@ func WriteCSV[R any](w io.Writer, rows []R, cols Columns, header bool) error {
 	cw := csv.NewWriter(w)
 	// Python's csv module, which wrote the seed's files, ends lines with CRLF.
 	cw.UseCRLF = true
+	var zero R
+	cs := columns(reflect.TypeOf(zero), cols)
 	if header {
-		var zero R
 		if err := cw.Write(Header(zero, cols)); err != nil {
 			return err
 		}
 	}
+	record := make([]string, len(cs))
 	for _, r := range rows {
-		if err := cw.Write(record(r, cols)); err != nil {
+		v := reflect.ValueOf(r)
+		for i, c := range cs {
+			record[i] = formatValue(v.FieldByIndex(c.index))
+		}
+		if err := cw.Write(record); err != nil {
 			return err
 		}
 	}
@@ -66,20 +99,14 @@ func WriteCSV[R any](w io.Writer, rows []R, cols Columns, header bool) error {
 	return cw.Error()
 }
 
-func record(row any, cols Columns) []string {
-	v := reflect.ValueOf(row)
-	var out []string
-	for i := 0; i < v.NumField(); i++ {
-		if _, ok := tag(v.Type().Field(i), cols); !ok {
-			continue
-		}
-		out = append(out, formatValue(v.Field(i)))
-	}
-	return out
-}
-
 // formatValue spells values as the seed's Python csv module did.
 func formatValue(v reflect.Value) string {
+	// A typed name (coll.DType, coll.Op) is written as its name.
+	if m, ok := v.Interface().(encoding.TextMarshaler); ok {
+		if b, err := m.MarshalText(); err == nil {
+			return string(b)
+		}
+	}
 	switch v.Kind() {
 	case reflect.Bool:
 		if v.Bool() {

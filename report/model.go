@@ -14,7 +14,7 @@ import (
 // measured and from the fits, with its extra latency and bandwidth ratio.
 // Part of summary.json.
 type SummaryCrossover struct {
-	Mode string `json:"mode"`
+	Mode coll.Mode `json:"mode"`
 	model.Crossover
 }
 
@@ -22,14 +22,8 @@ type SummaryCrossover struct {
 // each size, each part's median (its steps timed alone) and share, and
 // what they leave unexplained. Part of summary.json.
 type SummaryBreakdown struct {
-	Mode string `json:"mode"`
+	Mode coll.Mode `json:"mode"`
 	model.Breakdowns
-}
-
-// CaseOf is a statistic's case as the model names it.
-func CaseOf(s TimingStat) model.Case {
-	return model.Case{Run: s.Run, DType: s.DType, Op: s.Op, Placement: s.Placement, Method: s.Method,
-		Batch: s.Batch, Buffers: s.Buffers, CTAPolicy: s.CTAPolicy}
 }
 
 // FitsOf fits the Hockney model to every case and mode of stats, then, for
@@ -39,7 +33,7 @@ func CaseOf(s TimingStat) model.Case {
 func FitsOf(stats []TimingStat) ([]model.Fit, []SummaryCrossover, []SummaryBreakdown) {
 	points := make([]model.Point, len(stats))
 	for i, s := range stats {
-		points[i] = model.Point{Case: CaseOf(s), Mode: s.Mode, SizeBytes: s.SizeBytes, MedianUS: s.MedianUS}
+		points[i] = model.Point{Case: s.Case, MedianUS: s.MedianUS}
 	}
 	sw := model.NewSweep(model.Group(points))
 	var cross []SummaryCrossover
@@ -49,40 +43,24 @@ func FitsOf(stats []TimingStat) ([]model.Fit, []SummaryCrossover, []SummaryBreak
 		if len(m.Parts) == 0 {
 			continue
 		}
-		parts := make([]string, len(m.Parts))
-		for i, p := range m.Parts {
-			parts[i] = string(p)
-		}
-		cs, bs := sw.Compare(model.Modes{Direct: string(coll.Direct), Decomposed: string(m.Name), Parts: parts})
+		cs, bs := sw.Compare(model.Modes{Direct: coll.Direct, Decomposed: m.Name, Parts: m.Parts})
 		for _, c := range cs {
-			cross = append(cross, SummaryCrossover{Mode: string(m.Name), Crossover: c})
+			cross = append(cross, SummaryCrossover{Mode: m.Name, Crossover: c})
 		}
 		for _, b := range bs {
-			shares = append(shares, SummaryBreakdown{Mode: string(m.Name), Breakdowns: b})
+			shares = append(shares, SummaryBreakdown{Mode: m.Name, Breakdowns: b})
 		}
 	}
 	return sw.Fits, cross, shares
 }
 
-// caseDims are a model case's fields as the model tables show them; one
-// with a single value over the sweep is left out of the columns.
-var caseDims = []struct {
-	name string
-	of   func(model.Case) string
-}{
-	{"run", func(c model.Case) string { return c.Run }},
-	{"dtype", func(c model.Case) string { return c.DType }},
-	{"op", func(c model.Case) string { return c.Op }},
-	{"placement", func(c model.Case) string { return c.Placement }},
-	{"method", func(c model.Case) string { return MethodText(c.Method, c.Batch) }},
-	{"buffers/policy", func(c model.Case) string { return orDash(VariantText(c.Buffers, c.CTAPolicy)) }},
-}
-
-// varyingDims returns the dimensions that vary over cases.
-func varyingDims(cases []model.Case) (names []string, of []func(model.Case) string) {
-	for _, d := range caseDims {
-		if len(uniqueInOrder(cases, d.of)) > 1 {
-			names, of = append(names, d.name), append(of, d.of)
+// varyingDims returns the case's dimensions (coll.Dims) that vary over
+// cases; one with a single value over the sweep is left out of the
+// columns.
+func varyingDims(cases []coll.Case) (names []string, of []func(coll.Case) string) {
+	for _, d := range coll.Dims {
+		if len(uniqueInOrder(cases, d.Text)) > 1 {
+			names, of = append(names, d.Name), append(of, d.Text)
 		}
 	}
 	return names, of
@@ -112,12 +90,12 @@ func ModelTable(w io.Writer, s Summary) error {
 	if len(s.Fits) == 0 {
 		return nil
 	}
-	var cases []model.Case
+	var cases []coll.Case
 	for _, f := range s.Fits {
 		cases = append(cases, f.Case)
 	}
 	names, of := varyingDims(cases)
-	dims := func(c model.Case) []string {
+	dims := func(c coll.Case) []string {
 		var row []string
 		for _, f := range of {
 			row = append(row, f(c))
@@ -127,7 +105,7 @@ func ModelTable(w io.Writer, s Summary) error {
 	fmt.Fprintln(w, "Model (t(n) = alpha + n/B, weighted least squares on the medians, weights 1/t^2)")
 	t := newTable(w, append(names, "mode", "alpha us", "B GB/s", "R^2", "max rel residual", "sizes")...)
 	for _, f := range s.Fits {
-		row := append(dims(f.Case), f.Mode)
+		row := append(dims(f.Case), string(f.Mode))
 		if !f.OK() {
 			row = append(row, "-", "-", "-", "-", "no fit: "+f.Reason)
 		} else {
@@ -151,7 +129,7 @@ func ModelTable(w io.Writer, s Summary) error {
 		fmt.Fprintf(w, "Crossover (the smallest size from which the decomposition stays within %.0f%% of direct AllReduce)\n", 100*model.Tolerance)
 		t := newTable(w, append(names, "decomposition", "measured", "from the fits", "extra latency us", "B direct / B decomp")...)
 		for _, c := range s.Crossover {
-			row := append(dims(c.Case), c.Mode, crossingText(c.Measured), crossingText(c.Fitted))
+			row := append(dims(c.Case), string(c.Mode), crossingText(c.Measured), crossingText(c.Fitted))
 			if c.FromFits {
 				row = append(row, fmt.Sprintf("%+.2f", c.ExtraLatencyUS), fmt.Sprintf("%.3f", c.BandwidthRatio))
 			} else {
@@ -172,7 +150,7 @@ func ModelTable(w io.Writer, s Summary) error {
 				for _, p := range sh.Parts {
 					parts = append(parts, fmt.Sprintf("%s %.2f us (%.0f%%)", p.Mode, p.US, 100*p.Share))
 				}
-				t.Append(append(dims(b.Case), b.Mode, SizeText(sh.SizeBytes), fmt.Sprintf("%.2f", sh.WholeUS),
+				t.Append(append(dims(b.Case), string(b.Mode), SizeText(sh.SizeBytes), fmt.Sprintf("%.2f", sh.WholeUS),
 					strings.Join(parts, " + "), fmt.Sprintf("%.2f us (%.0f%%)", sh.UnexplainedUS, 100*sh.UnexplainedShare)))
 			}
 		}

@@ -152,8 +152,8 @@ func TestListText(t *testing.T) {
 }
 
 func TestTimingsTableSaysWhenARunSpansNodes(t *testing.T) {
-	stats := []TimingStat{{Run: "default", SizeBytes: 1024, Mode: "direct", MedianUS: 1},
-		{Run: "default", SizeBytes: 1024, Mode: "decomposed", MedianUS: 2}}
+	stats := []TimingStat{{Case: coll.Case{Run: "default", SizeBytes: 1024, Mode: "direct"}, MedianUS: 1},
+		{Case: coll.Case{Run: "default", SizeBytes: 1024, Mode: "decomposed"}, MedianUS: 2}}
 	var out strings.Builder
 	if err := TimingsTable(&out, stats, 4, 2); err != nil {
 		t.Fatal(err)

@@ -1,5 +1,7 @@
-// Package report writes rsag's results. Rows are plain structs whose field
-// order is the CSV column order:
+// Package report writes rsag's results. Rows are plain structs whose
+// fields are the CSV columns: the seed's first, in field order (an embedded
+// struct's fields, such as coll.Case's, stand where it is embedded), then
+// those tagged "sweep", then those tagged "extra":
 //
 //	rank{r}_contracts.csv, contracts.csv: rank,name,correct,detail[,host]
 //	rank{r}_timings.csv, timings.csv:     rank,size_bytes,mode,cycle,duration_us,correct[,run,dtype,op,
@@ -20,6 +22,7 @@
 package report
 
 import (
+	"rsag/coll"
 	"rsag/phases"
 )
 
@@ -32,25 +35,16 @@ type ContractRow struct {
 	Host    string `csv:"host,extra"`
 }
 
-// TimingRow is one timed sample on one rank.
+// TimingRow is one timed sample on one rank. The case's columns come from
+// coll.Case's csv tags: the seed's size_bytes and mode among the first
+// columns, the sweep's after correct (see the package doc).
 type TimingRow struct {
-	Rank       int     `csv:"rank"`
-	SizeBytes  int64   `csv:"size_bytes"`
-	Mode       string  `csv:"mode"`
+	Rank int `csv:"rank"`
+	coll.Case
 	Cycle      int     `csv:"cycle"`
 	DurationUS float64 `csv:"duration_us"` // per operation: batched and graph samples are divided by Batch
 	Correct    bool    `csv:"correct"`
-	// The sweep's case, written in the per-rank file too when the config
-	// sweeps beyond the seed's single case (float32, sum, out-of-place, per-op).
-	Run       string `csv:"run,sweep"`
-	DType     string `csv:"dtype,sweep"`
-	Op        string `csv:"op,sweep"`
-	Placement string `csv:"placement,sweep"`
-	Method    string `csv:"method,sweep"`
-	Batch     int    `csv:"batch,sweep"`
-	Buffers   string `csv:"buffers,sweep"`    // plain, registered, symmetric
-	CTAPolicy string `csv:"cta_policy,sweep"` // default, efficiency, zero
-	Host      string `csv:"host,extra"`
+	Host       string  `csv:"host,extra"`
 }
 
 // MemoryRow is one buffer-lifetime strategy on one rank.
@@ -106,10 +100,8 @@ func FromResults(rank int, host string, c []phases.ContractResult, t []phases.Ti
 		r.Contracts = append(r.Contracts, ContractRow{Rank: rank, Name: x.Name, Correct: x.Correct, Detail: x.Detail, Host: host})
 	}
 	for _, x := range t {
-		r.Timings = append(r.Timings, TimingRow{Rank: rank, SizeBytes: x.SizeBytes, Mode: string(x.Mode), Cycle: x.Cycle,
-			DurationUS: x.DurationUS, Correct: x.Correct, Run: x.Run, DType: x.DType.String(), Op: x.Op.String(),
-			Placement: string(x.Placement), Method: string(x.Method), Batch: x.Batch, Buffers: string(x.Variant.Buffers),
-			CTAPolicy: string(x.Variant.CTAPolicy), Host: host})
+		r.Timings = append(r.Timings, TimingRow{Rank: rank, Case: x.Case, Cycle: x.Cycle, DurationUS: x.DurationUS,
+			Correct: x.Correct, Host: host})
 	}
 	for _, x := range m {
 		r.Memory = append(r.Memory, MemoryRow{Rank: rank, Mode: x.Mode, PayloadBytes: x.PayloadBytes,

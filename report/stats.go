@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"rsag/coll"
-	"rsag/phases"
+	"rsag/internal/quantile"
 )
 
 // TimingStat is the statistics of one timing case (a run, size, element
@@ -18,16 +18,7 @@ import (
 // statistics are over those per-cycle maxima, after the first Discarded
 // cycles are dropped.
 type TimingStat struct {
-	Run       string `json:"run"`
-	SizeBytes int64  `json:"size_bytes"`
-	DType     string `json:"dtype"`
-	Op        string `json:"op"`
-	Placement string `json:"placement"`
-	Method    string `json:"method"`
-	Batch     int    `json:"batch"`
-	Buffers   string `json:"buffers"`    // plain, registered, symmetric
-	CTAPolicy string `json:"cta_policy"` // default, efficiency, zero
-	Mode      string `json:"mode"`
+	coll.Case
 
 	Samples   int `json:"samples"`   // cycles kept
 	Discarded int `json:"discarded"` // cycles dropped from the start
@@ -60,44 +51,11 @@ type TimingStat struct {
 	Correct bool `json:"correct"`
 }
 
-// CaseKey names one timing case and mode: what a TimingStat is computed
-// over, and what two runs' statistics must share to be compared. With Mode
-// empty it names the case whose two modes a ratio pairs.
-type CaseKey struct {
-	Run       string
-	SizeBytes int64
-	DType     string
-	Op        string
-	Placement string
-	Method    string
-	Batch     int
-	Buffers   string
-	CTAPolicy string
-	Mode      string
-}
-
-// Key is the row's case and mode.
-func (r TimingRow) Key() CaseKey {
-	return CaseKey{r.Run, r.SizeBytes, r.DType, r.Op, r.Placement, r.Method, r.Batch, r.Buffers, r.CTAPolicy, r.Mode}
-}
-
-// Key is the statistic's case and mode.
-func (s TimingStat) Key() CaseKey {
-	return CaseKey{s.Run, s.SizeBytes, s.DType, s.Op, s.Placement, s.Method, s.Batch, s.Buffers, s.CTAPolicy, s.Mode}
-}
-
-// Pair is the statistic's case without its mode.
-func (s TimingStat) Pair() CaseKey {
-	k := s.Key()
-	k.Mode = ""
-	return k
-}
-
 // BusFactor is nccl-tests' bus-bandwidth factor of a timing mode on world
 // ranks in groups of group (0: none) (coll.TimedMode.BusFactor); 0 for a
 // mode phases does not know.
-func BusFactor(mode string, world, group int) float64 {
-	if m, ok := coll.ModeOf(coll.Mode(mode)); ok {
+func BusFactor(mode coll.Mode, world, group int) float64 {
+	if m, ok := coll.ModeOf(mode); ok {
 		return m.BusFactor(coll.Layout{World: world, Group: group})
 	}
 	return 0
@@ -121,10 +79,10 @@ func TimingStatsPerRun(rows []TimingRow, l coll.Layout, discard map[string]int) 
 }
 
 func timingStats(rows []TimingRow, l coll.Layout, discardOf func(run string) int) []TimingStat {
-	byCase := map[CaseKey][]TimingRow{}
-	var order []CaseKey
+	byCase := map[coll.Case][]TimingRow{}
+	var order []coll.Case
 	for _, r := range rows {
-		k := r.Key()
+		k := r.Case
 		if _, ok := byCase[k]; !ok {
 			order = append(order, k)
 		}
@@ -139,7 +97,7 @@ func timingStats(rows []TimingRow, l coll.Layout, discardOf func(run string) int
 	return out
 }
 
-func caseStat(k CaseKey, rows []TimingRow, l coll.Layout, discard int) (TimingStat, bool) {
+func caseStat(k coll.Case, rows []TimingRow, l coll.Layout, discard int) (TimingStat, bool) {
 	// The slowest rank's duration of each cycle.
 	cycleMax := map[int]float64{}
 	correct := true
@@ -165,13 +123,12 @@ func caseStat(k CaseKey, rows []TimingRow, l coll.Layout, discard int) (TimingSt
 		samples[i] = cycleMax[c]
 	}
 
-	s := TimingStat{Run: k.Run, SizeBytes: k.SizeBytes, DType: k.DType, Op: k.Op, Placement: k.Placement,
-		Method: k.Method, Batch: k.Batch, Buffers: k.Buffers, CTAPolicy: k.CTAPolicy, Mode: k.Mode, Samples: len(samples), Discarded: discard, Correct: correct}
+	s := TimingStat{Case: k, Samples: len(samples), Discarded: discard, Correct: correct}
 	s.MinUS, s.MaxUS = slices.Min(samples), slices.Max(samples)
-	s.P10US = phases.Quantile(samples, 0.10)
-	s.MedianUS = phases.Quantile(samples, 0.50)
-	s.P90US = phases.Quantile(samples, 0.90)
-	s.P99US = phases.Quantile(samples, 0.99)
+	s.P10US = quantile.Of(samples, 0.10)
+	s.MedianUS = quantile.Of(samples, 0.50)
+	s.P90US = quantile.Of(samples, 0.90)
+	s.P99US = quantile.Of(samples, 0.99)
 	s.MeanUS, s.StdUS = meanStd(samples)
 	if s.MeanUS != 0 {
 		s.CV = s.StdUS / s.MeanUS
@@ -200,7 +157,7 @@ func caseStat(k CaseKey, rows []TimingRow, l coll.Layout, discard int) (TimingSt
 	slices.Sort(ranks)
 	best := math.Inf(-1)
 	for _, r := range ranks {
-		if m := phases.Median(perRank[r]); m > best {
+		if m := quantile.Median(perRank[r]); m > best {
 			best, s.SlowestRank = m, r
 		}
 	}
@@ -228,15 +185,7 @@ func meanStd(v []float64) (mean, std float64) {
 // Ratio compares the two modes of one case: the decomposed median over the
 // direct median. Part of summary.json.
 type Ratio struct {
-	Run                string  `json:"run"`
-	SizeBytes          int64   `json:"size_bytes"`
-	DType              string  `json:"dtype"`
-	Op                 string  `json:"op"`
-	Placement          string  `json:"placement"`
-	Method             string  `json:"method"`
-	Batch              int     `json:"batch"`
-	Buffers            string  `json:"buffers"`
-	CTAPolicy          string  `json:"cta_policy"`
+	coll.Case                  // the pair's: no mode
 	DirectMedianUS     float64 `json:"direct_median_us"`
 	DecomposedMedianUS float64 `json:"decomposed_median_us"`
 	Ratio              float64 `json:"ratio"` // decomposed / direct; > 1 means the decomposition is slower
@@ -246,14 +195,13 @@ type Ratio struct {
 // of the first of the two in stats; a case missing either mode, or whose
 // direct median is not positive, has no ratio.
 func Ratios(stats []TimingStat) []Ratio {
-	key := TimingStat.Pair
-	direct := map[CaseKey]TimingStat{}
-	decomp := map[CaseKey]TimingStat{}
-	var order []CaseKey
-	seen := map[CaseKey]bool{}
+	direct := map[coll.Case]TimingStat{}
+	decomp := map[coll.Case]TimingStat{}
+	var order []coll.Case
+	seen := map[coll.Case]bool{}
 	for _, s := range stats {
-		k := key(s)
-		switch coll.Mode(s.Mode) {
+		k := s.Pair()
+		switch s.Mode {
 		case coll.Direct:
 			direct[k] = s
 		case coll.Decomposed:
@@ -273,9 +221,7 @@ func Ratios(stats []TimingStat) []Ratio {
 		if !okD || !okC || d.MedianUS <= 0 {
 			continue
 		}
-		out = append(out, Ratio{Run: k.Run, SizeBytes: k.SizeBytes, DType: k.DType, Op: k.Op, Placement: k.Placement,
-			Method: k.Method, Batch: k.Batch, Buffers: k.Buffers, CTAPolicy: k.CTAPolicy, DirectMedianUS: d.MedianUS, DecomposedMedianUS: c.MedianUS,
-			Ratio: c.MedianUS / d.MedianUS})
+		out = append(out, Ratio{Case: k, DirectMedianUS: d.MedianUS, DecomposedMedianUS: c.MedianUS, Ratio: c.MedianUS / d.MedianUS})
 	}
 	return out
 }

@@ -13,8 +13,7 @@ import (
 // 90 (discarded), 30, 30, 33.
 func statRows() []TimingRow {
 	row := func(rank, cycle int, mode string, us float64, ok bool) TimingRow {
-		return TimingRow{Rank: rank, SizeBytes: 1 << 20, Mode: mode, Cycle: cycle, DurationUS: us, Correct: ok,
-			Run: "default", DType: "float32", Op: "sum", Placement: "out-of-place", Method: "per-op", Batch: 1, Buffers: "plain", CTAPolicy: "default",
+		return TimingRow{Case: coll.Case{SizeBytes: 1 << 20, Mode: coll.Mode(mode), Run: "default", DType: coll.Float32, Op: coll.Sum, Placement: "out-of-place", Method: "per-op", Batch: 1, Buffers: "plain", CTAPolicy: "default"}, Rank: rank, Cycle: cycle, DurationUS: us, Correct: ok,
 			Host: []string{"a", "b"}[rank]}
 	}
 	var rows []TimingRow
@@ -72,7 +71,7 @@ func TestTimingStatsMaxOverRanksAndDiscard(t *testing.T) {
 	if !near(c.MedianUS, 30) || !near(c.MaxUS, 33) || c.SlowestRank != 0 || !c.Correct {
 		t.Errorf("decomposed: %+v", c)
 	}
-	if c.Run != "default" || c.DType != "float32" || c.Op != "sum" || c.Placement != "out-of-place" ||
+	if c.Run != "default" || c.DType != coll.Float32 || c.Op != coll.Sum || c.Placement != "out-of-place" ||
 		c.Method != "per-op" || c.Batch != 1 || c.SizeBytes != 1<<20 {
 		t.Errorf("case fields not carried: %+v", c)
 	}
@@ -96,7 +95,7 @@ func TestTimingStatsCasesAreSeparate(t *testing.T) {
 	rows := statRows()
 	// The same cycles of another dtype must not fold into float32's maxima.
 	for _, r := range statRows() {
-		r.DType = "bfloat16"
+		r.DType = coll.BFloat16
 		r.DurationUS *= 10
 		rows = append(rows, r)
 	}
@@ -104,7 +103,7 @@ func TestTimingStatsCasesAreSeparate(t *testing.T) {
 	if len(stats) != 4 {
 		t.Fatalf("want 4 cases, got %d", len(stats))
 	}
-	if stats[1].MedianUS != 20 || stats[3].MedianUS != 200 || stats[3].DType != "bfloat16" {
+	if stats[1].MedianUS != 20 || stats[3].MedianUS != 200 || stats[3].DType != coll.BFloat16 {
 		t.Errorf("cases mixed: %v %v", stats[1], stats[3])
 	}
 }
@@ -115,7 +114,7 @@ func TestBusFactor(t *testing.T) {
 		world int
 		want  float64
 	}{{"direct", 2, 1}, {"decomposed", 2, 1}, {"direct", 4, 1.5}, {"decomposed", 4, 1.5}, {"direct", 8, 1.75}, {"other", 4, 0}} {
-		if got := BusFactor(c.mode, c.world, 0); !near(got, c.want) {
+		if got := BusFactor(coll.Mode(c.mode), c.world, 0); !near(got, c.want) {
 			t.Errorf("BusFactor(%s, %d) = %v, want %v", c.mode, c.world, got, c.want)
 		}
 	}
@@ -128,8 +127,8 @@ func TestRatios(t *testing.T) {
 	lone.SizeBytes = 1024
 	stats = append(stats, lone)
 	got := Ratios(stats)
-	want := []Ratio{{Run: "default", SizeBytes: 1 << 20, DType: "float32", Op: "sum", Placement: "out-of-place",
-		Method: "per-op", Batch: 1, Buffers: "plain", CTAPolicy: "default", DirectMedianUS: 20, DecomposedMedianUS: 30, Ratio: 1.5}}
+	want := []Ratio{{Case: coll.Case{Run: "default", SizeBytes: 1 << 20, DType: coll.Float32, Op: coll.Sum, Placement: "out-of-place",
+		Method: "per-op", Batch: 1, Buffers: "plain", CTAPolicy: "default"}, DirectMedianUS: 20, DecomposedMedianUS: 30, Ratio: 1.5}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Ratios = %+v, want %+v", got, want)
 	}

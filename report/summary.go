@@ -556,20 +556,30 @@ func ReadSummary(path string, data []byte) (Summary, error) {
 	}
 	// Files from before buffers and cta_policy existed timed the baseline.
 	for i := range s.Timing {
-		s.Timing[i].Buffers, s.Timing[i].CTAPolicy = orBaseline(s.Timing[i].Buffers, s.Timing[i].CTAPolicy)
+		baseline(&s.Timing[i].Case)
 	}
 	for i := range s.Ratios {
-		s.Ratios[i].Buffers, s.Ratios[i].CTAPolicy = orBaseline(s.Ratios[i].Buffers, s.Ratios[i].CTAPolicy)
+		baseline(&s.Ratios[i].Case)
+	}
+	for i := range s.Fits {
+		baseline(&s.Fits[i].Case)
+	}
+	for i := range s.Crossover {
+		baseline(&s.Crossover[i].Case)
+	}
+	for i := range s.Breakdown {
+		baseline(&s.Breakdown[i].Case)
 	}
 	return s, nil
 }
 
-func orBaseline(buffers, policy string) (string, string) {
-	if buffers == "" {
-		buffers = string(coll.PlainBuffers)
+// baseline gives a case read from a file written before buffers and
+// cta_policy existed the baseline's, which it timed.
+func baseline(c *coll.Case) {
+	if c.Buffers == "" {
+		c.Buffers = coll.PlainBuffers
 	}
-	if policy == "" {
-		policy = string(coll.DefaultCTAPolicy)
+	if c.CTAPolicy == "" {
+		c.CTAPolicy = coll.DefaultCTAPolicy
 	}
-	return buffers, policy
 }

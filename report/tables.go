@@ -190,43 +190,29 @@ func ContractsTable(w io.Writer, contracts []SummaryContract, world int) error {
 // over more than one node says so: its bandwidth is the network's between
 // the nodes, not NVLink's.
 func TimingsTable(w io.Writer, stats []TimingStat, world, nodes int) error {
-	dims := []struct {
-		name string
-		of   func(TimingStat) string
-		// usual is the value that goes unsaid above the table when every
-		// case has it (the seed's buffers and policy).
-		usual string
-	}{
-		{"run", func(s TimingStat) string { return s.Run }, ""},
-		{"dtype", func(s TimingStat) string { return s.DType }, ""},
-		{"op", func(s TimingStat) string { return s.Op }, ""},
-		{"placement", func(s TimingStat) string { return s.Placement }, ""},
-		{"method", methodOf, ""},
-		{"buffers", func(s TimingStat) string { return s.Buffers }, string(coll.PlainBuffers)},
-		{"cta policy", func(s TimingStat) string { return s.CTAPolicy }, string(coll.DefaultCTAPolicy)},
-	}
 	var header, fixed []string
-	var varying []func(TimingStat) string
-	for _, d := range dims {
-		if len(uniqueInOrder(stats, d.of)) > 1 {
-			header = append(header, d.name)
-			varying = append(varying, d.of)
-		} else if v := firstOf(stats, d.of); v != "" && v != d.usual {
-			fixed = append(fixed, d.of(stats[0]))
+	var varying []func(coll.Case) string
+	for _, d := range coll.Dims {
+		of := func(s TimingStat) string { return d.Text(s.Case) }
+		if len(uniqueInOrder(stats, of)) > 1 {
+			header = append(header, d.Name)
+			varying = append(varying, d.Text)
+		} else if v := firstOf(stats, of); v != "" && v != d.Usual {
+			fixed = append(fixed, v)
 		}
 	}
 	var modes []coll.TimedMode
 	for _, name := range coll.Modes {
-		if slices.ContainsFunc(stats, func(s TimingStat) bool { return s.Mode == string(name) }) {
+		if slices.ContainsFunc(stats, func(s TimingStat) bool { return s.Mode == name }) {
 			m, _ := coll.ModeOf(name)
 			modes = append(modes, m)
 		}
 	}
-	byKey := map[CaseKey]TimingStat{}
-	first := map[CaseKey]TimingStat{} // each case's first statistic, for its dimensions
-	var pairs []CaseKey
+	byKey := map[coll.Case]TimingStat{}
+	first := map[coll.Case]TimingStat{} // each case's first statistic, for its dimensions
+	var pairs []coll.Case
 	for _, s := range stats {
-		byKey[s.Key()] = s
+		byKey[s.Case] = s
 		if _, ok := first[s.Pair()]; !ok {
 			first[s.Pair()] = s
 			pairs = append(pairs, s.Pair())
@@ -252,13 +238,13 @@ func TimingsTable(w io.Writer, stats []TimingStat, world, nodes int) error {
 	for _, pair := range pairs {
 		at := func(m coll.Mode) (TimingStat, bool) {
 			k := pair
-			k.Mode = string(m)
+			k.Mode = m
 			s, ok := byKey[k]
 			return s, ok
 		}
 		var row []string
 		for _, of := range varying {
-			row = append(row, of(first[pair]))
+			row = append(row, of(first[pair].Case))
 		}
 		row = append(row, SizeText(pair.SizeBytes))
 		var busbw, slowest []string
@@ -293,13 +279,12 @@ func TimingsTable(w io.Writer, stats []TimingStat, world, nodes int) error {
 // default communicator: what registration, symmetric windows or the CTA
 // policy buy. Nothing is printed for a sweep of the seed's configuration.
 func FastestTable(w io.Writer, stats []TimingStat) error {
-	if len(uniqueInOrder(stats, func(s TimingStat) [2]string { return [2]string{s.Buffers, s.CTAPolicy} })) < 2 {
+	if len(uniqueInOrder(stats, func(s TimingStat) coll.Variant { return s.Variant() })) < 2 {
 		return nil
 	}
-	type group struct {
-		run, dtype, op, placement, mode string
-		size                            int64
-	}
+	// A group is a case but for its configuration (method, batch, buffers,
+	// policy): the problem whose fastest configuration the row names.
+	type group = coll.Case
 	type best struct {
 		fastest, baseline TimingStat
 		haveBaseline      bool
@@ -307,7 +292,8 @@ func FastestTable(w io.Writer, stats []TimingStat) error {
 	var order []group
 	found := map[group]*best{}
 	for _, s := range stats {
-		g := group{s.Run, s.DType, s.Op, s.Placement, s.Mode, s.SizeBytes}
+		g := s.Case
+		g.Method, g.Batch, g.Buffers, g.CTAPolicy = "", 0, "", ""
 		b, ok := found[g]
 		if !ok {
 			b = &best{fastest: s}
@@ -332,32 +318,37 @@ func FastestTable(w io.Writer, stats []TimingStat) error {
 				gain = fmt.Sprintf("%.2fx", b.baseline.MedianUS/b.fastest.MedianUS)
 			}
 		}
-		t.Append([]string{g.run, g.dtype, g.op, g.placement, SizeText(g.size), g.mode,
+		t.Append([]string{g.Run, g.DType.String(), g.Op.String(), string(g.Placement), SizeText(g.SizeBytes), string(g.Mode),
 			orDash(variantOf(b.fastest)) + " " + methodOf(b.fastest), fmt.Sprintf("%.2f", b.fastest.MedianUS), base, baseUS, gain})
 	}
 	return t.Render()
 }
 
-func variantOf(s TimingStat) string { return VariantText(s.Buffers, s.CTAPolicy) }
-
-func methodOf(s TimingStat) string { return MethodText(s.Method, s.Batch) }
-
-// VariantText names buffers and a CTA policy, "symmetric/zero"; "" for
-// the seed's plain buffers on a default communicator.
-func VariantText(buffers, policy string) string {
-	if (buffers == "" || buffers == string(coll.PlainBuffers)) && (policy == "" || policy == string(coll.DefaultCTAPolicy)) {
-		return ""
+// CaseColumns are the columns that name the cases of stats, for a table
+// with a row per case and mode: the run, the size, every other dimension
+// that has no usual value or strays from it, and the mode; cells spells a
+// case.
+func CaseColumns(stats []TimingStat) (header []string, cells func(coll.Case) []string) {
+	var of []func(coll.Case) string
+	for _, d := range coll.Dims[1:] {
+		if d.Usual == "" || slices.ContainsFunc(stats, func(s TimingStat) bool { return d.Text(s.Case) != d.Usual }) {
+			header, of = append(header, d.Name), append(of, d.Text)
+		}
 	}
-	return buffers + "/" + policy
+	first := coll.Dims[0]
+	header = append(append([]string{first.Name, "size"}, header...), "mode")
+	return header, func(c coll.Case) []string {
+		row := []string{first.Text(c), SizeText(c.SizeBytes)}
+		for _, f := range of {
+			row = append(row, f(c))
+		}
+		return append(row, string(c.Mode))
+	}
 }
 
-// MethodText is a method with its batch: "per-op", "batched x20".
-func MethodText(method string, batch int) string {
-	if batch > 1 {
-		return fmt.Sprintf("%s x%d", method, batch)
-	}
-	return method
-}
+func variantOf(s TimingStat) string { return coll.VariantText(s.Buffers, s.CTAPolicy) }
+
+func methodOf(s TimingStat) string { return coll.MethodText(s.Method, s.Batch) }
 
 func firstOf(stats []TimingStat, of func(TimingStat) string) string {
 	if len(stats) == 0 {
@@ -382,7 +373,7 @@ func BusBWGate(stats []TimingStat, thresholds map[string]float64) []string {
 	var failures []string
 	for _, s := range stats {
 		min := thresholds[s.Run]
-		if min <= 0 || s.Mode != string(coll.Direct) || s.SizeBytes != largest[s.Run] || s.BusBWGBps >= min {
+		if min <= 0 || s.Mode != coll.Direct || s.SizeBytes != largest[s.Run] || s.BusBWGBps >= min {
 			continue
 		}
 		failures = append(failures, fmt.Sprintf("run %s %s %s %s %s %s: AllReduce busbw %.2f GB/s < min_busbw_gbps %.2f",

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"rsag/coll"
 	"rsag/model"
 )
 
@@ -50,9 +51,8 @@ func TestTimingsTableEveryModeGolden(t *testing.T) {
 			}
 			for cycle := range 3 {
 				for rank := range 2 {
-					rows = append(rows, TimingRow{Rank: rank, SizeBytes: size, Mode: mode, Cycle: cycle,
-						DurationUS: float64(size)/1e3*float64(i+1) + float64(cycle+rank), Correct: true, Run: "default",
-						DType: "float32", Op: "sum", Placement: "out-of-place", Method: "batched", Batch: 20})
+					rows = append(rows, TimingRow{Case: coll.Case{SizeBytes: size, Mode: coll.Mode(mode), Run: "default", DType: coll.Float32, Op: coll.Sum, Placement: "out-of-place", Method: "batched", Batch: 20}, Rank: rank, Cycle: cycle,
+						DurationUS: float64(size)/1e3*float64(i+1) + float64(cycle+rank), Correct: true})
 				}
 			}
 		}
@@ -84,9 +84,8 @@ func TestFastestTableGolden(t *testing.T) {
 				us /= 2 // the copy engines
 			}
 			for cycle := range 3 {
-				rows = append(rows, TimingRow{Rank: 0, SizeBytes: 1 << 20, Mode: mode, Cycle: cycle, DurationUS: us,
-					Correct: true, Run: "default", DType: "float32", Op: "sum", Placement: "out-of-place",
-					Method: c.method, Batch: c.batch, Buffers: c.buffers, CTAPolicy: c.policy})
+				rows = append(rows, TimingRow{Case: coll.Case{SizeBytes: 1 << 20, Mode: coll.Mode(mode), Run: "default", DType: coll.Float32, Op: coll.Sum, Placement: "out-of-place", Method: coll.Method(c.method), Batch: c.batch, Buffers: coll.BufferKind(c.buffers), CTAPolicy: coll.CTAPolicy(c.policy)}, Rank: 0, Cycle: cycle, DurationUS: us,
+					Correct: true})
 			}
 		}
 	}
@@ -113,9 +112,8 @@ func hockneyRows() []TimingRow {
 			m := models[mode]
 			for cycle := range 3 {
 				for rank := range 2 {
-					rows = append(rows, TimingRow{Rank: rank, SizeBytes: size, Mode: mode, Cycle: cycle,
-						DurationUS: m[0] + float64(size)/(m[1]*1e3), Correct: true, Run: "default", DType: "float32",
-						Op: "sum", Placement: "out-of-place", Method: "batched", Batch: 20, Buffers: "plain", CTAPolicy: "default"})
+					rows = append(rows, TimingRow{Case: coll.Case{SizeBytes: size, Mode: coll.Mode(mode), Run: "default", DType: coll.Float32, Op: coll.Sum, Placement: "out-of-place", Method: "batched", Batch: 20, Buffers: "plain", CTAPolicy: "default"}, Rank: rank, Cycle: cycle,
+						DurationUS: m[0] + float64(size)/(m[1]*1e3), Correct: true})
 				}
 			}
 		}
@@ -135,7 +133,7 @@ func TestModelTableGolden(t *testing.T) {
 	}
 	golden(t, "model.golden.txt", b.Bytes())
 	for _, f := range s.Fits {
-		want := map[string][2]float64{"direct": {10, 20}, "decomposed": {15, 19.5}, "reduce-scatter": {8, 40}, "all-gather": {6, 40}}[f.Mode]
+		want := map[string][2]float64{"direct": {10, 20}, "decomposed": {15, 19.5}, "reduce-scatter": {8, 40}, "all-gather": {6, 40}}[string(f.Mode)]
 		if !f.OK() || abs(f.AlphaUS-want[0]) > 1e-6 || abs(f.BandwidthGBps-want[1]) > 1e-6 {
 			t.Errorf("%s: %+v, want alpha %v B %v", f.Mode, f, want[0], want[1])
 		}

@@ -43,7 +43,7 @@ func (s *session) printHeader(mine coll.Info, infos []coll.Info, groups *phases.
 func (s *session) preflight(cfg config.Config, w work, be coll.Backend) error {
 	var err error
 	if cfg.Timing.Enabled {
-		err = phases.CheckSupport(be, w.timing)
+		err = phases.CheckSupport(be, w.timing, w.groups)
 	}
 	if err == nil && cfg.Numerics.Enabled {
 		err = phases.CheckNumerics(be, cfg.Numerics.Spec())
@@ -54,7 +54,7 @@ func (s *session) preflight(cfg config.Config, w work, be coll.Backend) error {
 	world := s.comm.Size()
 	err = nil
 	if cfg.Timing.Enabled {
-		err = phases.CheckFits(be, phases.TimingFootprint(be, w.timing), "timing at the largest size")
+		err = phases.CheckFits(be, phases.TimingFootprint(be, w.timing, w.groups), "timing at the largest size")
 	}
 	if err == nil && cfg.Memory.Enabled {
 		err = phases.CheckFits(be, phases.MemoryFootprint(world, w.memory), "the memory phase at memory.payload_bytes")

@@ -3,7 +3,6 @@ package run
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"rsag/coll"
@@ -22,7 +21,7 @@ type results struct {
 // work is what the phases run, resolved against the job: the config's
 // timing runs and memory run, with the hierarchy's groups when it is on.
 type work struct {
-	timing []phases.TimingRun
+	timing []coll.Sweep
 	memory phases.MemoryRun
 	groups *phases.Groups
 	hosts  []string // every rank's, in rank order
@@ -32,7 +31,7 @@ type work struct {
 // from every rank's host, the same on every rank, so that a world that
 // cannot split evenly is refused alike everywhere before any collective.
 func (s *session) plan(cfg config.Config) (work, error) {
-	w := work{timing: cfg.TimingRuns,
+	w := work{timing: cfg.Sweeps,
 		memory: phases.MemoryRun{PayloadBytes: int64(cfg.Memory.PayloadBytes), Modes: cfg.Memory.Modes}}
 	if !cfg.Hierarchy.Enabled {
 		return w, nil
@@ -45,10 +44,6 @@ func (s *session) plan(cfg config.Config) (work, error) {
 		return w, shared(ExitBadArgs, fmt.Errorf("config: hierarchy: %w", err))
 	}
 	w.hosts = hosts
-	w.timing = slices.Clone(w.timing)
-	for i := range w.timing {
-		w.timing[i].Groups = w.groups
-	}
 	w.memory.Groups = w.groups
 	return w, nil
 }
@@ -99,7 +94,7 @@ func (s *session) runPhases(cfg config.Config, w work, be coll.Backend) (res res
 	}
 	if cfg.Timing.Enabled {
 		s.phase("timing")
-		if res.timings, err = phases.RunTiming(be, comm, w.timing, progress); err != nil {
+		if res.timings, err = phases.RunTiming(be, comm, w.timing, w.groups, progress); err != nil {
 			return res, checkShared(err)
 		}
 	}

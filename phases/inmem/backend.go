@@ -85,7 +85,8 @@ func (be *Backend) usable(op string) error {
 }
 
 // Alloc allocates count elements of host memory.
-func (be *Backend) Alloc(dtype coll.DType, count int) (coll.Buffer, error) {
+func (be *Backend) Alloc(s coll.BufferSpec) (coll.Buffer, error) {
+	dtype, count := s.DType, s.Count
 	if err := be.usable("Alloc"); err != nil {
 		return nil, err
 	}

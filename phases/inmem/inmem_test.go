@@ -61,11 +61,11 @@ func read(be coll.Backend, b coll.Buffer) []byte {
 // reports what was left allocated.
 func TestAccounting(t *testing.T) {
 	run(t, 1, inmem.Faults{}, func(be coll.Backend, _ coll.Comm) error {
-		a, err := be.Alloc(coll.Float32, 100)
+		a, err := be.Alloc(coll.Elems(coll.Float32, 100))
 		if err != nil {
 			return err
 		}
-		b, err := be.Alloc(coll.Int64, 10)
+		b, err := be.Alloc(coll.Elems(coll.Int64, 10))
 		if err != nil {
 			return err
 		}
@@ -113,7 +113,7 @@ func TestAccounting(t *testing.T) {
 		if err := wantErr(be.Run(coll.AllReduce, v, v, coll.Sum), "freed"); err != nil {
 			return err
 		}
-		if _, err := be.Alloc(coll.Float32, 0); wantErr(err, "at least one") != nil {
+		if _, err := be.Alloc(coll.Elems(coll.Float32, 0)); wantErr(err, "at least one") != nil {
 			return fmt.Errorf("Alloc of 0: %v", err)
 		}
 		if err := wantErr(be.Write(b, make([]byte, 79)), "Write of 79 bytes into a buffer of 80"); err != nil {
@@ -126,7 +126,7 @@ func TestAccounting(t *testing.T) {
 		if err := wantErr(be.Close(), "1 buffers (80 bytes) were still allocated"); err != nil {
 			return err
 		}
-		if _, err := be.Alloc(coll.Float32, 1); wantErr(err, "after Close") != nil {
+		if _, err := be.Alloc(coll.Elems(coll.Float32, 1)); wantErr(err, "after Close") != nil {
 			return fmt.Errorf("Alloc after Close: %v", err)
 		}
 		return wantErr(be.Close(), "already closed")
@@ -137,7 +137,7 @@ func TestAccounting(t *testing.T) {
 func TestRunClosesLeaks(t *testing.T) {
 	errs := inmem.Run(2, inmem.Faults{}, func(be coll.Backend, _ coll.Comm) error {
 		if be.Rank() == 1 {
-			_, err := be.Alloc(coll.Uint8, 3)
+			_, err := be.Alloc(coll.Elems(coll.Uint8, 3))
 			return err
 		}
 		return nil
@@ -152,17 +152,17 @@ func TestRunClosesLeaks(t *testing.T) {
 func TestForeignBuffers(t *testing.T) {
 	var other coll.Buffer
 	inmem.Run(1, inmem.Faults{}, func(be coll.Backend, _ coll.Comm) error {
-		other, _ = be.Alloc(coll.Int8, 4)
+		other, _ = be.Alloc(coll.Elems(coll.Int8, 4))
 		return be.Free(other)
 	})
 	handoff := make(chan coll.Buffer, 1)
 	run(t, 2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
-		mine, err := be.Alloc(coll.Int8, 4)
+		mine, err := be.Alloc(coll.Elems(coll.Int8, 4))
 		if err != nil {
 			return err
 		}
 		defer be.Free(mine)
-		all, _ := be.Alloc(coll.Int8, 8)
+		all, _ := be.Alloc(coll.Elems(coll.Int8, 8))
 		defer be.Free(all)
 		if be.Rank() == 0 {
 			handoff <- mine
@@ -200,9 +200,9 @@ func TestCollectives(t *testing.T) {
 		for i := range in {
 			in[i] = 10*r + int64(i)
 		}
-		send, _ := be.Alloc(coll.Int64, n)
-		recv, _ := be.Alloc(coll.Int64, n)
-		shard, _ := be.Alloc(coll.Int64, n/world)
+		send, _ := be.Alloc(coll.Elems(coll.Int64, n))
+		recv, _ := be.Alloc(coll.Elems(coll.Int64, n))
+		shard, _ := be.Alloc(coll.Elems(coll.Int64, n/world))
 		defer func() { be.Free(send); be.Free(recv); be.Free(shard) }()
 		if err := be.Write(send, int64s(in...)); err != nil {
 			return err
@@ -240,7 +240,7 @@ func TestInPlace(t *testing.T) {
 	const world, shard = 4, 2
 	run(t, world, inmem.Faults{}, func(be coll.Backend, _ coll.Comm) error {
 		r := be.Rank()
-		full, _ := be.Alloc(coll.Int64, world*shard)
+		full, _ := be.Alloc(coll.Elems(coll.Int64, world*shard))
 		defer be.Free(full)
 		in := make([]int64, world*shard)
 		for i := range in {
@@ -292,10 +292,10 @@ func TestInPlace(t *testing.T) {
 // and returns its *coll.ShapeError unchanged.
 func TestShapes(t *testing.T) {
 	run(t, 3, inmem.Faults{}, func(be coll.Backend, _ coll.Comm) error {
-		a10, _ := be.Alloc(coll.Float32, 10)
-		a3, _ := be.Alloc(coll.Float32, 3)
-		a9, _ := be.Alloc(coll.Float32, 9)
-		i9, _ := be.Alloc(coll.Int32, 9)
+		a10, _ := be.Alloc(coll.Elems(coll.Float32, 10))
+		a3, _ := be.Alloc(coll.Elems(coll.Float32, 3))
+		a9, _ := be.Alloc(coll.Elems(coll.Float32, 9))
+		i9, _ := be.Alloc(coll.Elems(coll.Int32, 9))
 		defer func() { be.Free(a10); be.Free(a3); be.Free(a9); be.Free(i9) }()
 		for name, err := range map[string]error{
 			"rs indivisible":  be.Run(coll.ReduceScatter, a10, a3, coll.Sum),
@@ -342,7 +342,7 @@ func TestEveryDTypeAndOp(t *testing.T) {
 				} else {
 					putInt(elem, intIn(d, be.Rank()))
 				}
-				buf, _ := be.Alloc(d, 4)
+				buf, _ := be.Alloc(coll.Elems(d, 4))
 				if err := be.Fill(buf, elem); err != nil {
 					return err
 				}
@@ -430,9 +430,9 @@ func TestFloatSumsRoundEachStep(t *testing.T) {
 		{ReversedReduceScatter: true}: 1 + 2*u, // (u+u)+1 is exact
 	} {
 		run(t, 3, faults, func(be coll.Backend, _ coll.Comm) error {
-			send, _ := be.Alloc(coll.Float16, 3)
-			shard, _ := be.Alloc(coll.Float16, 1)
-			out, _ := be.Alloc(coll.Float16, 3)
+			send, _ := be.Alloc(coll.Elems(coll.Float16, 3))
+			shard, _ := be.Alloc(coll.Elems(coll.Float16, 1))
+			out, _ := be.Alloc(coll.Elems(coll.Float16, 3))
 			defer func() { be.Free(send); be.Free(shard); be.Free(out) }()
 			be.Fill(send, binary.LittleEndian.AppendUint16(nil, coll.Float16FromFloat64(in[be.Rank()])))
 			if err := be.Run(coll.AllReduce, send, out, coll.Sum); err != nil {
@@ -466,8 +466,8 @@ func TestFaults(t *testing.T) {
 	}
 	for _, c := range cases {
 		run(t, world, c.faults, func(be coll.Backend, _ coll.Comm) error {
-			one, _ := be.Alloc(coll.Int64, 1)
-			all, _ := be.Alloc(coll.Int64, world)
+			one, _ := be.Alloc(coll.Elems(coll.Int64, 1))
+			all, _ := be.Alloc(coll.Elems(coll.Int64, world))
 			defer func() { be.Free(one); be.Free(all) }()
 			mine := int64s(int64(be.Rank() + 1))
 			for _, x := range []struct {
@@ -520,7 +520,7 @@ func TestComm(t *testing.T) {
 func TestMismatchedCalls(t *testing.T) {
 	start := time.Now()
 	errs := inmem.Run(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
-		b, _ := be.Alloc(coll.Float32, 4+4*be.Rank())
+		b, _ := be.Alloc(coll.Elems(coll.Float32, 4+4*be.Rank()))
 		defer be.Free(b)
 		if err := be.Run(coll.AllReduce, b, b, coll.Sum); err != nil {
 			return err
@@ -547,7 +547,7 @@ func TestDeadlockTimesOut(t *testing.T) {
 			return err
 		}
 		defer g.Close()
-		b, _ := be.Alloc(coll.Int8, 1)
+		b, _ := be.Alloc(coll.Elems(coll.Int8, 1))
 		defer be.Free(b)
 		if be.Rank() == 0 {
 			// Rank 0 waits for rank 1 in their group; rank 1 waits for
@@ -627,8 +627,8 @@ func TestSplit(t *testing.T) {
 		if want := 1 - r/2; g.Rank() != want || g.WorldSize() != 2 {
 			return fmt.Errorf("rank %d: group rank %d of %d, want %d of 2", r, g.Rank(), g.WorldSize(), want)
 		}
-		parent, _ := be.Alloc(coll.Int64, 1)  // allocated by the parent...
-		gathered, _ := g.Alloc(coll.Int64, 2) // ...and by the group, on one count
+		parent, _ := be.Alloc(coll.Elems(coll.Int64, 1))  // allocated by the parent...
+		gathered, _ := g.Alloc(coll.Elems(coll.Int64, 2)) // ...and by the group, on one count
 		if err := memory(be, 24, 24); err != nil {
 			return err
 		}

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"testing"
 
+	"rsag/coll"
 	"rsag/report"
 )
 
@@ -73,11 +74,8 @@ func realRows(t *testing.T) ([]report.TimingRow, []report.MemoryRow) {
 		if m["batch"] != "" {
 			batch = num[int](t, m["batch"])
 		}
-		timings = append(timings, report.TimingRow{Rank: num[int](t, m["rank"]), SizeBytes: num[int64](t, m["size_bytes"]),
-			Mode: m["mode"], Cycle: num[int](t, m["cycle"]), DurationUS: num[float64](t, m["duration_us"]),
-			Correct: m["correct"] == "True", Run: or(m["run"], "default"), DType: or(m["dtype"], "float32"),
-			Op: or(m["op"], "sum"), Placement: or(m["placement"], "out-of-place"), Method: or(m["method"], "per-op"),
-			Batch: batch, Host: m["host"]})
+		timings = append(timings, report.TimingRow{Case: coll.Case{SizeBytes: num[int64](t, m["size_bytes"]), Mode: coll.Mode(m["mode"]), Run: or(m["run"], "default"), DType: mustDType(or(m["dtype"], "float32")), Op: mustOp(or(m["op"], "sum")), Placement: coll.Placement(or(m["placement"], "out-of-place")), Method: coll.Method(or(m["method"], "per-op")), Batch: batch}, Rank: num[int](t, m["rank"]), Cycle: num[int](t, m["cycle"]), DurationUS: num[float64](t, m["duration_us"]),
+			Correct: m["correct"] == "True", Host: m["host"]})
 	}
 	var memory []report.MemoryRow
 	for _, m := range readCSV(t, filepath.Join(realRun, "memory.csv")) {
@@ -226,9 +224,7 @@ func synthStats(cases []sweepCase) []report.TimingStat {
 					us = base*1.1 + 8*math.Exp(-float64(e-10)/4)
 				}
 				bw := float64(size) / us / 1e3
-				stats = append(stats, report.TimingStat{Run: c.run, SizeBytes: size, DType: c.dtype, Op: c.op,
-					Placement: c.placement, Method: c.method, Batch: batch,
-					Mode: mode, MedianUS: us, AlgBWGBps: bw, BusBWGBps: bw * 1.5, Ranks: 4, Samples: 10})
+				stats = append(stats, report.TimingStat{Case: coll.Case{Run: c.run, SizeBytes: size, DType: mustDType(c.dtype), Op: mustOp(c.op), Placement: coll.Placement(c.placement), Method: coll.Method(c.method), Batch: batch, Mode: coll.Mode(mode)}, MedianUS: us, AlgBWGBps: bw, BusBWGBps: bw * 1.5, Ranks: 4, Samples: 10})
 			}
 		}
 	}
@@ -419,7 +415,7 @@ func TestLayout(t *testing.T) {
 func TestRunSuffixes(t *testing.T) {
 	var stats []report.TimingStat
 	for _, run := range []string{"default", "a b", "a/b", "..", "x"} {
-		stats = append(stats, report.TimingStat{Run: run})
+		stats = append(stats, report.TimingStat{Case: coll.Case{Run: run}})
 	}
 	var got []string
 	for _, r := range splitRuns(summaryOf(stats, nil)) {

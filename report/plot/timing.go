@@ -111,27 +111,38 @@ func modeStyle(mode string) ([]vg.Length, string) {
 	return modeDashes[i%len(modeDashes)], m.Title
 }
 
-// panelKey is what a panel of a run's figure stands for.
-type panelKey struct {
-	Placement, Method string
-	Batch             int
-	Variant           string // buffers/cta_policy, "" for the baseline
+// panelKey is what a panel of a run's figure stands for: a case without
+// what its figure, lines and x axis show (run, dtype, op, mode, size), so
+// that every other dimension of a sweep gets panels of its own.
+type panelKey coll.Case
+
+// panelOf is the panel a case's curves are drawn in.
+func panelOf(c coll.Case) panelKey {
+	c.Run, c.SizeBytes, c.DType, c.Op, c.Mode = "", 0, 0, 0, ""
+	return panelKey(c)
 }
 
-// label names a panel: "out-of-place, batched x20", and its buffers and
-// CTA policy when they are not the seed's: "..., symmetric/zero".
-func (k panelKey) label() string {
-	l := k.Placement + ", " + methodText(k.Method, k.Batch)
-	if k.Variant != "" {
-		l += ", " + k.Variant
+// parts are the panel's dimensions as reports spell them, those it sets
+// (a dimension the panel zeroes reads as the zero case does) and that are
+// not the seed's: "out-of-place", "batched x20", then buffers and CTA
+// policy when they are not plain and default.
+func (k panelKey) parts() []string {
+	var parts []string
+	for _, d := range coll.Dims {
+		if v := d.Text(coll.Case(k)); v != d.Text(coll.Case{}) && v != d.Usual {
+			parts = append(parts, v)
+		}
 	}
-	return l
+	return parts
 }
 
-func methodText(method string, batch int) string { return report.MethodText(method, batch) }
+// label names a panel: "out-of-place, batched x20".
+func (k panelKey) label() string { return strings.Join(k.parts(), ", ") }
 
 // lineKey is one line of a panel; Mode is empty on the ratio figure.
 type lineKey struct{ DType, Op, Mode string }
+
+func lineOf(c coll.Case) lineKey { return lineKey{c.DType.String(), c.Op.String(), string(c.Mode)} }
 
 // value is one point of a figure.
 type value struct {
@@ -153,11 +164,9 @@ type layout struct {
 
 // known orders: the report's order first, then others as they come.
 var (
-	dtypeOrder     = coll.Names(coll.AllDTypes)
-	opOrder        = coll.Names(coll.AllOps)
-	modeOrder      = coll.Names(coll.Modes)
-	placementOrder = []string{string(coll.OutOfPlace), string(coll.InPlace)}
-	methodOrder    = []string{string(coll.PerOp), string(coll.Batched), string(coll.GraphReplay)}
+	dtypeOrder = coll.Names(coll.AllDTypes)
+	opOrder    = coll.Names(coll.AllOps)
+	modeOrder  = coll.Names(coll.Modes)
 )
 
 // rank is v's place in order, or len(order) for a value not in it.
@@ -185,10 +194,10 @@ func layoutOf(run runStats) layout {
 		}
 	}
 	for _, s := range run.stats {
-		add(&lay.dtypes, "dtype", s.DType)
-		add(&lay.ops, "op", s.Op)
-		add(&lay.modes, "mode", s.Mode)
-		if k := panelOf(s); !seen[k] {
+		add(&lay.dtypes, "dtype", s.DType.String())
+		add(&lay.ops, "op", s.Op.String())
+		add(&lay.modes, "mode", string(s.Mode))
+		if k := panelOf(s.Case); !seen[k] {
 			seen[k] = true
 			lay.panels = append(lay.panels, k)
 		}
@@ -200,18 +209,7 @@ func layoutOf(run runStats) layout {
 	sortBy(lay.dtypes, dtypeOrder)
 	sortBy(lay.ops, opOrder)
 	sortBy(lay.modes, modeOrder)
-	slices.SortStableFunc(lay.panels, func(a, b panelKey) int {
-		if d := rank(placementOrder, a.Placement) - rank(placementOrder, b.Placement); d != 0 {
-			return d
-		}
-		if d := rank(methodOrder, a.Method) - rank(methodOrder, b.Method); d != 0 {
-			return d
-		}
-		if a.Batch != b.Batch {
-			return a.Batch - b.Batch
-		}
-		return strings.Compare(a.Variant, b.Variant)
-	})
+	slices.SortStableFunc(lay.panels, func(a, b panelKey) int { return coll.Compare(coll.Case(a), coll.Case(b)) })
 	// One column per method and batch, so that a row is a placement; one
 	// row of up to three panels when there is one method; three columns
 	// when there are too many methods for a row.
@@ -245,7 +243,7 @@ func (lay layout) title(what string) string {
 		fixed = append(fixed, lay.ops[0])
 	}
 	if len(lay.panels) == 1 {
-		fixed = append(fixed, lay.panels[0].Placement, methodText(lay.panels[0].Method, lay.panels[0].Batch))
+		fixed = append(fixed, lay.panels[0].parts()...)
 	}
 	if len(fixed) > 0 {
 		t += ": " + strings.Join(fixed, " ")
@@ -447,7 +445,7 @@ func positive(v float64) bool { return finite(v) && v > 0 }
 func timingValues(stats []report.TimingStat, y func(report.TimingStat) float64) []value {
 	out := make([]value, len(stats))
 	for i, s := range stats {
-		out[i] = value{panelOf(s), lineKey{s.DType, s.Op, s.Mode}, float64(s.SizeBytes), y(s)}
+		out[i] = value{panelOf(s.Case), lineOf(s.Case), float64(s.SizeBytes), y(s)}
 	}
 	return out
 }
@@ -476,7 +474,7 @@ var fitDashes = []vg.Length{vg.Points(1), vg.Points(2.5)}
 // case and mode of the panel over the sizes it was fitted to.
 func addFits(p *plot.Plot, lay layout, k panelKey, fits []model.Fit) {
 	for _, f := range fits {
-		if !f.OK() || len(f.SizesBytes) < 2 || panelOfCase(f.Case) != k {
+		if !f.OK() || len(f.SizesBytes) < 2 || panelOf(f.Case) != k {
 			continue
 		}
 		lo, hi := float64(f.SizesBytes[0]), float64(f.SizesBytes[len(f.SizesBytes)-1])
@@ -491,7 +489,7 @@ func addFits(p *plot.Plot, lay layout, k panelKey, fits []model.Fit) {
 		if err != nil {
 			continue
 		}
-		line.LineStyle = draw.LineStyle{Color: dtypeColour(f.DType), Width: lay.lineWidth() * 0.7, Dashes: fitDashes}
+		line.LineStyle = draw.LineStyle{Color: dtypeColour(f.DType.String()), Width: lay.lineWidth() * 0.7, Dashes: fitDashes}
 		p.Add(line)
 	}
 }
@@ -518,23 +516,23 @@ func crossoverVsSize(run runStats) (figure, bool) {
 		return figure{}, false
 	}
 	lay := layoutOf(run)
-	byKey := map[report.CaseKey]report.TimingStat{}
+	byKey := map[coll.Case]report.TimingStat{}
 	for _, s := range run.stats {
-		byKey[s.Key()] = s
+		byKey[s.Case] = s
 	}
 	var vals []value
 	var decomps []string
 	for _, s := range run.stats {
 		for _, c := range run.crossovers {
-			if c.Mode != s.Mode || report.CaseOf(s) != c.Case {
+			if c.Mode != s.Mode || s.Pair().Series() != c.Case {
 				continue
 			}
-			k := s.Key()
-			k.Mode = string(coll.Direct)
+			k := s.Case
+			k.Mode = coll.Direct
 			if d, ok := byKey[k]; ok && d.MedianUS > 0 {
-				vals = append(vals, value{panelOf(s), lineKey{s.DType, s.Op, s.Mode}, float64(s.SizeBytes), s.MedianUS / d.MedianUS})
-				if !slices.Contains(decomps, s.Mode) {
-					decomps = append(decomps, s.Mode)
+				vals = append(vals, value{panelOf(s.Case), lineOf(s.Case), float64(s.SizeBytes), s.MedianUS / d.MedianUS})
+				if !slices.Contains(decomps, string(s.Mode)) {
+					decomps = append(decomps, string(s.Mode))
 				}
 			}
 		}
@@ -560,12 +558,12 @@ func crossoverVsSize(run runStats) (figure, bool) {
 			ref.LineStyle = limitStyle
 			p.Add(ref)
 			for _, c := range run.crossovers {
-				if !c.Measured.Found || panelOfCase(c.Case) != k {
+				if !c.Measured.Found || panelOf(c.Case) != k {
 					continue
 				}
 				x := float64(c.Measured.Bytes)
 				mark, _ := plotter.NewLine(plotter.XYs{{X: x, Y: p.Y.Min}, {X: x, Y: p.Y.Max}})
-				mark.LineStyle = crossStyle(dtypeColour(c.DType))
+				mark.LineStyle = crossStyle(dtypeColour(c.DType.String()))
 				p.Add(mark)
 			}
 		}, legend)
@@ -579,13 +577,6 @@ func crossStyle(c color.Color) draw.LineStyle {
 	return draw.LineStyle{Color: c, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(1), vg.Points(2)}}
 }
 
-func panelOf(s report.TimingStat) panelKey { return panelOfCase(report.CaseOf(s)) }
-
-// panelOfCase is the panel a case's curves are drawn in.
-func panelOfCase(c model.Case) panelKey {
-	return panelKey{c.Placement, c.Method, c.Batch, report.VariantText(c.Buffers, c.CTAPolicy)}
-}
-
 // ratioVsSize is the decomposed / direct median of the run's cases that
 // have both; false when none has.
 func ratioVsSize(run runStats) (figure, bool) {
@@ -596,7 +587,7 @@ func ratioVsSize(run runStats) (figure, bool) {
 	lay := layoutOf(run)
 	vals := make([]value, len(ratios))
 	for i, r := range ratios {
-		vals[i] = value{panelKey{r.Placement, r.Method, r.Batch, report.VariantText(r.Buffers, r.CTAPolicy)}, lineKey{r.DType, r.Op, ""}, float64(r.SizeBytes), r.Ratio}
+		vals[i] = value{panelOf(r.Case), lineOf(r.Case), float64(r.SizeBytes), r.Ratio}
 	}
 	f := grid(RatioVsSize+run.suffix, "Cost of the decomposition", "RS+AG median / AllReduce median", lay, vals, finite,
 		func(p *plot.Plot, lo, hi float64) {

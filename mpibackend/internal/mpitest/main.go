@@ -141,7 +141,7 @@ func (k *checker) split() {
 	}
 	in := k.alloc(coll.Int64, 4) // the parent's
 	k.write(in, []int64{int64(k.r), 1, 2, 3})
-	out, err := g.Alloc(coll.Int64, 4) // the group's, counted as the rank's
+	out, err := g.Alloc(coll.Elems(coll.Int64, 4)) // the group's, counted as the rank's
 	k.must(err, "Alloc on a group")
 	if m, _ := k.be.Memory(); m.LiveBytes != 64 {
 		k.fail("after a group's Alloc the rank counts %d bytes live, want 64", m.LiveBytes)
@@ -160,7 +160,7 @@ func (k *checker) split() {
 }
 
 func (k *checker) alloc(dt coll.DType, count int) coll.Buffer {
-	b, err := k.be.Alloc(dt, count)
+	b, err := k.be.Alloc(coll.Elems(dt, count))
 	k.must(err, "Alloc")
 	return b
 }

@@ -1,4 +1,7 @@
-package phases
+// Package quantile computes the order statistics rsag reports, by the
+// methods numpy uses by default, so that a user's notebook gets the same
+// numbers from the same samples.
+package quantile
 
 import (
 	"math"
@@ -8,12 +11,12 @@ import (
 // Median of v by the usual definition: the middle sorted value, or the mean
 // of the two middle values for an even count (numpy.median's). NaN if empty.
 func Median(v []float64) float64 {
-	return Quantile(v, 0.5)
+	return Of(v, 0.5)
 }
 
-// Quantile is the q-quantile of v by linear interpolation between closest
+// Of is the q-quantile of v by linear interpolation between closest
 // ranks (numpy's default "linear" method, Hyndman & Fan type 7).
-func Quantile(v []float64, q float64) float64 {
+func Of(v []float64, q float64) float64 {
 	if len(v) == 0 {
 		return math.NaN()
 	}

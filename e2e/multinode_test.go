@@ -17,6 +17,7 @@ import (
 	"rsag/coll"
 	"rsag/internal/hosts"
 	"rsag/internal/outcheck"
+	"rsag/outdir"
 	"rsag/report"
 )
 
@@ -162,8 +163,8 @@ func (m *multi) testPlacement(t *testing.T, mpiArgs, want []string) {
 	if err := outcheck.CheckHosts(dir, want); err != nil {
 		t.Fatalf("%v\nstdout:\n%s", err, r.stdout)
 	}
-	if run, err := report.ReadRun(dir); err != nil || run.Status != report.StatusComplete {
-		t.Errorf("%s: %+v, %v; want complete", report.RunFile, run, err)
+	if run, err := outdir.ReadRecord(dir); err != nil || run.Status != outdir.StatusComplete {
+		t.Errorf("%s: %+v, %v; want complete", outdir.RunFile, run, err)
 	}
 	for _, s := range []string{"Nodes", "| local rank |", "across 2 nodes: the bandwidth is bounded by the network between them"} {
 		if !strings.Contains(r.stdout, s) {
@@ -272,11 +273,11 @@ func (m *multi) testKilledNode(t *testing.T) {
 		t.Errorf("mpirun did not name node2:\n%s", stderr)
 	}
 	run := notComplete(t, dir)
-	if run.Status != report.StatusFailed {
-		t.Errorf("%s: %+v; want failed", report.RunFile, run)
+	if run.Status != outdir.StatusFailed {
+		t.Errorf("%s: %+v; want failed", outdir.RunFile, run)
 	}
 	t.Logf("ended %.1f s after node2's ranks were killed, exit %d; %s: %s (%s)",
-		time.Since(at).Seconds(), code, report.RunFile, run.Status, run.Reason)
+		time.Since(at).Seconds(), code, outdir.RunFile, run.Status, run.Reason)
 }
 
 // Ranks given different -output-dir values (an MPMD launch) are refused by

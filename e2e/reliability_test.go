@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"rsag/internal/outcheck"
-	"rsag/report"
+	"rsag/outdir"
 )
 
 // These tests break a running job the ways clusters do (a stalled rank, a
@@ -177,11 +177,11 @@ func rankPID(t *testing.T, rank int) int {
 }
 
 // notComplete fails t when dir's run.json claims the run completed.
-func notComplete(t *testing.T, dir string) report.Run {
+func notComplete(t *testing.T, dir string) outdir.Record {
 	t.Helper()
-	run, err := report.ReadRun(dir)
-	if err == nil && run.Status == report.StatusComplete {
-		t.Errorf("%s says complete after a failed run: %+v", report.RunFile, run)
+	run, err := outdir.ReadRecord(dir)
+	if err == nil && run.Status == outdir.StatusComplete {
+		t.Errorf("%s says complete after a failed run: %+v", outdir.RunFile, run)
 	}
 	return run
 }
@@ -213,8 +213,8 @@ func TestWatchdogEndsAStalledRank(t *testing.T) {
 		t.Errorf("no watchdog message matching %s:\n%s", re, stderr)
 	}
 	run := notComplete(t, dir)
-	if run.Status != report.StatusFailed || !strings.Contains(run.Reason, "watchdog: timing all-reduce at 215040 bytes") {
-		t.Errorf("%s: %+v; want failed with the watchdog's reason", report.RunFile, run)
+	if run.Status != outdir.StatusFailed || !strings.Contains(run.Reason, "watchdog: timing all-reduce at 215040 bytes") {
+		t.Errorf("%s: %+v; want failed with the watchdog's reason", outdir.RunFile, run)
 	}
 	t.Logf("the stalled job ended after %v with exit %d", took.Round(time.Millisecond), code)
 }
@@ -227,14 +227,14 @@ func TestExistingResultsNeedOverwrite(t *testing.T) {
 	if r := mpirun(t, 2, time.Minute, args...); r.code != 0 {
 		t.Fatalf("first run: exit %d\n%s", r.code, r.stderr)
 	}
-	first, err := report.ReadRun(dir)
+	first, err := outdir.ReadRecord(dir)
 	// run.json, 9 CSVs, summary.json and 5 figures as PNG and SVG.
-	if err != nil || first.Status != report.StatusComplete || len(first.Files) != 21 || first.Files[0] != report.RunFile {
-		t.Fatalf("first run's %s: %+v, %v; want complete with 21 files, itself first", report.RunFile, first, err)
+	if err != nil || first.Status != outdir.StatusComplete || len(first.Files) != 21 || first.Files[0] != outdir.RunFile {
+		t.Fatalf("first run's %s: %+v, %v; want complete with 21 files, itself first", outdir.RunFile, first, err)
 	}
 	for _, f := range first.Files {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			t.Errorf("%s lists %s: %v", report.RunFile, f, err)
+			t.Errorf("%s lists %s: %v", outdir.RunFile, f, err)
 		}
 	}
 	notes := filepath.Join(dir, "notes.txt")
@@ -248,8 +248,8 @@ func TestExistingResultsNeedOverwrite(t *testing.T) {
 	if !strings.Contains(r.stderr, "pass -overwrite") {
 		t.Errorf("the refusal does not say how to replace them:\n%s", r.stderr)
 	}
-	if again, _ := report.ReadRun(dir); again.Started != first.Started {
-		t.Errorf("the refused run touched %s: %+v", report.RunFile, again)
+	if again, _ := outdir.ReadRecord(dir); again.Started != first.Started {
+		t.Errorf("the refused run touched %s: %+v", outdir.RunFile, again)
 	}
 
 	// A larger earlier run's file that this run.json does not list could be
@@ -259,8 +259,8 @@ func TestExistingResultsNeedOverwrite(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("-overwrite: exit %d\n%s", r.code, r.stderr)
 	}
-	second, err := report.ReadRun(dir)
-	if err != nil || second.Status != report.StatusComplete || second.Started == first.Started {
+	second, err := outdir.ReadRecord(dir)
+	if err != nil || second.Status != outdir.StatusComplete || second.Started == first.Started {
 		t.Fatalf("after -overwrite: %+v, %v", second, err)
 	}
 	// The first run's memory files, which the second does not write, are gone.
@@ -294,8 +294,8 @@ func TestSoak(t *testing.T) {
 	if err := outcheck.Check(dir, want); err != nil {
 		t.Fatal(err)
 	}
-	if run, err := report.ReadRun(dir); err != nil || run.Status != report.StatusComplete {
-		t.Errorf("%s: %+v, %v", report.RunFile, run, err)
+	if run, err := outdir.ReadRecord(dir); err != nil || run.Status != outdir.StatusComplete {
+		t.Errorf("%s: %+v, %v", outdir.RunFile, run, err)
 	}
 	t.Logf("%d cycles x 3 sizes on 4 ranks took %v", cycles, time.Since(start).Round(time.Millisecond))
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"rsag/internal/schemacheck"
+	"rsag/outdir"
 	"rsag/report"
 )
 
@@ -157,7 +158,7 @@ func checkSummary(t *testing.T, path string) report.Summary {
 		t.Errorf("%s does not validate against docs/summary.schema.json: %v", path, err)
 	}
 	s, err := report.ReadSummary(path, data)
-	if err != nil || s.Status != report.StatusComplete || !s.ChecksPassed || len(s.Timing) == 0 {
+	if err != nil || s.Status != outdir.StatusComplete || !s.ChecksPassed || len(s.Timing) == 0 {
 		t.Errorf("%s: status %q, checks passed %v, %d timing stats, %v", path, s.Status, s.ChecksPassed, len(s.Timing), err)
 	}
 	return s

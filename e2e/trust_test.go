@@ -16,7 +16,6 @@ import (
 
 	"rsag/config"
 	"rsag/outdir"
-	"rsag/report"
 )
 
 // These tests hold rsag to issue 10's promises under mpirun, each bounded:
@@ -113,22 +112,22 @@ func TestRanksWithDifferentInputsAreRefused(t *testing.T) {
 }
 
 // waitStatus waits at most limit for dir's run.json to say status.
-func waitStatus(t *testing.T, j *job, dir, status string, limit time.Duration) report.Run {
+func waitStatus(t *testing.T, j *job, dir, status string, limit time.Duration) outdir.Record {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		run, err := report.ReadRun(dir)
+		run, err := outdir.ReadRecord(dir)
 		if err == nil && run.Status == status {
 			return run
 		}
 		select {
 		case <-j.done:
 			out, errOut := j.output()
-			t.Fatalf("the job ended before %s said %s (%+v, %v)\nstdout:\n%s\nstderr:\n%s", report.RunFile, status, run, err, out, errOut)
+			t.Fatalf("the job ended before %s said %s (%+v, %v)\nstdout:\n%s\nstderr:\n%s", outdir.RunFile, status, run, err, out, errOut)
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s did not say %s within %v: %+v, %v", report.RunFile, status, limit, run, err)
+			t.Fatalf("%s did not say %s within %v: %+v, %v", outdir.RunFile, status, limit, run, err)
 		}
 	}
 }
@@ -177,15 +176,15 @@ func TestNothingIsLost(t *testing.T) {
 	t.Run("two runs at once", func(t *testing.T) {
 		dir := t.TempDir()
 		j := startJob(t, 2, nil, append([]string{"-output-dir", dir}, longTiming...)...)
-		first := waitStatus(t, j, dir, report.StatusRunning, time.Minute)
+		first := waitStatus(t, j, dir, outdir.StatusRunning, time.Minute)
 		for _, extra := range [][]string{nil, {"-overwrite"}} {
 			r := mpirun(t, 2, time.Minute, append(append([]string{"-output-dir", dir}, smoke...), extra...)...)
 			if r.code != 2 {
 				t.Errorf("second run %v: exit %d, want 2\n%s", extra, r.code, r.stderr)
 			}
 			saidOnce(t, r.stderr, fmt.Sprintf("another rsag run (pid %d on host %s, started %s", first.PID, first.Host, first.Started))
-			if now, err := report.ReadRun(dir); err != nil || now.Status != report.StatusRunning || now.PID != first.PID {
-				t.Errorf("the live run's %s after a second run %v: %+v, %v", report.RunFile, extra, now, err)
+			if now, err := outdir.ReadRecord(dir); err != nil || now.Status != outdir.StatusRunning || now.PID != first.PID {
+				t.Errorf("the live run's %s after a second run %v: %+v, %v", outdir.RunFile, extra, now, err)
 			}
 		}
 		if err := j.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -252,16 +251,16 @@ func TestNothingIsLost(t *testing.T) {
 // death when rank 0 was killed outright (mpirun may return while a rank it
 // kills is still alive). A run.json that still says running 5 s after the
 // job ended is a lie.
-func finalRun(t *testing.T, dir string) report.Run {
+func finalRun(t *testing.T, dir string) outdir.Record {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		run, err := report.ReadRun(dir)
-		if err == nil && run.Status != report.StatusRunning {
+		run, err := outdir.ReadRecord(dir)
+		if err == nil && run.Status != outdir.StatusRunning {
 			return run
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("%s 5 s after the job ended: %+v, %v", report.RunFile, run, err)
+			t.Errorf("%s 5 s after the job ended: %+v, %v", outdir.RunFile, run, err)
 			return run
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -309,7 +308,7 @@ func TestRunJSONTellsTheTruthAfterSignals(t *testing.T) {
 			for i := range 5 {
 				dir := t.TempDir()
 				j := startJob(t, 2, nil, append([]string{"-output-dir", dir}, longTiming...)...)
-				waitStatus(t, j, dir, report.StatusRunning, time.Minute)
+				waitStatus(t, j, dir, outdir.StatusRunning, time.Minute)
 				if err := target.send(t, j); err != nil {
 					t.Fatal(err)
 				}
@@ -320,8 +319,8 @@ func TestRunJSONTellsTheTruthAfterSignals(t *testing.T) {
 				switch {
 				case code == 0:
 					t.Errorf("try %d: exit 0", i)
-				case run.Status != report.StatusFailed || !killedOrSignalled.MatchString(run.Reason):
-					t.Errorf("try %d: %s %+v; want failed, by a signal\nstderr:\n%s", i, report.RunFile, run, stderr)
+				case run.Status != outdir.StatusFailed || !killedOrSignalled.MatchString(run.Reason):
+					t.Errorf("try %d: %s %+v; want failed, by a signal\nstderr:\n%s", i, outdir.RunFile, run, stderr)
 				case own && target.reason != nil && !target.reason.MatchString(run.Reason):
 					t.Errorf("try %d: reason %q does not match %s", i, run.Reason, target.reason)
 				case !own:
@@ -354,8 +353,8 @@ func TestUnderTimeout(t *testing.T) {
 		if r.code == 0 {
 			t.Errorf("try %d: exit 0, want a non-zero exit", i)
 		}
-		if run := finalRun(t, dir); run.Status != report.StatusFailed || !killedOrSignalled.MatchString(run.Reason) {
-			t.Errorf("try %d: %s %+v; want failed, by a signal\nstderr:\n%s", i, report.RunFile, run, r.stderr)
+		if run := finalRun(t, dir); run.Status != outdir.StatusFailed || !killedOrSignalled.MatchString(run.Reason) {
+			t.Errorf("try %d: %s %+v; want failed, by a signal\nstderr:\n%s", i, outdir.RunFile, run, r.stderr)
 		}
 	}
 }
@@ -378,12 +377,12 @@ func guardPID(t *testing.T, dir string) int {
 // Rank 0 killed outright cannot mark its run: its guard does, naming it.
 // With the guard killed too, run.json is left "running", and the writer's
 // pid, gone, and its heartbeat, stopped, tell a reader it is dead
-// (report.Stale); the lock died with them, so the next run goes ahead.
+// (outdir.Stale); the lock died with them, so the next run goes ahead.
 func TestADeadRunIsToldFromALiveOne(t *testing.T) {
 	t.Run("rank 0 killed", func(t *testing.T) {
 		dir := t.TempDir()
 		j := startJob(t, 2, nil, append([]string{"-output-dir", dir}, longTiming...)...)
-		live := waitStatus(t, j, dir, report.StatusRunning, time.Minute)
+		live := waitStatus(t, j, dir, outdir.StatusRunning, time.Minute)
 		if err := syscall.Kill(live.PID, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -392,21 +391,21 @@ func TestADeadRunIsToldFromALiveOne(t *testing.T) {
 		}
 		run := finalRun(t, dir)
 		want := fmt.Sprintf("rank 0 (%s, pid %d) ended before it could mark the run", live.Host, live.PID)
-		if run.Status != report.StatusFailed || !strings.HasPrefix(run.Reason, want) {
+		if run.Status != outdir.StatusFailed || !strings.HasPrefix(run.Reason, want) {
 			t.Errorf("%+v; want failed, %q", run, want)
 		}
 	})
 	t.Run("rank 0 and its guard killed", func(t *testing.T) {
 		dir := t.TempDir()
 		j := startJob(t, 2, nil, append([]string{"-output-dir", dir}, longTiming...)...)
-		live := waitStatus(t, j, dir, report.StatusRunning, time.Minute)
-		if live.PID != rankPID(t, 0) || live.Host == "" || report.Stale(live, time.Now()) {
-			t.Errorf("a live run's %s: %+v; want rank 0's pid and host, not stale", report.RunFile, live)
+		live := waitStatus(t, j, dir, outdir.StatusRunning, time.Minute)
+		if live.PID != rankPID(t, 0) || live.Host == "" || outdir.Stale(live, time.Now()) {
+			t.Errorf("a live run's %s: %+v; want rank 0's pid and host, not stale", outdir.RunFile, live)
 		}
 		// The heartbeat moves while the run lives.
-		wait := report.HeartbeatEvery + 1500*time.Millisecond
+		wait := outdir.HeartbeatEvery + 1500*time.Millisecond
 		time.Sleep(wait)
-		if beat, _ := report.ReadRun(dir); beat.Heartbeat == live.Heartbeat {
+		if beat, _ := outdir.ReadRecord(dir); beat.Heartbeat == live.Heartbeat {
 			t.Errorf("no heartbeat within %v: still %s", wait, beat.Heartbeat)
 		}
 		if err := syscall.Kill(guardPID(t, dir), syscall.SIGKILL); err != nil {
@@ -418,8 +417,8 @@ func TestADeadRunIsToldFromALiveOne(t *testing.T) {
 		if code := j.wait(t, 30*time.Second); code == 0 {
 			t.Error("exit 0 after rank 0 was killed")
 		}
-		dead, err := report.ReadRun(dir)
-		if err != nil || dead.Status != report.StatusRunning {
+		dead, err := outdir.ReadRecord(dir)
+		if err != nil || dead.Status != outdir.StatusRunning {
 			t.Fatalf("%+v, %v: with rank 0 and its guard killed, nothing could mark it", dead, err)
 		}
 		hb, err := time.Parse(time.RFC3339, dead.Heartbeat)
@@ -429,8 +428,8 @@ func TestADeadRunIsToldFromALiveOne(t *testing.T) {
 		if err := syscall.Kill(dead.PID, 0); !errors.Is(err, syscall.ESRCH) {
 			t.Errorf("the writer's pid %d still runs: %v", dead.PID, err)
 		}
-		if report.Stale(dead, hb.Add(report.StaleAfter)) || !report.Stale(dead, hb.Add(report.StaleAfter+time.Second)) {
-			t.Errorf("%+v: want stale exactly once %v has passed since its last heartbeat", dead, report.StaleAfter)
+		if outdir.Stale(dead, hb.Add(outdir.StaleAfter)) || !outdir.Stale(dead, hb.Add(outdir.StaleAfter+time.Second)) {
+			t.Errorf("%+v: want stale exactly once %v has passed since its last heartbeat", dead, outdir.StaleAfter)
 		}
 		if r := mpirun(t, 2, time.Minute, append([]string{"-output-dir", dir, "-overwrite"}, smoke...)...); r.code != 0 {
 			t.Errorf("after a killed run: exit %d\n%s", r.code, r.stderr)

@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-
-	"rsag/report"
 )
 
 // GuardCommand is the hidden first argument that makes rsag a run's guard
@@ -38,7 +36,7 @@ func StartGuard(exe string, lock *Lock, dir, host string, pid int) (*os.File, er
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("starting the guard of %s: %w", report.RunFile, err)
+		return nil, fmt.Errorf("starting the guard of %s: %w", RunFile, err)
 	}
 	// Not waited for: it ends after this process does. Release keeps the
 	// process from lingering as a zombie should this process live on.
@@ -81,13 +79,13 @@ func guard(stdin io.Reader, lock *os.File, dir, host string, pid int) error {
 			lock.Close()
 		}
 	}()
-	run, err := report.ReadRun(dir)
-	if err != nil || run.Status != report.StatusRunning || run.PID != pid || run.Host != host {
+	run, err := ReadRecord(dir)
+	if err != nil || run.Status != StatusRunning || run.PID != pid || run.Host != host {
 		return nil // marked, or not the run this guard watches
 	}
-	run.Status, run.Ended = report.StatusFailed, time.Now().UTC().Format(time.RFC3339)
+	run.Status, run.Ended = StatusFailed, time.Now().UTC().Format(time.RFC3339)
 	run.Reason = KilledReason(host, pid, Notes(dir))
-	return report.WriteRun(dir, run)
+	return WriteRecord(dir, run)
 }
 
 // KilledReason is run.json's reason for a run whose rank 0 was killed

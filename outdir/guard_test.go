@@ -7,13 +7,11 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"rsag/report"
 )
 
 func writeRunning(t *testing.T, dir, host string, pid int) {
 	t.Helper()
-	if err := report.WriteRun(dir, report.Run{Status: report.StatusRunning, Host: host, PID: pid, Files: []string{report.RunFile}}); err != nil {
+	if err := WriteRecord(dir, Record{Status: StatusRunning, Host: host, PID: pid, Files: []string{RunFile}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -28,22 +26,22 @@ func TestGuardMarksOnlyItsOwnRunningRun(t *testing.T) {
 		pid    int
 		marked bool
 	}{
-		{"killed while running", report.StatusRunning, "node1", 42, true},
-		{"ended complete", report.StatusComplete, "node1", 42, false},
-		{"ended failed", report.StatusFailed, "node1", 42, false},
-		{"another run's record", report.StatusRunning, "node1", 43, false},
-		{"another host's record", report.StatusRunning, "node2", 42, false},
+		{"killed while running", StatusRunning, "node1", 42, true},
+		{"ended complete", StatusComplete, "node1", 42, false},
+		{"ended failed", StatusFailed, "node1", 42, false},
+		{"another run's record", StatusRunning, "node1", 43, false},
+		{"another host's record", StatusRunning, "node2", 42, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			if err := report.WriteRun(dir, report.Run{Status: c.status, Reason: "its own", Host: c.host, PID: c.pid}); err != nil {
+			if err := WriteRecord(dir, Record{Status: c.status, Reason: "its own", Host: c.host, PID: c.pid}); err != nil {
 				t.Fatal(err)
 			}
 			LeaveNote(dir, 1, "rank 1 (node1): watchdog: stuck")
 			if err := guard(strings.NewReader(""), nil, dir, "node1", 42); err != nil {
 				t.Fatal(err)
 			}
-			run, err := report.ReadRun(dir)
+			run, err := ReadRecord(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,7 +51,7 @@ func TestGuardMarksOnlyItsOwnRunningRun(t *testing.T) {
 				}
 				return
 			}
-			if run.Status != report.StatusFailed || run.Ended == "" ||
+			if run.Status != StatusFailed || run.Ended == "" ||
 				!strings.HasPrefix(run.Reason, "rank 0 (node1, pid 42) ended before it could mark the run: killed outright") ||
 				!strings.HasSuffix(run.Reason, "before that, a rank failed on its own: rank 1 (node1): watchdog: stuck") {
 				t.Errorf("%+v", run)
@@ -87,9 +85,9 @@ func TestGuardProcess(t *testing.T) {
 	w.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		run, _ := report.ReadRun(dir)
+		run, _ := ReadRecord(dir)
 		_, lerr := os.Stat(filepath.Join(dir, LockFile))
-		if run.Status == report.StatusFailed && os.IsNotExist(lerr) {
+		if run.Status == StatusFailed && os.IsNotExist(lerr) {
 			if !strings.Contains(run.Reason, "its guard marked it") {
 				t.Errorf("reason %q", run.Reason)
 			}

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"rsag/report"
 )
 
 // LockFile is the lock in an output directory. Rank 0 holds it from the
@@ -23,9 +21,9 @@ const LockFile = ".rsag.lock"
 // tests); staleAfter is how long without a touch makes a record dead when
 // the lock itself cannot tell (see Acquire). They are run.json's heartbeat
 // and staleness, so that a lock and its run lapse together.
-var beatEvery = report.HeartbeatEvery
+var beatEvery = HeartbeatEvery
 
-const staleAfter = report.StaleAfter
+const staleAfter = StaleAfter
 
 // settle is how long a run without flock waits after writing its record
 // before it reads it back (a variable for tests): longer than two runs

@@ -8,13 +8,13 @@ import (
 	"slices"
 	"strings"
 
-	"rsag/report"
+	"rsag/internal/atomicfile"
 )
 
 // Earlier is what earlier runs left in a directory: the files the earlier
-// run's run.json claims as its own (report.Run.Files: run.json, its files
-// and their temporaries) and any other file with one of rsag's names,
-// which no run.json there claims.
+// run's run.json claims as its own (Record.Files: run.json, its files and
+// their temporaries) and any other file with one of rsag's names, which no
+// run.json there claims.
 type Earlier struct {
 	Dir     string
 	Own     []string // run.json first
@@ -25,8 +25,10 @@ type Earlier struct {
 }
 
 // Survey lists what earlier runs left in dir; nothing when dir does not
-// exist. Only regular files count.
-func Survey(dir string) (Earlier, error) {
+// exist. Only regular files count. isOutput says whether a base name is
+// one of the files a run writes (report.IsOutput); run.json always is.
+func Survey(dir string, isOutput func(string) bool) (Earlier, error) {
+	ours := func(name string) bool { return name == RunFile || isOutput(name) }
 	e := Earlier{Dir: dir}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -36,16 +38,16 @@ func Survey(dir string) (Earlier, error) {
 		return e, err
 	}
 	own := map[string]bool{}
-	if slices.ContainsFunc(entries, func(d os.DirEntry) bool { return d.Name() == report.RunFile && d.Type().IsRegular() }) {
-		run, err := report.ReadRun(dir)
+	if slices.ContainsFunc(entries, func(d os.DirEntry) bool { return d.Name() == RunFile && d.Type().IsRegular() }) {
+		run, err := ReadRecord(dir)
 		if err != nil {
 			e.RunErr = err
 		} else {
-			own[report.RunFile] = true
+			own[RunFile] = true
 			for _, f := range run.Files {
 				// A record names base names of rsag's files; anything else in
 				// it (a path, a user's file) is never the run's to remove.
-				if f == filepath.Base(f) && report.IsResultFile(f) {
+				if f == filepath.Base(f) && ours(f) {
 					own[f] = true
 				}
 			}
@@ -56,16 +58,17 @@ func Survey(dir string) (Earlier, error) {
 		if !d.Type().IsRegular() {
 			continue
 		}
-		target, temp := report.TempFor(name)
+		target, temp := atomicfile.TargetOf(name)
+		temp = temp && ours(target)
 		switch {
 		case own[name] || (temp && own[target]):
 			e.Own = append(e.Own, name)
-		case report.IsResultFile(name) || temp:
+		case ours(name) || temp:
 			e.Foreign = append(e.Foreign, name)
 		}
 	}
 	// run.json first: it says what the earlier run was.
-	slices.SortStableFunc(e.Own, func(a, b string) int { return boolInt(a != report.RunFile) - boolInt(b != report.RunFile) })
+	slices.SortStableFunc(e.Own, func(a, b string) int { return boolInt(a != RunFile) - boolInt(b != RunFile) })
 	return e, nil
 }
 
@@ -92,11 +95,11 @@ func (e Earlier) Refusal(overwrite bool) error {
 	case e.RunErr != nil:
 		return fmt.Errorf("its %s cannot be read (%v), so which files there are an earlier run's cannot be told: "+
 			"-overwrite removes only the files an earlier run's %s lists; move them away yourself, or choose another -output-dir",
-			report.RunFile, e.RunErr, report.RunFile)
+			RunFile, e.RunErr, RunFile)
 	case len(e.Foreign) > 0:
 		return fmt.Errorf("it holds files with rsag's names that no %s there lists as its own (%s): "+
 			"-overwrite removes only the files an earlier run's %s lists; move these away yourself, or choose another -output-dir",
-			report.RunFile, few(e.Foreign), report.RunFile)
+			RunFile, few(e.Foreign), RunFile)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"rsag/report"
+	_ "rsag/report/plot" // its figures are outputs too
 )
 
 func put(t *testing.T, dir string, names ...string) {
@@ -72,13 +73,13 @@ func TestSurveyAndRemove(t *testing.T) {
 			os.Mkdir(filepath.Join(dir, "summary.json.d"), 0o755) // not a regular file: never counted
 			switch {
 			case c.badRun:
-				os.WriteFile(filepath.Join(dir, report.RunFile), []byte("{not json"), 0o644)
+				os.WriteFile(filepath.Join(dir, RunFile), []byte("{not json"), 0o644)
 			case c.listed != nil:
-				if err := report.WriteRun(dir, report.Run{Status: report.StatusComplete, Files: c.listed}); err != nil {
+				if err := WriteRecord(dir, Record{Status: StatusComplete, Files: c.listed}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			e, err := Survey(dir)
+			e, err := Survey(dir, report.IsOutput)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +94,7 @@ func TestSurveyAndRemove(t *testing.T) {
 				t.Errorf("without -overwrite: %v", err)
 			} else if err != nil && (!strings.Contains(err.Error(), "already holds results of an earlier run") || !strings.Contains(err.Error(), "pass -overwrite")) {
 				t.Errorf("without -overwrite: %v", err)
-			} else if err != nil && len(c.own) > 0 && !strings.Contains(err.Error(), "("+report.RunFile+", ") {
+			} else if err != nil && len(c.own) > 0 && !strings.Contains(err.Error(), "("+RunFile+", ") {
 				t.Errorf("run.json is not named first: %v", err)
 			}
 			err = e.Refusal(true)
@@ -117,7 +118,7 @@ func TestSurveyAndRemove(t *testing.T) {
 }
 
 func TestSurveyMissingDir(t *testing.T) {
-	e, err := Survey(filepath.Join(t.TempDir(), "missing"))
+	e, err := Survey(filepath.Join(t.TempDir(), "missing"), report.IsOutput)
 	if err != nil || !e.Empty() {
 		t.Errorf("%+v, %v", e, err)
 	}

@@ -13,29 +13,65 @@ import (
 // the per-rank timing files say which case each row is.
 type Phases struct{ Contracts, Timing, Memory, Numerics, Sweep bool }
 
-// WriteRankFiles writes this rank's rank{r}_{contracts,timings,memory}.csv
-// with exactly the seed's columns.
-func WriteRankFiles(dir string, rank int, rows Rows, ran Phases) error {
-	name := func(kind string) string { return filepath.Join(dir, fmt.Sprintf("rank%d_%s.csv", rank, kind)) }
-	cols := SeedColumns
-	if ran.Sweep {
-		cols = SweepColumns
-	}
-	return writeSet(name, rows, ran, cols)
+// csvFile is one kind of CSV: its name, the phase whose rows it holds, and
+// how to write those rows with some columns.
+type csvFile struct {
+	kind  string // "timings": rank{r}_timings.csv and timings.csv
+	ran   func(Phases) bool
+	write func(b *bytes.Buffer, rows Rows, cols Columns) error
+	// perRank: every rank writes its own file with exactly the seed's
+	// columns (and the sweep's, in a sweep), as well as rank 0 the
+	// combined one with ours after them. numerics.csv has no seed columns
+	// to keep per rank: rank 0 alone writes it.
+	perRank bool
 }
 
-// WriteCombined writes contracts.csv, timings.csv and memory.csv holding
-// every rank's rows (Merge), with our columns after the seed's.
-// numerics.csv is rank 0's alone: it has no seed columns to keep per rank.
-func WriteCombined(dir string, merged Rows, ran Phases) error {
-	name := func(kind string) string { return filepath.Join(dir, kind+".csv") }
-	if err := writeSet(name, merged, ran, AllColumns); err != nil {
-		return err
+var csvFiles = []csvFile{
+	{kind: "contracts", perRank: true, ran: func(p Phases) bool { return p.Contracts },
+		write: func(b *bytes.Buffer, r Rows, c Columns) error { return WriteCSV(b, r.Contracts, c, true) }},
+	{kind: "timings", perRank: true, ran: func(p Phases) bool { return p.Timing },
+		write: func(b *bytes.Buffer, r Rows, c Columns) error { return WriteCSV(b, r.Timings, c, true) }},
+	{kind: "memory", perRank: true, ran: func(p Phases) bool { return p.Memory },
+		write: func(b *bytes.Buffer, r Rows, c Columns) error { return WriteCSV(b, r.Memory, c, true) }},
+	{kind: "numerics", ran: func(p Phases) bool { return p.Numerics },
+		write: func(b *bytes.Buffer, r Rows, c Columns) error { return WriteCSV(b, r.Numerics, c, true) }},
+}
+
+// The CSVs register themselves: every rank's files first, then the
+// combined ones, each kind in csvFiles' order.
+func init() {
+	for _, f := range csvFiles {
+		if f.perRank {
+			Register(Output{Stage: EachRank, Patterns: []string{"rank[0-9]*_" + f.kind + ".csv"}, Plan: f.plan(perRankName, perRankColumns)})
+		}
 	}
-	if !ran.Numerics {
-		return nil
+	for _, f := range csvFiles {
+		Register(Output{Stage: Combined, Patterns: []string{f.kind + ".csv"}, Plan: f.plan(combinedName, func(Phases) Columns { return AllColumns })})
 	}
-	return writeFile(name("numerics"), func(b *bytes.Buffer) error { return WriteCSV(b, merged.Numerics, AllColumns, true) })
+}
+
+func perRankName(kind string, in Input) string { return fmt.Sprintf("rank%d_%s.csv", in.Rank, kind) }
+func combinedName(kind string, _ Input) string { return kind + ".csv" }
+
+// perRankColumns are the seed's columns, and the sweep's case in a sweep.
+func perRankColumns(ran Phases) Columns {
+	if ran.Sweep {
+		return SweepColumns
+	}
+	return SeedColumns
+}
+
+// plan is the file's Output.Plan: nothing when its phase did not run.
+func (f csvFile) plan(name func(string, Input) string, cols func(Phases) Columns) func(Input) ([]string, func(string) error) {
+	return func(in Input) ([]string, func(string) error) {
+		if !f.ran(in.Ran) {
+			return nil, nil
+		}
+		file := name(f.kind, in)
+		return []string{file}, func(dir string) error {
+			return writeFile(filepath.Join(dir, file), func(b *bytes.Buffer) error { return f.write(b, in.Rows, cols(in.Ran)) })
+		}
+	}
 }
 
 // Merge concatenates every rank's rows in rank order.
@@ -48,25 +84,6 @@ func Merge(all []Rows) Rows {
 		merged.Numerics = append(merged.Numerics, r.Numerics...)
 	}
 	return merged
-}
-
-func writeSet(name func(string) string, rows Rows, ran Phases, cols Columns) error {
-	var errs []error
-	if ran.Contracts {
-		errs = append(errs, writeFile(name("contracts"), func(b *bytes.Buffer) error { return WriteCSV(b, rows.Contracts, cols, true) }))
-	}
-	if ran.Timing {
-		errs = append(errs, writeFile(name("timings"), func(b *bytes.Buffer) error { return WriteCSV(b, rows.Timings, cols, true) }))
-	}
-	if ran.Memory {
-		errs = append(errs, writeFile(name("memory"), func(b *bytes.Buffer) error { return WriteCSV(b, rows.Memory, cols, true) }))
-	}
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // writeFile fills a buffer and writes it atomically, so that a reader

@@ -25,6 +25,14 @@ import (
 // an addition of an optional field raises SummarySchemaVersion.
 const SummaryFile = "summary.json"
 
+// summary.json registers itself: the last of a run's files, once its
+// status is known.
+func init() {
+	Register(Output{Stage: Final, Patterns: []string{SummaryFile}, Plan: func(in Input) ([]string, func(string) error) {
+		return []string{SummaryFile}, func(dir string) error { return WriteSummary(dir, *in.Summary) }
+	}})
+}
+
 // SummarySchemaVersion is summary.json's schema_version.
 const SummarySchemaVersion = 1
 

@@ -8,6 +8,7 @@ import (
 
 	"rsag/mpi"
 	"rsag/outdir"
+	"rsag/report"
 )
 
 // checkOutputDir makes the output dir this run's, on every rank alike and
@@ -58,7 +59,7 @@ func (s *session) checkOutputDir(st *state) (outdir.Earlier, error) {
 	if err := s.agree(err, ExitBadArgs, "output dir "+dir); err != nil {
 		return outdir.Earlier{}, err
 	}
-	earlier, err := outdir.Survey(dir)
+	earlier, err := outdir.Survey(dir, report.IsOutput)
 	if err == nil {
 		err = earlier.Refusal(s.opts.Overwrite)
 	}

@@ -11,8 +11,9 @@ import (
 	"rsag/coll"
 	"rsag/config"
 	"rsag/mpi"
+	"rsag/outdir"
 	"rsag/report"
-	"rsag/report/plot"
+	_ "rsag/report/plot" // the figures are outputs: they register themselves
 )
 
 // writeResults writes this rank's files and gathers every rank's rows to
@@ -21,7 +22,7 @@ import (
 // elsewhere.
 func (s *session) writeResults(cfg config.Config, w work, rows report.Rows, ran report.Phases, infos []coll.Info) (*report.Summary, error) {
 	dir := s.opts.OutputDir
-	werr := report.WriteRankFiles(dir, s.comm.Rank(), rows, ran)
+	werr := report.Write(report.EachRank, dir, report.Input{Rank: s.comm.Rank(), World: s.comm.Size(), Ran: ran, Rows: rows})
 	if err := s.agree(werr, ExitFailed, "writing results in "+dir+" failed"); err != nil {
 		return nil, err
 	}
@@ -30,7 +31,7 @@ func (s *session) writeResults(cfg config.Config, w work, rows report.Rows, ran 
 		return nil, err
 	}
 	merged := report.Merge(all)
-	if err := report.WriteCombined(dir, merged, ran); err != nil {
+	if err := report.Write(report.Combined, dir, report.Input{World: s.comm.Size(), Ran: ran, Rows: merged}); err != nil {
 		return nil, err
 	}
 	obj, err := report.ConfigObject(cfg)
@@ -42,7 +43,7 @@ func (s *session) writeResults(cfg config.Config, w work, rows report.Rows, ran 
 		discard[r.Name] = r.Discard
 	}
 	sum := report.NewSummary(report.SummaryInput{Version: s.opts.Version, Commit: s.opts.Commit,
-		Status: report.StatusRunning, Started: s.opts.Started, Ended: time.Now(), Config: obj,
+		Status: outdir.StatusRunning, Started: s.opts.Started, Ended: time.Now(), Config: obj,
 		MPILibrary: mpi.LibraryVersion(), Infos: infos, Environ: os.Environ(), Rows: merged,
 		World: s.comm.Size(), GroupSize: w.groupSize(), Groups: w.groups, Discard: discard})
 	if err := report.WriteTables(s.out, sum, ran); err != nil {
@@ -69,25 +70,18 @@ func (s *session) gate(cfg config.Config, sum *report.Summary) error {
 	return s.agree(err, ExitFailed, "bus bandwidth below the gate")
 }
 
-// writeReport writes, on rank 0, summary.json and the figures (PNG and SVG)
-// from the summary, each listed in run.json before it is written; it does
-// nothing on the other ranks.
-func (s *session) writeReport(sum *report.Summary, status, reason string, log *runLog) error {
+// writeReport writes, on rank 0, the final outputs (summary.json, the
+// figures) from the summary, each listed in run.json before it is written;
+// it does nothing on the other ranks.
+func (s *session) writeReport(sum *report.Summary, ran report.Phases, status, reason string, log *runLog) error {
 	if sum == nil {
 		return nil
 	}
-	dir := s.opts.OutputDir
 	final := *sum
 	final.Status, final.Reason, final.Ended = status, reason, time.Now().UTC().Format(time.RFC3339)
-	figs := plot.FiguresOf(final)
-	if err := log.plan(figs.Names()...); err != nil {
-		return fmt.Errorf("writing %s: %w", report.RunFile, err)
+	files, write := report.Plan(report.Final, report.Input{World: s.comm.Size(), Ran: ran, Summary: &final})
+	if err := log.plan(files...); err != nil {
+		return fmt.Errorf("writing %s: %w", outdir.RunFile, err)
 	}
-	if _, err := figs.Write(dir); err != nil {
-		return err
-	}
-	if err := report.WriteSummary(dir, final); err != nil {
-		return fmt.Errorf("writing %s: %w", report.SummaryFile, err)
-	}
-	return nil
+	return write(s.opts.OutputDir)
 }

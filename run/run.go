@@ -254,19 +254,19 @@ func (s *session) run(st *state) error {
 	if phaseErr == nil {
 		phaseErr = s.gate(cfg, sum)
 	}
-	status, reason := report.StatusComplete, ""
+	status, reason := outdir.StatusComplete, ""
 	if phaseErr != nil {
-		status, reason = report.StatusFailed, phaseErr.Error()
+		status, reason = outdir.StatusFailed, phaseErr.Error()
 	}
-	if err := s.writeReport(sum, status, reason, st.log); err != nil {
+	if err := s.writeReport(sum, ran, status, reason, st.log); err != nil {
 		return err
 	}
 	if phaseErr != nil {
 		// Every file is written, with the failed checks marked False; the
 		// run as a whole failed, and run.json says why.
-		st.log.finish(report.StatusFailed, phaseErr.Error())
+		st.log.finish(outdir.StatusFailed, phaseErr.Error())
 		return phaseErr
 	}
 	// Last: every rank's files and the combined ones are in place.
-	return st.log.finish(report.StatusComplete, "")
+	return st.log.finish(outdir.StatusComplete, "")
 }

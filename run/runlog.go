@@ -20,7 +20,7 @@ import (
 type runLog struct {
 	mu    sync.Mutex
 	dir   string
-	rec   report.Run
+	rec   outdir.Record
 	final bool
 	stop  chan struct{} // closed once final: the heartbeat ends
 }
@@ -28,7 +28,7 @@ type runLog struct {
 // write writes rec with a fresh heartbeat; l.mu is held.
 func (l *runLog) write() error {
 	l.rec.Heartbeat = time.Now().UTC().Format(time.RFC3339)
-	return report.WriteRun(l.dir, l.rec)
+	return outdir.WriteRecord(l.dir, l.rec)
 }
 
 // start writes "running" and starts the heartbeat.
@@ -38,7 +38,7 @@ func (l *runLog) start() error {
 	if l.final {
 		return nil // a signal came first
 	}
-	l.rec.Status = report.StatusRunning
+	l.rec.Status = outdir.StatusRunning
 	if err := l.write(); err != nil {
 		return err
 	}
@@ -46,10 +46,10 @@ func (l *runLog) start() error {
 	return nil
 }
 
-// beat rewrites the heartbeat every report.HeartbeatEvery until the run
+// beat rewrites the heartbeat every outdir.HeartbeatEvery until the run
 // is final, so that a reader can tell this live run from a dead one.
 func (l *runLog) beat() {
-	t := time.NewTicker(report.HeartbeatEvery)
+	t := time.NewTicker(outdir.HeartbeatEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -112,8 +112,8 @@ func (l *runLog) fail(reason string) {
 	if l == nil {
 		return
 	}
-	if err := l.end(report.StatusFailed, reason); err != nil {
-		fmt.Fprintf(os.Stderr, "rsag: rank 0: marking the run failed in %s: %v\n", report.RunFile, err)
+	if err := l.end(outdir.StatusFailed, reason); err != nil {
+		fmt.Fprintf(os.Stderr, "rsag: rank 0: marking the run failed in %s: %v\n", outdir.RunFile, err)
 	}
 }
 
@@ -134,8 +134,8 @@ func (s *session) startRunLog(backend string, earlier outdir.Earlier, ran report
 	}
 	var l *runLog
 	if s.comm.Rank() == 0 {
-		files := append(append([]string{report.RunFile}, report.ResultFiles(s.comm.Size(), ran)...), report.SummaryFile)
-		l = &runLog{dir: dir, stop: make(chan struct{}), rec: report.Run{Version: s.opts.Version, Commit: s.opts.Commit,
+		files := append([]string{outdir.RunFile}, report.Planned(s.comm.Size(), ran)...)
+		l = &runLog{dir: dir, stop: make(chan struct{}), rec: outdir.Record{Version: s.opts.Version, Commit: s.opts.Commit,
 			Backend: backend, WorldSize: s.comm.Size(), Config: s.opts.ConfigPath, Host: s.comm.Host(), PID: os.Getpid(),
 			Started: s.opts.Started.UTC().Format(time.RFC3339), Files: files}}
 		// Before "running" is written: a signal from here on marks it failed,
@@ -145,7 +145,7 @@ func (s *session) startRunLog(backend string, earlier outdir.Earlier, ran report
 		s.startGuard(lock)
 		err = l.start()
 	}
-	if err := s.agree(err, ExitFailed, "writing "+report.RunFile+" in "+dir); err != nil {
+	if err := s.agree(err, ExitFailed, "writing "+outdir.RunFile+" in "+dir); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -166,7 +166,7 @@ func (s *session) startGuard(lock *outdir.Lock) {
 	}
 	if err != nil {
 		fmt.Fprintf(s.opts.Stderr, "rsag: rank 0 (%s): warning: %v; a run killed outright is left %q, told dead by its heartbeat\n",
-			s.comm.Host(), err, report.StatusRunning)
+			s.comm.Host(), err, outdir.StatusRunning)
 	}
 }
 

@@ -6,41 +6,40 @@ import (
 	"testing"
 
 	"rsag/outdir"
-	"rsag/report"
 )
 
 // run.json lists every file before it is written, and the first final
 // status wins, whichever goroutine writes it.
 func TestRunLog(t *testing.T) {
 	dir := t.TempDir()
-	l := &runLog{dir: dir, stop: make(chan struct{}), rec: report.Run{Host: "node1", PID: 42, Files: []string{report.RunFile, "timings.csv"}}}
+	l := &runLog{dir: dir, stop: make(chan struct{}), rec: outdir.Record{Host: "node1", PID: 42, Files: []string{outdir.RunFile, "timings.csv"}}}
 	if err := l.start(); err != nil {
 		t.Fatal(err)
 	}
-	read := func() report.Run {
+	read := func() outdir.Record {
 		t.Helper()
-		r, err := report.ReadRun(dir)
+		r, err := outdir.ReadRecord(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return r
 	}
-	if r := read(); r.Status != report.StatusRunning || r.Heartbeat == "" || r.Host != "node1" || r.PID != 42 {
+	if r := read(); r.Status != outdir.StatusRunning || r.Heartbeat == "" || r.Host != "node1" || r.PID != 42 {
 		t.Errorf("started: %+v", r)
 	}
 	if err := l.plan("time_vs_size.png", "timings.csv", "time_vs_size.svg"); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{report.RunFile, "timings.csv", "time_vs_size.png", "time_vs_size.svg"}
+	want := []string{outdir.RunFile, "timings.csv", "time_vs_size.png", "time_vs_size.svg"}
 	if r := read(); !slices.Equal(r.Files, want) {
 		t.Errorf("planned: %v, want %v", r.Files, want)
 	}
 	l.fail("signal SIGTERM")
-	if err := l.finish(report.StatusComplete, ""); err != nil {
+	if err := l.finish(outdir.StatusComplete, ""); err != nil {
 		t.Fatal(err)
 	}
 	l.plan("memory.csv")
-	if r := read(); r.Status != report.StatusFailed || r.Reason != "signal SIGTERM" || r.Ended == "" || !slices.Equal(r.Files, want) {
+	if r := read(); r.Status != outdir.StatusFailed || r.Reason != "signal SIGTERM" || r.Ended == "" || !slices.Equal(r.Files, want) {
 		t.Errorf("after fail, then finish and plan: %+v", r)
 	}
 	var none *runLog // every rank but 0

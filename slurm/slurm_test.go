@@ -36,7 +36,7 @@ import (
 
 	"rsag/internal/hosts"
 	"rsag/internal/outcheck"
-	"rsag/report"
+	"rsag/outdir"
 )
 
 const (
@@ -307,9 +307,9 @@ func (c *cluster) testNodeDies(t *testing.T, what string, kill func(*testing.T),
 	if logSays != "" && !strings.Contains(j.log, logSays) {
 		t.Errorf("the job log does not say %q", logSays)
 	}
-	run, err := report.ReadRun(filepath.Join(dir, "results", id))
-	if err != nil || run.Status != report.StatusFailed {
-		t.Errorf("%s: %+v, %v; want failed", report.RunFile, run, err)
+	run, err := outdir.ReadRecord(filepath.Join(dir, "results", id))
+	if err != nil || run.Status != outdir.StatusFailed {
+		t.Errorf("%s: %+v, %v; want failed", outdir.RunFile, run, err)
 	}
 }
 

@@ -5,6 +5,7 @@ package atomicfile
 import (
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Write writes data to path through a temporary file in the same directory,
@@ -12,7 +13,7 @@ import (
 // results on a cluster are for everyone who can read the directory, as a
 // plain create would make them. On failure the temporary file is removed.
 func Write(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), tempPrefix+filepath.Base(path)+tempSuffix+"*")
 	if err != nil {
 		return err
 	}
@@ -30,4 +31,25 @@ func Write(path string, data []byte) error {
 		os.Remove(tmp.Name())
 	}
 	return werr
+}
+
+// A temporary file of NAME is ".NAME.tmp" and the digits os.CreateTemp
+// adds.
+const (
+	tempPrefix = "."
+	tempSuffix = ".tmp"
+)
+
+// TargetOf returns the file that name (a base name) is a temporary file
+// of, when it is one of Write's.
+func TargetOf(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, tempPrefix)
+	if !ok {
+		return "", false
+	}
+	i := strings.LastIndex(rest, tempSuffix)
+	if i <= 0 || strings.Trim(rest[i+len(tempSuffix):], "0123456789") != "" {
+		return "", false
+	}
+	return rest[:i], true
 }

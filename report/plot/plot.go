@@ -107,6 +107,30 @@ func entryCount(ls []legendSection) int {
 // formats are the files each figure is written as.
 var formats = []string{"png", "svg"}
 
+// The figures register themselves as one output, written from the
+// summary: a figure per run and kind, as its data allows (FiguresOf), each
+// built once for its name and its file.
+func init() {
+	var patterns []string
+	for _, name := range []string{TimeVsSize, BusBWVsSize, RatioVsSize, CrossoverVsSize, MemoryByMode} {
+		for _, format := range formats {
+			// A run's suffix is "_" and at least one character (splitRuns).
+			patterns = append(patterns, name+"."+format, name+"_?*."+format)
+		}
+	}
+	report.Register(report.Output{Stage: report.Final, Patterns: patterns,
+		Plan: func(in report.Input) ([]string, func(string) error) {
+			if in.Summary == nil {
+				return nil, nil // the figures' names follow from the summary
+			}
+			figs := FiguresOf(*in.Summary)
+			return figs.Names(), func(dir string) error {
+				_, err := figs.Write(dir)
+				return err
+			}
+		}})
+}
+
 // Figures are the figures a summary's data allows, built once: for each
 // run in order of appearance its time, bus bandwidth, ratio and crossover
 // figures, then the memory figure. The ratio figure needs cases with both
@@ -115,7 +139,7 @@ var formats = []string{"png", "svg"}
 type Figures []figure
 
 // Names are the base names of the files Write writes, in its order, so
-// that a run can list them before they exist (report.Run.Files).
+// that a run can list them in run.json before they exist.
 func (fs Figures) Names() []string {
 	var names []string
 	for _, f := range fs {

@@ -1,4 +1,4 @@
-package report
+package outdir
 
 import (
 	"bytes"
@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"time"
+
+	"rsag/internal/atomicfile"
 )
 
 // RunFile is rank 0's record of the run in the output directory. It says
@@ -37,8 +38,9 @@ const (
 	StaleAfter     = 30 * time.Second
 )
 
-// Run is run.json's content.
-type Run struct {
+// Record is run.json's content: the output dir's contract with its
+// readers.
+type Record struct {
 	Status    string `json:"status"`
 	Reason    string `json:"reason,omitempty"`
 	Version   string `json:"version"`
@@ -54,15 +56,15 @@ type Run struct {
 	// Files is every file the run writes in the directory, relative to it:
 	// run.json first, then each file before it is written (so a run killed
 	// half way lists what it may have left). Once complete, every one
-	// exists. A listed file's temporaries (".NAME.tmp*", see TempFor) are
-	// the run's too. -overwrite removes exactly these and nothing else.
+	// exists. A listed file's temporaries (atomicfile.TargetOf) are the
+	// run's too. -overwrite removes exactly these and nothing else.
 	Files []string `json:"files"`
 }
 
 // Stale reports whether r says "running" although its writer has stopped
 // beating: no heartbeat for StaleAfter before now (or none readable). A
 // stale run died without marking itself; its files are not to be trusted.
-func Stale(r Run, now time.Time) bool {
+func Stale(r Record, now time.Time) bool {
 	if r.Status != StatusRunning {
 		return false
 	}
@@ -70,21 +72,28 @@ func Stale(r Run, now time.Time) bool {
 	return err != nil || now.Sub(beat) > StaleAfter
 }
 
-// WriteRun writes run.json atomically (a temporary file renamed into place).
-func WriteRun(dir string, r Run) error {
+// WriteRecord writes run.json atomically (a temporary file renamed into
+// place).
+func WriteRecord(dir string, r Record) error {
 	if r.Files == nil {
 		r.Files = []string{}
 	}
-	return writeFile(filepath.Join(dir, RunFile), func(b *bytes.Buffer) error {
-		enc := json.NewEncoder(b)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
-	})
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	path := filepath.Join(dir, RunFile)
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := atomicfile.Write(path, b.Bytes()); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }
 
-// ReadRun reads run.json.
-func ReadRun(dir string) (Run, error) {
-	var r Run
+// ReadRecord reads run.json.
+func ReadRecord(dir string) (Record, error) {
+	var r Record
 	data, err := os.ReadFile(filepath.Join(dir, RunFile))
 	if err != nil {
 		return r, err
@@ -93,53 +102,4 @@ func ReadRun(dir string) (Run, error) {
 		return r, fmt.Errorf("%s: %w", filepath.Join(dir, RunFile), err)
 	}
 	return r, nil
-}
-
-// resultNames matches the files rsag writes; tempFileRE the temporary
-// files it writes them through (internal/atomicfile: ".NAME.tmpDIGITS").
-// Nothing else in a directory can be rsag's.
-const resultNames = `(run\.json|summary\.json|(contracts|timings|memory|numerics)\.csv|rank[0-9]+_(contracts|timings|memory)\.csv|` +
-	`((time_vs_size|busbw_vs_size|ratio_vs_size|crossover_vs_size)(_[A-Za-z0-9._-]+)?|memory_by_mode)\.(png|svg))`
-
-var resultFileRE = regexp.MustCompile(`^` + resultNames + `$`)
-var tempFileRE = regexp.MustCompile(`^\.(` + resultNames + `)\.tmp[0-9]*$`)
-
-// IsResultFile reports whether name (a base name) is a file rsag writes.
-func IsResultFile(name string) bool { return resultFileRE.MatchString(name) }
-
-// TempFor returns the result file that name (a base name) is a temporary
-// file of, if it is one.
-func TempFor(name string) (string, bool) {
-	m := tempFileRE.FindStringSubmatch(name)
-	if m == nil {
-		return "", false
-	}
-	return m[1], true
-}
-
-// ResultFiles names the files a run of world ranks writes for the phases
-// that ran: every rank's files, then the combined ones.
-func ResultFiles(world int, ran Phases) []string {
-	var kinds []string
-	for _, k := range []struct {
-		on   bool
-		name string
-	}{{ran.Contracts, "contracts"}, {ran.Timing, "timings"}, {ran.Memory, "memory"}} {
-		if k.on {
-			kinds = append(kinds, k.name)
-		}
-	}
-	var files []string
-	for r := 0; r < world; r++ {
-		for _, k := range kinds {
-			files = append(files, fmt.Sprintf("rank%d_%s.csv", r, k))
-		}
-	}
-	for _, k := range kinds {
-		files = append(files, k+".csv")
-	}
-	if ran.Numerics {
-		files = append(files, "numerics.csv")
-	}
-	return files
 }

@@ -1,0 +1,119 @@
+package report
+
+import (
+	"fmt"
+	"path"
+	"slices"
+)
+
+// Stage is when in a run an output is written.
+type Stage int
+
+const (
+	// EachRank outputs are written by every rank, of its own rows, once
+	// its phases are done (the seed's per-rank CSVs).
+	EachRank Stage = iota
+	// Combined outputs are written by rank 0 from every rank's rows.
+	Combined
+	// Final outputs are written by rank 0 from the summary, once the run's
+	// status is known.
+	Final
+)
+
+// Input is what an output is written from.
+type Input struct {
+	Rank, World int
+	Ran         Phases
+	// Rows are this rank's for EachRank, every rank's (Merge) for Combined.
+	Rows Rows
+	// Summary is the run's, for Final; nil before there is one (when a
+	// run lists the files it will write, at its start).
+	Summary *Summary
+}
+
+// Output is one kind of file a run writes into its output directory, or a
+// family of them (one per rank, per sweep). Each output registers itself
+// (Register, from its file's init), and the one list of them yields the
+// files a run lists in run.json before it writes them, what -overwrite may
+// recognise as rsag's, and the writing itself: nothing else names a file.
+type Output struct {
+	Stage Stage
+	// Patterns match, as path.Match does, every base name the output may
+	// write in any run.
+	Patterns []string
+	// Plan returns the files the output writes for in (none when what it
+	// shows did not run), and how to write them into a directory: building
+	// an output (a figure) is done once, for both.
+	Plan func(in Input) (files []string, write func(dir string) error)
+}
+
+var outputs []Output
+
+// Register adds an output to the list; it is called from init.
+func Register(o Output) {
+	for _, p := range o.Patterns {
+		if _, err := path.Match(p, ""); err != nil {
+			panic(fmt.Sprintf("report: output pattern %q: %v", p, err))
+		}
+	}
+	outputs = append(outputs, o)
+}
+
+// IsOutput reports whether name (a base name) is one that some output may
+// write: a file with such a name is rsag's.
+func IsOutput(name string) bool {
+	for _, o := range outputs {
+		for _, p := range o.Patterns {
+			if ok, _ := path.Match(p, name); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Plan returns the files every output of stage writes for in, in the
+// order of registration, and how to write them all.
+func Plan(stage Stage, in Input) (files []string, write func(dir string) error) {
+	var writes []func(string) error
+	for _, o := range outputs {
+		if o.Stage != stage {
+			continue
+		}
+		f, w := o.Plan(in)
+		if len(f) > 0 {
+			files, writes = append(files, f...), append(writes, w)
+		}
+	}
+	return files, func(dir string) error {
+		for _, w := range writes {
+			if err := w(dir); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// Write writes every output of stage for in into dir.
+func Write(stage Stage, dir string, in Input) error {
+	_, write := Plan(stage, in)
+	return write(dir)
+}
+
+// Planned is every file a run of world ranks writes for the phases that
+// ran, as far as it is known before the run has a summary: every rank's
+// files, then the combined ones, then the final ones whose names need no
+// summary. A run lists them in run.json before it writes any.
+func Planned(world int, ran Phases) []string {
+	var files []string
+	for r := range world {
+		f, _ := Plan(EachRank, Input{Rank: r, World: world, Ran: ran})
+		files = append(files, f...)
+	}
+	for _, stage := range []Stage{Combined, Final} {
+		f, _ := Plan(stage, Input{World: world, Ran: ran})
+		files = append(files, f...)
+	}
+	return slices.Compact(files)
+}

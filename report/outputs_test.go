@@ -1,0 +1,74 @@
+package report_test
+
+import (
+	"slices"
+	"testing"
+
+	"rsag/coll"
+	"rsag/report"
+	_ "rsag/report/plot" // the figures register themselves
+)
+
+// Only rsag's own names count as its outputs; a user's look-alikes do not.
+func TestOutputNames(t *testing.T) {
+	for _, n := range []string{"contracts.csv", "timings.csv", "memory.csv", "numerics.csv", "rank0_contracts.csv",
+		"rank12_timings.csv", "rank3_memory.csv", "summary.json", "time_vs_size.png", "memory_by_mode.svg",
+		"busbw_vs_size_matrix.png", "ratio_vs_size_nccl-tests.svg", "crossover_vs_size.png"} {
+		if !report.IsOutput(n) {
+			t.Errorf("%s is rsag's, but IsOutput says not", n)
+		}
+	}
+	for _, n := range []string{"notes.txt", "rank0_contracts.csv.bak", "my_timings.csv", "rankx_memory.csv", "plot.png",
+		"time_vs_size.pdf", "time_vs_size_.png", ".rsag.lock", "../summary.json", "sub/summary.json", "run.json"} {
+		if report.IsOutput(n) {
+			t.Errorf("%s is not one of the outputs, but IsOutput says it is", n)
+		}
+	}
+}
+
+// A run lists every rank's files, then the combined ones, then the final
+// ones it can name before it has a summary, for the phases that ran.
+func TestPlanned(t *testing.T) {
+	got := report.Planned(2, report.Phases{Contracts: true, Memory: true})
+	want := []string{"rank0_contracts.csv", "rank0_memory.csv", "rank1_contracts.csv", "rank1_memory.csv",
+		"contracts.csv", "memory.csv", "summary.json"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// Every file any output plans, at every stage, is one IsOutput knows, so
+// that -overwrite can tell it for rsag's: a new output whose names its
+// patterns miss fails here.
+func TestEveryPlannedFileIsAnOutput(t *testing.T) {
+	ran := report.Phases{Contracts: true, Timing: true, Memory: true, Numerics: true, Sweep: true}
+	sum := report.NewSummary(report.SummaryInput{World: 2, Rows: sweepRows()})
+	for _, stage := range []report.Stage{report.EachRank, report.Combined, report.Final} {
+		files, _ := report.Plan(stage, report.Input{Rank: 1, World: 2, Ran: ran, Summary: &sum})
+		if len(files) == 0 {
+			t.Errorf("stage %d plans no file", stage)
+		}
+		for _, f := range files {
+			if !report.IsOutput(f) {
+				t.Errorf("stage %d plans %s, which IsOutput does not know", stage, f)
+			}
+		}
+	}
+}
+
+// sweepRows are timing rows of two runs, one of a name that needs
+// sanitizing, so that the figures get suffixes.
+func sweepRows() report.Rows {
+	var rows report.Rows
+	for _, run := range []string{"a b/c", "matrix"} {
+		for _, size := range []int64{1 << 10, 1 << 16, 1 << 20} {
+			for _, mode := range coll.DefaultModes {
+				c := coll.Case{Run: run, SizeBytes: size, DType: coll.Float32, Op: coll.Sum, Placement: coll.OutOfPlace,
+					Method: coll.PerOp, Batch: 1, Buffers: coll.PlainBuffers, CTAPolicy: coll.DefaultCTAPolicy, Mode: mode}
+				rows.Timings = append(rows.Timings, report.TimingRow{Case: c, DurationUS: float64(size) / 1e3, Correct: true})
+			}
+		}
+	}
+	rows.Memory = []report.MemoryRow{{Mode: "allreduce-full", PayloadBytes: 1 << 20, Correct: true}}
+	return rows
+}

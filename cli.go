@@ -63,7 +63,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var sets setFlags
 	fs := flag.NewFlagSet("rsag", flag.ContinueOnError)
 	// The flag package prints its error and the usage on every rank; the
-	// error is returned and said once (see run.Options.FlagError), and the
+	// error is returned and said once (see job.Options.FlagError), and the
 	// usage is printed for -h alone.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}

@@ -1,7 +1,7 @@
 // Command rsag proves, on the ranks it is started on, that AllReduce equals
 // ReduceScatter followed by AllGather, times both and measures their memory.
 //
-// main is thin: it reads the flags, hands them to run.Run (or to rsag
+// main is thin: it reads the flags, hands them to job.Main (or to rsag
 // compare) and exits with the code it gets back. Only main exits.
 package main
 
@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"rsag/compare"
+	"rsag/job"
 	"rsag/outdir"
-	"rsag/run"
 )
 
 // Set at build time with -ldflags "-X main.version=... -X main.commit=...".
@@ -31,7 +31,7 @@ func init() { runtime.LockOSThread() }
 func main() {
 	// rsag compare A/summary.json B/summary.json: no MPI, no GPU.
 	if len(os.Args) > 1 && os.Args[1] == "compare" {
-		os.Exit(compare.Run(os.Args[2:], os.Stdout, os.Stderr))
+		os.Exit(compare.Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	// The guard rank 0 starts beside itself (outdir.StartGuard): no MPI.
 	if len(os.Args) > 1 && os.Args[1] == outdir.GuardCommand {
@@ -40,15 +40,15 @@ func main() {
 	started := time.Now()
 	opts, err := parseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(run.ExitOK)
+		os.Exit(job.ExitOK)
 	}
 	if err == nil && opts.version {
 		fmt.Printf("rsag %s (commit %s, %s)\n", version, commit, runtime.Version())
-		os.Exit(run.ExitOK)
+		os.Exit(job.ExitOK)
 	}
 	// A bad flag is refused once MPI has started, so that every rank
 	// agrees on it and it is said once.
-	os.Exit(run.Run(run.Options{FlagError: err, ConfigPath: opts.configPath, OutputDir: opts.outputDir,
+	os.Exit(job.Main(job.Options{FlagError: err, ConfigPath: opts.configPath, OutputDir: opts.outputDir,
 		Backend: opts.backend, Sets: opts.sets, Overwrite: opts.overwrite, Version: version, Commit: commit,
 		Started: started, Stdout: os.Stdout, Stderr: os.Stderr, Exit: os.Exit}))
 }

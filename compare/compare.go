@@ -50,8 +50,9 @@ type options struct {
 	a, b      string
 }
 
-// Run runs the command with args (after "compare") and returns the exit code.
-func Run(args []string, stdout, stderr io.Writer) int {
+// Main is the command with args (after "compare"): it returns the exit
+// code, which main alone passes to os.Exit.
+func Main(args []string, stdout, stderr io.Writer) int {
 	opts, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return ExitOK

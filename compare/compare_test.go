@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"rsag/coll"
-	"rsag/internal/schemacheck"
+	"rsag/internal/testkit/schemacheck"
 
 	"rsag/report"
 )
@@ -46,7 +46,7 @@ func TestGolden(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := Run(c.args, &stdout, &stderr)
+			code := Main(c.args, &stdout, &stderr)
 			got := fmt.Sprintf("$ rsag compare %s\nexit %d\n--- stdout\n%s--- stderr\n%s",
 				strings.Join(c.args, " "), code, stdout.String(), stderr.String())
 			golden := filepath.Join("testdata", c.name+".golden")

@@ -38,7 +38,7 @@ type Config struct {
 	// RunTables are the [[run]] tables, each a set of timing keys (and a
 	// name) that override [timing]; Runs holds them resolved.
 	RunTables []toml.Primitive `toml:"run" json:"-"`
-	Runs      []Run            `toml:"-" json:"runs"`
+	Runs      []RunTable       `toml:"-" json:"runs"`
 	// Sweeps are Runs as the timing phase takes them, sizes expanded,
 	// resolved once by Parse; nil when timing is disabled.
 	Sweeps []coll.Sweep `toml:"-" json:"-"`

@@ -44,8 +44,9 @@ type Timing struct {
 	MinBusBWGBps float64 `toml:"min_busbw_gbps"`
 }
 
-// Run is one timing sweep: [timing] with a [[run]] table's keys over it.
-type Run struct {
+// RunTable is one [[run]] table resolved: [timing] with the table's keys
+// over it (or [timing] alone, named "default", when there is no table).
+type RunTable struct {
 	Name string `toml:"name"`
 	Timing
 }
@@ -131,12 +132,12 @@ type runSet struct {
 func (c *Config) resolveRuns(md toml.MetaData, source string, tables []runTable, sets map[string][]runSet) error {
 	c.Runs = nil
 	if len(tables) == 0 {
-		c.Runs = []Run{{Name: "default", Timing: c.Timing.clone()}}
+		c.Runs = []RunTable{{Name: "default", Timing: c.Timing.clone()}}
 		return nil
 	}
 	for i, table := range tables {
 		key := fmt.Sprintf("run[%d]", i+1)
-		r := Run{Timing: c.Timing.clone()}
+		r := RunTable{Timing: c.Timing.clone()}
 		if err := md.PrimitiveDecode(table.prim, &r); err != nil {
 			return decodeError(source, err)
 		}

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"rsag/internal/outcheck"
-	"rsag/mpi/mpitesting"
+	"rsag/internal/testkit/mpitesting"
+	"rsag/internal/testkit/outcheck"
 )
 
 var rsagBin string

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"rsag/coll"
-	"rsag/internal/hosts"
-	"rsag/internal/outcheck"
+	"rsag/internal/testkit/hosts"
+	"rsag/internal/testkit/outcheck"
 	"rsag/outdir"
 	"rsag/report"
 )

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"rsag/internal/outcheck"
+	"rsag/internal/testkit/outcheck"
 	"rsag/outdir"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"rsag/internal/schemacheck"
+	"rsag/internal/testkit/schemacheck"
 	"rsag/outdir"
 	"rsag/report"
 )

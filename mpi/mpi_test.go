@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"rsag/mpi/mpitesting"
+	"rsag/internal/testkit/mpitesting"
 )
 
 // The tests share one MPI world: a process started without mpirun is a
@@ -44,9 +44,9 @@ func TestMain(m *testing.M) {
 }
 
 // TestMpirun checks the collectives on 3 ranks, with exact values, through
-// internal/mpitest.
+// internal/testkit/mpicheck.
 func TestMpirun(t *testing.T) {
-	mpitesting.Run(t, "rsag/mpi/internal/mpitest", 3, 60*time.Second, "-size=3")
+	mpitesting.Mpirun(t, "rsag/internal/testkit/mpicheck", 3, 60*time.Second, "-size=3")
 }
 
 func TestSingleton(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"rsag/coll"
+	"rsag/internal/testkit/mpitesting"
 	"rsag/mpi"
-	"rsag/mpi/mpitesting"
 )
 
 // The tests share one MPI world: a process started without mpirun is a
@@ -46,9 +46,9 @@ func TestMain(m *testing.M) {
 
 // TestMpirun checks the three collectives on 3 ranks, out of place and in
 // place, every element type and reduction MPI has, with exact values, and
-// the refusal of float16, bfloat16 and avg, through internal/mpitest.
+// the refusal of float16, bfloat16 and avg, through internal/testkit/backendcheck.
 func TestMpirun(t *testing.T) {
-	mpitesting.Run(t, "rsag/mpibackend/internal/mpitest", 3, 60*time.Second, "-size=3")
+	mpitesting.Mpirun(t, "rsag/internal/testkit/backendcheck", 3, 60*time.Second, "-size=3")
 }
 
 func newTest(t *testing.T) *Backend {

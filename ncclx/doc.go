@@ -24,4 +24,9 @@
 //
 // CUDA's current context is per OS thread: all calls must come from the
 // goroutine that called New, which main keeps locked to its thread.
+//
+// The x is for "extern": the package is named ncclx, not nccl, because it
+// binds the external libraries at run time rather than being them, and so
+// that its name does not shadow the "nccl" that identifiers, errors and
+// config values use for the library itself (the backend is -backend nccl).
 package ncclx

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"rsag/coll"
+	"rsag/internal/testkit/inmem"
 	"rsag/phases"
-	"rsag/phases/inmem"
 )
 
 var contractNames = []string{phases.ExactSumEquivalence, phases.WrongShardOrderRejected, phases.WrongOpRejected,
@@ -17,7 +17,7 @@ var contractNames = []string{phases.ExactSumEquivalence, phases.WrongShardOrderR
 func runContracts(t *testing.T, world int, faults inmem.Faults) [][]string {
 	t.Helper()
 	results := make([][]phases.ContractResult, world)
-	errs := inmem.Run(world, faults, func(be coll.Backend, comm coll.Comm) error {
+	errs := inmem.Launch(world, faults, func(be coll.Backend, comm coll.Comm) error {
 		r, err := phases.RunContracts(be)
 		results[be.Rank()] = r
 		return err

@@ -8,8 +8,8 @@ func ExactSum(xs []float64) float64 {
 	return s
 }
 
-// StreamFromKey is the stream whose SplitMix64 state starts at key.
-func StreamFromKey(key uint64) Stream { return Stream{key: key} }
+// RNGFromKey is the stream whose SplitMix64 state starts at key.
+func RNGFromKey(key uint64) RNG { return RNG{key: key} }
 
 // SetNumericsChunk sets the chunk of the numerics phase's fills and reads
 // and returns a function that restores it.

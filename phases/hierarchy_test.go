@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"rsag/coll"
+	"rsag/internal/testkit/inmem"
 	"rsag/phases"
-	"rsag/phases/inmem"
 )
 
 // Layouts of four ranks the hierarchy must handle: two nodes of two ranks
@@ -64,7 +64,7 @@ func TestHierarchyContractsHold(t *testing.T) {
 	for _, l := range layouts {
 		g := groupsOf(t, l.hosts, l.size)
 		results := make([][]phases.ContractResult, len(l.hosts))
-		errs := inmem.Run(len(l.hosts), inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+		errs := inmem.Launch(len(l.hosts), inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 			r, err := phases.RunHierarchyContracts(be, g, l.hosts)
 			results[be.Rank()] = r
 			return err
@@ -91,7 +91,7 @@ func TestHierarchyContractsCatchADroppedRank(t *testing.T) {
 	l := layouts[0]
 	g := groupsOf(t, l.hosts, l.size)
 	results := make([][]phases.ContractResult, 4)
-	noErrors(t, inmem.Run(4, inmem.Faults{DropLastRank: true}, func(be coll.Backend, comm coll.Comm) error {
+	noErrors(t, inmem.Launch(4, inmem.Faults{DropLastRank: true}, func(be coll.Backend, comm coll.Comm) error {
 		r, err := phases.RunHierarchyContracts(be, g, l.hosts)
 		results[be.Rank()] = r
 		return err
@@ -113,7 +113,7 @@ func TestHierarchicalTiming(t *testing.T) {
 		runs := everyMode(hierarchicalModes...)
 		groups := groupsOf(t, l.hosts, l.size)
 		samples := make([][]phases.TimingSample, 4)
-		noErrors(t, inmem.Run(4, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+		noErrors(t, inmem.Launch(4, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 			if err := phases.CheckSupport(be, runs, groups); err != nil {
 				return err
 			}
@@ -129,7 +129,7 @@ func TestHierarchicalTiming(t *testing.T) {
 	}
 	runs := everyMode(coll.Hierarchical)
 	groups := groupsOf(t, layouts[0].hosts, 0)
-	for rank, err := range inmem.Run(4, inmem.Faults{DropLastRank: true}, func(be coll.Backend, comm coll.Comm) error {
+	for rank, err := range inmem.Launch(4, inmem.Faults{DropLastRank: true}, func(be coll.Backend, comm coll.Comm) error {
 		_, err := phases.RunTiming(be, comm, runs, groups, nil)
 		return err
 	}) {
@@ -139,7 +139,7 @@ func TestHierarchicalTiming(t *testing.T) {
 		}
 	}
 	// Without groups the modes are refused before any collective.
-	for _, err := range inmem.Run(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+	for _, err := range inmem.Launch(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 		return phases.CheckSupport(be, everyMode(coll.Hierarchical), nil)
 	}) {
 		if err == nil || !strings.Contains(err.Error(), "set [hierarchy] enabled = true") {
@@ -184,7 +184,7 @@ func TestHierarchicalLifetime(t *testing.T) {
 	for _, l := range layouts {
 		g := groupsOf(t, l.hosts, l.size)
 		results := make([][]phases.MemoryResult, 4)
-		noErrors(t, inmem.Run(4, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+		noErrors(t, inmem.Launch(4, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 			r, err := phases.RunMemory(be, comm, phases.MemoryRun{PayloadBytes: payload,
 				Modes: []string{"rs-ag-optimized-lifetime", "hierarchical-lifetime"}, Groups: g}, nil)
 			results[be.Rank()] = r
@@ -198,7 +198,7 @@ func TestHierarchicalLifetime(t *testing.T) {
 			}
 		}
 	}
-	for _, err := range inmem.Run(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+	for _, err := range inmem.Launch(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 		_, err := phases.RunMemory(be, comm, phases.MemoryRun{PayloadBytes: 1024, Modes: []string{"hierarchical-lifetime"}}, nil)
 		return err
 	}) {

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"rsag/coll"
+	"rsag/internal/testkit/inmem"
 	"rsag/phases"
-	"rsag/phases/inmem"
 )
 
 // memoryDeltas are the seed's steady and peak deltas of each strategy for
@@ -26,7 +26,7 @@ func memoryDeltas(n, s int64) map[string][2]int64 {
 
 func runMemory(world int, faults inmem.Faults, payload int64) ([][]phases.MemoryResult, []error) {
 	results := make([][]phases.MemoryResult, world)
-	errs := inmem.Run(world, faults, func(be coll.Backend, comm coll.Comm) error {
+	errs := inmem.Launch(world, faults, func(be coll.Backend, comm coll.Comm) error {
 		r, err := phases.RunMemory(be, comm, phases.MemoryRun{PayloadBytes: payload, Modes: phases.DefaultMemoryModes()}, nil)
 		results[be.Rank()] = r
 		return err

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"rsag/coll"
+	"rsag/internal/testkit/inmem"
 	"rsag/phases"
-	"rsag/phases/inmem"
 )
 
 // everyMode is one case of every timed mode, both placements, two methods.
@@ -36,7 +36,7 @@ func TestEveryTimedModeIsChecked(t *testing.T) {
 	flat := flatModes()
 	runs := everyMode(flat...)
 	samples := make([][]phases.TimingSample, world)
-	errs := inmem.Run(world, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+	errs := inmem.Launch(world, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 		s, err := phases.RunTiming(be, comm, runs, nil, nil)
 		samples[be.Rank()] = s
 		return err
@@ -87,7 +87,7 @@ func TestModeChecksCatchTheirFaults(t *testing.T) {
 		{inmem.Faults{DropLastRank: true}, coll.Decomposed, true},
 	} {
 		name := fmt.Sprintf("%+v %s", c.fault, c.mode)
-		errs := inmem.Run(world, c.fault, func(be coll.Backend, comm coll.Comm) error {
+		errs := inmem.Launch(world, c.fault, func(be coll.Backend, comm coll.Comm) error {
 			_, err := phases.RunTiming(be, comm, everyMode(c.mode), nil, nil)
 			return err
 		})

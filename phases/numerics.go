@@ -9,7 +9,7 @@ import (
 )
 
 // NumericsSpec is what the numerics phase runs: every dtype at every size,
-// on inputs from NewStream(Seed, rank).
+// on inputs from NewRNG(Seed, rank).
 type NumericsSpec struct {
 	DTypes     []coll.DType
 	SizesBytes []int64
@@ -110,7 +110,7 @@ func NumericsFootprint(world int, spec NumericsSpec) int64 {
 
 // RunNumerics compares AllReduce with ReduceScatter+AllGather on seeded
 // random floats, for every dtype and size of spec: every rank fills its
-// input from its Stream, both paths run out of place on that input, and
+// input from its RNG, both paths run out of place on that input, and
 // every rank reads both outputs back in chunks and compares every element
 // with the other path (bits, ULP) and with the exact sum of every rank's
 // regenerated input. Bitwise differences are the finding, not a failure;
@@ -155,11 +155,11 @@ func numericsCase(be coll.Backend, d coll.DType, size int64, seed uint64) (r Num
 			return r, err
 		}
 	}
-	streams := make([]Stream, world)
+	streams := make([]RNG, world)
 	for q := range streams {
-		streams[q] = NewStream(seed, q)
+		streams[q] = NewRNG(seed, q)
 	}
-	if err := fillStream(be, in, ft, streams[rank]); err != nil {
+	if err := fillRandom(be, in, ft, streams[rank]); err != nil {
 		return r, err
 	}
 	if err := be.Run(coll.AllReduce, in, direct, coll.Sum); err != nil {
@@ -185,8 +185,8 @@ func numericsCase(be coll.Backend, d coll.DType, size int64, seed uint64) (r Num
 	return r, nil
 }
 
-// fillStream writes s's values into b, numericsChunk elements at a time.
-func fillStream(be coll.Backend, b coll.Buffer, ft coll.FloatType, s Stream) error {
+// fillRandom writes s's values into b, numericsChunk elements at a time.
+func fillRandom(be coll.Backend, b coll.Buffer, ft coll.FloatType, s RNG) error {
 	es := ft.DType.Size()
 	host := make([]byte, min(b.Count(), numericsChunk)*es)
 	for off := 0; off < b.Count(); off += numericsChunk {
@@ -208,7 +208,7 @@ func fillStream(be coll.Backend, b coll.Buffer, ft coll.FloatType, s Stream) err
 // comparison accumulates the per-element comparison of one case.
 type comparison struct {
 	ft      coll.FloatType
-	streams []Stream
+	streams []RNG
 	gamma   float64 // gamma_{W-1}
 
 	xs, partials       []float64
@@ -237,7 +237,7 @@ func (b *boundExceeded) String() string {
 
 var numericsPaths = [2]string{"AllReduce", "ReduceScatter+AllGather"}
 
-func newComparison(ft coll.FloatType, world int, streams []Stream) *comparison {
+func newComparison(ft coll.FloatType, world int, streams []RNG) *comparison {
 	wu := float64(world-1) * ft.UnitRoundoff
 	return &comparison{ft: ft, streams: streams, gamma: wu / (1 - wu), xs: make([]float64, world)}
 }

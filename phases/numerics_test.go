@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"rsag/coll"
+	"rsag/internal/testkit/inmem"
 	"rsag/phases"
-	"rsag/phases/inmem"
 )
 
 var floatDTypes = []coll.DType{coll.Float16, coll.BFloat16, coll.Float32, coll.Float64}
@@ -24,7 +24,7 @@ var numericsSizes = []int64{3 << 10, 48 << 10}
 // rank's results and error.
 func runNumerics(world int, faults inmem.Faults, spec phases.NumericsSpec) ([][]phases.NumericsResult, []error) {
 	results := make([][]phases.NumericsResult, world)
-	errs := inmem.Run(world, faults, func(be coll.Backend, comm coll.Comm) error {
+	errs := inmem.Launch(world, faults, func(be coll.Backend, comm coll.Comm) error {
 		r, err := phases.RunNumerics(be, comm, spec)
 		results[be.Rank()] = r
 		return err
@@ -125,7 +125,7 @@ func TestNumericsBeyondBound(t *testing.T) {
 	spec := phases.NumericsSpec{DTypes: []coll.DType{coll.Float32, coll.Float64}, SizesBytes: numericsSizes, Seed: 1}
 	// Element 0 fails first: rank 2's input there is far from zero.
 	ft, _ := coll.FloatTypeOf(coll.Float32)
-	if x := phases.NewStream(1, 2).Value(ft, 0); math.Abs(x) < 0.01 {
+	if x := phases.NewRNG(1, 2).Value(ft, 0); math.Abs(x) < 0.01 {
 		t.Fatalf("rank 2's element 0 is %v, too small for this test", x)
 	}
 	for name, faults := range map[string]inmem.Faults{
@@ -213,7 +213,7 @@ func TestCheckNumerics(t *testing.T) {
 			300, "bfloat16 on 300 ranks: the summation error bound needs (ranks-1) x u < 1 with u = 2^-8"},
 		{"fine", phases.NumericsSpec{DTypes: floatDTypes[2:], SizesBytes: []int64{96, 48}}, 0, ""},
 	}
-	errs := inmem.Run(3, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+	errs := inmem.Launch(3, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 		for _, c := range cases {
 			err := phases.CheckNumerics(supportsNot{Backend: be, d: coll.Float16, world: c.world}, c.spec)
 			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {

@@ -6,14 +6,14 @@ import (
 	"testing"
 
 	"rsag/coll"
+	"rsag/internal/testkit/inmem"
 	"rsag/phases"
-	"rsag/phases/inmem"
 )
 
 // TestStreamIsSplitMix64 checks the generator against SplitMix64's
 // published outputs for state 0 (Vigna's splitmix64.c).
 func TestStreamIsSplitMix64(t *testing.T) {
-	s := phases.StreamFromKey(0)
+	s := phases.RNGFromKey(0)
 	for i, want := range []uint64{0xe220a8397b1dcdaf, 0x6e789e6aa1b965f4, 0x06c45d188009454f, 0xf88bb8a8724c81ec} {
 		if got := s.Uint64(i); got != want {
 			t.Errorf("word %d = %#x, want %#x", i, got, want)
@@ -42,7 +42,7 @@ func TestStreamGolden(t *testing.T) {
 		{2, 1000000, 0x6d02b4cd830e9f89, 0.5845706519803439, 0.5845706462860107, 0.58447265625, 0.58203125},
 	}
 	for _, g := range golden {
-		s := phases.NewStream(42, g.rank)
+		s := phases.NewRNG(42, g.rank)
 		if w := s.Uint64(g.index); w != g.word {
 			t.Errorf("seed 42 rank %d word %d = %#x, want %#x", g.rank, g.index, w, g.word)
 		}
@@ -59,7 +59,7 @@ func TestStreamGolden(t *testing.T) {
 func TestStreamValues(t *testing.T) {
 	for _, d := range []coll.DType{coll.Float16, coll.BFloat16, coll.Float32, coll.Float64} {
 		ft, _ := coll.FloatTypeOf(d)
-		s := phases.NewStream(7, 3)
+		s := phases.NewRNG(7, 3)
 		negative := 0
 		const n = 100000
 		for i := range n {
@@ -78,7 +78,7 @@ func TestStreamValues(t *testing.T) {
 	// Uniform, and with every bit random at every magnitude: a quarter of
 	// the values below 1/4, and among the small ones the last bit of the
 	// significand set in half (a fixed-point k*2^-52 - 1 would have it clear).
-	s := phases.NewStream(11, 0)
+	s := phases.NewRNG(11, 0)
 	quarter, small, odd := 0, 0, 0
 	const n = 400000
 	for i := range n {
@@ -97,7 +97,7 @@ func TestStreamValues(t *testing.T) {
 	seen := map[uint64]string{}
 	for _, seed := range []uint64{0, 1, 42} {
 		for rank := range 8 {
-			w := phases.NewStream(seed, rank).Uint64(0)
+			w := phases.NewRNG(seed, rank).Uint64(0)
 			if prev, dup := seen[w]; dup {
 				t.Errorf("seed %d rank %d starts like %s", seed, rank, prev)
 			}
@@ -114,7 +114,7 @@ func TestGeneratorSameOnEveryRank(t *testing.T) {
 	generate := func() [][]float64 {
 		v := make([][]float64, world)
 		for r := range v {
-			s := phases.NewStream(2024, r)
+			s := phases.NewRNG(2024, r)
 			for i := range n {
 				v[r] = append(v[r], s.Value(ft, i))
 			}
@@ -124,7 +124,7 @@ func TestGeneratorSameOnEveryRank(t *testing.T) {
 	want := generate()
 	for run := range 2 {
 		got := make([][][]float64, world)
-		errs := inmem.Run(world, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+		errs := inmem.Launch(world, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 			got[be.Rank()] = generate()
 			return comm.Barrier()
 		})

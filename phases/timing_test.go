@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"rsag/coll"
+	"rsag/internal/testkit/inmem"
 	"rsag/phases"
-	"rsag/phases/inmem"
 )
 
 // smallSweep has every placement and method, integer and float dtypes, at
@@ -50,7 +50,7 @@ func TestTimingChecksPass(t *testing.T) {
 		runs := smallSweep(world)
 		samples := make([][]phases.TimingSample, world)
 		var progress []string
-		errs := inmem.Run(world, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+		errs := inmem.Launch(world, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 			report := func(string) {}
 			if be.Rank() == 0 {
 				report = func(s string) { progress = append(progress, s) }
@@ -108,7 +108,7 @@ func TestTimingFaults(t *testing.T) {
 		"both, reversed": {SumAsMax: true, ReversedReduceScatter: true},
 	} {
 		samples := make([][]phases.TimingSample, world)
-		errs := inmem.Run(world, faults, func(be coll.Backend, comm coll.Comm) error {
+		errs := inmem.Launch(world, faults, func(be coll.Backend, comm coll.Comm) error {
 			s, err := phases.RunTiming(be, comm, runs, nil, nil)
 			samples[be.Rank()] = s
 			return err
@@ -142,7 +142,7 @@ func TestTimingGraphNeedsCapture(t *testing.T) {
 	runs := []coll.Sweep{{Name: "g", SizesBytes: []int64{64}, DTypes: []coll.DType{coll.Float32},
 		Ops: []coll.Op{coll.Sum}, Placements: []coll.Placement{coll.OutOfPlace},
 		Methods: []coll.Method{coll.GraphReplay}, Batch: 2, Cycles: 1}}
-	errs := inmem.Run(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+	errs := inmem.Launch(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 		plain := struct{ coll.Backend }{be} // hides CaptureGraph
 		if err := phases.CheckSupport(be, runs, nil); err != nil {
 			return fmt.Errorf("inmem captures graphs, yet: %w", err)

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"rsag/coll"
-	"rsag/internal/schemacheck"
+	"rsag/internal/testkit/schemacheck"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")

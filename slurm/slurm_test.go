@@ -34,8 +34,8 @@ import (
 	"testing"
 	"time"
 
-	"rsag/internal/hosts"
-	"rsag/internal/outcheck"
+	"rsag/internal/testkit/hosts"
+	"rsag/internal/testkit/outcheck"
 	"rsag/outdir"
 )
 

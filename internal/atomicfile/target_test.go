@@ -16,4 +16,3 @@ func TestTargetOf(t *testing.T) {
 		}
 	}
 }
-

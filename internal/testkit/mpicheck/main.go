@@ -1,4 +1,4 @@
-// Command mpitest checks package mpi on several ranks with exact expected
+// Command mpicheck checks package mpi on several ranks with exact expected
 // values. mpi's TestMpirun runs it under mpirun; it exits non-zero (through
 // MPI_Abort, which ends every rank at once) on the first mismatch.
 package main
@@ -26,7 +26,7 @@ func main() {
 	flag.Parse()
 	c, err := mpi.Start()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "mpitest:", err)
+		fmt.Fprintln(os.Stderr, "mpicheck:", err)
 		os.Exit(1)
 	}
 	k := &checker{c: c}
@@ -50,7 +50,7 @@ func main() {
 	k.argErrors()
 	k.finalize()
 	if c.Rank() == 0 {
-		fmt.Printf("mpitest: ok on %d ranks\n", c.Size())
+		fmt.Printf("mpicheck: ok on %d ranks\n", c.Size())
 	}
 }
 
@@ -59,7 +59,7 @@ type checker struct{ c *mpi.Comm }
 // fail ends the whole job: a rank that stopped on its own would leave the
 // others waiting in the next collective.
 func (k *checker) fail(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "mpitest: rank %d: FAIL: %s\n", k.c.Rank(), fmt.Sprintf(format, args...))
+	fmt.Fprintf(os.Stderr, "mpicheck: rank %d: FAIL: %s\n", k.c.Rank(), fmt.Sprintf(format, args...))
 	k.c.Abort(1)
 	os.Exit(1)
 }
@@ -522,11 +522,11 @@ func (k *checker) finalize() {
 	k.must(c.Barrier(), "Barrier")
 	k.must(c.Finalize(), "Finalize")
 	if err := c.Barrier(); err == nil {
-		fmt.Fprintf(os.Stderr, "mpitest: rank %d: FAIL: Barrier after Finalize: no error\n", c.Rank())
+		fmt.Fprintf(os.Stderr, "mpicheck: rank %d: FAIL: Barrier after Finalize: no error\n", c.Rank())
 		os.Exit(1)
 	}
 	if err := c.Finalize(); err == nil {
-		fmt.Fprintf(os.Stderr, "mpitest: rank %d: FAIL: second Finalize: no error\n", c.Rank())
+		fmt.Fprintf(os.Stderr, "mpicheck: rank %d: FAIL: second Finalize: no error\n", c.Rank())
 		os.Exit(1)
 	}
 }

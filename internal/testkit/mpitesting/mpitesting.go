@@ -41,11 +41,12 @@ func IsolateSessionDir() (remove func(), err error) {
 	return func() { _ = os.RemoveAll(dir) }, nil
 }
 
-// Run builds the main package pkg (an import path) and runs it under mpirun
-// on np ranks with args. t fails when the build fails, when the program exits
-// non-zero, or when it is still running after timeout, so that a hang fails
-// the test instead of hanging it. Run skips t when mpirun is not on PATH.
-func Run(t *testing.T, pkg string, np int, timeout time.Duration, args ...string) {
+// Mpirun builds the main package pkg (an import path) and runs it under
+// mpirun on np ranks with args. t fails when the build fails, when the
+// program exits non-zero, or when it is still running after timeout, so
+// that a hang fails the test instead of hanging it. Mpirun skips t when
+// mpirun is not on PATH.
+func Mpirun(t *testing.T, pkg string, np int, timeout time.Duration, args ...string) {
 	t.Helper()
 	mpirun, err := exec.LookPath("mpirun")
 	if err != nil {

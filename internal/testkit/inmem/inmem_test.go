@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"rsag/coll"
-	"rsag/phases/inmem"
+	"rsag/internal/testkit/inmem"
 )
 
 // run runs body on world ranks and fails the test on any rank's error.
 func run(t *testing.T, world int, faults inmem.Faults, body func(be coll.Backend, comm coll.Comm) error) {
 	t.Helper()
-	for r, err := range inmem.Run(world, faults, body) {
+	for r, err := range inmem.Launch(world, faults, body) {
 		if err != nil {
 			t.Errorf("rank %d: %v", r, err)
 		}
@@ -135,7 +135,7 @@ func TestAccounting(t *testing.T) {
 
 // TestRunClosesLeaks: a body that leaves a buffer allocated fails its rank.
 func TestRunClosesLeaks(t *testing.T) {
-	errs := inmem.Run(2, inmem.Faults{}, func(be coll.Backend, _ coll.Comm) error {
+	errs := inmem.Launch(2, inmem.Faults{}, func(be coll.Backend, _ coll.Comm) error {
 		if be.Rank() == 1 {
 			_, err := be.Alloc(coll.Elems(coll.Uint8, 3))
 			return err
@@ -151,7 +151,7 @@ func TestRunClosesLeaks(t *testing.T) {
 // of another backend type are refused, naming whose it is.
 func TestForeignBuffers(t *testing.T) {
 	var other coll.Buffer
-	inmem.Run(1, inmem.Faults{}, func(be coll.Backend, _ coll.Comm) error {
+	inmem.Launch(1, inmem.Faults{}, func(be coll.Backend, _ coll.Comm) error {
 		other, _ = be.Alloc(coll.Elems(coll.Int8, 4))
 		return be.Free(other)
 	})
@@ -519,7 +519,7 @@ func TestComm(t *testing.T) {
 // with other shapes, fail at once with both calls named.
 func TestMismatchedCalls(t *testing.T) {
 	start := time.Now()
-	errs := inmem.Run(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+	errs := inmem.Launch(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 		b, _ := be.Alloc(coll.Elems(coll.Float32, 4+4*be.Rank()))
 		defer be.Free(b)
 		if err := be.Run(coll.AllReduce, b, b, coll.Sum); err != nil {
@@ -541,7 +541,7 @@ func TestMismatchedCalls(t *testing.T) {
 // groups end with an error after the timeout, naming who never came.
 func TestDeadlockTimesOut(t *testing.T) {
 	start := time.Now()
-	errs := inmem.RunTimeout(4, inmem.Faults{}, 300*time.Millisecond, func(be coll.Backend, comm coll.Comm) error {
+	errs := inmem.LaunchTimeout(4, inmem.Faults{}, 300*time.Millisecond, func(be coll.Backend, comm coll.Comm) error {
 		g, err := be.(coll.Splitter).Split(be.Rank()/2, be.Rank())
 		if err != nil {
 			return err
@@ -571,7 +571,7 @@ func TestDeadlockTimesOut(t *testing.T) {
 // and a rank stuck outside any collective is reported, not waited for.
 func TestRankReturnsEarly(t *testing.T) {
 	start := time.Now()
-	errs := inmem.RunTimeout(3, inmem.Faults{}, 10*time.Second, func(be coll.Backend, comm coll.Comm) error {
+	errs := inmem.LaunchTimeout(3, inmem.Faults{}, 10*time.Second, func(be coll.Backend, comm coll.Comm) error {
 		if be.Rank() == 2 {
 			return errors.New("bad config")
 		}
@@ -587,7 +587,7 @@ func TestRankReturnsEarly(t *testing.T) {
 
 	release := make(chan struct{})
 	defer close(release)
-	errs = inmem.RunTimeout(2, inmem.Faults{}, 200*time.Millisecond, func(be coll.Backend, comm coll.Comm) error {
+	errs = inmem.LaunchTimeout(2, inmem.Faults{}, 200*time.Millisecond, func(be coll.Backend, comm coll.Comm) error {
 		if be.Rank() == 1 {
 			<-release
 		}
@@ -599,7 +599,7 @@ func TestRankReturnsEarly(t *testing.T) {
 }
 
 func TestPanicIsAnError(t *testing.T) {
-	errs := inmem.Run(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+	errs := inmem.Launch(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
 		if be.Rank() == 1 {
 			panic("boom")
 		}
@@ -608,7 +608,7 @@ func TestPanicIsAnError(t *testing.T) {
 	if wantErr(errs[1], "rank 1 panicked: boom") != nil || wantErr(errs[0], "rank 1 returned") != nil {
 		t.Errorf("errors %v", errs)
 	}
-	if errs := inmem.Run(0, inmem.Faults{}, nil); len(errs) != 1 || wantErr(errs[0], "at least one rank") != nil {
+	if errs := inmem.Launch(0, inmem.Faults{}, nil); len(errs) != 1 || wantErr(errs[0], "at least one rank") != nil {
 		t.Errorf("Run on 0 ranks: %v", errs)
 	}
 }

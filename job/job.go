@@ -1,6 +1,6 @@
-// Package run is one run of rsag on this rank, from MPI's start to its
+// Package job is this rank's part of one rsag job, from MPI's start to its
 // finalize: config -> backend -> output dir -> phases -> reports. Each step
-// returns its result as a value and an error; Run turns the first error
+// returns its result as a value and an error; Main turns the first error
 // into the process's exit code, which main alone passes to os.Exit.
 //
 // Errors come in two kinds. A shared error is one every rank reached
@@ -9,7 +9,7 @@
 // its code. Any other error is this rank's alone: it prints it, naming
 // itself, and aborts the job, since the other ranks may be waiting for it
 // in a collective.
-package run
+package job
 
 import (
 	"errors"
@@ -73,8 +73,8 @@ type session struct {
 	noteDir atomic.Pointer[string]
 }
 
-// Run runs rsag on this rank and returns the process's exit code.
-func Run(o Options) int {
+// Main runs rsag on this rank and returns the process's exit code.
+func Main(o Options) int {
 	// mpirun binds each rank to one core, and Go then runs one goroutine
 	// at a time: its monitor thread hands the rank's only scheduler slot
 	// away whenever the main goroutine sits in a cgo call (every MPI and
@@ -113,7 +113,7 @@ func Run(o Options) int {
 		end.SetLinger(signalLinger)
 	}
 	var st state
-	err = s.run(&st)
+	err = s.execute(&st)
 	if end.Ending() {
 		end.WaitForEnd() // the watchdog or a signal is ending the process
 	}
@@ -191,8 +191,8 @@ func (s *session) phase(name string) { s.tr.SetPhase(name) }
 
 func (s *session) printf(format string, args ...any) { fmt.Fprintf(s.out, format, args...) }
 
-// run is the whole run on this rank.
-func (s *session) run(st *state) error {
+// execute is the whole job on this rank.
+func (s *session) execute(st *state) error {
 	s.phase("startup")
 	if err := s.agree(s.opts.FlagError, ExitBadArgs, "bad command line (see rsag -h)"); err != nil {
 		return err

@@ -40,25 +40,25 @@ type Faults struct {
 	DropLastRank bool
 }
 
-// DefaultTimeout is how long Run lets a rank wait in one collective for the
+// DefaultTimeout is how long Launch lets a rank wait in one collective for the
 // others.
 const DefaultTimeout = 30 * time.Second
 
-// Run runs body on world goroutine ranks, each with its own Backend and a
+// Launch runs body on world goroutine ranks, each with its own Backend and a
 // Comm over the same ranks, and returns each rank's error (nil slots for
 // ranks that succeeded). A rank's Backend is closed after body returns
 // unless body closed it, so a buffer body leaked is an error of that rank.
-func Run(world int, faults Faults, body func(be coll.Backend, comm coll.Comm) error) []error {
-	return RunTimeout(world, faults, DefaultTimeout, body)
+func Launch(world int, faults Faults, body func(be coll.Backend, comm coll.Comm) error) []error {
+	return LaunchTimeout(world, faults, DefaultTimeout, body)
 }
 
-// RunTimeout is Run with a bound other than DefaultTimeout on every wait:
-// on each collective, and, once any rank has returned, on how long Run
+// LaunchTimeout is Launch with a bound other than DefaultTimeout on every
+// wait: on each collective, and, once any rank has returned, on how long it
 // waits for the others. A rank still running then is left behind and
 // reported.
-func RunTimeout(world int, faults Faults, timeout time.Duration, body func(be coll.Backend, comm coll.Comm) error) []error {
+func LaunchTimeout(world int, faults Faults, timeout time.Duration, body func(be coll.Backend, comm coll.Comm) error) []error {
 	if world < 1 {
-		return []error{fmt.Errorf("inmem: Run on %d ranks: a world has at least one rank", world)}
+		return []error{fmt.Errorf("inmem: Launch on %d ranks: a world has at least one rank", world)}
 	}
 	j := &job{timeout: timeout, faults: faults, broken: make(chan struct{}), left: make([]string, world)}
 	w := j.newGroup("world", seq(world))

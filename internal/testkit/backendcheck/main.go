@@ -1,4 +1,4 @@
-// Command mpitest checks the MPI backend's collectives on several ranks with
+// Command backendcheck checks the MPI backend's collectives on several ranks with
 // exact expected values: out of place and in place, every element type and
 // reduction MPI has (and the refusal of those it has not), and AllReduce ==
 // ReduceScatter + AllGather on one buffer.
@@ -29,12 +29,12 @@ func main() {
 	flag.Parse()
 	c, err := mpi.Start()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "mpitest:", err)
+		fmt.Fprintln(os.Stderr, "backendcheck:", err)
 		os.Exit(1)
 	}
 	be, err := mpibackend.New(c)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "mpitest:", err)
+		fmt.Fprintln(os.Stderr, "backendcheck:", err)
 		c.Abort(1)
 		os.Exit(1)
 	}
@@ -65,7 +65,7 @@ func main() {
 	k.must(be.Close(), "Close")
 	k.must(c.Finalize(), "Finalize")
 	if k.r == 0 {
-		fmt.Printf("mpitest: backend ok on %d ranks\n", k.n)
+		fmt.Printf("backendcheck: backend ok on %d ranks\n", k.n)
 	}
 }
 
@@ -78,7 +78,7 @@ type checker struct {
 // fail ends the whole job: a rank that stopped on its own would leave the
 // others waiting in the next collective.
 func (k *checker) fail(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "mpitest: rank %d: FAIL: %s\n", k.r, fmt.Sprintf(format, args...))
+	fmt.Fprintf(os.Stderr, "backendcheck: rank %d: FAIL: %s\n", k.r, fmt.Sprintf(format, args...))
 	k.c.Abort(1)
 	os.Exit(1)
 }

@@ -22,7 +22,7 @@ import (
 )
 
 // TestMultiNode runs rsag under mpirun across two hosts emulated on this
-// machine (internal/hosts: each host its own network, hostname, IPC, /tmp
+// machine (internal/testkit/hosts: each host its own network, hostname, IPC, /tmp
 // and /dev/shm; no memory shared between them). mpirun runs on head, the
 // login node, and reaches node1 and node2 through scripts/hosts.sh as it
 // would through ssh. It needs root, which CI has.

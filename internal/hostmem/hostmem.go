@@ -1,5 +1,5 @@
 // Package hostmem is what the two host-memory backends (mpibackend, and
-// phases/inmem for the tests) do alike: fill a buffer with one element, and
+// internal/testkit/inmem for the tests) do alike: fill a buffer with one element, and
 // time back-to-back calls on the monotonic clock.
 package hostmem
 

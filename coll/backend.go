@@ -173,13 +173,28 @@ type LoopPreparer interface {
 	PrepareLoop(c Collective, send, recv Buffer, op Op) (func(n int) error, error)
 }
 
-// find looks for an optional interface on be, through any wrappers (Unwrap).
+// Aborter is a backend that can tear its communication down at once,
+// without waiting for peers (ncclCommAbort), for a job that is ending:
+// afterwards its collectives fail instead of waiting, and Close releases
+// the rest.
+type Aborter interface{ Abort() }
+
+// AbortRequester is a backend whose abort can be asked for from any
+// goroutine (the watchdog's, a signal's) while its own is blocked in a
+// wait; the channel is closed once it has aborted.
+type AbortRequester interface{ RequestAbort() <-chan struct{} }
+
+// Wrapper is a backend around another (a watch), through which Find looks
+// for the inner one's abilities.
+type Wrapper interface{ Unwrap() Backend }
+
+// Find looks for an optional ability T on be, through any Wrappers.
 func Find[T any](be Backend) (T, bool) {
 	for {
 		if t, ok := be.(T); ok {
 			return t, true
 		}
-		u, ok := be.(interface{ Unwrap() Backend })
+		u, ok := be.(Wrapper)
 		if !ok {
 			var zero T
 			return zero, false

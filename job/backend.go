@@ -74,8 +74,7 @@ func (s *session) openBackend(name string) (coll.Backend, error) {
 // asks the backend to abort its communicator (NCCL), and whose channel is
 // closed once it has; nil when there is nothing to abort.
 func requestAbort(be coll.Backend) func() <-chan struct{} {
-	type aborter interface{ RequestAbort() <-chan struct{} }
-	if a, ok := be.(aborter); ok {
+	if a, ok := be.(coll.AbortRequester); ok {
 		return a.RequestAbort
 	}
 	return nil

@@ -180,8 +180,7 @@ func (st *state) releaseLock(stderr io.Writer) {
 }
 
 func (st *state) abortBackend() {
-	type aborter interface{ Abort() }
-	if a, ok := st.backend.(aborter); ok {
+	if a, ok := st.backend.(coll.Aborter); ok {
 		a.Abort()
 	}
 }

@@ -72,7 +72,7 @@ func (w *watched) Arm(op string, bytes int64) { w.t.Arm(op, bytes) }
 
 // armStep arms op on be's tracker, when be is watched.
 func armStep(be coll.Backend, op string, bytes int64) {
-	if a, ok := be.(interface{ Arm(string, int64) }); ok {
+	if a, ok := be.(*watched); ok {
 		a.Arm(op, bytes)
 	}
 }

@@ -421,10 +421,84 @@ ncclResult_t rsagFakeLastCall(int *v) {
 		*(T *)out = acc;                                                    \
 	} while (0)
 
+/* The 16-bit floats are reduced as NCCL does, in float and rounded back to
+ * nearest even after every step. */
+static float half_to_float(uint16_t h) {
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, u;
+	if (exp == 0x1f)
+		u = sign | 0x7f800000 | mant << 13;
+	else if (exp != 0)
+		u = sign | (exp + 112) << 23 | mant << 13;
+	else if (mant == 0)
+		u = sign;
+	else { /* subnormal: normalise */
+		exp = 113;
+		while (!(mant & 0x400)) mant <<= 1, exp--;
+		u = sign | exp << 23 | (mant & 0x3ff) << 13;
+	}
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static uint16_t float_to_half(float f) {
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	uint16_t sign = (u >> 16) & 0x8000;
+	int exp = (int)((u >> 23) & 0xff) - 127 + 15;
+	uint32_t mant = u & 0x7fffff;
+	if (((u >> 23) & 0xff) == 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
+	if (exp >= 31) return sign | 0x7c00;
+	if (exp <= 0) { /* subnormal or zero */
+		if (exp < -10) return sign;
+		mant |= 0x800000;
+		int shift = 14 - exp;
+		uint32_t h = mant >> shift, rest = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+		if (rest > half || (rest == half && (h & 1))) h++;
+		return sign | (uint16_t)h;
+	}
+	uint32_t h = (uint32_t)exp << 10 | mant >> 13, rest = mant & 0x1fff;
+	if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;
+	return sign | (uint16_t)h;
+}
+
+static float bf16_to_float(uint16_t b) {
+	uint32_t u = (uint32_t)b << 16;
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static uint16_t float_to_bf16(float f) {
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	u += 0x7fff + ((u >> 16) & 1);
+	return (uint16_t)(u >> 16);
+}
+
+#define REDUCE16(LOAD, STORE)                                                       \
+	do {                                                                        \
+		float acc = LOAD(((const uint16_t *)q->slots[0].send)[k]);          \
+		for (int r = 1; r < nr; r++) {                                      \
+			float v = LOAD(((const uint16_t *)q->slots[r].send)[k]);    \
+			switch (op) {                                               \
+			case 0: case 4: acc = acc + v; break;                       \
+			case 1: acc = acc * v; break;                               \
+			case 2: acc = v > acc ? v : acc; break;                     \
+			case 3: acc = v < acc ? v : acc; break;                     \
+			}                                                           \
+			acc = LOAD(STORE(acc));                                     \
+		}                                                                   \
+		if (op == 4) acc = acc / nr;                                        \
+		*(uint16_t *)out = STORE(acc);                                      \
+	} while (0)
+
 /* reduce writes element k of every rank's input reduced with op to out. */
 static void reduce(const struct clique *q, int type, int op, size_t k, char *out) {
 	int nr = q->nranks;
 	switch (type) {
+	case 6: REDUCE16(half_to_float, float_to_half); break;
+	case 9: REDUCE16(bf16_to_float, float_to_bf16); break;
 	case 0: REDUCE(int8_t); break;
 	case 1: REDUCE(uint8_t); break;
 	case 2: REDUCE(int32_t); break;
@@ -482,7 +556,6 @@ static ncclResult_t queue(int coll, const void *send, void *recv, size_t count, 
 	if (!alive(c)) return fail(NULL, invalidArgument, "fake: the communicator was destroyed");
 	if (count == 12345) return fail(c, invalidUsage, "fake: poisoned count 12345");
 	if (type_size(t) == 0 || op < -1 || op > 4) return fail(c, invalidArgument, "fake: bad type or op");
-	if (c->nranks > 1 && op >= 0 && (t == 6 || t == 9)) return fail(c, invalidArgument, "fake: float16 and bfloat16 reduce on one rank only");
 	char sreg[64], rreg[64];
 	pthread_mutex_lock(&mu);
 	last_type = t;

@@ -1,13 +1,14 @@
-// Command backendcheck checks the MPI backend's collectives on several ranks with
-// exact expected values: out of place and in place, every element type and
-// reduction MPI has (and the refusal of those it has not), and AllReduce ==
-// ReduceScatter + AllGather on one buffer.
-// mpibackend's TestMpirun runs it under mpirun; it exits non-zero (through
-// MPI_Abort, which ends every rank at once) on the first mismatch.
+// Command backendcheck checks the MPI backend on several ranks: coll's
+// conformance suite (every element type and reduction MPI has, out of place
+// and in place, with exact values, and the refusal of those it has not),
+// then what is the MPI backend's own: AllReduce == ReduceScatter +
+// AllGather on one buffer, its groups (Split), and its refusal of aliased
+// buffers that MPI would silently get wrong. mpibackend's TestMpirun runs it
+// under mpirun; it exits non-zero (through MPI_Abort, which ends every rank
+// at once) on the first failure.
 package main
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"flag"
@@ -18,6 +19,7 @@ import (
 	"strings"
 
 	"rsag/coll"
+	"rsag/coll/colltest"
 	"rsag/mpi"
 	"rsag/mpibackend"
 )
@@ -45,17 +47,17 @@ func main() {
 	if be.Rank() != k.r || be.WorldSize() != k.n {
 		k.fail("backend rank %d of %d, comm rank %d of %d", be.Rank(), be.WorldSize(), k.r, k.n)
 	}
+	// coll's conformance suite: every collective of every pair MPI has,
+	// out of place and in place, exactly; the refusal of those it has not.
+	if err := colltest.Check(be); err != nil {
+		k.fail("the conformance suite:\n%v", err)
+	}
 	for _, dt := range []coll.DType{coll.Int64, coll.Float32} {
 		for _, op := range []coll.Op{coll.Sum, coll.Max} {
-			k.allReduce(dt, op)
-			k.reduceScatter(dt, op)
 			k.equivalence(dt, op)
 		}
-		k.allGather(dt)
 	}
-	k.sweep()
 	k.split()
-	k.unsupported()
 	k.errors()
 	m, err := be.Memory()
 	k.must(err, "Memory")
@@ -190,67 +192,6 @@ func (k *checker) expect(what string, b coll.Buffer, want []int64) {
 	}
 }
 
-func (k *checker) allReduce(dt coll.DType, op coll.Op) {
-	const count = 13
-	what := fmt.Sprintf("all-reduce %s", op)
-	want := reduced(op, k.n, 0, count)
-	send, recv := k.alloc(dt, count), k.alloc(dt, count)
-	k.write(send, values(k.r, 0, count))
-	k.must(k.be.Fill(recv, make([]byte, dt.Size())), "Fill")
-	k.must(k.be.Run(coll.AllReduce, send, recv, op), what)
-	k.expect(what, recv, want)
-	k.expect(what+" (input unchanged)", send, values(k.r, 0, count))
-
-	k.write(send, values(k.r, 0, count))
-	k.must(k.be.Run(coll.AllReduce, send, send, op), what+" in place")
-	k.expect(what+" in place", send, want)
-
-	k.write(send, values(k.r, 0, count))
-	k.must(k.be.Run(coll.AllReduce, k.view(send, 0, count), send, op), what+" in place through a view")
-	k.expect(what+" in place through a view", send, want)
-	k.free(send, recv)
-}
-
-func (k *checker) reduceScatter(dt coll.DType, op coll.Op) {
-	const block = 5
-	what := fmt.Sprintf("reduce-scatter %s", op)
-	want := reduced(op, k.n, k.r*block, block)
-	send, recv := k.alloc(dt, k.n*block), k.alloc(dt, block)
-	k.write(send, values(k.r, 0, k.n*block))
-	k.must(k.be.Run(coll.ReduceScatter, send, recv, op), what)
-	k.expect(what, recv, want)
-	k.expect(what+" (input unchanged)", send, values(k.r, 0, k.n*block))
-
-	// In place the output is the view of the input at rank x block.
-	k.write(send, values(k.r, 0, k.n*block))
-	shard := k.view(send, k.r*block, block)
-	k.must(k.be.Run(coll.ReduceScatter, send, shard, op), what+" in place")
-	k.expect(what+" in place", shard, want)
-	k.free(send, recv)
-}
-
-func (k *checker) allGather(dt coll.DType) {
-	const block = 4
-	var want []int64
-	for q := range k.n {
-		want = append(want, values(q, 100, block)...)
-	}
-	send, recv := k.alloc(dt, block), k.alloc(dt, k.n*block)
-	k.write(send, values(k.r, 100, block))
-	k.must(k.be.Fill(recv, encode(dt, []int64{-99})), "Fill")
-	k.must(k.be.Run(coll.AllGather, send, recv, coll.Sum), "all-gather")
-	k.expect("all-gather", recv, want)
-
-	// In place the input is the view of the output at rank x block; the
-	// rest of the output holds a sentinel that must be overwritten.
-	k.must(k.be.Fill(recv, encode(dt, []int64{-99})), "Fill")
-	mine := k.view(recv, k.r*block, block)
-	k.write(mine, values(k.r, 100, block))
-	k.must(k.be.Run(coll.AllGather, mine, recv, coll.Sum), "all-gather in place")
-	k.expect("all-gather in place", recv, want)
-	k.free(send, recv)
-}
-
 // equivalence is the experiment in miniature: AllReduce of a buffer equals
 // ReduceScatter in place followed by AllGather in place on another.
 func (k *checker) equivalence(dt coll.DType, op coll.Op) {
@@ -267,111 +208,6 @@ func (k *checker) equivalence(dt coll.DType, op coll.Op) {
 	k.expect(fmt.Sprintf("all-reduce %s", op), direct, want)
 	k.expect(fmt.Sprintf("reduce-scatter + all-gather %s", op), decomposed, want)
 	k.free(direct, decomposed)
-}
-
-// sweep checks every element type MPI has with every reduction it has, out
-// of place and in place, through the backend and with the harness's own
-// values: each rank fills its input with coll.Input(op, rank) and every
-// element of the output must be coll.Expected(op, world), bit for bit.
-// It also proves the experiment itself for each pair: AllReduce equals
-// ReduceScatter in place followed by AllGather in place.
-func (k *checker) sweep() {
-	const block = 3
-	count := k.n * block
-	for _, dt := range coll.AllDTypes {
-		for _, op := range coll.AllOps {
-			if k.be.Supports(dt, op) != nil || coll.CheckExact(dt, op, k.n) != nil {
-				continue
-			}
-			what := fmt.Sprintf("%s %s", dt, op)
-			in := dt.Elem(coll.Input(op, k.r))
-			want := bytes.Repeat(dt.Elem(coll.Expected(op, k.n)), count)
-			sentinel := dt.Elem(99)
-
-			send, recv := k.alloc(dt, count), k.alloc(dt, count)
-			k.must(k.be.Fill(send, in), "Fill")
-			k.must(k.be.Fill(recv, sentinel), "Fill")
-			k.must(k.be.Run(coll.AllReduce, send, recv, op), "all-reduce "+what)
-			k.expectBytes("all-reduce "+what, recv, want)
-			k.expectBytes("all-reduce "+what+" (input unchanged)", send, bytes.Repeat(in, count))
-			k.must(k.be.Fill(recv, in), "Fill")
-			k.must(k.be.Run(coll.AllReduce, recv, recv, op), "all-reduce in place "+what)
-			k.expectBytes("all-reduce in place "+what, recv, want)
-
-			shard := k.alloc(dt, block)
-			k.must(k.be.Fill(shard, sentinel), "Fill")
-			k.must(k.be.Run(coll.ReduceScatter, send, shard, op), "reduce-scatter "+what)
-			k.expectBytes("reduce-scatter "+what, shard, want[:block*dt.Size()])
-			k.must(k.be.Fill(recv, in), "Fill")
-			mine := k.view(recv, k.r*block, block)
-			k.must(k.be.Run(coll.ReduceScatter, recv, mine, op), "reduce-scatter in place "+what)
-			k.expectBytes("reduce-scatter in place "+what, mine, want[:block*dt.Size()])
-
-			// The decomposition, in place, against the direct all-reduce.
-			k.must(k.be.Fill(recv, in), "Fill")
-			k.must(k.be.Run(coll.ReduceScatter, recv, mine, op), "reduce-scatter in place "+what)
-			k.must(k.be.Run(coll.AllGather, mine, recv, coll.Sum), "all-gather in place "+what)
-			k.expectBytes("reduce-scatter + all-gather "+what, recv, want)
-			k.free(send, recv, shard)
-		}
-
-		// All-gather has no reduction: rank q contributes q+1.
-		var want []byte
-		for q := range k.n {
-			want = append(want, bytes.Repeat(dt.Elem(float64(q+1)), block)...)
-		}
-		if k.be.Supports(dt, coll.Sum) != nil {
-			continue
-		}
-		send, recv := k.alloc(dt, block), k.alloc(dt, count)
-		k.must(k.be.Fill(send, dt.Elem(float64(k.r+1))), "Fill")
-		k.must(k.be.Fill(recv, dt.Elem(99)), "Fill")
-		k.must(k.be.Run(coll.AllGather, send, recv, coll.Sum), "all-gather "+dt.String())
-		k.expectBytes("all-gather "+dt.String(), recv, want)
-		k.must(k.be.Fill(recv, dt.Elem(99)), "Fill")
-		mine := k.view(recv, k.r*block, block)
-		k.must(k.be.Fill(mine, dt.Elem(float64(k.r+1))), "Fill")
-		k.must(k.be.Run(coll.AllGather, mine, recv, coll.Sum), "all-gather in place "+dt.String())
-		k.expectBytes("all-gather in place "+dt.String(), recv, want)
-		k.free(send, recv)
-	}
-}
-
-func (k *checker) expectBytes(what string, b coll.Buffer, want []byte) {
-	got := make([]byte, coll.Bytes(b))
-	k.must(k.be.Read(b, got), "Read")
-	if !bytes.Equal(got, want) {
-		k.fail("%s: got % x, want % x", what, got, want)
-	}
-}
-
-// unsupported checks that what MPI cannot run is refused on every rank with
-// Supports' words, before MPI: no rank is left waiting in a collective.
-func (k *checker) unsupported() {
-	for _, dt := range []coll.DType{coll.Float16, coll.BFloat16} {
-		want := k.be.Supports(dt, coll.Sum)
-		if want == nil {
-			k.fail("Supports(%s, sum) = nil on the MPI backend", dt)
-		}
-		b := k.alloc(dt, k.n)
-		shard := k.view(b, k.r, 1)
-		for name, err := range map[string]error{
-			"all-reduce":     k.be.Run(coll.AllReduce, b, b, coll.Sum),
-			"reduce-scatter": k.be.Run(coll.ReduceScatter, b, shard, coll.Sum),
-			"all-gather":     k.be.Run(coll.AllGather, shard, b, coll.Sum),
-		} {
-			if err == nil || !strings.HasSuffix(err.Error(), want.Error()) {
-				k.fail("%s of %s: %v, want %v", name, dt, err, want)
-			}
-		}
-		k.free(b)
-	}
-	want := k.be.Supports(coll.Float32, coll.Avg)
-	b := k.alloc(coll.Float32, k.n)
-	if err := k.be.Run(coll.AllReduce, b, b, coll.Avg); want == nil || err == nil || !strings.HasSuffix(err.Error(), want.Error()) {
-		k.fail("all-reduce avg: %v, want %v", err, want)
-	}
-	k.free(b)
 }
 
 // errors checks calls the backend rejects before MPI; every rank rejects

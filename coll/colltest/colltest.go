@@ -1,0 +1,336 @@
+// Package colltest is the conformance suite of coll.Backend: what every
+// backend must do, checked with exact values on the ranks it runs on. The
+// in-memory backend, the MPI backend and the NCCL backend over the fake
+// libraries all pass it; a new backend passes it before anything else runs
+// on it.
+//
+// Check is called on every rank of the backend's world at once, as any
+// collective is, and returns this rank's failures. It never stops at a
+// failure: every rank makes the same calls in the same order whatever it
+// finds, so that the ranks' collectives stay matched and a wrong result
+// cannot turn into a hang.
+package colltest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+
+	"rsag/coll"
+)
+
+// Check runs the suite on this rank's be:
+//   - identity: rank, world size, the backend's name;
+//   - buffers: Alloc, View, Free and the exact accounting of Memory and
+//     ResetPeak; Fill, Write and Read round trips in every element type;
+//   - shapes: a call whose buffers do not fit its collective is refused
+//     with a *coll.ShapeError before the library sees it;
+//   - every element type and reduction the backend claims (Supports):
+//     each collective out of place and in place (the smaller buffer a view
+//     at the collective's InPlaceOffset), every output element checked
+//     against the host's reference, on inputs that differ by rank and by
+//     element so that a misplaced chunk cannot pass;
+//   - every pair it does not claim: refused, and the backend still works;
+//   - abort, when the backend can (coll.Aborter): after it, a collective
+//     fails instead of waiting, and Close still releases everything.
+//
+// Abort, when checked, comes last: be is of no use afterwards but to Close.
+func Check(be coll.Backend) error {
+	s := &suite{be: be, world: be.WorldSize(), rank: be.Rank()}
+	s.identity()
+	s.buffers()
+	s.shapes()
+	for _, d := range coll.AllDTypes {
+		for _, o := range coll.AllOps {
+			s.pair(d, o)
+		}
+	}
+	s.abort()
+	return errors.Join(s.failures...)
+}
+
+type suite struct {
+	be          coll.Backend
+	world, rank int
+	failures    []error
+}
+
+func (s *suite) fail(format string, args ...any) {
+	s.failures = append(s.failures, fmt.Errorf("rank %d: "+format, append([]any{s.rank}, args...)...))
+}
+
+// must records err, when there is one, as a failure of what, and says
+// whether there was none.
+func (s *suite) must(err error, what string) bool {
+	if err != nil {
+		s.fail("%s: %v", what, err)
+	}
+	return err == nil
+}
+
+func (s *suite) identity() {
+	if s.world < 1 || s.rank < 0 || s.rank >= s.world {
+		s.fail("rank %d of a world of %d", s.rank, s.world)
+	}
+	if s.be.Info().Backend == "" {
+		s.fail("Info names no backend")
+	}
+}
+
+// alloc allocates count elements of d, or records why it could not.
+func (s *suite) alloc(d coll.DType, count int) coll.Buffer {
+	b, err := s.be.Alloc(coll.Elems(d, count))
+	if !s.must(err, fmt.Sprintf("Alloc of %d %s", count, d)) {
+		return nil
+	}
+	if b.Count() != count || b.DType() != d {
+		s.fail("Alloc of %d %s gave %d %s", count, d, b.Count(), b.DType())
+	}
+	return b
+}
+
+func (s *suite) free(bufs ...coll.Buffer) {
+	for _, b := range bufs {
+		if b != nil {
+			s.must(s.be.Free(b), "Free")
+		}
+	}
+}
+
+func (s *suite) live() int64 {
+	m, err := s.be.Memory()
+	s.must(err, "Memory")
+	return m.LiveBytes
+}
+
+// buffers checks the accounting and the data paths: an allocation counts
+// its bytes while it lives and raises the peak, a view counts nothing and
+// cannot be freed, and what is written or filled reads back.
+func (s *suite) buffers() {
+	base := s.live()
+	s.be.ResetPeak()
+	for _, d := range coll.AllDTypes {
+		b := s.alloc(d, 10)
+		if b == nil {
+			continue
+		}
+		if got := s.live() - base; got != 10*int64(d.Size()) {
+			s.fail("%s: %d bytes live after allocating 10 elements, want %d", d, got, 10*d.Size())
+		}
+		src := make([]byte, 10*d.Size())
+		for i := range src {
+			src[i] = byte(i*37 + s.rank)
+		}
+		if s.must(s.be.Write(b, src), "Write") {
+			s.expectBytes(fmt.Sprintf("%s: Write then Read", d), b, src)
+		}
+		v, err := s.be.View(b, 3, 4)
+		if s.must(err, "View") {
+			if v.Count() != 4 || s.live()-base != 10*int64(d.Size()) {
+				s.fail("%s: a view of 4 elements has %d and changed the live bytes", d, v.Count())
+			}
+			s.expectBytes(fmt.Sprintf("%s: a view at element 3", d), v, src[3*d.Size():7*d.Size()])
+			if s.be.Free(v) == nil {
+				s.fail("%s: Free of a view succeeded", d)
+			}
+		}
+		elem := d.Elem(3)
+		if s.must(s.be.Fill(b, elem), "Fill") {
+			s.expectBytes(fmt.Sprintf("%s: Fill", d), b, bytes.Repeat(elem, 10))
+		}
+		s.free(b)
+	}
+	m, err := s.be.Memory()
+	if s.must(err, "Memory") {
+		if m.LiveBytes != base {
+			s.fail("%d bytes live after freeing everything, want %d", m.LiveBytes, base)
+		}
+		if want := base + 10*int64(slices.Max(sizes())); m.PeakBytes != want {
+			s.fail("peak %d bytes, want %d (the largest one buffer at a time)", m.PeakBytes, want)
+		}
+	}
+	s.be.ResetPeak()
+	if m, err := s.be.Memory(); s.must(err, "Memory") && m.PeakBytes != m.LiveBytes {
+		s.fail("after ResetPeak the peak is %d, live %d", m.PeakBytes, m.LiveBytes)
+	}
+}
+
+func sizes() []int {
+	out := make([]int, len(coll.AllDTypes))
+	for i, d := range coll.AllDTypes {
+		out[i] = d.Size()
+	}
+	return out
+}
+
+func (s *suite) expectBytes(what string, b coll.Buffer, want []byte) {
+	got := make([]byte, coll.Bytes(b))
+	if !s.must(s.be.Synchronize(), what+": Synchronize") || !s.must(s.be.Read(b, got), what+": Read") {
+		return
+	}
+	if !bytes.Equal(got, want) {
+		s.fail("%s: read % x, want % x", what, head(got), head(want))
+	}
+}
+
+func head(b []byte) []byte { return b[:min(len(b), 32)] }
+
+// shapes checks that every collective refuses buffers that do not fit it
+// with coll's own *ShapeError, which says why before the library is called.
+func (s *suite) shapes() {
+	n := 4 * s.world
+	for _, c := range coll.Collectives {
+		send := s.alloc(coll.Int64, c.SendCount(n, s.world))
+		wrong := s.alloc(coll.Int64, n+1) // no collective's output for any input
+		other := s.alloc(coll.Float64, n)
+		if send == nil || wrong == nil || other == nil {
+			s.free(send, wrong, other)
+			continue
+		}
+		for _, recv := range []coll.Buffer{wrong, other} {
+			err := s.be.Run(c, send, recv, coll.Sum)
+			var shape *coll.ShapeError
+			if !errors.As(err, &shape) {
+				s.fail("%s of %d %s into %d %s: %v, want a *coll.ShapeError", c.Name, send.Count(), send.DType(), recv.Count(), recv.DType(), err)
+			}
+		}
+		s.free(send, wrong, other)
+	}
+}
+
+// pair checks every collective on d with o, or its refusal.
+func (s *suite) pair(d coll.DType, o coll.Op) {
+	claimed := s.be.Supports(d, o) == nil
+	if !claimed {
+		s.refused(d, o)
+		return
+	}
+	if coll.CheckExact(d, o, s.world) != nil {
+		return // claimed, but no check of it can be exact on this many ranks
+	}
+	for _, c := range coll.Collectives {
+		if c.Name == coll.AllGather.Name && o != coll.Sum {
+			continue // AllGather takes no reduction: once per element type
+		}
+		for _, inPlace := range []bool{false, true} {
+			s.collective(c, d, o, inPlace)
+		}
+	}
+}
+
+// refused checks that a pair the backend does not claim is refused by
+// every collective that reduces, and that the backend works afterwards.
+func (s *suite) refused(d coll.DType, o coll.Op) {
+	for _, c := range coll.Collectives {
+		if c.Name == coll.AllGather.Name && s.be.Supports(d, coll.Sum) == nil {
+			continue // the type is claimed; AllGather has no op to refuse
+		}
+		sendN := c.SendCount(2*s.world, s.world)
+		recvN, _ := c.RecvCount(sendN, s.world)
+		send, recv := s.alloc(d, sendN), s.alloc(d, recvN)
+		if send != nil && recv != nil && s.be.Run(c, send, recv, o) == nil {
+			s.fail("%s on %s with %s: ran, but Supports refuses the pair", c.Name, d, o)
+		}
+		s.free(send, recv)
+	}
+	s.collective(coll.AllReduce, coll.Int32, coll.Sum, false) // still usable
+}
+
+// inputs are every rank's input of n elements to c with o: small integers
+// that differ by rank and by element (so that a misplaced chunk cannot
+// pass) and stay exact in every element type summed over the world; for
+// the reductions other than sum, the value each rank contributes to a
+// check (coll.Input), which they combine exactly.
+func inputs(c coll.Collective, o coll.Op, world, n int) [][]float64 {
+	in := make([][]float64, world)
+	for r := range in {
+		in[r] = make([]float64, n)
+		for i := range in[r] {
+			switch {
+			case c.Name == coll.AllGather.Name:
+				in[r][i] = float64((r*5 + i) % 7)
+			case o == coll.Sum:
+				in[r][i] = float64((i*7 + r*3) % 5)
+			default:
+				in[r][i] = coll.Input(o, r)
+			}
+		}
+	}
+	return in
+}
+
+func encode(d coll.DType, v []float64) []byte {
+	out := make([]byte, 0, len(v)*d.Size())
+	for _, x := range v {
+		out = append(out, d.Elem(x)...)
+	}
+	return out
+}
+
+// collective runs c on d with o, out of place or in place, and checks
+// every element of the output.
+func (s *suite) collective(c coll.Collective, d coll.DType, o coll.Op, inPlace bool) {
+	full := 3 * s.world // a full buffer of 3 elements per rank
+	sendN := c.SendCount(full, s.world)
+	recvN, _ := c.RecvCount(sendN, s.world)
+	in := inputs(c, o, s.world, sendN)
+	input, want := in[s.rank], c.Reference(in, o)[s.rank] // the host's, element by element
+	what := fmt.Sprintf("%s of %s with %s, %s", c.Name, d, o, map[bool]string{false: "out of place", true: "in place"}[inPlace])
+
+	var send, recv, owned coll.Buffer
+	var err error
+	if !inPlace {
+		send, recv = s.alloc(d, sendN), s.alloc(d, recvN)
+		owned = send
+		defer s.free(recv)
+	} else if c.SendInside { // the input is a view inside the output
+		owned = s.alloc(d, recvN)
+		recv = owned
+		if owned != nil {
+			send, err = s.be.View(owned, c.InPlaceOffset(s.rank, sendN, recvN), sendN)
+			s.must(err, what+": View")
+		}
+	} else { // the output is a view inside the input
+		owned = s.alloc(d, sendN)
+		send = owned
+		if owned != nil {
+			recv, err = s.be.View(owned, c.InPlaceOffset(s.rank, sendN, recvN), recvN)
+			s.must(err, what+": View")
+		}
+	}
+	defer s.free(owned)
+	if send == nil || recv == nil {
+		// Still take part, so that the other ranks' call is matched.
+		s.fail("%s: no buffers", what)
+		return
+	}
+	if !s.must(s.be.Write(send, encode(d, input)), what+": Write") {
+		return
+	}
+	if !s.must(s.be.Run(c, send, recv, o), what) {
+		return
+	}
+	s.expectBytes(what, recv, encode(d, want))
+}
+
+// abort checks, on a backend that can abort its communication, that a
+// collective after Abort returns an error rather than waiting for peers
+// that will never come, and that Close then releases everything.
+func (s *suite) abort() {
+	a, ok := coll.Find[coll.Aborter](s.be)
+	if !ok {
+		return
+	}
+	b := s.alloc(coll.Int32, s.world)
+	a.Abort()
+	if b == nil {
+		return
+	}
+	if err := s.be.Run(coll.AllReduce, b, b, coll.Sum); err == nil {
+		if err := s.be.Synchronize(); err == nil {
+			s.fail("AllReduce after Abort: no error")
+		}
+	}
+	s.free(b)
+}

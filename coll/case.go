@@ -28,7 +28,12 @@ type Case struct {
 	Batch     int        `json:"batch" csv:"batch,sweep"`           // operations per sample: 1 for per-op
 	Buffers   BufferKind `json:"buffers" csv:"buffers,sweep"`       // plain, registered, symmetric
 	CTAPolicy CTAPolicy  `json:"cta_policy" csv:"cta_policy,sweep"` // default, efficiency, zero
-	Mode      Mode       `json:"mode,omitempty" csv:"mode"`
+	// Offset is the bytes every buffer of the case starts after its
+	// allocation's start (nccl-tests' unaligned buffers): 0, or a multiple
+	// of the element size that leaves the buffers off NCCL's 16-byte
+	// alignment.
+	Offset int64 `json:"offset_bytes" csv:"offset_bytes,sweep"`
+	Mode   Mode  `json:"mode,omitempty" csv:"mode"`
 }
 
 // Variant is the case's buffers and CTA policy.
@@ -55,7 +60,9 @@ func (c Case) Allocation() Case {
 
 // Buffer is how the case allocates a buffer of count elements: its element
 // type, and everything else of the case that decides where the buffer lies.
-func (c Case) Buffer(count int) BufferSpec { return BufferSpec{DType: c.DType, Count: count} }
+func (c Case) Buffer(count int) BufferSpec {
+	return BufferSpec{DType: c.DType, Count: count, OffsetBytes: c.Offset}
+}
 
 // String names the case as errors and progress lines do: "default 1K
 // float32 sum out-of-place per-op", then buffers/policy when they are not
@@ -91,6 +98,7 @@ var Dims = []Dim{
 	{Name: "method", Text: func(c Case) string { return MethodText(c.Method, c.Batch) }},
 	{Name: "buffers", Text: func(c Case) string { return string(c.Buffers) }, Usual: string(PlainBuffers)},
 	{Name: "cta policy", Text: func(c Case) string { return string(c.CTAPolicy) }, Usual: string(DefaultCTAPolicy)},
+	{Name: "offset", Text: func(c Case) string { return fmt.Sprintf("+%d B", c.Offset) }, Usual: "+0 B"},
 }
 
 // MethodText is a method with its batch: "per-op", "batched x20".
@@ -169,17 +177,30 @@ func cmpInt(a, b int64) int {
 	return 0
 }
 
-// BufferSpec is what Backend.Alloc allocates: count elements of dtype.
+// BufferSpec is what Backend.Alloc allocates: count elements of dtype,
+// starting OffsetBytes (a multiple of the element size) after the start of
+// the memory allocated for them.
 type BufferSpec struct {
-	DType DType
-	Count int
+	DType       DType
+	Count       int
+	OffsetBytes int64
+}
+
+// OffsetElems is the offset in elements, or an error when it is negative
+// or not a whole number of them: an element must stay aligned to its size.
+func (s BufferSpec) OffsetElems() (int, error) {
+	size := int64(s.DType.Size())
+	if s.OffsetBytes < 0 || s.OffsetBytes%size != 0 {
+		return 0, fmt.Errorf("an offset of %d bytes is not a whole number of %d-byte %s elements", s.OffsetBytes, size, s.DType)
+	}
+	return int(s.OffsetBytes / size), nil
 }
 
 // Elems is a plain buffer of count elements of d.
 func Elems(d DType, count int) BufferSpec { return BufferSpec{DType: d, Count: count} }
 
-// Bytes is the buffer's payload in bytes.
-func (s BufferSpec) Bytes() int64 { return int64(s.Count) * int64(s.DType.Size()) }
+// Bytes is the memory the buffer takes: its elements and its offset.
+func (s BufferSpec) Bytes() int64 { return int64(s.Count)*int64(s.DType.Size()) + s.OffsetBytes }
 
 // Sweep is one sweep of the timing phase (a [[run]] table, or [timing]
 // alone): every combination of its dimensions is a case, and every case
@@ -192,6 +213,7 @@ type Sweep struct {
 	Placements  []Placement
 	Buffers     []BufferKind // empty: plain
 	CTAPolicies []CTAPolicy  // empty: default
+	Offsets     []int64      // bytes; empty: 0
 	Methods     []Method
 	Modes       []Mode // empty: DefaultModes
 	Batch       int    // operations per batched or graph sample
@@ -200,23 +222,29 @@ type Sweep struct {
 }
 
 // Cases lists the sweep's cases, without a mode, in the order the timing
-// phase runs them: CTA policy, buffers, size, dtype, op, placement, method,
-// so that the cases on one backend variant, and then those on the same
-// buffers (Allocation), are next to each other.
+// phase runs them: CTA policy, buffers, size, dtype, op, placement,
+// offset, method, so that the cases on one backend variant, and then those
+// on the same buffers (Allocation), are next to each other.
 func (s Sweep) Cases() []Case {
+	offsets := s.Offsets
+	if len(offsets) == 0 {
+		offsets = []int64{0}
+	}
 	var out []Case
 	for _, v := range s.Variants() {
 		for _, size := range s.SizesBytes {
 			for _, d := range s.DTypes {
 				for _, op := range s.Ops {
 					for _, p := range s.Placements {
-						for _, m := range s.Methods {
-							batch := 1
-							if m.Batched() {
-								batch = s.Batch
+						for _, off := range offsets {
+							for _, m := range s.Methods {
+								batch := 1
+								if m.Batched() {
+									batch = s.Batch
+								}
+								out = append(out, Case{Run: s.Name, SizeBytes: size, DType: d, Op: op, Placement: p,
+									Method: m, Batch: batch, Buffers: v.Buffers, CTAPolicy: v.CTAPolicy, Offset: off})
 							}
-							out = append(out, Case{Run: s.Name, SizeBytes: size, DType: d, Op: op, Placement: p,
-								Method: m, Batch: batch, Buffers: v.Buffers, CTAPolicy: v.CTAPolicy})
 						}
 					}
 				}

@@ -35,6 +35,9 @@ const (
 	// MaxBusBWGBps bounds min_busbw_gbps: 100 TB/s, over 100 times any
 	// link's bus bandwidth today.
 	MaxBusBWGBps = 100_000
+	// MaxOffsetBytes bounds a buffer offset: 1 MiB, far past any alignment
+	// a library or a page cares about.
+	MaxOffsetBytes = 1 << 20
 )
 
 // intRule is one count's bounds: below lo the key's own advice (a format

@@ -35,6 +35,10 @@ type Timing struct {
 	Modes       []coll.Mode       `toml:"modes"`
 	Buffers     []coll.BufferKind `toml:"buffers"`
 	CTAPolicies []coll.CTAPolicy  `toml:"cta_policies"`
+	// Offsets are the bytes every buffer starts after its allocation's
+	// start: [0] is aligned; 4, 64, 4096 try misaligned buffers, as
+	// nccl-tests does. Each must be a multiple of every dtype's size.
+	Offsets []Size `toml:"offsets"`
 	// Batch is the number of operations per batched or graph sample.
 	Batch int `toml:"batch"`
 	// Discard drops this many leading samples from the statistics.
@@ -63,6 +67,7 @@ func (t Timing) clone() Timing {
 	c.Modes = slices.Clone(t.Modes)
 	c.Buffers = slices.Clone(t.Buffers)
 	c.CTAPolicies = slices.Clone(t.CTAPolicies)
+	c.Offsets = slices.Clone(t.Offsets)
 	return c
 }
 
@@ -218,6 +223,9 @@ func (c *Config) checkRuns(source string) error {
 				return bad(n.key, "%s", msg)
 			}
 		}
+		if err := checkOffsets(t.Offsets, bad); err != nil {
+			return err
+		}
 		if t.Discard < 0 || t.Discard >= t.Cycles {
 			return bad("discard", "%d: drop from 0 to cycles-1 (%d) leading samples", t.Discard, t.Cycles-1)
 		}
@@ -240,7 +248,7 @@ func (c *Config) checkRuns(source string) error {
 		}
 		c.Sweeps = append(c.Sweeps, coll.Sweep{Name: r.Name, SizesBytes: sizes,
 			DTypes: t.DTypes, Ops: t.Ops, Placements: t.Placements, Methods: t.Methods,
-			Modes: t.Modes, Buffers: t.Buffers, CTAPolicies: t.CTAPolicies,
+			Modes: t.Modes, Buffers: t.Buffers, CTAPolicies: t.CTAPolicies, Offsets: int64s(t.Offsets),
 			Batch: t.Batch, Warmups: t.Warmups, Cycles: t.Cycles})
 	}
 	return nil
@@ -261,6 +269,23 @@ func checkSizeList(key string, sizes []Size, tooMany string, bad func(key, forma
 		return nil, bad(key, "%d is listed twice: list each size once", d)
 	}
 	return int64s(sizes), nil
+}
+
+// checkOffsets checks the buffer offsets: at least one, each from 0 to
+// MaxOffsetBytes, none twice.
+func checkOffsets(offsets []Size, bad func(key, format string, args ...any) error) error {
+	if len(offsets) == 0 {
+		return bad("offsets", "is empty: list at least one offset in bytes, e.g. [0] for aligned buffers or [0, 4, 64]")
+	}
+	for _, o := range offsets {
+		if o < 0 || o > MaxOffsetBytes {
+			return bad("offsets", "%d bytes: give offsets from 0 to rsag's bound of %d bytes, e.g. [0, 4, 64, 4096]", o, MaxOffsetBytes)
+		}
+	}
+	if d, dup := firstDuplicate(offsets); dup {
+		return bad("offsets", "%d is listed twice: list each offset once", d)
+	}
+	return nil
 }
 
 // int64s are sizes as bytes.
@@ -334,6 +359,15 @@ func (c *Config) validateRuns(world int) error {
 			return err
 		}
 		for _, d := range r.DTypes {
+			for _, o := range r.Offsets {
+				if o%int64(d.Size()) != 0 {
+					return &Error{Source: "config", Key: prefix + "offsets", Msg: fmt.Sprintf(
+						"%d bytes is not a multiple of %s's %d-byte elements, which must stay aligned to their size: use a multiple of %d, e.g. %d",
+						o, d, d.Size(), d.Size(), (o/int64(d.Size())+1)*int64(d.Size()))}
+				}
+			}
+		}
+		for _, d := range r.DTypes {
 			for _, op := range r.Ops {
 				if err := coll.CheckExact(d, op, world); err != nil {
 					return &Error{Source: "config", Key: prefix + "dtypes", Msg: err.Error()}
@@ -371,5 +405,5 @@ func (c *Config) IsSeedCase() bool {
 	return slices.Equal(t.DTypes, []coll.DType{coll.Float32}) && slices.Equal(t.Ops, []coll.Op{coll.Sum}) &&
 		slices.Equal(t.Placements, []coll.Placement{coll.OutOfPlace}) && slices.Equal(t.Methods, []coll.Method{coll.PerOp}) &&
 		slices.Equal(t.Modes, coll.DefaultModes) && slices.Equal(t.Buffers, []coll.BufferKind{coll.PlainBuffers}) &&
-		slices.Equal(t.CTAPolicies, []coll.CTAPolicy{coll.DefaultCTAPolicy})
+		slices.Equal(t.CTAPolicies, []coll.CTAPolicy{coll.DefaultCTAPolicy}) && slices.Equal(t.Offsets, []Size{0})
 }

@@ -396,7 +396,7 @@ func TestJSONNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The names, and the case fields a timing statistic has too.
-	want := []string{"run", "dtype", "op", "placement", "method", "batch", "buffers", "cta_policy", "mode", "alpha_us",
+	want := []string{"run", "dtype", "op", "placement", "method", "batch", "buffers", "cta_policy", "offset_bytes", "mode", "alpha_us",
 		"bandwidth_gbps", "r2", "max_rel_residual", "sizes_bytes"}
 	var got []string
 	for k := range m {

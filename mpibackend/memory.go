@@ -27,9 +27,10 @@ type buffer struct {
 func (b *buffer) Count() int        { return b.count }
 func (b *buffer) DType() coll.DType { return b.dtype }
 
-// Alloc maps count elements of host memory. MAP_POPULATE commits the pages
-// now, as a device allocation would, so that first-touch page faults land in
-// Alloc and not in the first collective that writes the buffer.
+// Alloc maps count elements of host memory, after s's offset. MAP_POPULATE
+// commits the pages now, as a device allocation would, so that first-touch
+// page faults land in Alloc and not in the first collective that writes the
+// buffer.
 func (be *Backend) Alloc(s coll.BufferSpec) (coll.Buffer, error) {
 	dtype, count := s.DType, s.Count
 	if be.closed || be.pool.closed {
@@ -41,13 +42,17 @@ func (be *Backend) Alloc(s coll.BufferSpec) (coll.Buffer, error) {
 	if _, unmapped := noDatatype[dtype]; !mapped && !unmapped {
 		return nil, fmt.Errorf("mpibackend: Alloc: unknown element type %s", dtype)
 	}
+	skip, err := s.OffsetElems()
+	if err != nil {
+		return nil, fmt.Errorf("mpibackend: Alloc: %w", err)
+	}
 	if count <= 0 {
 		return nil, fmt.Errorf("mpibackend: Alloc: %d elements: a buffer holds at least one (mmap cannot map 0 bytes)", count)
 	}
-	if count > math.MaxInt/dtype.Size() {
+	if count > math.MaxInt/dtype.Size()-skip {
 		return nil, fmt.Errorf("mpibackend: Alloc: %d %s elements overflow a byte count", count, dtype)
 	}
-	n := count * dtype.Size()
+	n := (skip + count) * dtype.Size()
 	mem, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE,
 		syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS|syscall.MAP_POPULATE)
 	if err != nil {
@@ -57,7 +62,7 @@ func (be *Backend) Alloc(s coll.BufferSpec) (coll.Buffer, error) {
 	be.live[r] = struct{}{}
 	be.liveBytes += int64(n)
 	be.peakBytes = max(be.peakBytes, be.liveBytes)
-	return &buffer{owner: be, region: r, dtype: dtype, count: count}, nil
+	return &buffer{owner: be, region: r, dtype: dtype, off: skip, count: count}, nil
 }
 
 // View returns count elements of b from element offset; it shares b's

@@ -19,6 +19,10 @@ type deviceBuffer struct {
 	dtype coll.DType
 	root  *deviceBuffer // the allocation a view looks into; nil for an allocation
 	freed bool          // allocations only
+	// offset is an allocation's bytes before ptr (coll.BufferSpec's
+	// OffsetBytes): what was allocated, and is registered and freed,
+	// starts at ptr - offset.
+	offset int64
 
 	// Allocations only: their kind, and the registration (ncclCommRegister's
 	// handle, or the window) with the communicator it belongs to; regComm
@@ -85,8 +89,15 @@ func (b *Backend) Alloc(s coll.BufferSpec) (coll.Buffer, error) {
 	if count < 0 {
 		return nil, b.errorf("alloc: negative count %d", count)
 	}
+	if _, err := s.OffsetElems(); err != nil {
+		return nil, b.errorf("alloc: %w", err)
+	}
 	d := &deviceBuffer{owner: b.device, count: count, dtype: dtype, kind: b.kind}
 	n := int64(count) * int64(dtype.Size())
+	if n > 0 {
+		d.offset = s.OffsetBytes
+		n += d.offset
+	}
 	if n > 0 {
 		if b.c.comm == nil && b.kind != coll.PlainBuffers {
 			return nil, b.errorf("alloc %s buffer: the communicator was aborted or closed", b.kind)
@@ -107,6 +118,7 @@ func (b *Backend) Alloc(s coll.BufferSpec) (coll.Buffer, error) {
 			}
 			return nil, b.errorf("alloc %d x %v %s: %w", count, dtype, b.kind, err)
 		}
+		d.ptr += devPtr(d.offset)
 	}
 	b.allocs[d] = struct{}{}
 	b.live += n
@@ -178,11 +190,11 @@ func (dv *device) unregister(d *deviceBuffer) error {
 // the one that allocated it.
 func (dv *device) release(d *deviceBuffer) error {
 	err := dv.unregister(d)
-	if d.ptr != 0 {
+	if base := d.ptr - devPtr(d.offset); d.ptr != 0 {
 		if d.kind == coll.SymmetricBuffers {
-			err = errors.Join(err, dv.nc.memRelease(d.ptr))
+			err = errors.Join(err, dv.nc.memRelease(base))
 		} else {
-			err = errors.Join(err, dv.cu.free(d.ptr))
+			err = errors.Join(err, dv.cu.free(base))
 		}
 	}
 	if err == nil {
@@ -227,7 +239,7 @@ func (b *Backend) Free(buf coll.Buffer) error {
 		return b.errorf("free: %w", err)
 	}
 	delete(b.allocs, d)
-	b.live -= int64(d.bytes())
+	b.live -= int64(d.bytes()) + d.offset
 	return nil
 }
 

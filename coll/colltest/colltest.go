@@ -24,6 +24,9 @@ import (
 //   - identity: rank, world size, the backend's name;
 //   - buffers: Alloc, View, Free and the exact accounting of Memory and
 //     ResetPeak; Fill, Write and Read round trips in every element type;
+//   - offsets: a buffer that starts a whole number of elements after its
+//     allocation's start (coll.BufferSpec.OffsetBytes) counts them, holds
+//     its data and runs every collective; a partial element is refused;
 //   - shapes: a call whose buffers do not fit its collective is refused
 //     with a *coll.ShapeError before the library sees it;
 //   - every element type and reduction the backend claims (Supports):
@@ -40,6 +43,7 @@ func Check(be coll.Backend) error {
 	s := &suite{be: be, world: be.WorldSize(), rank: be.Rank()}
 	s.identity()
 	s.buffers()
+	s.offsets()
 	s.shapes()
 	for _, d := range coll.AllDTypes {
 		for _, o := range coll.AllOps {
@@ -153,6 +157,38 @@ func (s *suite) buffers() {
 	s.be.ResetPeak()
 	if m, err := s.be.Memory(); s.must(err, "Memory") && m.PeakBytes != m.LiveBytes {
 		s.fail("after ResetPeak the peak is %d, live %d", m.PeakBytes, m.LiveBytes)
+	}
+}
+
+// offsets checks buffers off their allocation's start, as the timing
+// phase's offsets dimension makes them: the live bytes count the offset,
+// the data stays the buffer's, and the collectives run on them exactly.
+func (s *suite) offsets() {
+	for _, d := range []coll.DType{coll.Int8, coll.Float32, coll.Float64} {
+		for _, off := range []int64{int64(d.Size()), 64, 4096} {
+			base := s.live()
+			b, err := s.be.Alloc(coll.BufferSpec{DType: d, Count: 6, OffsetBytes: off})
+			if !s.must(err, fmt.Sprintf("Alloc of 6 %s at +%d B", d, off)) {
+				continue
+			}
+			if got, want := s.live()-base, 6*int64(d.Size())+off; got != want || b.Count() != 6 {
+				s.fail("%s at +%d B: %d elements, %d bytes live, want 6 and %d", d, off, b.Count(), got, want)
+			}
+			src := encode(d, []float64{1, 2, 3, 4, 5, 6})
+			if s.must(s.be.Write(b, src), "Write") {
+				s.expectBytes(fmt.Sprintf("%s at +%d B: Write then Read", d, off), b, src)
+			}
+			s.free(b)
+		}
+		if s.be.Supports(d, coll.Sum) == nil {
+			s.collectiveAt(coll.AllReduce, d, coll.Sum, false, 64)
+			s.collectiveAt(coll.ReduceScatter, d, coll.Sum, true, 64)
+			s.collectiveAt(coll.AllGather, d, coll.Sum, true, 4096)
+		}
+	}
+	if b, err := s.be.Alloc(coll.BufferSpec{DType: coll.Float32, Count: 4, OffsetBytes: 2}); err == nil {
+		s.fail("Alloc of float32 at +2 B: allowed, but it splits an element")
+		s.free(b)
 	}
 }
 
@@ -271,28 +307,44 @@ func encode(d coll.DType, v []float64) []byte {
 // collective runs c on d with o, out of place or in place, and checks
 // every element of the output.
 func (s *suite) collective(c coll.Collective, d coll.DType, o coll.Op, inPlace bool) {
+	s.collectiveAt(c, d, o, inPlace, 0)
+}
+
+// collectiveAt is collective on buffers offset bytes after their
+// allocations' start.
+func (s *suite) collectiveAt(c coll.Collective, d coll.DType, o coll.Op, inPlace bool, offset int64) {
 	full := 3 * s.world // a full buffer of 3 elements per rank
 	sendN := c.SendCount(full, s.world)
 	recvN, _ := c.RecvCount(sendN, s.world)
 	in := inputs(c, o, s.world, sendN)
 	input, want := in[s.rank], c.Reference(in, o)[s.rank] // the host's, element by element
 	what := fmt.Sprintf("%s of %s with %s, %s", c.Name, d, o, map[bool]string{false: "out of place", true: "in place"}[inPlace])
+	if offset != 0 {
+		what += fmt.Sprintf(" at +%d B", offset)
+	}
+	alloc := func(n int) coll.Buffer {
+		b, err := s.be.Alloc(coll.BufferSpec{DType: d, Count: n, OffsetBytes: offset})
+		if !s.must(err, fmt.Sprintf("%s: Alloc of %d", what, n)) {
+			return nil
+		}
+		return b
+	}
 
 	var send, recv, owned coll.Buffer
 	var err error
 	if !inPlace {
-		send, recv = s.alloc(d, sendN), s.alloc(d, recvN)
+		send, recv = alloc(sendN), alloc(recvN)
 		owned = send
 		defer s.free(recv)
 	} else if c.SendInside { // the input is a view inside the output
-		owned = s.alloc(d, recvN)
+		owned = alloc(recvN)
 		recv = owned
 		if owned != nil {
 			send, err = s.be.View(owned, c.InPlaceOffset(s.rank, sendN, recvN), sendN)
 			s.must(err, what+": View")
 		}
 	} else { // the output is a view inside the input
-		owned = s.alloc(d, sendN)
+		owned = alloc(sendN)
 		send = owned
 		if owned != nil {
 			recv, err = s.be.View(owned, c.InPlaceOffset(s.rank, sendN, recvN), recvN)

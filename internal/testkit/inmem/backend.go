@@ -84,7 +84,7 @@ func (be *Backend) usable(op string) error {
 	return nil
 }
 
-// Alloc allocates count elements of host memory.
+// Alloc allocates count elements of host memory, after s's offset.
 func (be *Backend) Alloc(s coll.BufferSpec) (coll.Buffer, error) {
 	dtype, count := s.DType, s.Count
 	if err := be.usable("Alloc"); err != nil {
@@ -93,18 +93,22 @@ func (be *Backend) Alloc(s coll.BufferSpec) (coll.Buffer, error) {
 	if !slices.Contains(coll.AllDTypes, dtype) {
 		return nil, fmt.Errorf("inmem: Alloc: unknown element type %s", dtype)
 	}
+	skip, err := s.OffsetElems()
+	if err != nil {
+		return nil, fmt.Errorf("inmem: Alloc: %w", err)
+	}
 	if count <= 0 {
 		return nil, fmt.Errorf("inmem: Alloc: %d elements: a buffer holds at least one", count)
 	}
-	if count > math.MaxInt/dtype.Size() {
+	if count > math.MaxInt/dtype.Size()-skip {
 		return nil, fmt.Errorf("inmem: Alloc: %d %s elements overflow a byte count", count, dtype)
 	}
 	h := be.heap
-	r := &region{heap: h, mem: make([]byte, count*dtype.Size())}
+	r := &region{heap: h, mem: make([]byte, (skip+count)*dtype.Size())}
 	h.live[r] = struct{}{}
 	h.liveBytes += int64(len(r.mem))
 	h.peakBytes = max(h.peakBytes, h.liveBytes)
-	return &buffer{region: r, dtype: dtype, count: count}, nil
+	return &buffer{region: r, dtype: dtype, off: skip, count: count}, nil
 }
 
 // View returns count elements of b from element offset; it shares b's

@@ -18,6 +18,10 @@ import (
 func (s *session) loadConfig() (config.Config, error) {
 	var msg []byte
 	if s.comm.Rank() == 0 {
+		// ReadFile opens only a regular file, but one on a file system that
+		// stops answering (a hung NFS mount) still blocks: the watchdog
+		// names the file, here and on the ranks that wait for it below.
+		s.tr.Arm("reading the config file "+s.opts.ConfigPath, -1)
 		data, err := config.ReadFile(s.opts.ConfigPath)
 		if err != nil {
 			msg = append([]byte{1}, fmt.Sprintf("cannot read the config: %v (give an existing TOML file with -config, e.g. configs/smoke.toml)", err)...)
@@ -25,7 +29,7 @@ func (s *session) loadConfig() (config.Config, error) {
 			msg = append([]byte{0}, data...)
 		}
 	}
-	s.tr.Arm("config broadcast", -1)
+	s.tr.Arm("config broadcast (rank 0 reads "+s.opts.ConfigPath+")", -1)
 	msg, err := s.comm.BcastBlob(msg, 0)
 	if err != nil {
 		return config.Config{}, err

@@ -3,6 +3,8 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -34,4 +36,36 @@ func TestAFIFOConfigIsRefusedAtOnce(t *testing.T) {
 	out := filepath.Join(dir, "out")
 	r := mpirun(t, 2, 60*time.Second, "-config", fifo, "-backend", "mpi", "-output-dir", out)
 	refusedOnce(t, r, out, "cannot read the config: "+fifo+": is a named pipe (FIFO), not a TOML file: give a regular file")
+}
+
+// A small config nested deep (inline tables 5,000 and 100,000 levels, 20 KB
+// and 400 KB) took the TOML decoder minutes and gigabytes on every rank; a
+// -set 3,000 deep took seconds and its 18 KB came back in the message. The
+// shape is bounded by a scan before decoding: refused at once, named, and
+// the value clipped.
+func TestANestedConfigIsRefusedBeforeDecoding(t *testing.T) {
+	nested := func(n int) string { return strings.Repeat("{a = ", n) + "1" + strings.Repeat("}", n) }
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"5,000 deep", []string{"-config", writeFile(t, dir, "deep.toml", "[timing]\nx = "+nested(5000)+"\n")}, "deep.toml: line 2: nests 33 levels deep, above rsag's bound of 32"},
+		{"100,000 deep", []string{"-config", writeFile(t, dir, "deeper.toml", "x = "+nested(100_000)+"\n")}, "deeper.toml: line 1: nests 33 levels deep"},
+		{"by -set", append(smoke, "-set", "timing.cycles="+nested(3000)), "-set timing.cycles={a = {a = {a = {a = {a = {a = {a = {a = {a = {a = {a = {a = {a = {... (18015 bytes): line 2: nests 33 levels deep"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			args := append([]string{"-backend", "mpi", "-output-dir", out}, c.args...)
+			if !slices.Contains(c.args, "-config") {
+				args = append([]string{"-output-dir", out}, c.args...)
+			}
+			r := mpirun(t, 2, time.Minute, args...)
+			refusedOnce(t, r, out, c.want)
+			if len(r.stderr) > 4000 {
+				t.Errorf("stderr is %d bytes: the input is echoed\n%.2000s", len(r.stderr), r.stderr)
+			}
+		})
+	}
 }

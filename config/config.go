@@ -471,9 +471,38 @@ func (c *Config) check(source string) error {
 		if err := c.Hierarchy.check(bad); err != nil {
 			return err
 		}
+	} else if err := c.checkWithoutGroups(source); err != nil {
+		return err
 	}
 	if !c.Contracts.Enabled && !c.Timing.Enabled && !c.Memory.Enabled && !c.Numerics.Enabled {
 		return bad("enabled", "every phase is disabled: enable at least one of contracts, timing, memory, numerics")
+	}
+	return nil
+}
+
+// checkWithoutGroups refuses, with [hierarchy] off, a mode that runs
+// within and across the hierarchy's groups: without the check it was found
+// only once the phases reached it, after the contracts and the timings had
+// run.
+func (c *Config) checkWithoutGroups(source string) error {
+	fix := "set [hierarchy] enabled = true (-set hierarchy.enabled=true), or drop it"
+	if c.Timing.Enabled {
+		for _, r := range c.Runs {
+			for _, m := range r.Modes {
+				if tm, ok := phases.ModeOf(m); ok && tm.NeedsGroups() {
+					return &Error{Source: source, Key: c.runPrefix(r.Name) + "modes", Msg: fmt.Sprintf("%q runs within and across the hierarchy's groups, but [hierarchy] is off: %s", m, fix)}
+				}
+			}
+		}
+	}
+	if c.Memory.Enabled {
+		// The default memory modes are every mode that runs on the whole
+		// world; the others run in the hierarchy's groups.
+		for _, m := range c.Memory.Modes {
+			if !slices.Contains(phases.DefaultMemoryModes(), m) {
+				return &Error{Source: source, Key: "memory.modes", Msg: fmt.Sprintf("%q runs within and across the hierarchy's groups, but [hierarchy] is off: %s", m, fix)}
+			}
+		}
 	}
 	return nil
 }

@@ -69,3 +69,23 @@ func TestANestedConfigIsRefusedBeforeDecoding(t *testing.T) {
 		})
 	}
 }
+
+// A mode that runs in the hierarchy's groups, asked for with [hierarchy]
+// off, is refused with the config, before any collective: it used to be
+// found by the memory phase, after the contracts and the timings had run
+// and written their files, with exit 1.
+func TestModesWithoutGroupsAreRefusedUpFront(t *testing.T) {
+	for _, c := range []struct{ name, set, want string }{
+		{"memory", `memory.modes=["hierarchical-lifetime"]`, `memory.modes: "hierarchical-lifetime" runs within and across the hierarchy's groups, but [hierarchy] is off: set [hierarchy] enabled = true (-set hierarchy.enabled=true), or drop it`},
+		{"timing", `timing.modes=["direct","hierarchical"]`, `timing.modes: "hierarchical" runs within and across the hierarchy's groups, but [hierarchy] is off`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			r := mpirun(t, 2, time.Minute, append(append([]string{"-output-dir", out}, smoke...), "-set", c.set)...)
+			refusedOnce(t, r, out, c.want)
+			if strings.Contains(r.stdout, "contracts:") {
+				t.Errorf("the contracts ran before the refusal:\n%s", r.stdout)
+			}
+		})
+	}
+}

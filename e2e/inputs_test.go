@@ -89,3 +89,27 @@ func TestModesWithoutGroupsAreRefusedUpFront(t *testing.T) {
 		})
 	}
 }
+
+// A value of RSAG_WAIT that is not one of its own is refused on every
+// rank, before any collective, naming the variable and its values: any
+// value but "block" used to mean poll, unseen. One rank alone with a bad
+// value (mpirun -x for one part of an MPMD line) is named.
+func TestABadWaitModeIsRefused(t *testing.T) {
+	want := `RSAG_WAIT="bogus" is not a way to wait: use poll (the default: poll the device and NCCL's errors, spinning for the first 100 ms) or block (wait in the driver, no core spinning), or unset it`
+	t.Run("every rank", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "out")
+		j := startJob(t, 2, []string{"RSAG_WAIT=bogus"}, append([]string{"-output-dir", out}, smoke...)...)
+		code := j.wait(t, time.Minute)
+		_, stderr := j.output()
+		refusedOnce(t, result{code: code, stderr: stderr}, out, "bad environment on every rank (")
+		saidOnce(t, stderr, want)
+	})
+	t.Run("one rank", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "out")
+		rank := append([]string{rsagBin, "-output-dir", out}, smoke...)
+		args := append(append(append([]string{"../scripts/mpirun.sh", "1"}, rank...), ":", "-np", "1", "-x", "RSAG_WAIT=bogus"), rank...)
+		r := launch(t, time.Minute, args...)
+		refusedOnce(t, r, out, "bad environment on rank 1 (")
+		saidOnce(t, r.stderr, want)
+	})
+}

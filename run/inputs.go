@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"rsag/config"
+	"rsag/ncclx"
 	"rsag/phases"
 	"rsag/watchdog"
 )
@@ -89,6 +90,14 @@ func (s *session) agreeInputs() error {
 			strings.Join(diffs, "; ")))
 	}
 	return nil
+}
+
+// checkEnvironment refuses, on every rank alike, a variable of rsag's own
+// set to a value it does not take. Each rank has its own environment (a
+// launcher may pass it to some ranks only), so the ranks agree on it.
+func (s *session) checkEnvironment() error {
+	_, err := ncclx.BlockingWait(os.Getenv(ncclx.WaitEnv))
+	return s.agree(err, ExitBadArgs, "bad environment")
 }
 
 // stallPhases and stallOps are what RSAG_DEBUG_STALL may name.

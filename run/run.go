@@ -201,6 +201,9 @@ func (s *session) run(st *state) error {
 		return shared(ExitBadArgs, err)
 	}
 	s.wd.SetTimeout(time.Duration(cfg.TimeoutS) * time.Second)
+	if err := s.checkEnvironment(); err != nil {
+		return err
+	}
 	if err := s.loadStall(); err != nil {
 		return err
 	}

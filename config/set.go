@@ -108,3 +108,21 @@ func runList(runNames []string) string {
 	}
 	return "; the runs are " + strings.Join(runNames, ", ")
 }
+
+// StartupTimeoutS is the deadline in seconds of MPI's start-up (MPI_Init,
+// and the agreements up to the config's broadcast): timeout_s when a -set
+// gives a valid one, else DefaultTimeoutS. The file's timeout_s cannot
+// count: rank 0 reads the file only once MPI has started. An invalid -set
+// is refused later, with the config, like any other.
+func StartupTimeoutS(sets []string) int {
+	timeout := DefaultTimeoutS
+	for _, set := range sets {
+		if key, _, ok := strings.Cut(set, "="); !ok || strings.TrimSpace(key) != "timeout_s" {
+			continue
+		}
+		if cfg, err := Parse("-set", nil, []string{set}); err == nil {
+			timeout = cfg.TimeoutS
+		}
+	}
+	return timeout
+}

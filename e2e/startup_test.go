@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -34,4 +35,33 @@ func TestARankThatNeverJoinsMPIEndsTheJob(t *testing.T) {
 		t.Errorf("a job that never started left %s behind", out)
 	}
 	t.Logf("ended after %v with exit %d", took.Round(time.Millisecond), r.code)
+}
+
+// A rank that joined MPI_Init but never reaches rsag's first collective
+// (here it stalls in it: testdata/stall.c) is waited for under the
+// start-up's deadline, -set timeout_s, not the default 180 s, and named as
+// that first agreement.
+func TestAStalledFirstAgreementIsBounded(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	start := time.Now()
+	j := startStalled(t, 2, stall(t, 1, "Allgather", -1), append([]string{"-output-dir", out, "-set", "timeout_s=3"}, smoke...)...)
+	code := j.wait(t, time.Minute)
+	took := time.Since(start)
+	_, stderr := j.output()
+	if code == 0 {
+		t.Fatalf("exit 0 with a stalled rank\n%s", stderr)
+	}
+	if !strings.Contains(stderr, "stall.c: rank 1 stalls in MPI_Allgather") {
+		t.Errorf("the stall was not injected:\n%s", stderr)
+	}
+	re := regexp.MustCompile(`rsag: rank 0 \([^)]+\): watchdog: startup first agreement between ranks after MPI start-up \(every rank of the job must reach it\) did not finish within 3s`)
+	if !re.MatchString(stderr) {
+		t.Errorf("no message matching %s:\n%s", re, stderr)
+	}
+	if took > 40*time.Second {
+		t.Errorf("the job took %v to end with a 3 s start-up deadline", took.Round(time.Millisecond))
+	}
+	if _, err := os.Lstat(out); err == nil {
+		t.Errorf("a job stopped at its first agreement left %s behind", out)
+	}
 }

@@ -10,8 +10,6 @@ import (
 
 	"rsag/config"
 	"rsag/ncclx"
-	"rsag/phases"
-	"rsag/watchdog"
 )
 
 // loadConfig has rank 0 read the file and broadcast its bytes, so every rank
@@ -98,32 +96,4 @@ func (s *session) agreeInputs() error {
 func (s *session) checkEnvironment() error {
 	_, err := ncclx.BlockingWait(os.Getenv(ncclx.WaitEnv))
 	return s.agree(err, ExitBadArgs, "bad environment")
-}
-
-// stallPhases and stallOps are what RSAG_DEBUG_STALL may name.
-var stallPhases = []string{"startup", "contracts", "timing", "memory", "numerics", "results"}
-
-func stallOps() []string {
-	ops := []string{"barrier", "agreement between ranks"}
-	for _, c := range []phases.Collective{phases.AllReduceColl, phases.ReduceScatterColl, phases.AllGatherColl} {
-		ops = append(ops, c.Name)
-	}
-	for _, name := range phases.Modes {
-		if m, ok := phases.ModeOf(name); ok && len(m.Steps) > 1 {
-			ops = append(ops, m.Op())
-		}
-	}
-	return ops
-}
-
-// loadStall reads the debug stall (RSAG_DEBUG_STALL) on every rank and
-// agrees on it, so that a malformed value ends every rank alike.
-func (s *session) loadStall() error {
-	st, err := watchdog.ParseStall(os.Getenv(watchdog.StallEnv),
-		watchdog.StallSteps{World: s.comm.Size(), Phases: stallPhases, Ops: stallOps()})
-	if err := s.agree(err, ExitBadArgs, watchdog.StallEnv+" is malformed"); err != nil {
-		return err
-	}
-	s.tr.SetStall(st)
-	return nil
 }

@@ -104,7 +104,7 @@ func Run(o Options) int {
 		end.End(ExitWatchdog, msg, "")
 	})
 	s = &session{opts: o, comm: comm, wd: wd, end: end, out: io.Discard,
-		tr: watchdog.NewTracker(wd, comm.Rank(), comm.Host(), o.Stderr)}
+		tr: watchdog.NewTracker(wd)}
 	wd.Start()
 	if comm.Rank() == 0 {
 		s.out = o.Stdout
@@ -244,9 +244,6 @@ func (s *session) run(st *state) error {
 	}
 	s.wd.SetTimeout(time.Duration(cfg.TimeoutS) * time.Second)
 	if err := s.checkEnvironment(); err != nil {
-		return err
-	}
-	if err := s.loadStall(); err != nil {
 		return err
 	}
 	backendName, err := s.chooseBackend(cfg.Backend)

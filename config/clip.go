@@ -34,9 +34,10 @@ func head(s string) string {
 // one, escapes included.
 var quotedRE = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 
-// clipQuoted clips every long quoted value in msg: the messages of the
-// TOML library and of the names' parsers quote the value they refuse.
-func clipQuoted(msg string) string {
+// ClipQuoted clips every long quoted value in msg: the messages of the
+// TOML library, of the names' parsers and of the flag package quote the
+// value they refuse.
+func ClipQuoted(msg string) string {
 	if len(msg) <= clipBytes {
 		return msg
 	}

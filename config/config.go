@@ -88,7 +88,7 @@ func (e *Error) Error() string {
 	if e.Key != "" {
 		where += ": " + Clip(e.Key)
 	}
-	return where + ": " + clipQuoted(e.Msg)
+	return where + ": " + ClipQuoted(e.Msg)
 }
 
 // Parse decodes a config file's bytes over the defaults, then each -set

@@ -105,7 +105,7 @@ func TestErrorsClipWhatTheyEcho(t *testing.T) {
 	if got := Clip(strings.Repeat("é", 50)); got != strings.Repeat("é", 40)+"... (100 bytes)" {
 		t.Errorf("Clip cut a character: %q", got)
 	}
-	if got := clipQuoted(`a "` + strings.Repeat(`\\`, 60) + `" b`); !strings.HasPrefix(got, `a "`+strings.Repeat(`\\`, 40)+`"... (120 bytes) b`) {
-		t.Errorf("clipQuoted: %s", got)
+	if got := ClipQuoted(`a "` + strings.Repeat(`\\`, 60) + `" b`); !strings.HasPrefix(got, `a "`+strings.Repeat(`\\`, 40)+`"... (120 bytes) b`) {
+		t.Errorf("ClipQuoted: %s", got)
 	}
 }

@@ -302,12 +302,17 @@ func TestRunJSONTellsTheTruthAfterSignals(t *testing.T) {
 			return errors.Join(errs...)
 		}, outside},
 	}
+	// The runs' dirs are the parent test's, not each subtest's: the check
+	// after the subtests needs the last one as the signalled run left it
+	// (a subtest's TempDir is gone once the subtest ends, and rsag would
+	// make a new, empty one).
+	root := t.TempDir()
 	var last string
-	for _, target := range targets {
+	for k, target := range targets {
 		t.Run(target.name, func(t *testing.T) {
 			byRank0 := 0
 			for i := range 5 {
-				dir := t.TempDir()
+				dir := filepath.Join(root, fmt.Sprintf("%d-%d", k, i))
 				j := startJob(t, 2, nil, append([]string{"-output-dir", dir}, longTiming...)...)
 				waitStatus(t, j, dir, report.StatusRunning, time.Minute)
 				if err := target.send(t, j); err != nil {
@@ -337,10 +342,21 @@ func TestRunJSONTellsTheTruthAfterSignals(t *testing.T) {
 			}
 		})
 	}
-	// A run whose predecessor was ended, lock and all, starts at once.
+	// A run whose predecessor was ended, lock and all, starts at once and
+	// replaces its results.
+	if last == "" {
+		t.Fatal("no signalled run to overwrite")
+	}
+	before, err := report.ReadRun(last)
+	if err != nil || before.Status != report.StatusFailed {
+		t.Fatalf("the signalled run's %s: %+v, %v; want failed, to overwrite", report.RunFile, before, err)
+	}
 	r := mpirun(t, 2, time.Minute, append([]string{"-output-dir", last, "-overwrite"}, smoke...)...)
 	if r.code != 0 {
 		t.Errorf("-overwrite after a signalled run: exit %d\n%s", r.code, r.stderr)
+	}
+	if after, err := report.ReadRun(last); err != nil || after.Status != report.StatusComplete || (after.Started == before.Started && after.PID == before.PID) {
+		t.Errorf("after -overwrite: %s %+v, %v; want a new run, complete", report.RunFile, after, err)
 	}
 }
 

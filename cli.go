@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"rsag/config"
 )
 
 // options are the command-line flags. Go's flag package accepts one or two
@@ -41,7 +43,7 @@ func (f *onceFlag) String() string {
 
 func (f *onceFlag) Set(v string) error {
 	if f.set && v != *f.value {
-		return fmt.Errorf("given twice with different values (%q and %q): give it once", *f.value, v)
+		return fmt.Errorf("given twice with different values (%q and %q): give it once", config.Clip(*f.value), config.Clip(v))
 	}
 	*f.value, f.set = v, true
 	return nil
@@ -53,6 +55,8 @@ ranks it is started on, times both, and measures their device memory.
 Usage:
   mpirun -np 4 ./rsag -config configs/ch7.toml -output-dir results/ch7
   sbatch slurm/ch7.sbatch
+  ./rsag compare A/summary.json B/summary.json   compare two runs' timings
+                                                 (no MPI, no GPU; rsag compare -h)
 
 Flags:
 `
@@ -68,8 +72,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	o.configPath, o.outputDir = "configs/ch7.toml", "results/latest"
-	fs.Var(&onceFlag{value: &o.configPath}, "config", "TOML config `file` (default configs/ch7.toml)")
-	fs.Var(&onceFlag{value: &o.outputDir}, "output-dir", "`directory` for the results (created if missing; default results/latest)")
+	// The flag package prints each default from the flag's value: the
+	// usage strings do not repeat it.
+	fs.Var(&onceFlag{value: &o.configPath}, "config", "TOML config `file`")
+	fs.Var(&onceFlag{value: &o.outputDir}, "output-dir", "`directory` for the results (created if missing)")
 	fs.Var(&onceFlag{value: &o.backend}, "backend", "auto, nccl or mpi (default: the config's backend key, else auto)")
 	fs.BoolVar(&o.overwrite, "overwrite", false, "replace the results of an earlier run in -output-dir (without it, rsag refuses to touch them)")
 	fs.Var(&sets, "set", "override a config key: `section.key=value`, value in TOML syntax, e.g. -set 'timing.sizes_bytes=[1024,65536]', or run.NAME.key=value for the [[run]] named NAME (repeatable)")
@@ -79,11 +85,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			fmt.Fprint(stderr, usageText)
 			fs.SetOutput(stderr)
 			fs.PrintDefaults()
+			return o, err
 		}
-		return o, err
+		// The flag package quotes the whole value it refuses.
+		return o, errors.New(config.ClipQuoted(err.Error()))
 	}
 	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected argument %q: every setting is a flag (see rsag -h)", fs.Arg(0))
+		return o, fmt.Errorf("unexpected argument %q: every setting is a flag (see rsag -h; two runs are compared with rsag compare A B)", config.Clip(fs.Arg(0)))
 	}
 	if err := checkSets(sets, o.backend); err != nil {
 		return o, err
@@ -110,12 +118,12 @@ func checkSets(sets []string, backend string) error {
 		}
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
 		if prev, dup := seen[key]; dup && prev != value {
-			return fmt.Errorf("-set %s is given twice with different values (%s and %s): give it once", key, prev, value)
+			return fmt.Errorf("-set %s is given twice with different values (%s and %s): give it once", config.Clip(key), config.Clip(prev), config.Clip(value))
 		}
 		seen[key] = value
 	}
 	if v, ok := seen["backend"]; ok && backend != "" && strings.Trim(v, `"'`) != backend {
-		return fmt.Errorf("-backend %s contradicts -set backend=%s: give one of them", backend, v)
+		return fmt.Errorf("-backend %s contradicts -set backend=%s: give one of them", config.Clip(backend), config.Clip(v))
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"io"
 	"strings"
 	"testing"
@@ -29,6 +31,41 @@ func TestContradictoryFlags(t *testing.T) {
 		}
 		if c.want == "" && c.args[0] == "-overwrite" && !o.overwrite {
 			t.Errorf("%v: overwrite not set", c.args)
+		}
+	}
+}
+
+// -h says each default once and names rsag compare.
+func TestHelp(t *testing.T) {
+	var out strings.Builder
+	if _, err := parseFlags([]string{"-h"}, &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	help := out.String()
+	for _, want := range []string{"./rsag compare A/summary.json B/summary.json", "(default configs/ch7.toml)", "(default results/latest)"} {
+		if strings.Count(help, want) != 1 {
+			t.Errorf("-h says %q %d times, want once:\n%s", want, strings.Count(help, want), help)
+		}
+	}
+	for _, line := range strings.Split(help, "\n") {
+		if strings.Count(line, "default") > 1 {
+			t.Errorf("a line says its default twice: %q", line)
+		}
+	}
+}
+
+// What a flag's error repeats of its values is clipped, as the config's.
+func TestFlagErrorsClipTheirValues(t *testing.T) {
+	long := strings.Repeat("x", 100000)
+	for _, args := range [][]string{
+		{"-output-dir", "a", "-output-dir", long},
+		{"-set", "timing.cycles=3", "-set", "timing.cycles=" + long},
+		{"-backend", long, "-set", "backend=mpi"},
+		{long},
+	} {
+		_, err := parseFlags(args, io.Discard)
+		if err == nil || len(err.Error()) > 400 || !strings.Contains(err.Error(), "... (1000") {
+			t.Errorf("%.60q: %.500v", args, err)
 		}
 	}
 }

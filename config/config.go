@@ -9,6 +9,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -79,12 +81,15 @@ type Error struct {
 	Msg    string // what is wrong and what to do
 }
 
+// Error says where and what, repeating at most the first 80 bytes of any
+// key or quoted value it names (Clip): a megabyte-long key or value is
+// named, not echoed.
 func (e *Error) Error() string {
 	where := e.Source
 	if e.Key != "" {
-		where += ": " + e.Key
+		where += ": " + Clip(e.Key)
 	}
-	return where + ": " + e.Msg
+	return where + ": " + ClipQuoted(e.Msg)
 }
 
 // Parse decodes a config file's bytes over the defaults, then each -set
@@ -95,11 +100,15 @@ func (e *Error) Error() string {
 // no world size and resolves the timing runs; Validate checks the rest.
 func Parse(name string, data []byte, sets []string) (Config, error) {
 	cfg := Default()
-	md, doc, err := decode(name, string(data), &cfg, true)
+	doc, err := parseDoc(name, string(data))
 	if err != nil {
 		return cfg, err
 	}
-	tables, runNames, err := runTables(name, cfg.RunTables, doc)
+	md, runs, err := decode(name, &doc, &cfg, true)
+	if err != nil {
+		return cfg, err
+	}
+	tables, runNames, err := runTables(name, cfg.RunTables, runs)
 	if err != nil {
 		return cfg, err
 	}
@@ -116,7 +125,7 @@ func Parse(name string, data []byte, sets []string) (Config, error) {
 	}
 	runSets := map[string][]runSet{}
 	for _, set := range sets {
-		source := "-set " + set
+		source := "-set " + Clip(set)
 		key, value, err := splitSet(set)
 		if err != nil {
 			return cfg, err
@@ -129,7 +138,11 @@ func Parse(name string, data []byte, sets []string) (Config, error) {
 			runSets[runName] = append(runSets[runName], rs)
 			continue
 		}
-		if _, _, err := decode(source, setDoc(key, value), &cfg, false); err != nil {
+		doc, err := parseSet(source, value, func(v string) string { return setDoc(key, v) })
+		if err != nil {
+			return cfg, err
+		}
+		if _, _, err := decode(source, &doc, &cfg, false); err != nil {
 			return cfg, err
 		}
 	}
@@ -144,26 +157,102 @@ func (c *Config) finish(md toml.MetaData, source string, tables []runTable, sets
 	return c.check(source)
 }
 
-// decode checks one TOML document's keys (exact spelling, nothing unknown),
-// then decodes it over cfg. file says whether it may hold [[run]] tables
-// (a -set may not).
-func decode(source, text string, cfg *Config, file bool) (toml.MetaData, map[string]any, error) {
-	var doc map[string]any
-	kmd, err := toml.Decode(text, &doc)
+// document is one TOML document (the file, or one -set), parsed once: its
+// metadata and its top-level values, still undecoded, so that its keys are
+// checked before any value is decoded and nothing is parsed twice.
+type document struct {
+	md  toml.MetaData
+	top map[string]toml.Primitive
+}
+
+// parseDoc bounds a document's shape with a scan of its bytes (checkShape),
+// then parses it: every document goes through here, once.
+func parseDoc(source, text string) (document, error) {
+	if err := checkShape(source, text); err != nil {
+		return document{}, err
+	}
+	var d document
+	md, err := toml.Decode(text, &d.top)
 	if err != nil {
-		return kmd, nil, decodeError(source, err)
+		return document{}, decodeError(source, err)
 	}
-	if err := checkKeys(source, kmd.Keys(), file); err != nil {
-		return kmd, nil, err
+	d.md = md
+	return d, nil
+}
+
+// decodeInto decodes each top-level value of d, in the document's order,
+// into the field of the struct v points to whose toml tag names it
+// (through embedded structs, for Run's Timing). The spelling is exact:
+// checkKeys and checkRunKeys have refused any other. A key without a field
+// is left undecoded, for MetaData.Undecoded to name.
+func (d *document) decodeInto(v any) error {
+	rv := reflect.ValueOf(v).Elem()
+	seen := map[string]bool{}
+	for _, k := range d.md.Keys() {
+		top := k[0]
+		if seen[top] {
+			continue
+		}
+		seen[top] = true
+		prim, ok := d.top[top]
+		if !ok {
+			continue
+		}
+		f, ok := fieldByTag(rv, top)
+		if !ok {
+			continue
+		}
+		if err := d.md.PrimitiveDecode(prim, f.Addr().Interface()); err != nil {
+			return err
+		}
 	}
-	if list, ok := doc["run"].([]any); ok && len(list) == 0 {
-		return kmd, nil, &Error{Source: source, Key: "run", Msg: "= [] lists no runs: remove it (without [[run]] tables, [timing] is the one run)"}
+	return nil
+}
+
+// fieldByTag finds the field of struct value rv tagged toml:"tag".
+func fieldByTag(rv reflect.Value, tag string) (reflect.Value, bool) {
+	t := rv.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name := f.Tag.Get("toml")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			if fv, ok := fieldByTag(rv.Field(i), tag); ok {
+				return fv, true
+			}
+			continue
+		}
+		if name == tag && name != "-" {
+			return rv.Field(i), true
+		}
 	}
-	if _, ok := doc["run"].([]map[string]any); doc["run"] != nil && !ok {
-		return kmd, nil, &Error{Source: source, Key: "run", Msg: "is not an array of tables: write each sweep as a [[run]] table (two brackets) with a name and the [timing] keys it changes"}
+	return reflect.Value{}, false
+}
+
+// decode checks one parsed document's keys (exact spelling, nothing
+// unknown), then decodes it over cfg, and returns its [[run]] tables as
+// the TOML library read them. file says whether it may hold [[run]]
+// tables (a -set may not).
+func decode(source string, doc *document, cfg *Config, file bool) (toml.MetaData, []map[string]any, error) {
+	md := doc.md
+	if err := checkKeys(source, md.Keys(), file); err != nil {
+		return md, nil, err
 	}
-	md, err := toml.Decode(text, cfg)
-	if err != nil {
+	var runs []map[string]any
+	if prim, ok := doc.top["run"]; ok {
+		// Into an empty interface the library hands over what it parsed
+		// as it is: a look at the value's type, not a second decoding.
+		var v any
+		if err := doc.md.PrimitiveDecode(prim, &v); err != nil {
+			return md, nil, decodeError(source, err)
+		}
+		if list, ok := v.([]any); ok && len(list) == 0 {
+			return md, nil, &Error{Source: source, Key: "run", Msg: "= [] lists no runs: remove it (without [[run]] tables, [timing] is the one run)"}
+		}
+		if runs, ok = v.([]map[string]any); !ok {
+			return md, nil, &Error{Source: source, Key: "run", Msg: "is not an array of tables: write each sweep as a [[run]] table (two brackets) with a name and the [timing] keys it changes"}
+		}
+	}
+	if err := doc.decodeInto(cfg); err != nil {
 		return md, nil, decodeError(source, err)
 	}
 	if undecoded := md.Undecoded(); len(undecoded) > 0 && !file {
@@ -182,7 +271,7 @@ func decode(source, text string, cfg *Config, file bool) (toml.MetaData, map[str
 		return md, nil, err
 	}
 	cfg.Timing.keepSizeForm(listGiven, rangeGiven)
-	return md, doc, nil
+	return md, runs, nil
 }
 
 // checkKeys refuses every key that is not one of Config's, spelt exactly:
@@ -252,8 +341,7 @@ func unknownKey(source, key string) error {
 
 // runTables checks each [[run]] table's keys against what a run takes and
 // lists the runs' names (a table without one is "run<N>").
-func runTables(source string, prims []toml.Primitive, doc map[string]any) ([]runTable, []string, error) {
-	list, _ := doc["run"].([]map[string]any) // decode refused any other type
+func runTables(source string, prims []toml.Primitive, list []map[string]any) ([]runTable, []string, error) {
 	if len(list) > MaxRuns {
 		return nil, nil, &Error{Source: source, Key: "run", Msg: fmt.Sprintf("%d [[run]] tables are above rsag's bound of %d: merge some", len(list), MaxRuns)}
 	}
@@ -261,7 +349,7 @@ func runTables(source string, prims []toml.Primitive, doc map[string]any) ([]run
 	var runNames []string
 	for i, table := range list {
 		label := fmt.Sprintf("[[run]] %d", i+1)
-		if err := checkRunKeys(source, label, table); err != nil {
+		if err := checkRunKeys(source, label, slices.Collect(maps.Keys(table))); err != nil {
 			return nil, nil, err
 		}
 		name, _ := table["name"].(string)
@@ -281,11 +369,7 @@ func runTables(source string, prims []toml.Primitive, doc map[string]any) ([]run
 // checkRunKeys refuses a key that a [[run]] table does not take, such as
 // enabled (a run is timed when [timing] is), naming the keys it does take.
 // Keys are checked in sorted order so that every rank names the same one.
-func checkRunKeys(source, label string, table map[string]any) error {
-	keys := make([]string, 0, len(table))
-	for k := range table {
-		keys = append(keys, k)
-	}
+func checkRunKeys(source, label string, keys []string) error {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if contains(schema.runKeys, k) {
@@ -388,9 +472,38 @@ func (c *Config) check(source string) error {
 		if err := c.Hierarchy.check(bad); err != nil {
 			return err
 		}
+	} else if err := c.checkWithoutGroups(source); err != nil {
+		return err
 	}
 	if !c.Contracts.Enabled && !c.Timing.Enabled && !c.Memory.Enabled && !c.Numerics.Enabled {
 		return bad("enabled", "every phase is disabled: enable at least one of contracts, timing, memory, numerics")
+	}
+	return nil
+}
+
+// checkWithoutGroups refuses, with [hierarchy] off, a mode that runs
+// within and across the hierarchy's groups: without the check it was found
+// only once the phases reached it, after the contracts and the timings had
+// run.
+func (c *Config) checkWithoutGroups(source string) error {
+	fix := "set [hierarchy] enabled = true (-set hierarchy.enabled=true), or drop it"
+	if c.Timing.Enabled {
+		for _, r := range c.Runs {
+			for _, m := range r.Modes {
+				if tm, ok := coll.ModeOf(m); ok && tm.NeedsGroups() {
+					return &Error{Source: source, Key: c.runPrefix(r.Name) + "modes", Msg: fmt.Sprintf("%q runs within and across the hierarchy's groups, but [hierarchy] is off: %s", m, fix)}
+				}
+			}
+		}
+	}
+	if c.Memory.Enabled {
+		// The default memory modes are every mode that runs on the whole
+		// world; the others run in the hierarchy's groups.
+		for _, m := range c.Memory.Modes {
+			if !slices.Contains(phases.DefaultMemoryModes(), m) {
+				return &Error{Source: source, Key: "memory.modes", Msg: fmt.Sprintf("%q runs within and across the hierarchy's groups, but [hierarchy] is off: %s", m, fix)}
+			}
+		}
 	}
 	return nil
 }

@@ -159,3 +159,24 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+// MPI's start-up is bounded by a -set timeout_s when it is valid, else by
+// the default: the file is read only once MPI has started.
+func TestStartupTimeout(t *testing.T) {
+	for _, c := range []struct {
+		sets []string
+		want int
+	}{
+		{nil, DefaultTimeoutS},
+		{[]string{"timing.cycles=3"}, DefaultTimeoutS},
+		{[]string{"timeout_s=5"}, 5},
+		{[]string{" timeout_s = 7 ", "timing.cycles=3"}, 7},
+		{[]string{"timeout_s=0"}, DefaultTimeoutS},
+		{[]string{"timeout_s=10000000000"}, DefaultTimeoutS},
+		{[]string{"timeout_s=x"}, DefaultTimeoutS},
+	} {
+		if got := StartupTimeoutS(c.sets); got != c.want {
+			t.Errorf("StartupTimeoutS(%q) = %d, want %d", c.sets, got, c.want)
+		}
+	}
+}

@@ -3,71 +3,44 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
+
+	"rsag/internal/regularfile"
 )
 
 // MaxFileBytes caps a config file at 1 MiB. A config is a few kilobytes at
-// most, so anything larger is a mistake (-config /dev/zero, a results
-// file), refused with its size before it is read whole.
+// most, so anything larger is a mistake (a results file, a log), refused
+// with its size before it is read whole.
 const MaxFileBytes = 1 << 20
 
 // ReadFile reads a config file, reading never more than MaxFileBytes+1
-// bytes. It refuses what is not a file (a directory, a device, a socket)
-// and a file larger than the cap, naming the size. A pipe is read (-config
-// <(generate) works), up to the cap.
+// bytes. It refuses what is not a regular file (a directory, a device, a
+// socket, a FIFO) by its kind, before opening it for a read that could
+// block or never end, and a file larger than the cap, naming the size.
+//
+// A pipe is refused too, though a shell's -config <(generate) is one: rank
+// 0 reads the config while the other ranks wait for it, and a FIFO without
+// a writer would keep them all waiting; and under mpirun or srun the ranks
+// do not inherit the shell's /dev/fd/N anyway.
 func ReadFile(path string) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, fileError(path, err)
-	}
-	if err := checkFileKind(path, st); err != nil {
-		return nil, err
-	}
-	if st.Mode().IsRegular() && st.Size() > MaxFileBytes {
-		return nil, tooLarge(path, fmt.Sprintf("%d bytes", st.Size()))
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fileError(path, err)
-	}
-	defer f.Close()
-	// The path may have been replaced since Stat: check what was opened.
-	if st, err = f.Stat(); err != nil {
-		return nil, fileError(path, err)
-	}
-	if err := checkFileKind(path, st); err != nil {
-		return nil, err
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, fileError(path, err)
-	}
-	if len(data) > MaxFileBytes {
+	data, err := regularfile.Read(path, MaxFileBytes)
+	var kind *regularfile.KindError
+	var size *regularfile.SizeError
+	switch {
+	case err == nil:
+		return data, nil
+	case errors.As(err, &kind):
+		msg := "is " + kind.Kind + ", not a TOML file: give a regular file"
+		if kind.Kind == "a named pipe (FIFO)" {
+			msg += " (write what the pipe would give to a file first: rank 0 reads the config while every other rank waits for it)"
+		}
+		return nil, &Error{Source: path, Msg: msg}
+	case errors.As(err, &size) && size.Size >= 0:
+		return nil, tooLarge(path, fmt.Sprintf("%d bytes", size.Size))
+	case errors.As(err, &size):
 		return nil, tooLarge(path, fmt.Sprintf("more than %d bytes", MaxFileBytes))
 	}
-	return data, nil
-}
-
-func checkFileKind(path string, st fs.FileInfo) error {
-	m := st.Mode()
-	var what string
-	switch {
-	case m.IsRegular(), m&fs.ModeNamedPipe != 0:
-		return nil
-	case m.IsDir():
-		what = "a directory"
-	case m&fs.ModeCharDevice != 0:
-		what = "a character device"
-	case m&fs.ModeDevice != 0:
-		what = "a block device"
-	case m&fs.ModeSocket != 0:
-		what = "a socket"
-	default:
-		what = "a special file"
-	}
-	return &Error{Source: path, Msg: "is " + what + ", not a TOML file"}
+	return nil, fileError(path, err)
 }
 
 func tooLarge(path, size string) error {

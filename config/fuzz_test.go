@@ -40,6 +40,9 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(runsDoc), "run.=3")
 	f.Add([]byte("[[run]]\n[[run]]\nname = \"run1\"\n"), "run.run1.name=\"run2\"")
 	f.Add([]byte("timeout_s = 9223372036854775807\n[memory]\npayload_bytes = \"8589934591G\"\n"), "required_ranks=3")
+	// Past the shape's bounds, and strings that hide brackets from it.
+	f.Add([]byte("x = "+nestedTables(40)+"\n"), "timing.cycles="+nestedArrays(40))
+	f.Add([]byte("a = \"\"\"[[[\n\"\"\"\"\nb = '''[[['''\n[[run]]\nname = \"[[[\"\n"), "run.[[[.cycles=[[[1]]]")
 	f.Fuzz(func(t *testing.T, data []byte, set string) {
 		var sets []string
 		if set != "" {

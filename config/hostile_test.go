@@ -112,6 +112,10 @@ var hostileInputs = []struct {
 	{"bad backend under -backend", "backend = \"gloo\"\n", []string{"backend=mpi"}, 2, "backend", `"gloo" is not a backend: use one of auto, nccl, mpi`},
 	{"bad file value under -set", "[timing]\ncycles = 0\n", []string{"timing.cycles=3"}, 2, "timing.cycles", "0: use at least 1"},
 	// Hierarchy.
+	{"grouped memory mode without groups", "", []string{`memory.modes=["hierarchical-lifetime"]`}, 2, "memory.modes", `"hierarchical-lifetime" runs within and across the hierarchy's groups, but [hierarchy] is off: set [hierarchy] enabled = true (-set hierarchy.enabled=true), or drop it`},
+	{"grouped memory mode with groups off", "[hierarchy]\nenabled = false\n[memory]\nmodes = [\"allreduce-full\", \"hierarchical-lifetime\"]\n", nil, 2, "memory.modes", `"hierarchical-lifetime" runs within and across`},
+	{"grouped timed mode without groups", "", []string{`timing.modes=["direct","hierarchical-all-gather"]`}, 2, "timing.modes", `"hierarchical-all-gather" runs within and across the hierarchy's groups, but [hierarchy] is off`},
+	{"grouped timed mode in a run", "[[run]]\nname = \"h\"\nmodes = [\"hierarchical\"]\n", nil, 2, "run h: modes", `"hierarchical" runs within and across`},
 	{"group of one", "[hierarchy]\nenabled = true\ngroup_size = 1\n", nil, 4, "hierarchy.group_size", "at least 2, or 0 for the ranks per node"},
 	{"negative group", "[hierarchy]\nenabled = true\ngroup_size = -2\n", nil, 4, "hierarchy.group_size", "at least 2"},
 	{"group does not divide", "[hierarchy]\nenabled = true\ngroup_size = 3\n", nil, 4, "hierarchy.group_size", "group_size 3 does not divide the world size 4, so the ranks cannot form equal groups: use a divisor of 4 (2, 4)"},

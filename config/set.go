@@ -2,10 +2,11 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
-
-	"github.com/BurntSushi/toml"
 )
 
 const setUsage = "expected section.key=value, e.g. -set timing.warmups=5 or -set 'timing.sizes_bytes=[1024,65536]', or run.NAME.key=value for the [[run]] named NAME"
@@ -14,31 +15,39 @@ const setUsage = "expected section.key=value, e.g. -set timing.warmups=5 or -set
 // line: a newline would let one flag set several keys unseen.
 func splitSet(set string) (key, value string, err error) {
 	if strings.ContainsAny(set, "\n\r") {
-		return "", "", &Error{Source: fmt.Sprintf("-set %q", set),
+		return "", "", &Error{Source: "-set " + Clip(fmt.Sprintf("%q", set)),
 			Msg: "holds a line break: give one key per -set, and repeat -set for the next"}
 	}
 	key, value, ok := strings.Cut(set, "=")
 	key, value = strings.TrimSpace(key), strings.TrimSpace(value)
 	if !ok || key == "" || value == "" {
-		return "", "", &Error{Source: "-set " + set, Msg: setUsage}
+		return "", "", &Error{Source: "-set " + Clip(set), Msg: setUsage}
 	}
-	return key, tomlValue(value), nil
+	return key, value, nil
 }
 
 var integerRE = regexp.MustCompile(`^[+-]?[0-9][0-9_]*$`)
 
-// tomlValue quotes a value that is not valid TOML but a bare word, so that
-// -set backend=mpi means "mpi".
-func tomlValue(value string) string {
-	// An integer TOML cannot hold stays bare, so that its key's error says
-	// it is out of range rather than that it is a string.
-	if integerRE.MatchString(value) {
-		return value
+// parseSet parses the document doc makes of a -set's value. A value that
+// is not TOML but a bare word is a string, so that -set backend=mpi means
+// "mpi": only then is the document parsed a second time, with the value
+// quoted (a bare word holds no brackets, so that parse is small and flat).
+func parseSet(source, value string, doc func(value string) string) (document, error) {
+	d, err := parseDoc(source, doc(value))
+	if err == nil || !bareWord(value) {
+		return d, err
 	}
-	if _, err := toml.Decode("v = "+value, new(map[string]any)); err != nil && !strings.ContainsAny(value, "[]{}\"'=") {
-		return fmt.Sprintf("%q", value)
+	if quoted, qerr := parseDoc(source, doc(strconv.Quote(value))); qerr == nil {
+		return quoted, nil
 	}
-	return value
+	return d, err
+}
+
+// bareWord says whether a value that TOML refused is a word to quote. An
+// integer TOML cannot hold is not, so that its key's error says it is out
+// of range rather than that it is a string.
+func bareWord(value string) bool {
+	return !integerRE.MatchString(value) && !strings.ContainsAny(value, "[]{}\"'=")
 }
 
 // setDoc turns "timing.warmups", "5" into "[timing]\nwarmups = 5\n".
@@ -83,12 +92,11 @@ func parseRunSet(source, key, value string, runNames []string) (runSet, string, 
 		return runSet{}, "", &Error{Source: source, Key: key, Msg: fmt.Sprintf(
 			"no [[run]] is named %q: the runs are %s", name, strings.Join(runNames, ", "))}
 	}
-	doc := leaf + " = " + value + "\n"
-	var table map[string]any
-	if _, err := toml.Decode(doc, &table); err != nil {
-		return runSet{}, "", decodeError(source, err)
+	doc, err := parseSet(source, value, func(v string) string { return leaf + " = " + v + "\n" })
+	if err != nil {
+		return runSet{}, "", err
 	}
-	if err := checkRunKeys(source, "-set for run "+name, table); err != nil {
+	if err := checkRunKeys(source, "-set for run "+name, slices.Collect(maps.Keys(doc.top))); err != nil {
 		return runSet{}, "", err
 	}
 	return runSet{source: source, doc: doc}, name, nil
@@ -99,4 +107,22 @@ func runList(runNames []string) string {
 		return " (this config has none)"
 	}
 	return "; the runs are " + strings.Join(runNames, ", ")
+}
+
+// StartupTimeoutS is the deadline in seconds of MPI's start-up (MPI_Init,
+// and the agreements up to the config's broadcast): timeout_s when a -set
+// gives a valid one, else DefaultTimeoutS. The file's timeout_s cannot
+// count: rank 0 reads the file only once MPI has started. An invalid -set
+// is refused later, with the config, like any other.
+func StartupTimeoutS(sets []string) int {
+	timeout := DefaultTimeoutS
+	for _, set := range sets {
+		if key, _, ok := strings.Cut(set, "="); !ok || strings.TrimSpace(key) != "timeout_s" {
+			continue
+		}
+		if cfg, err := Parse("-set", nil, []string{set}); err == nil {
+			timeout = cfg.TimeoutS
+		}
+	}
+	return timeout
 }

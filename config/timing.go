@@ -125,10 +125,10 @@ type runTable struct {
 	given map[string]bool // the keys it sets
 }
 
-// runSet is a -set run.NAME.key=value, as TOML to decode over that run.
+// runSet is a -set run.NAME.key=value, parsed, to decode over that run.
 type runSet struct {
-	source string // "-set run.NAME.key=value"
-	doc    string // "key = value\n"
+	source string   // "-set run.NAME.key=value"
+	doc    document // "key = value\n"
 }
 
 // resolveRuns decodes each [[run]] table over a copy of [timing], then the
@@ -155,11 +155,10 @@ func (c *Config) resolveRuns(md toml.MetaData, source string, tables []runTable,
 			r.Name = fmt.Sprintf("run%d", i+1)
 		}
 		for _, set := range sets[r.Name] {
-			smd, err := toml.Decode(set.doc, &r)
-			if err != nil {
+			if err := set.doc.decodeInto(&r); err != nil {
 				return runSetError(set.source, r.Name, err)
 			}
-			listGiven, rangeGiven, err := sizeForm(set.source, "run."+r.Name+".", func(leaf string) bool { return smd.IsDefined(leaf) })
+			listGiven, rangeGiven, err := sizeForm(set.source, "run."+r.Name+".", func(leaf string) bool { return set.doc.md.IsDefined(leaf) })
 			if err != nil {
 				return err
 			}

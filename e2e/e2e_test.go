@@ -49,6 +49,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
+	removeInterposers()
 	removeSessionDir()
 	os.Exit(code)
 }

@@ -191,13 +191,14 @@ func notComplete(t *testing.T, dir string) outdir.Record {
 var longTiming = []string{"-config", "../configs/smoke.toml", "-backend", "mpi", "-set", "timing.cycles=50000000",
 	"-set", "timing.sizes_bytes=[4096]", "-set", "memory.enabled=false"}
 
-// One rank stalls (the debug hook) in the timing phase; the watchdog ends
-// the job after timeout_s with a message naming the phase, the collective
-// and its size.
+// One rank stalls in the timing phase, inside MPI_Allreduce at 215040
+// bytes (testdata/stall.c, from outside rsag); the watchdog ends the job
+// after timeout_s with a message naming the phase, the collective and its
+// size.
 func TestWatchdogEndsAStalledRank(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Now()
-	j := startJob(t, 2, []string{"RSAG_DEBUG_STALL=rank=1,phase=timing,size=215040,seconds=600"},
+	j := startStalled(t, 2, stall(t, 1, "Allreduce", 215040),
 		"-config", "../configs/smoke.toml", "-backend", "mpi", "-output-dir", dir, "-set", "timeout_s=2")
 	code := j.wait(t, 60*time.Second)
 	took := time.Since(start)
@@ -205,8 +206,8 @@ func TestWatchdogEndsAStalledRank(t *testing.T) {
 	if code == 0 {
 		t.Fatalf("exit 0 after a stall\n%s", stderr)
 	}
-	if !strings.Contains(stderr, "rsag: rank 1 (") || !strings.Contains(stderr, "debug: RSAG_DEBUG_STALL: stalling before timing all-reduce at 215040 bytes for 600s") {
-		t.Errorf("the stall was not announced:\n%s", stderr)
+	if !strings.Contains(stderr, "stall.c: rank 1 stalls in MPI_Allreduce (215040 bytes) for 600 s") {
+		t.Errorf("the stall was not injected:\n%s", stderr)
 	}
 	re := regexp.MustCompile(`rsag: rank [01] \([^)]+\): watchdog: timing all-reduce at 215040 bytes did not finish within 2s \(waited [0-9.]+s\); aborting the job`)
 	if !re.MatchString(stderr) {
@@ -300,7 +301,7 @@ func TestSoak(t *testing.T) {
 	t.Logf("%d cycles x 3 sizes on 4 ranks took %v", cycles, time.Since(start).Round(time.Millisecond))
 }
 
-// Bad flags, contradictions and a bad debug hook fail on every rank before
+// Bad flags, contradictions and a bad environment fail on every rank before
 // any collective, naming the flag, and leave nothing behind.
 func TestBadFlagsFailOnEveryRank(t *testing.T) {
 	cases := []struct {
@@ -313,7 +314,7 @@ func TestBadFlagsFailOnEveryRank(t *testing.T) {
 		{"backend contradicts -set", nil, []string{"-backend", "mpi", "-set", "backend=nccl"}, "-backend mpi contradicts -set backend=nccl"},
 		{"-set twice", nil, []string{"-set", "timing.cycles=3", "-set", "timing.cycles=5"}, "-set timing.cycles is given twice with different values (3 and 5)"},
 		{"zero timeout", nil, []string{"-set", "timeout_s=0"}, "timeout_s: 0 is not a deadline"},
-		{"bad stall hook", []string{"RSAG_DEBUG_STALL=rank=1,phase=timing,sekonds=5"}, nil, `RSAG_DEBUG_STALL="rank=1,phase=timing,sekonds=5": unknown key "sekonds"`},
+		{"bad wait mode", []string{"RSAG_WAIT=blocking"}, nil, `bad environment on every rank (`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

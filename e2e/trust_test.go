@@ -301,12 +301,17 @@ func TestRunJSONTellsTheTruthAfterSignals(t *testing.T) {
 			return errors.Join(errs...)
 		}, outside},
 	}
+	// The runs' dirs are the parent test's, not each subtest's: the check
+	// after the subtests needs the last one as the signalled run left it
+	// (a subtest's TempDir is gone once the subtest ends, and rsag would
+	// make a new, empty one).
+	root := t.TempDir()
 	var last string
-	for _, target := range targets {
+	for k, target := range targets {
 		t.Run(target.name, func(t *testing.T) {
 			byRank0 := 0
 			for i := range 5 {
-				dir := t.TempDir()
+				dir := filepath.Join(root, fmt.Sprintf("%d-%d", k, i))
 				j := startJob(t, 2, nil, append([]string{"-output-dir", dir}, longTiming...)...)
 				waitStatus(t, j, dir, outdir.StatusRunning, time.Minute)
 				if err := target.send(t, j); err != nil {
@@ -336,10 +341,21 @@ func TestRunJSONTellsTheTruthAfterSignals(t *testing.T) {
 			}
 		})
 	}
-	// A run whose predecessor was ended, lock and all, starts at once.
+	// A run whose predecessor was ended, lock and all, starts at once and
+	// replaces its results.
+	if last == "" {
+		t.Fatal("no signalled run to overwrite")
+	}
+	before, err := outdir.ReadRecord(last)
+	if err != nil || before.Status != outdir.StatusFailed {
+		t.Fatalf("the signalled run's %s: %+v, %v; want failed, to overwrite", outdir.RunFile, before, err)
+	}
 	r := mpirun(t, 2, time.Minute, append([]string{"-output-dir", last, "-overwrite"}, smoke...)...)
 	if r.code != 0 {
 		t.Errorf("-overwrite after a signalled run: exit %d\n%s", r.code, r.stderr)
+	}
+	if after, err := outdir.ReadRecord(last); err != nil || after.Status != outdir.StatusComplete || (after.Started == before.Started && after.PID == before.PID) {
+		t.Errorf("after -overwrite: %s %+v, %v; want a new run, complete", outdir.RunFile, after, err)
 	}
 }
 

@@ -66,7 +66,15 @@ type messages struct {
 
 // gatherSaid gathers msg from every rank ("" for nothing to say).
 func (s *session) gatherSaid(msg string) (messages, error) {
-	s.tr.Arm("agreement between ranks", -1)
+	op := "agreement between ranks"
+	if !s.agreed {
+		// The first collective after MPI's start-up: a rank that joined
+		// MPI_Init but never gets here (another program in an MPMD line,
+		// a stopped process) is waited for in this one.
+		op = "first agreement between ranks after MPI start-up (every rank of the job must reach it)"
+		s.agreed = true
+	}
+	s.tr.Arm(op, -1)
 	all, err := s.comm.AllGather([]byte(msg))
 	if err != nil {
 		return messages{}, err

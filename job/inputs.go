@@ -8,9 +8,8 @@ import (
 	"os"
 	"strings"
 
-	"rsag/coll"
 	"rsag/config"
-	"rsag/watchdog"
+	"rsag/ncclx"
 )
 
 // loadConfig has rank 0 read the file and broadcast its bytes, so every rank
@@ -18,6 +17,10 @@ import (
 func (s *session) loadConfig() (config.Config, error) {
 	var msg []byte
 	if s.comm.Rank() == 0 {
+		// ReadFile opens only a regular file, but one on a file system that
+		// stops answering (a hung NFS mount) still blocks: the watchdog
+		// names the file, here and on the ranks that wait for it below.
+		s.tr.Arm("reading the config file "+s.opts.ConfigPath, -1)
 		data, err := config.ReadFile(s.opts.ConfigPath)
 		if err != nil {
 			msg = append([]byte{1}, fmt.Sprintf("cannot read the config: %v (give an existing TOML file with -config, e.g. configs/smoke.toml)", err)...)
@@ -25,7 +28,7 @@ func (s *session) loadConfig() (config.Config, error) {
 			msg = append([]byte{0}, data...)
 		}
 	}
-	s.tr.Arm("config broadcast", -1)
+	s.tr.Arm("config broadcast (rank 0 reads "+s.opts.ConfigPath+")", -1)
 	msg, err := s.comm.BcastBlob(msg, 0)
 	if err != nil {
 		return config.Config{}, err
@@ -87,30 +90,10 @@ func (s *session) agreeInputs() error {
 	return nil
 }
 
-// stallPhases and stallOps are what RSAG_DEBUG_STALL may name.
-var stallPhases = []string{"startup", "contracts", "timing", "memory", "numerics", "results"}
-
-func stallOps() []string {
-	ops := []string{"barrier", "agreement between ranks"}
-	for _, c := range []coll.Collective{coll.AllReduce, coll.ReduceScatter, coll.AllGather} {
-		ops = append(ops, c.Name)
-	}
-	for _, name := range coll.Modes {
-		if m, ok := coll.ModeOf(name); ok && len(m.Steps) > 1 {
-			ops = append(ops, m.Op())
-		}
-	}
-	return ops
-}
-
-// loadStall reads the debug stall (RSAG_DEBUG_STALL) on every rank and
-// agrees on it, so that a malformed value ends every rank alike.
-func (s *session) loadStall() error {
-	st, err := watchdog.ParseStall(os.Getenv(watchdog.StallEnv),
-		watchdog.StallSteps{World: s.comm.Size(), Phases: stallPhases, Ops: stallOps()})
-	if err := s.agree(err, ExitBadArgs, watchdog.StallEnv+" is malformed"); err != nil {
-		return err
-	}
-	s.tr.SetStall(st)
-	return nil
+// checkEnvironment refuses, on every rank alike, a variable of rsag's own
+// set to a value it does not take. Each rank has its own environment (a
+// launcher may pass it to some ranks only), so the ranks agree on it.
+func (s *session) checkEnvironment() error {
+	_, err := ncclx.BlockingWait(os.Getenv(ncclx.WaitEnv))
+	return s.agree(err, ExitBadArgs, "bad environment")
 }

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -67,6 +68,7 @@ type session struct {
 	out  io.Writer // rank 0's tables and progress; nothing elsewhere
 
 	hostsOf []string // every rank's host, once gathered
+	agreed  bool     // the first agreement has begun
 	// noteDir is the output dir once it is this run's: where a rank that
 	// fails on its own leaves rank 0 a note (read from the watchdog's
 	// goroutine too).
@@ -87,22 +89,23 @@ func Main(o Options) int {
 	end := watchdog.NewEnder(o.Stderr, o.Exit)
 	// SIGINT and SIGTERM end the run cleanly from here on.
 	watchdog.CatchSignals(end)
-	comm, err := mpi.Start()
+	startup := time.Duration(config.StartupTimeoutS(o.Sets)) * time.Second
+	comm, err := startMPI(end, startup)
 	if err != nil {
 		fmt.Fprintln(o.Stderr, "rsag: starting MPI:", err)
 		return ExitFailed
 	}
 	end.SetWho(comm.Rank(), comm.Host())
 	// Every blocking step from here to MPI_Finalize has a deadline: the
-	// default until the config's timeout_s is known. A rank whose deadline
-	// passes fails on its own: it leaves rank 0 a note first.
+	// start-up's until the config's timeout_s is known. A rank whose
+	// deadline passes fails on its own: it leaves rank 0 a note first.
 	var s *session
-	wd := watchdog.New(config.DefaultTimeoutS*time.Second, func(msg string) {
+	wd := watchdog.New(startup, func(msg string) {
 		s.leaveNote(msg)
 		end.End(ExitWatchdog, msg, "")
 	})
 	s = &session{opts: o, comm: comm, wd: wd, end: end, out: io.Discard,
-		tr: watchdog.NewTracker(wd, comm.Rank(), comm.Host(), o.Stderr)}
+		tr: watchdog.NewTracker(wd)}
 	wd.Start()
 	if comm.Rank() == 0 {
 		s.out = o.Stdout
@@ -146,6 +149,45 @@ func Main(o Options) int {
 		fmt.Fprintf(o.Stderr, "rsag: rank %d (%s): %v\n", comm.Rank(), comm.Host(), aerr)
 	}
 	return ExitFailed
+}
+
+// startMPI starts MPI within timeout. MPI_Init waits for every process of
+// the job to join it, and one that never will (it exited first, as an MPMD
+// part that is not rsag may; its node never started it) would keep this
+// one waiting for ever, silently: the watchdog, which names ranks and
+// hosts, can only start once MPI has. When the deadline passes, the
+// process says what it waited for and ends itself, non-zero; the launcher
+// then ends the rest of the job.
+func startMPI(end *watchdog.Ender, timeout time.Duration) (*mpi.Comm, error) {
+	start := time.Now()
+	timer := time.AfterFunc(timeout, func() {
+		end.End(ExitWatchdog, startupMessage(time.Since(start)), "")
+	})
+	comm, err := mpi.Start()
+	if !timer.Stop() {
+		end.WaitForEnd() // the deadline passed as MPI_Init returned: the timer is ending the process
+	}
+	return comm, err
+}
+
+// startupMessage says what a start-up that overran waited for, naming this
+// process as its launcher knows it, since MPI cannot yet.
+func startupMessage(waited time.Duration) string {
+	who := "this process"
+	for _, v := range [][2]string{{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"PMIX_RANK", ""}, {"PMI_RANK", "PMI_SIZE"}, {"SLURM_PROCID", "SLURM_NTASKS"}} {
+		if rank := os.Getenv(v[0]); rank != "" {
+			who = "rank " + rank
+			if size := os.Getenv(v[1]); v[1] != "" && size != "" {
+				who += " of " + size
+			}
+			break
+		}
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("MPI start-up: waited %v for the other ranks of the job to join MPI_Init (%s, on %s); "+
+		"a process of the job exited before it or was never started (an MPMD part that is not rsag, a wrapper that "+
+		"exits first, a node that failed to start it): ending the job. The deadline is timeout_s when -set gives it, else %d s",
+		waited.Round(100*time.Millisecond), who, host, config.DefaultTimeoutS)
 }
 
 // finalize shuts MPI down, under the watchdog.
@@ -201,7 +243,7 @@ func (s *session) execute(st *state) error {
 		return shared(ExitBadArgs, err)
 	}
 	s.wd.SetTimeout(time.Duration(cfg.TimeoutS) * time.Second)
-	if err := s.loadStall(); err != nil {
+	if err := s.checkEnvironment(); err != nil {
 		return err
 	}
 	backendName, err := s.chooseBackend(cfg.Backend)

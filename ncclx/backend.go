@@ -148,9 +148,27 @@ func New(boot Bootstrap) (*Backend, error) {
 	return b, nil
 }
 
-// WaitEnv selects how device waits wait: unset polls (default), "block"
-// blocks in the driver.
+// WaitEnv selects how device waits wait: "poll" (the default, and when
+// unset) polls the device and NCCL's asynchronous errors, "block" blocks in
+// the driver.
 const WaitEnv = "RSAG_WAIT"
+
+// BlockingWait reads a value of RSAG_WAIT: whether device waits block in
+// the driver. Any value but poll, block and none is refused: a misspelt
+// RSAG_WAIT=blocking would otherwise poll, unseen.
+func BlockingWait(v string) (bool, error) {
+	switch v {
+	case "", "poll":
+		return false, nil
+	case "block":
+		return true, nil
+	}
+	if len(v) > 40 {
+		v = v[:40] + "..." // named, not echoed
+	}
+	return false, fmt.Errorf("%s=%q is not a way to wait: use poll (the default: poll the device and NCCL's errors, "+
+		"spinning for the first 100 ms) or block (wait in the driver, no core spinning), or unset it", WaitEnv, v)
+}
 
 func (b *Backend) open(boot Bootstrap) error {
 	var err error
@@ -164,7 +182,11 @@ func (b *Backend) open(boot Bootstrap) error {
 	// and an abort asked for by the watchdog end it. RSAG_WAIT=block waits
 	// in cuStreamSynchronize instead: no core spins, but a hung collective
 	// then ends only when the watchdog exits the process.
-	if os.Getenv(WaitEnv) != "block" {
+	block, err := BlockingWait(os.Getenv(WaitEnv))
+	if err != nil {
+		return err
+	}
+	if !block {
 		b.cu.poll = b.pollAbort
 	}
 	n, err := b.cu.deviceCount()

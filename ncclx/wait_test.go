@@ -83,3 +83,22 @@ func TestPollingWaitsFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// RSAG_WAIT takes poll, block or nothing; anything else is refused, named
+// with the values it takes, rather than taken for poll.
+func TestBlockingWaitValues(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "poll": false, "block": true} {
+		if got, err := BlockingWait(v); err != nil || got != want {
+			t.Errorf("BlockingWait(%q) = %v, %v; want %v", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"bogus", "blocking", "Block", " block", strings.Repeat("x", 1000)} {
+		_, err := BlockingWait(v)
+		if err == nil || !strings.Contains(err.Error(), "is not a way to wait: use poll (the default") || !strings.Contains(err.Error(), "or block (wait in the driver") {
+			t.Errorf("BlockingWait(%q) = %v; want a refusal naming poll and block", v, err)
+		}
+		if err != nil && len(err.Error()) > 300 {
+			t.Errorf("the refusal echoes the value: %d bytes", len(err.Error()))
+		}
+	}
+}

@@ -41,26 +41,34 @@ wait_for() {
 step machine
 date -u; hostname; nvidia-smi -L 2>/dev/null; "$bin" -version; mpirun --version | head -1
 
-# 1. One rank sleeps before its all-reduce at 65536 bytes; the other waits in
-# the NCCL collective. Within timeout_s=10 the watchdog names the step,
-# ncclCommAbort ends the wait ("communicator aborted"), the rank exits 3 and
-# mpirun ends the job. Bound: 10 s + abort + launcher, well under 60 s.
-step "watchdog: rank 1 stalls in timing at 65536 bytes, timeout_s=10, backend $backend"
+# 1. Rank 1 is stopped from outside (SIGSTOP) in the middle of timing at
+# 65536 bytes; the other waits in the NCCL collective. Within timeout_s=10
+# the watchdog names the step, ncclCommAbort ends the wait ("communicator
+# aborted"), the rank exits 3 and mpirun ends the job (Open MPI sends the
+# stopped rank SIGCONT before its SIGTERM). Bound: 10 s + abort + launcher,
+# well under 60 s from the stop.
+step "watchdog: rank 1 stopped mid-timing at 65536 bytes, timeout_s=10, backend $backend"
 d="$out/watchdog"; rm -rf "$d"
+timeout 180 "${mpirun[@]}" -x NCCL_NVLS_ENABLE "$bin" -config configs/ch7.toml -backend "$backend" -set required_ranks="$np" \
+  -set memory.enabled=false -set timeout_s=10 -set timing.cycles=50000000 -set 'timing.sizes_bytes=[65536]' \
+  -output-dir "$d" >"$out/watchdog.out" 2>"$out/watchdog.err" &
+job=$!
 t0=$(date +%s%N)
-RSAG_DEBUG_STALL="rank=1,phase=timing,size=65536,seconds=600" timeout 180 "${mpirun[@]}" -x RSAG_DEBUG_STALL -x NCCL_NVLS_ENABLE \
-  "$bin" -config configs/ch7.toml -backend "$backend" -set required_ranks="$np" -set memory.enabled=false -set timeout_s=10 \
-  -output-dir "$d" >"$out/watchdog.out" 2>"$out/watchdog.err"
-rc=$?; took=$(ms_since "$t0")
+if wait_for "$out/watchdog.out" "contracts: 5 held" 120; then
+  sleep 2; victim=$(rank_pid 1); echo "stopping rank 1 (pid $victim)"; t0=$(date +%s%N); kill -STOP "$victim"
+fi
+wait "$job"; rc=$?; took=$(ms_since "$t0")
+[ -z "${victim:-}" ] || kill -KILL "$victim" 2>/dev/null # should the launcher have left it stopped
 cat "$out/watchdog.err"; cat "$d/run.json" 2>/dev/null
-echo "exit $rc after $took ms"
+echo "exit $rc, $took ms after the stop"
 why=ok
+[ -n "${victim:-}" ] || why="rank 1 not found or the run never reached timing"
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || why="exit $rc"
-grep -Eq 'watchdog: timing all-reduce at 65536 bytes did not finish within 10s \(waited [0-9.]+s\); aborting the job' "$out/watchdog.err" || why="no watchdog message"
+grep -Eq 'watchdog: timing [a-z +-]+( at 65536 bytes)? did not finish within 10s \(waited [0-9.]+s\); aborting the job' "$out/watchdog.err" || why="no watchdog message"
 [ "$backend" != nccl ] || grep -q "communicator aborted" "$out/watchdog.err" || why="no ncclCommAbort on the waiting rank"
 [ "$(status_of "$d")" = failed ] || why="run.json status '$(status_of "$d")'"
 [ "$took" -lt 60000 ] || why="took $took ms"
-verdict "watchdog fires on a stalled rank, names timing all-reduce at 65536 bytes, aborts NCCL, exits non-zero" "$why"
+verdict "watchdog fires on a stopped rank, names the timing step at 65536 bytes, aborts NCCL, exits non-zero" "$why"
 
 # 2. SIGKILL of rank 1 in the middle of NCCL timing: mpirun ends the job at
 # once; run.json must not say complete.

@@ -1,0 +1,67 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A process of the job that exits before MPI_Init (an MPMD part that is
+// not rsag) left rank 0 waiting in MPI_Init with no word, past the 180 s
+// default: the watchdog starts only once MPI has. Start-up has its own
+// deadline (timeout_s from -set, else the default): rank 0 says what it
+// waited for, once, and the job ends non-zero within it, writing nothing.
+func TestARankThatNeverJoinsMPIEndsTheJob(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	start := time.Now()
+	r := launch(t, time.Minute, append(append([]string{"../scripts/mpirun.sh", "1", rsagBin, "-output-dir", out, "-set", "timeout_s=4"}, smoke...),
+		":", "-np", "1", "sh", "-c", "exit 0")...)
+	took := time.Since(start)
+	if r.code == 0 {
+		t.Fatalf("exit 0 with a rank that never started\n%s", r.stderr)
+	}
+	re := regexp.MustCompile(`(?m)^rsag: MPI start-up: waited 4(\.[0-9])?s for the other ranks of the job to join MPI_Init \(rank 0 of 2, on [^)]+\); ` +
+		`a process of the job exited before it or was never started .*: ending the job\. The deadline is timeout_s when -set gives it, else 180 s$`)
+	if n := len(re.FindAllString(r.stderr, -1)); n != 1 {
+		t.Errorf("the start-up message %d times, want once, matching %s:\n%s", n, re, r.stderr)
+	}
+	if took > 40*time.Second {
+		t.Errorf("the job took %v to end with a 4 s start-up deadline", took.Round(time.Millisecond))
+	}
+	if _, err := os.Lstat(out); err == nil {
+		t.Errorf("a job that never started left %s behind", out)
+	}
+	t.Logf("ended after %v with exit %d", took.Round(time.Millisecond), r.code)
+}
+
+// A rank that joined MPI_Init but never reaches rsag's first collective
+// (here it stalls in it: testdata/stall.c) is waited for under the
+// start-up's deadline, -set timeout_s, not the default 180 s, and named as
+// that first agreement.
+func TestAStalledFirstAgreementIsBounded(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	start := time.Now()
+	j := startStalled(t, 2, stall(t, 1, "Allgather", -1), append([]string{"-output-dir", out, "-set", "timeout_s=3"}, smoke...)...)
+	code := j.wait(t, time.Minute)
+	took := time.Since(start)
+	_, stderr := j.output()
+	if code == 0 {
+		t.Fatalf("exit 0 with a stalled rank\n%s", stderr)
+	}
+	if !strings.Contains(stderr, "stall.c: rank 1 stalls in MPI_Allgather") {
+		t.Errorf("the stall was not injected:\n%s", stderr)
+	}
+	re := regexp.MustCompile(`rsag: rank 0 \([^)]+\): watchdog: startup first agreement between ranks after MPI start-up \(every rank of the job must reach it\) did not finish within 3s`)
+	if !re.MatchString(stderr) {
+		t.Errorf("no message matching %s:\n%s", re, stderr)
+	}
+	if took > 40*time.Second {
+		t.Errorf("the job took %v to end with a 3 s start-up deadline", took.Round(time.Millisecond))
+	}
+	if _, err := os.Lstat(out); err == nil {
+		t.Errorf("a job stopped at its first agreement left %s behind", out)
+	}
+}

@@ -56,10 +56,10 @@ func memoryByMode(memory []report.SummaryMemory) figure {
 	}
 	barW := vg.Points(34)
 	peakBars, _ := plotter.NewBarChart(pv, barW)
-	peakBars.Color, peakBars.LineStyle.Width = palette[0], 0
+	peakBars.Color, peakBars.LineStyle.Width = okabeBlue, 0
 	peakBars.Offset = -barW / 2
 	steadyBars, _ := plotter.NewBarChart(sv, barW)
-	steadyBars.Color, steadyBars.LineStyle.Width = palette[1], 0
+	steadyBars.Color, steadyBars.LineStyle.Width = okabeOrange, 0
 	steadyBars.Offset = barW / 2
 	p.Add(peakBars, steadyBars)
 

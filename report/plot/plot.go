@@ -444,19 +444,28 @@ func sizeAxis(p *plot.Plot, lo, hi float64, maxLabels int) {
 	// A little room either side, so that the end points are not on the frame.
 	p.X.Scale = plot.LogScale{}
 	p.X.Min, p.X.Max = lo/1.5, hi*1.5
-	p.X.Tick.Marker = sizeTicks{maxLabels}
+	p.X.Tick.Marker = sizeTicks{max: maxLabels, last: hi}
 }
 
 // sizeTicks are ticks at powers of two, labelled every 2^step with step
 // the smallest of 1, 2, 4, 10 that leaves at most max labels (12 when
 // unset); labelled exponents are multiples of the step, so 1K, 1M and 1G
 // (or 1K, 64K, 1M, 16M, 256M) are among them.
-type sizeTicks struct{ max int }
+// Past last (the largest size, when set) there are no ticks: the axis
+// may reach further, to make room for the lines' names, and a tick there
+// would read as a size that was measured.
+type sizeTicks struct {
+	max  int
+	last float64
+}
 
 func (st sizeTicks) Ticks(min, max float64) []plot.Tick {
 	most := st.max
 	if most <= 0 {
 		most = 12
+	}
+	if st.last > 0 {
+		max = math.Min(max, st.last*1.5)
 	}
 	e0, e1 := int(math.Ceil(math.Log2(min))), int(math.Floor(math.Log2(max)))
 	step := 10

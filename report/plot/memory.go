@@ -84,7 +84,7 @@ func memoryByMode(memory []report.SummaryMemory) figure {
 		{"steady", []plot.Thumbnailer{steadyBars}},
 		{"analytic value", []plot.Thumbnailer{legendMark}},
 	}}}
-	return figure{name: MemoryByMode, title: t, xLabel: "memory mode", yLabel: "bytes above the baseline (MiB)", panels: []*plot.Plot{p}, cols: 1, legend: legend}
+	return figure{name: MemoryByMode, kind: MemoryByMode, title: t, xLabel: "memory mode", yLabel: "bytes above the baseline (MiB)", panels: []*plot.Plot{p}, cols: 1, legend: legend}
 }
 
 // acrossGlyph is a horizontal line 2 x radius wide, shifted by dx: the

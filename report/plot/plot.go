@@ -77,6 +77,7 @@ const (
 // panel is drawn alike and plot.Align lines their data areas up.
 type figure struct {
 	name           string
+	kind, run      string // which figure (TimeVsSize, ...) of which run; no run for the memory figure
 	title          string
 	xLabel, yLabel string
 	panels         []*plot.Plot // row-major, cols to a row

@@ -409,7 +409,7 @@ func ratioLegend(dtypes, ops []string) []legendSection {
 // all on the run's size range and on the y range of every value that
 // valid accepts, which setY turns into the axis; decorate adds to each
 // panel what goes under the lines (it is told the panel).
-func grid(name, what, yLabel string, lay layout, vals []value, valid func(float64) bool,
+func grid(kind, suffix, what, yLabel string, lay layout, vals []value, valid func(float64) bool,
 	setY func(p *plot.Plot, lo, hi float64), decorate func(p *plot.Plot, k panelKey), legend []legendSection) figure {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	byPanel := map[panelKey]map[lineKey]plotter.XYs{}
@@ -426,7 +426,8 @@ func grid(name, what, yLabel string, lay layout, vals []value, valid func(float6
 	if lo > hi {
 		lo, hi = 1, 10
 	}
-	f := figure{name: name, title: lay.title(what), xLabel: sizeLabel, yLabel: yLabel, cols: lay.cols, legend: legend}
+	f := figure{name: kind + suffix, kind: kind, run: lay.run, title: lay.title(what), xLabel: sizeLabel, yLabel: yLabel,
+		cols: lay.cols, legend: legend}
 	n := len(lay.panels)
 	named := lineNames(lay, vals)
 	for _, k := range lay.panels {
@@ -511,7 +512,7 @@ func timeVsSize(run runStats) figure {
 	}
 	// A short y label: gonum centres it at the linear midpoint of a log
 	// axis and pads the plot for a long one as if it stood near the top.
-	return grid(TimeVsSize+run.suffix, "Median time per operation", "median time (µs)", lay,
+	return grid(TimeVsSize, run.suffix, "Median time per operation", "median time (µs)", lay,
 		timingValues(run.stats, func(s report.TimingStat) float64 { return s.MedianUS }), positive,
 		func(p *plot.Plot, lo, hi float64) {
 			p.Y.Scale = plot.LogScale{}
@@ -549,7 +550,7 @@ func addFits(p *plot.Plot, lay layout, k panelKey, fits []model.Fit) {
 
 func busBWVsSize(run runStats) figure {
 	lay := layoutOf(run)
-	return grid(BusBWVsSize+run.suffix, "Bus bandwidth (nccl-tests)", "bus bandwidth (GB/s)", lay,
+	return grid(BusBWVsSize, run.suffix, "Bus bandwidth (nccl-tests)", "bus bandwidth (GB/s)", lay,
 		timingValues(run.stats, func(s report.TimingStat) float64 { return s.BusBWGBps }), finite,
 		func(p *plot.Plot, _, hi float64) {
 			p.Y.Min, p.Y.Max = 0, math.Max(hi, 0)*1.08
@@ -599,7 +600,7 @@ func crossoverVsSize(run runStats) (figure, bool) {
 	legend = append(legend, legendSection{entries: []legendEntry{
 		{fmt.Sprintf("%.2f = within %.0f%%", limit, 100*model.Tolerance), []plot.Thumbnailer{&plotter.Line{LineStyle: limitStyle}}},
 		{"measured crossover", []plot.Thumbnailer{&plotter.Line{LineStyle: crossStyle(neutralGrey)}}}}})
-	f := grid(CrossoverVsSize+run.suffix, "Where the decomposition stops mattering", "median / AllReduce median", lay, vals, finite,
+	f := grid(CrossoverVsSize, run.suffix, "Where the decomposition stops mattering", "median / AllReduce median", lay, vals, finite,
 		func(p *plot.Plot, lo, hi float64) {
 			lo, hi = math.Min(lo, 1), math.Max(hi, limit)
 			span := hi - lo
@@ -649,7 +650,7 @@ func ratioVsSize(run runStats) (figure, bool) {
 	for i, r := range ratios {
 		vals[i] = value{panelKey{r.Placement, r.Method, r.Batch, report.VariantText(r.Buffers, r.CTAPolicy)}, lineKey{r.DType, r.Op, ""}, float64(r.SizeBytes), r.Ratio}
 	}
-	f := grid(RatioVsSize+run.suffix, "Cost of the decomposition", "RS+AG median / AllReduce median", lay, vals, finite,
+	f := grid(RatioVsSize, run.suffix, "Cost of the decomposition", "RS+AG median / AllReduce median", lay, vals, finite,
 		func(p *plot.Plot, lo, hi float64) {
 			// Always show 1, the line the ratios are read against.
 			lo, hi = math.Min(lo, 1), math.Max(hi, 1)

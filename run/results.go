@@ -43,7 +43,7 @@ func (s *session) writeResults(cfg config.Config, w work, rows report.Rows, ran 
 	}
 	sum := report.NewSummary(report.SummaryInput{Version: s.opts.Version, Commit: s.opts.Commit,
 		Status: report.StatusRunning, Started: s.opts.Started, Ended: time.Now(), Config: obj,
-		MPILibrary: mpi.LibraryVersion(), Infos: infos, Environ: os.Environ(), Rows: merged,
+		MPILibrary: mpi.LibraryVersion(), Infos: infos, Environ: os.Environ(), Command: os.Args, Rows: merged,
 		World: s.comm.Size(), GroupSize: w.groupSize(), Groups: w.groups, Discard: discard})
 	if err := report.WriteTables(s.out, sum, ran); err != nil {
 		return nil, err

@@ -2,7 +2,8 @@
 // ReduceScatter followed by AllGather, times both and measures their memory.
 //
 // main is thin: it reads the flags, hands them to run.Run (or to rsag
-// compare) and exits with the code it gets back. Only main exits.
+// compare or rsag report) and exits with the code it gets back. Only main
+// exits.
 package main
 
 import (
@@ -15,6 +16,7 @@ import (
 
 	"rsag/compare"
 	"rsag/outdir"
+	"rsag/report/page"
 	"rsag/run"
 )
 
@@ -32,6 +34,11 @@ func main() {
 	// rsag compare A/summary.json B/summary.json: no MPI, no GPU.
 	if len(os.Args) > 1 && os.Args[1] == "compare" {
 		os.Exit(compare.Run(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	// rsag report DIR: a finished run's page and tables again, from its
+	// summary.json; no MPI, no GPU.
+	if len(os.Args) > 1 && os.Args[1] == "report" {
+		os.Exit(page.Command(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	// The guard rank 0 starts beside itself (outdir.StartGuard): no MPI.
 	if len(os.Args) > 1 && os.Args[1] == outdir.GuardCommand {

@@ -99,7 +99,7 @@ func ReadRun(dir string) (Run, error) {
 // files it writes them through (internal/atomicfile: ".NAME.tmpDIGITS").
 // Nothing else in a directory can be rsag's.
 const resultNames = `(run\.json|summary\.json|(contracts|timings|memory|numerics)\.csv|rank[0-9]+_(contracts|timings|memory)\.csv|` +
-	`((time_vs_size|busbw_vs_size|ratio_vs_size|crossover_vs_size)(_[A-Za-z0-9._-]+)?|memory_by_mode)\.(png|svg))`
+	`((time_vs_size|busbw_vs_size|ratio_vs_size|crossover_vs_size)(_[A-Za-z0-9._-]+)?|memory_by_mode)\.(png|svg)|report\.html)`
 
 var resultFileRE = regexp.MustCompile(`^` + resultNames + `$`)
 var tempFileRE = regexp.MustCompile(`^\.(` + resultNames + `)\.tmp[0-9]*$`)

@@ -31,7 +31,7 @@ func TestRunRoundTripsAtomically(t *testing.T) {
 func TestResultNames(t *testing.T) {
 	for _, n := range []string{"run.json", "contracts.csv", "timings.csv", "memory.csv", "rank0_contracts.csv",
 		"rank12_timings.csv", "rank3_memory.csv", "summary.json", "time_vs_size.png", "memory_by_mode.svg",
-		"busbw_vs_size_matrix.png", "ratio_vs_size_nccl-tests.svg"} {
+		"busbw_vs_size_matrix.png", "ratio_vs_size_nccl-tests.svg", "report.html"} {
 		if !IsResultFile(n) {
 			t.Errorf("%s is rsag's, but IsResultFile says not", n)
 		}
@@ -40,13 +40,13 @@ func TestResultNames(t *testing.T) {
 		}
 	}
 	for _, n := range []string{"notes.txt", "rank0_contracts.csv.bak", "my_timings.csv", "rankx_memory.csv", "plot.png",
-		"time_vs_size.pdf", "time_vs_size_.png", ".rsag.lock", "../run.json", "sub/run.json"} {
+		"time_vs_size.pdf", "time_vs_size_.png", ".rsag.lock", "../run.json", "sub/run.json", "report.htm", "my_report.html"} {
 		if IsResultFile(n) {
 			t.Errorf("%s is not rsag's, but IsResultFile says it is", n)
 		}
 	}
 	for temp, want := range map[string]string{".run.json.tmp123": "run.json", ".rank0_timings.csv.tmp9": "rank0_timings.csv",
-		".time_vs_size_avg.png.tmp77": "time_vs_size_avg.png", ".summary.json.tmp": "summary.json"} {
+		".time_vs_size_avg.png.tmp77": "time_vs_size_avg.png", ".summary.json.tmp": "summary.json", ".report.html.tmp42": "report.html"} {
 		if got, ok := TempFor(temp); !ok || got != want {
 			t.Errorf("TempFor(%q) = %q, %v; want %q", temp, got, ok, want)
 		}

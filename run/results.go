@@ -12,6 +12,7 @@ import (
 	"rsag/mpi"
 	"rsag/phases"
 	"rsag/report"
+	"rsag/report/page"
 	"rsag/report/plot"
 )
 
@@ -69,9 +70,9 @@ func (s *session) gate(cfg config.Config, sum *report.Summary) error {
 	return s.agree(err, ExitFailed, "bus bandwidth below the gate")
 }
 
-// writeReport writes, on rank 0, summary.json and the figures (PNG and SVG)
-// from the summary, each listed in run.json before it is written; it does
-// nothing on the other ranks.
+// writeReport writes, on rank 0, summary.json, the figures (PNG and SVG)
+// and report.html from the summary, each listed in run.json before it is
+// written; it does nothing on the other ranks.
 func (s *session) writeReport(sum *report.Summary, status, reason string, log *runLog) error {
 	if sum == nil {
 		return nil
@@ -80,10 +81,13 @@ func (s *session) writeReport(sum *report.Summary, status, reason string, log *r
 	final := *sum
 	final.Status, final.Reason, final.Ended = status, reason, time.Now().UTC().Format(time.RFC3339)
 	figs := plot.FiguresOf(final)
-	if err := log.plan(figs.Names()...); err != nil {
+	if err := log.plan(append(figs.Names(), page.File)...); err != nil {
 		return fmt.Errorf("writing %s: %w", report.RunFile, err)
 	}
 	if _, err := figs.Write(dir); err != nil {
+		return err
+	}
+	if err := page.WriteFile(filepath.Join(dir, page.File), final); err != nil {
 		return err
 	}
 	if err := report.WriteSummary(dir, final); err != nil {

@@ -5,6 +5,7 @@
 package compare
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 
 	"rsag/report"
+	"rsag/report/page"
 )
 
 // Exit codes.
@@ -31,12 +33,13 @@ var metrics = map[string]func(report.TimingStat) float64{
 	"min":    func(s report.TimingStat) float64 { return s.MinUS },
 }
 
-const usage = `usage: rsag compare [-threshold 1.10] [-metric median|p90|min] A/summary.json B/summary.json
+const usage = `usage: rsag compare [-threshold 1.10] [-metric median|p90|min] [-html FILE] A/summary.json B/summary.json
        (an output dir stands for the summary.json in it)
 
 Compares the timing cases two runs share (same run, size, dtype, op, placement,
 method, batch and mode) by the ratio B/A of a statistic of their time per
-operation. Exit status: 0 when every ratio is at or below the threshold, 1 when
+operation; -html FILE writes the comparison as a page too, the slower cases
+marked. Exit status: 0 when every ratio is at or below the threshold, 1 when
 some case of B is slower than that, 2 on bad input.
 
 `
@@ -45,6 +48,7 @@ some case of B is slower than that, 2 on bad input.
 type options struct {
 	threshold float64
 	metric    string
+	html      string // "" for no page
 	a, b      string
 }
 
@@ -78,6 +82,13 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rsag compare: %v\n", err)
 		return ExitBadInput
 	}
+	if opts.html != "" {
+		if err := writePage(opts, a, b, c); err != nil {
+			fmt.Fprintf(stderr, "rsag compare: %v\n", err)
+			return ExitBadInput
+		}
+		fmt.Fprintf(stdout, "wrote %s\n", opts.html)
+	}
 	if c.Slower > 0 {
 		return ExitSlower
 	}
@@ -96,6 +107,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	fs.Float64Var(&opts.threshold, "threshold", 1.10, "B/A `ratio` above which a case fails (B slower)")
 	fs.StringVar(&opts.metric, "metric", "median", "statistic to compare: median, p90 or min")
+	fs.StringVar(&opts.html, "html", "", "write the comparison as a self-contained page to `FILE`")
 	var files []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -192,17 +204,8 @@ func Compare(a, b report.Summary, metric func(report.TimingStat) float64, thresh
 func write(stdout, stderr io.Writer, o options, a, b report.Summary, c Comparison) error {
 	fmt.Fprintf(stdout, "A: %s\n", describe(o.a, a))
 	fmt.Fprintf(stdout, "B: %s\n", describe(o.b, b))
-	for _, x := range []struct {
-		name string
-		s    report.Summary
-	}{{o.a, a}, {o.b, b}} {
-		if x.s.Status != "complete" {
-			fmt.Fprintf(stderr, "rsag compare: warning: %s is from a run that did not complete (status %q)\n", x.name, x.s.Status)
-		}
-	}
-	if a.WorldSize != b.WorldSize || a.Backend != b.Backend {
-		fmt.Fprintf(stderr, "rsag compare: warning: the runs differ in setup: A %s on %d ranks, B %s on %d ranks\n",
-			a.Backend, a.WorldSize, b.Backend, b.WorldSize)
+	for _, w := range warnings(o, a, b) {
+		fmt.Fprintf(stderr, "rsag compare: warning: %s\n", w)
 	}
 
 	limit := strconv.FormatFloat(o.threshold, 'f', -1, 64)
@@ -244,6 +247,39 @@ func write(stdout, stderr io.Writer, o options, a, b report.Summary, c Compariso
 		fmt.Fprintf(stdout, "ok: all %d common case(s) within %s x A (%s)\n", len(c.Rows), limit, o.metric)
 	}
 	return nil
+}
+
+// warnings are what makes the comparison less fair: a run that did not
+// complete, runs of different setups.
+func warnings(o options, a, b report.Summary) []string {
+	var out []string
+	for _, x := range []struct {
+		name string
+		s    report.Summary
+	}{{o.a, a}, {o.b, b}} {
+		if x.s.Status != "complete" {
+			out = append(out, fmt.Sprintf("%s is from a run that did not complete (status %q)", x.name, x.s.Status))
+		}
+	}
+	if a.WorldSize != b.WorldSize || a.Backend != b.Backend {
+		out = append(out, fmt.Sprintf("the runs differ in setup: A %s on %d ranks, B %s on %d ranks",
+			a.Backend, a.WorldSize, b.Backend, b.WorldSize))
+	}
+	return out
+}
+
+// writePage writes the comparison as a page to o.html.
+func writePage(o options, a, b report.Summary, c Comparison) error {
+	pc := page.Comparison{PathA: o.a, PathB: o.b, A: a, B: b, Metric: o.metric, Threshold: o.threshold,
+		OnlyA: c.OnlyA, OnlyB: c.OnlyB, Warnings: warnings(o, a, b)}
+	for _, r := range c.Rows {
+		pc.Rows = append(pc.Rows, page.ComparedCase{Case: r.TimingStat, A: r.A, B: r.B, Ratio: r.Ratio, Over: r.Over})
+	}
+	var buf bytes.Buffer
+	if err := page.WriteComparison(&buf, pc); err != nil {
+		return err
+	}
+	return page.WriteBytes(o.html, buf.Bytes(), "choose a file in a directory you can write")
 }
 
 func describe(path string, s report.Summary) string {

@@ -124,6 +124,13 @@ type table struct {
 	Sortable bool
 }
 
+// tallRows is how many rows a table shows before it scrolls within the
+// page, its heading kept in view; printed, it is shown whole.
+const tallRows = 30
+
+// Tall says whether the table scrolls within the page.
+func (t *table) Tall() bool { return len(t.Rows) > tallRows }
+
 type headCell struct {
 	Text, Class string
 }
@@ -202,6 +209,9 @@ func size(b int64) cell {
 }
 
 func plain(s string) cell { return cell{Text: s} }
+
+// wrap is a cell of prose, which may wrap; the others keep to one line.
+func wrap(s string) cell { return cell{Text: s, Class: "wrap"} }
 
 func yesNo(ok bool) cell {
 	if ok {

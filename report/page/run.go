@@ -116,11 +116,16 @@ func verdictOf(s report.Summary) verdict {
 	case v.Held:
 		v.Headline = fmt.Sprintf("Held: AllReduce equals ReduceScatter + AllGather in every check that ran (%d did not)", notRun)
 	default:
+		// The run's own line fails with any other: it is named only when
+		// nothing else failed (a file not written, a signal, the gate).
 		var failed []string
-		for _, c := range v.Checks {
+		for _, c := range v.Checks[1:] {
 			if c.State == "bad" {
 				failed = append(failed, strings.ToLower(c.Name))
 			}
+		}
+		if len(failed) == 0 && v.Checks[0].State == "bad" {
+			failed = []string{"the run did not complete"}
 		}
 		if len(failed) == 0 {
 			failed = []string{"a check failed on some rank"}
@@ -316,7 +321,11 @@ func modelFindings(s report.Summary) []string {
 				cs = append(cs, c)
 			}
 		}
-		out = append(out, crossoverHeadline(modeLabel(mode), cs))
+		h := crossoverHeadline(modeLabel(mode), cs)
+		if len(cs) == 1 && poorFit(s.Fits, cs[0]) {
+			h += " The fits miss a median by more than 25%: trust their latency and crossover less (see Model and crossover)."
+		}
+		out = append(out, h)
 	}
 	if len(out) == 0 && len(s.Timing) > 0 {
 		out = append(out, "Model: no crossover: it needs the modes direct and decomposed of one case (see Model and crossover below).")
@@ -324,12 +333,23 @@ func modelFindings(s report.Summary) []string {
 	return out
 }
 
+// poorFit says whether the fit of the crossover's case in direct or in
+// its decomposition misses a median by more than report.PoorFitResidual.
+func poorFit(fits []model.Fit, c report.SummaryCrossover) bool {
+	return slices.ContainsFunc(fits, func(f model.Fit) bool {
+		return f.Case == c.Case && (f.Mode == string(phases.Direct) || f.Mode == c.Mode) && f.OK() && f.MaxRelResidual > report.PoorFitResidual
+	})
+}
+
 func crossoverHeadline(name string, cs []report.SummaryCrossover) string {
 	if len(cs) == 1 {
 		c := cs[0]
 		var parts []string
-		if c.FromFits {
-			parts = append(parts, fmt.Sprintf("%s costs %+.2f µs per call against AllReduce", name, c.ExtraLatencyUS))
+		switch {
+		case c.FromFits && c.ExtraLatencyUS >= 0:
+			parts = append(parts, fmt.Sprintf("%s costs %+.2f µs per call more than AllReduce", name, c.ExtraLatencyUS))
+		case c.FromFits:
+			parts = append(parts, fmt.Sprintf("%s's fitted latency is %.2f µs below AllReduce's", name, -c.ExtraLatencyUS))
 		}
 		parts = append(parts, withinText(c))
 		return "Model: " + strings.Join(parts, "; ") + "."
@@ -352,12 +372,16 @@ func crossoverHeadline(name string, cs []report.SummaryCrossover) string {
 	if fitted > 0 {
 		parts = append(parts, fmt.Sprintf("%s costs %+.2f to %+.2f µs per call against AllReduce", name, lo, hi))
 	}
-	w := fmt.Sprintf("within %.0f%% of it in %d of %d cases", 100*model.Tolerance, len(from), len(cs))
-	if len(from) > 0 {
-		w += fmt.Sprintf(" (from %s to %s on)", report.SizeText(slices.Min(from)), report.SizeText(slices.Max(from)))
+	w := fmt.Sprintf("%s is within %.0f%% of AllReduce in %d of %d cases", name, 100*model.Tolerance, len(from), len(cs))
+	switch {
+	case len(from) == 0:
+	case slices.Min(from) == slices.Max(from):
+		w += fmt.Sprintf(" (from %s on)", report.SizeText(from[0]))
+	default:
+		w += fmt.Sprintf(" (from %s on in one, %s in another)", report.SizeText(slices.Min(from)), report.SizeText(slices.Max(from)))
 	}
 	if never > 0 {
-		w += fmt.Sprintf(", never in %d (slower per byte on this fabric)", never)
+		w += fmt.Sprintf(", and never in %d, where it is slower per byte on this fabric", never)
 	}
 	return "Model, over " + plural(len(cs), "case", "cases") + ": " + strings.Join(append(parts, w), "; ") + "."
 }
@@ -398,7 +422,7 @@ func contractsSection(s report.Summary) section {
 		if len(c.FailedRanks) > 0 || c.HeldOn < s.WorldSize {
 			held.Class, r.Class = "n bad", "bad"
 		}
-		r.Cells = []cell{plain(c.Name), held, plain(orDash(listText(c.FailedRanks))), plain(c.Detail)}
+		r.Cells = []cell{plain(c.Name), held, plain(orDash(listText(c.FailedRanks))), wrap(c.Detail)}
 		t.Rows = append(t.Rows, r)
 	}
 	sec.Blocks = []block{{Table: t}}
@@ -458,14 +482,15 @@ func timingSection(s report.Summary, figs map[string][]plot.Inline) section {
 				stats = append(stats, t)
 			}
 		}
-		b := block{Table: timingTable(stats)}
+		// The figures first, to read at a glance, then the table to look
+		// values up in: a sweep's table runs to hundreds of rows.
 		if len(runs) > 1 || run != "default" {
-			b.Heading = "Run " + run
+			sec.Blocks = append(sec.Blocks, block{Heading: "Run " + run})
 		}
-		sec.Blocks = append(sec.Blocks, b)
 		for _, kind := range []string{plot.TimeVsSize, plot.BusBWVsSize, plot.RatioVsSize} {
 			sec.Blocks = append(sec.Blocks, figuresFor(figs, kind, run)...)
 		}
+		sec.Blocks = append(sec.Blocks, block{Table: timingTable(stats)})
 	}
 	return sec
 }
@@ -618,21 +643,33 @@ func modelSection(s report.Summary, figs map[string][]plot.Inline) section {
 	fits := &table{Sortable: true, Caption: "Hockney fits, one per case and mode",
 		Head: append(dimHeads(dims), heads("mode", "α µs", "B GB/s", "R²", "max rel residual", "sizes")...)}
 	var notes []string
+	// The modes without a fit are said once per reason, not row by row: a
+	// sweep of two sizes has none, for hundreds of cases alike.
+	var reasons []string
+	without := map[string]int{}
 	for _, f := range s.Fits {
-		r := row{Cells: append(dimCells(dims, f.Case), plain(f.Mode))}
 		if !f.OK() {
-			r.Cells = append(r.Cells, plain("-"), plain("-"), plain("-"), plain("-"), plain("no fit: "+f.Reason))
-		} else {
-			r.Cells = append(r.Cells, num("%.2f", f.AlphaUS), num("%.2f", f.BandwidthGBps), num("%.4f", f.R2),
-				num("%.3f", f.MaxRelResidual), plain(sizesText(f.SizesBytes)))
-			if f.MaxRelResidual > report.PoorFitResidual {
-				r.Class = "warn"
-				notes = append(notes, fmt.Sprintf("The %s fit%s misses a measured median by %.0f%%: the times are noisy, or no line holds from %s to %s; "+
-					"trust its α, B and crossover less, and rerun with more cycles on a quiet machine.", f.Mode, caseNote(dims, f.Case),
-					100*f.MaxRelResidual, report.SizeText(f.SizesBytes[0]), report.SizeText(f.SizesBytes[len(f.SizesBytes)-1])))
+			if without[f.Reason] == 0 {
+				reasons = append(reasons, f.Reason)
 			}
+			without[f.Reason]++
+			continue
+		}
+		r := row{Cells: append(dimCells(dims, f.Case), plain(f.Mode), num("%.2f", f.AlphaUS), num("%.2f", f.BandwidthGBps),
+			num("%.4f", f.R2), num("%.3f", f.MaxRelResidual), plain(sizesText(f.SizesBytes)))}
+		if f.MaxRelResidual > report.PoorFitResidual {
+			r.Class = "warn"
+			notes = append(notes, fmt.Sprintf("The %s fit%s misses a measured median by %.0f%%: the times are noisy, or no line holds from %s to %s; "+
+				"trust its α, B and crossover less, and rerun with more cycles on a quiet machine.", f.Mode, caseNote(dims, f.Case),
+				100*f.MaxRelResidual, report.SizeText(f.SizesBytes[0]), report.SizeText(f.SizesBytes[len(f.SizesBytes)-1])))
 		}
 		fits.Rows = append(fits.Rows, r)
+	}
+	for _, why := range reasons {
+		notes = append(notes, fmt.Sprintf("No fit for %d of the %d modes and cases: %s.", without[why], len(s.Fits), why))
+	}
+	if len(fits.Rows) == 0 {
+		fits = nil
 	}
 	sec.Blocks = append(sec.Blocks, block{Table: fits, Notes: notes})
 	if len(s.Crossover) > 0 {
@@ -673,7 +710,7 @@ func crossingCell(c model.Crossing) cell {
 	case c.Found:
 		return cell{Text: report.SizeText(c.Bytes), Sort: fmt.Sprint(c.Bytes), Class: "n ok"}
 	}
-	return cell{Text: c.Why, Sort: fmt.Sprint(math.MaxInt64)}
+	return cell{Text: c.Why, Sort: fmt.Sprint(math.MaxInt64), Class: "wrap"}
 }
 
 func sizesText(sizes []int64) string {
@@ -880,7 +917,7 @@ func environmentSection(s report.Summary) section {
 	sec := section{ID: "environment", Title: "Environment",
 		How: "What ran, where, with which libraries and settings: enough to run it again, and to tell two runs apart."}
 	kv := &table{Head: heads("what", "value")}
-	add := func(k, v string) { kv.Rows = append(kv.Rows, row{Cells: []cell{plain(k), plain(v)}}) }
+	add := func(k, v string) { kv.Rows = append(kv.Rows, row{Cells: []cell{plain(k), wrap(v)}}) }
 	add("rsag", fmt.Sprintf("%s (commit %s)", s.RSAG.Version, s.RSAG.Commit))
 	add("summary.json", fmt.Sprintf("schema_version %d", s.SchemaVersion))
 	add("status", s.Status+orEmpty(": ", s.Reason))
@@ -915,7 +952,7 @@ func environmentSection(s report.Summary) section {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		env.Rows = append(env.Rows, row{Cells: []cell{plain(k), plain(s.Environment[k])}})
+		env.Rows = append(env.Rows, row{Cells: []cell{plain(k), wrap(s.Environment[k])}})
 	}
 	sec.Blocks = []block{{Table: kv}}
 	if len(keys) > 0 {

@@ -94,7 +94,7 @@ func (n *names) at(lines map[lineKey]plotter.XYs, keys []lineKey) plot.Plotter {
 		if len(xy) == 0 {
 			continue
 		}
-		l.items = append(l.items, endLabel{at: xy[len(xy)-1], text: n.text[k.Mode], colour: modeColour(k.Mode)})
+		l.items = append(l.items, endLabel{at: xy[len(xy)-1], text: n.text[k.Mode], colour: textColour(modeColour(k.Mode))})
 	}
 	return l
 }
@@ -144,4 +144,17 @@ func (e *endLabels) Plot(c draw.Canvas, p *plot.Plot) {
 		sty.Color = pl.colour
 		c.FillText(sty, vg.Point{X: pl.x + labelGap, Y: pl.y}, pl.text)
 	}
+}
+
+// textColour is a line's colour for text: the pale ones (Okabe-Ito's
+// yellow and sky blue) darkened until text in them reads on white, their
+// hue kept.
+func textColour(c color.Color) color.Color {
+	r, g, b, _ := c.RGBA()
+	// Relative luminance of the (gamma-encoded) channels, roughly.
+	if l := (0.2126*float64(r) + 0.7152*float64(g) + 0.0722*float64(b)) / 0xffff; l > 0.5 {
+		k := 0.5 / l
+		return color.RGBA{uint8(float64(r>>8) * k), uint8(float64(g>>8) * k), uint8(float64(b>>8) * k), 255}
+	}
+	return c
 }

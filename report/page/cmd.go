@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"rsag/internal/atomicfile"
 	"rsag/report"
@@ -56,13 +57,19 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		return ExitFailed
 	}
 	fix := "choose a file in a directory you can write"
-	if out == "" {
+	inDir := out == ""
+	if inDir {
 		out = filepath.Join(dirOf(dir), File)
 		fix = "make the directory writable, or write the page elsewhere with -html FILE"
 	}
 	if err := WriteBytes(out, page.Bytes(), fix); err != nil {
 		fmt.Fprintf(stderr, "rsag report: %v\n", err)
 		return ExitBadInput
+	}
+	if inDir {
+		if err := listPage(dirOf(dir)); err != nil {
+			fmt.Fprintf(stderr, "rsag report: warning: %v\n", err)
+		}
 	}
 	ran := report.Phases{Contracts: len(s.Contracts) > 0, Timing: len(s.Timing) > 0, Memory: len(s.Memory) > 0, Numerics: len(s.Numerics) > 0}
 	if err := report.WriteTables(stdout, s, ran); err != nil {
@@ -103,6 +110,26 @@ func parseReport(args []string, stderr io.Writer) (dir, out string, err error) {
 		return "", "", fmt.Errorf("want one output dir, got %d (rsag report results/ch7)", len(dirs))
 	}
 	return dirs[0], out, nil
+}
+
+// listPage makes dir's run.json list the page among the run's files, so
+// that -overwrite removes it with them: a run of an older rsag wrote no
+// page and listed none, and -overwrite refuses a file with rsag's name that
+// run.json does not list. A dir without run.json (a summary.json copied
+// alone) has nothing to list it in; a run still running is left alone.
+func listPage(dir string) error {
+	r, err := report.ReadRun(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%v: the page is written, but -overwrite will not know it as the run's; move it away before you overwrite", err)
+	}
+	if r.Status == report.StatusRunning || slices.Contains(r.Files, File) {
+		return nil
+	}
+	r.Files = append(r.Files, File)
+	return report.WriteRun(dir, r)
 }
 
 // dirOf is the output dir that path (a dir, or its summary.json) names.

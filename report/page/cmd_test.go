@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"rsag/report"
 )
 
 // runDir is a copy of a real run's output dir with only its summary.json.
@@ -121,5 +124,28 @@ func TestReportRefusesBadInput(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(good, File)); err == nil {
 		t.Error("a refused command left a page in the good run's dir")
+	}
+}
+
+// A run of an older rsag listed no page in its run.json; once rsag report
+// has written one, run.json lists it, so that -overwrite removes it with
+// the run's other files instead of refusing the directory.
+func TestReportListsThePageInRunJSON(t *testing.T) {
+	dir := runDir(t, "rsag-552bdd6-smoke-summary.json")
+	old := report.Run{Status: report.StatusComplete, Version: "v0.old", Files: []string{"run.json", "summary.json"}}
+	if err := report.WriteRun(dir, old); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // and only once
+		if code, _, stderr := command(dir); code != ExitOK || stderr != "" {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+	}
+	r, err := report.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"run.json", "summary.json", File}; !slices.Equal(r.Files, want) || r.Version != "v0.old" || r.Status != report.StatusComplete {
+		t.Errorf("run.json after rsag report: %+v, want files %v and the rest as it was", r, want)
 	}
 }

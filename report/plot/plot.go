@@ -16,12 +16,16 @@
 //
 // A run's figure has one panel per placement and method that it timed
 // ("out-of-place, batched x20"), all on the same axis ranges so that the
-// panels compare. Inside a panel the element type is the colour (a fixed
-// colour per type, the same in every figure), the reduction is the marker,
-// and direct AllReduce is a solid line, ReduceScatter + AllGather a dashed
-// one. One legend at the right lists the element types, the reductions and
-// the line styles, so it grows with their sum, not their product; a field
-// with one value over the run is named in the title instead.
+// panels compare. Inside a panel the mode is the colour (Okabe-Ito's
+// colour-blind-safe palette, the same in every figure: direct AllReduce
+// blue, ReduceScatter + AllGather vermillion) and the line style too
+// (solid, dashed, ...), so that grey-scale print keeps the modes apart;
+// the reduction is the marker, or the element type in a run of one
+// reduction. One legend at the right lists the modes and the markers, so
+// it grows with their sum, not their product; a field with one value over
+// the run is named in the title instead. A panel whose lines differ by
+// mode alone names each line at its end, so that the reader need not look
+// across to the legend.
 //
 // Like the CSVs and tables, it is a separate writer over the same rows.
 package plot

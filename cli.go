@@ -53,6 +53,8 @@ ranks it is started on, times both, and measures their device memory.
 Usage:
   mpirun -np 4 ./rsag -config configs/ch7.toml -output-dir results/ch7
   sbatch slurm/ch7.sbatch
+  ./rsag report results/ch7                  a run's report.html and tables again (no MPI)
+  ./rsag compare results/a results/b         B against A, case by case (no MPI)
 
 Flags:
 `

@@ -21,7 +21,7 @@ export GOFLAGS     := $(GOFLAGS) -tags=rsag_mpicc
 export CGO_ENABLED := 1
 GO_MPI := scripts/with-mpi-flags.sh $(GO)
 
-.PHONY: run build test vet deps env clean
+.PHONY: run build test vet deps test-deps env clean
 
 run: build
 	scripts/mpirun.sh $(NP) ./$(BIN) -config $(CONFIG) -output-dir $(OUTPUT) -overwrite $(ARGS)
@@ -33,12 +33,16 @@ deps:
 	@scripts/install-deps.sh
 	@$(GO) mod download
 
+# What make test needs besides: Chromium, to open report.html headless.
+test-deps: deps
+	@scripts/install-deps.sh --test
+
 vet: deps
 	$(GO_MPI) vet ./...
 
 # The end-to-end and Slurm tests run the binary built here under mpirun and
-# under a local one-node Slurm cluster.
-test: build vet
+# under a local one-node Slurm cluster, and open its report.html in Chromium.
+test: test-deps build vet
 	RSAG_BIN=$(CURDIR)/$(BIN) RSAG_SLURM_TESTS=1 $(GO_MPI) test -count=1 -timeout 20m ./...
 
 # Plain go commands work with Open MPI's pkg-config file; for another MPI,

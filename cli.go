@@ -55,8 +55,8 @@ ranks it is started on, times both, and measures their device memory.
 Usage:
   mpirun -np 4 ./rsag -config configs/ch7.toml -output-dir results/ch7
   sbatch slurm/ch7.sbatch
-  ./rsag compare A/summary.json B/summary.json   compare two runs' timings
-                                                 (no MPI, no GPU; rsag compare -h)
+  ./rsag report results/ch7                  a run's report.html and tables again (no MPI, no GPU)
+  ./rsag compare results/a results/b         B against A, case by case (no MPI, no GPU; rsag compare -h)
 
 Flags:
 `

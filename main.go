@@ -2,7 +2,8 @@
 // ReduceScatter followed by AllGather, times both and measures their memory.
 //
 // main is thin: it reads the flags, hands them to job.Main (or to rsag
-// compare) and exits with the code it gets back. Only main exits.
+// compare or rsag report) and exits with the code it gets back. Only main
+// exits.
 package main
 
 import (
@@ -16,6 +17,7 @@ import (
 	"rsag/compare"
 	"rsag/job"
 	"rsag/outdir"
+	"rsag/report/page"
 )
 
 // Set at build time with -ldflags "-X main.version=... -X main.commit=...".
@@ -32,6 +34,11 @@ func main() {
 	// rsag compare A/summary.json B/summary.json: no MPI, no GPU.
 	if len(os.Args) > 1 && os.Args[1] == "compare" {
 		os.Exit(compare.Main(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	// rsag report DIR: a finished run's page and tables again, from its
+	// summary.json; no MPI, no GPU.
+	if len(os.Args) > 1 && os.Args[1] == "report" {
+		os.Exit(page.Command(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	// The guard rank 0 starts beside itself (outdir.StartGuard): no MPI.
 	if len(os.Args) > 1 && os.Args[1] == outdir.GuardCommand {

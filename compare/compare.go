@@ -5,6 +5,7 @@
 package compare
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -21,6 +22,7 @@ import (
 	"rsag/internal/regularfile"
 	"rsag/outdir"
 	"rsag/report"
+	"rsag/report/page"
 )
 
 // Exit codes.
@@ -37,14 +39,15 @@ var metrics = map[string]func(report.TimingStat) float64{
 	"min":    func(s report.TimingStat) float64 { return s.MinUS },
 }
 
-const usage = `usage: rsag compare [-threshold 1.10] [-metric median|p90|min] [-incomplete] A/summary.json B/summary.json
+const usage = `usage: rsag compare [-threshold 1.10] [-metric median|p90|min] [-incomplete] [-html FILE] A/summary.json B/summary.json
        (an output dir stands for the summary.json in it)
 
 Compares the timing cases two runs share (same run, size, dtype, op, placement,
 method, batch and mode) by the ratio B/A of a statistic of their time per
 operation. A case above the threshold whose p10..p90 overlaps the other run's
 is within noise, not slower. A run that did not complete (its run.json, or
-without one its summary.json, says so) is refused unless -incomplete. Exit
+without one its summary.json, says so) is refused unless -incomplete. -html
+FILE writes the comparison as a page too, the slower cases marked. Exit
 status: 0 when no case of B is slower than the threshold, 1 when some is, 2 on
 bad input.
 
@@ -62,7 +65,8 @@ const maxRunBytes = 16 << 20
 type options struct {
 	threshold  float64
 	metric     string
-	incomplete bool // compare a run that did not complete, with a warning
+	incomplete bool   // compare a run that did not complete, with a warning
+	html       string // "" for no page
 	a, b       string
 }
 
@@ -100,6 +104,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rsag compare: %v\n", err)
 		return ExitBadInput
 	}
+	if opts.html != "" {
+		if err := writePage(opts, in, c); err != nil {
+			fmt.Fprintf(stderr, "rsag compare: %v\n", err)
+			return ExitBadInput
+		}
+		fmt.Fprintf(stdout, "wrote %s\n", opts.html)
+	}
 	if c.Slower > 0 {
 		return ExitSlower
 	}
@@ -119,6 +130,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&opts.threshold, "threshold", 1.10, "B/A `ratio` above which a case fails (B slower)")
 	fs.StringVar(&opts.metric, "metric", "median", "statistic to compare: median, p90 or min")
 	fs.BoolVar(&opts.incomplete, "incomplete", false, "compare a run that did not complete (failed, or still running), with a warning")
+	fs.StringVar(&opts.html, "html", "", "write the comparison as a self-contained page to `FILE`")
 	var files []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -324,18 +336,14 @@ func write(stdout, stderr io.Writer, o options, in [2]input, c Comparison) error
 	a, b := in[0].summary, in[1].summary
 	fmt.Fprintf(stdout, "A: %s\n", describe(o.a, a))
 	fmt.Fprintf(stdout, "B: %s\n", describe(o.b, b))
-	for i, x := range in {
-		if x.status != outdir.StatusComplete {
-			// Only with -incomplete: said on both streams, so that a
-			// report kept from stdout alone carries it too.
-			warning := fmt.Sprintf("WARNING: %s %s; compared only because -incomplete was given", "AB"[i:i+1], x.incomplete())
-			fmt.Fprintln(stdout, warning)
-			fmt.Fprintf(stderr, "rsag compare: %s\n", warning)
-		}
+	for _, w := range incompleteWarnings(in) {
+		// Only with -incomplete: said on both streams, so that a report
+		// kept from stdout alone carries it too.
+		fmt.Fprintln(stdout, w)
+		fmt.Fprintf(stderr, "rsag compare: %s\n", w)
 	}
-	if a.WorldSize != b.WorldSize || a.Backend != b.Backend {
-		fmt.Fprintf(stderr, "rsag compare: warning: the runs differ in setup: A %s on %d ranks, B %s on %d ranks\n",
-			a.Backend, a.WorldSize, b.Backend, b.WorldSize)
+	if w := setupWarning(a, b); w != "" {
+		fmt.Fprintf(stderr, "rsag compare: warning: %s\n", w)
 	}
 
 	limit := strconv.FormatFloat(o.threshold, 'f', -1, 64)
@@ -392,4 +400,43 @@ func write(stdout, stderr io.Writer, o options, in [2]input, c Comparison) error
 func describe(path string, s report.Summary) string {
 	return fmt.Sprintf("%s (rsag %s, commit %s; %s on %d ranks; started %s)",
 		path, s.RSAG.Version, s.RSAG.Commit, s.Backend, s.WorldSize, s.Started)
+}
+
+// incompleteWarnings say which runs did not complete, compared only
+// because -incomplete was given.
+func incompleteWarnings(in [2]input) []string {
+	var out []string
+	for i, x := range in {
+		if x.status != outdir.StatusComplete {
+			out = append(out, fmt.Sprintf("WARNING: %s %s; compared only because -incomplete was given", "AB"[i:i+1], x.incomplete()))
+		}
+	}
+	return out
+}
+
+// setupWarning says how the runs' setups differ, "" when they do not.
+func setupWarning(a, b report.Summary) string {
+	if a.WorldSize != b.WorldSize || a.Backend != b.Backend {
+		return fmt.Sprintf("the runs differ in setup: A %s on %d ranks, B %s on %d ranks", a.Backend, a.WorldSize, b.Backend, b.WorldSize)
+	}
+	return ""
+}
+
+// writePage writes the comparison as a page to o.html.
+func writePage(o options, in [2]input, c Comparison) error {
+	a, b := in[0].summary, in[1].summary
+	warnings := incompleteWarnings(in)
+	if w := setupWarning(a, b); w != "" {
+		warnings = append(warnings, w)
+	}
+	pc := page.Comparison{PathA: o.a, PathB: o.b, A: a, B: b, Metric: o.metric, Threshold: o.threshold,
+		OnlyA: c.OnlyA, OnlyB: c.OnlyB, Warnings: warnings}
+	for _, r := range c.Rows {
+		pc.Rows = append(pc.Rows, page.ComparedCase{Case: r.TimingStat, A: r.A, B: r.B, Ratio: r.Ratio, Over: r.Over && !r.Noise, Noise: r.Noise})
+	}
+	var buf bytes.Buffer
+	if err := page.WriteComparison(&buf, pc); err != nil {
+		return err
+	}
+	return page.WriteBytes(o.html, buf.Bytes(), "choose a file in a directory you can write")
 }

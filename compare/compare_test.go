@@ -191,3 +191,54 @@ func TestInputsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// -html writes the comparison as a page: its banner says B is slower, the
+// slower rows are marked, and the exit code is the same as without it.
+func TestComparisonPage(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "cmp.html")
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"-html", out, "testdata/a", "testdata/b"}, &stdout, &stderr); code != ExitSlower {
+		t.Fatalf("exit %d, want %d (slower), page or not\n%s", code, ExitSlower, stderr.String())
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(data)
+	slower := strings.Count(stdout.String(), "| SLOWER |")
+	if slower == 0 {
+		t.Fatalf("the fixtures have no slower case:\n%s", stdout.String())
+	}
+	for _, want := range []string{`data-verdict="failed"`, fmt.Sprintf("SLOWER: %d of ", slower), `<section id="common">`,
+		`<section id="only-a">`, `<section id="only-b">`, "testdata/a", "testdata/b"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if got := strings.Count(page, `<tr class="bad">`); got != slower {
+		t.Errorf("%d rows marked slower in the page, %d in the table", got, slower)
+	}
+	if !strings.Contains(stdout.String(), "wrote "+out) {
+		t.Errorf("stdout does not say where the page went:\n%s", stdout.String())
+	}
+
+	// Against itself nothing is slower: a held banner.
+	if code := Main([]string{"-html", out, "testdata/a", "testdata/a"}, &stdout, &stderr); code != ExitOK {
+		t.Fatalf("a against a: exit %d", code)
+	}
+	if data, _ := os.ReadFile(out); !strings.Contains(string(data), `data-verdict="held"`) {
+		t.Error("a against itself: the banner is not held")
+	}
+
+	// A page that cannot be written is a bad input, named, with the fix.
+	stderr.Reset()
+	bad := filepath.Join(t.TempDir(), "no", "such", "cmp.html")
+	if code := Main([]string{"-html", bad, "testdata/a", "testdata/b"}, &stdout, &stderr); code != ExitBadInput {
+		t.Errorf("unwritable -html: exit %d, want %d", code, ExitBadInput)
+	}
+	for _, want := range []string{"cannot write the page to " + bad, "no such file or directory", "choose a file in a directory you can write"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("unwritable -html: stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+}

@@ -5,8 +5,8 @@ import (
 	"math"
 )
 
-// The bounds on every count and size a config gives, documented in the
-// README. Each is far beyond any sensible run, so that a value past one is a
+// The bounds on every count and size a config gives, documented in
+// docs/config.md. Each is far beyond any sensible run, so that a value past one is a
 // typo (cycles = 1e12, a missing unit), refused before it runs for days or
 // overflows arithmetic downstream (timeout_s x time.Second, 4 x a size).
 const (

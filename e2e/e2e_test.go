@@ -50,6 +50,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	removeInterposers()
+	closeBrowser()
 	removeSessionDir()
 	os.Exit(code)
 }
@@ -111,6 +112,11 @@ func TestSmokeOnTwoThreeAndFourRanks(t *testing.T) {
 			}
 			if err := outcheck.Check(dir, outcheck.Smoke(np)); err != nil {
 				t.Fatalf("%v\nstdout:\n%s", err, r.stdout)
+			}
+			if np == 2 {
+				// report.html, in a real browser, and again from its summary.
+				checkPage(t, dir, "smoke")
+				samePageAgain(t, dir)
 			}
 			for _, s := range []string{"contracts_per_rank=5 timings_per_rank=24 memory_modes_per_rank=5",
 				"Contracts", "Timings", "Memory", fmt.Sprintf("%d/%d", np, np), "backend mpi"} {

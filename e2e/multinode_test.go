@@ -185,7 +185,7 @@ func header(stdout string) string {
 }
 
 // Ranks on other nodes get only what mpirun forwards (-x), as over ssh:
-// the README tells users to forward NCCL_SOCKET_IFNAME and its kind.
+// docs/multi-node.md tells users to forward NCCL_SOCKET_IFNAME and its kind.
 func (m *multi) testNetworkVariables(t *testing.T) {
 	dir := filepath.Join(m.shared, "netvars")
 	r := m.mpirun(t, 2*time.Minute, []string{"NCCL_SOCKET_IFNAME=eth0", "NCCL_DEBUG=WARN"},

@@ -65,6 +65,10 @@ func TestSweepOnTheMPIBackend(t *testing.T) {
 		}
 		sum := checkSummary(t, filepath.Join(dir, report.SummaryFile))
 		checkFigures(t, dir)
+		if np == 2 {
+			checkPage(t, dir, "sweep")
+			samePageAgain(t, dir)
+		}
 		// The numerics phase: both float types at the three sizes, every
 		// element within the bound, on every rank.
 		numerics := readCSV(t, filepath.Join(dir, "numerics.csv"))

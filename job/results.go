@@ -13,6 +13,7 @@ import (
 	"rsag/mpi"
 	"rsag/outdir"
 	"rsag/report"
+	_ "rsag/report/page" // report.html is an output: it registers itself
 	_ "rsag/report/plot" // the figures are outputs: they register themselves
 )
 
@@ -44,7 +45,7 @@ func (s *session) writeResults(cfg config.Config, w work, rows report.Rows, ran 
 	}
 	sum := report.NewSummary(report.SummaryInput{Version: s.opts.Version, Commit: s.opts.Commit,
 		Status: outdir.StatusRunning, Started: s.opts.Started, Ended: time.Now(), Config: obj,
-		MPILibrary: mpi.LibraryVersion(), Infos: infos, Environ: os.Environ(), Rows: merged,
+		MPILibrary: mpi.LibraryVersion(), Infos: infos, Environ: os.Environ(), Command: os.Args, Rows: merged,
 		World: s.comm.Size(), GroupSize: w.groupSize(), Groups: w.groups, Discard: discard})
 	if err := report.WriteTables(s.out, sum, ran); err != nil {
 		return nil, err

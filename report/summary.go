@@ -53,8 +53,9 @@ type Summary struct {
 	Libraries   []SummaryLibrary  `json:"libraries"` // rank 0's
 	Driver      string            `json:"driver"`    // rank 0's CUDA driver, "" without one
 	Ranks       []SummaryRank     `json:"ranks"`
-	Nodes       []SummaryNode     `json:"nodes"`       // the ranks grouped by host
-	Environment map[string]string `json:"environment"` // rank 0's NCCL_* and UCX_* variables
+	Nodes       []SummaryNode     `json:"nodes"`             // the ranks grouped by host
+	Environment map[string]string `json:"environment"`       // rank 0's NCCL_* and UCX_* variables
+	Command     []string          `json:"command,omitempty"` // rank 0's command line (os.Args)
 	Contracts   []SummaryContract `json:"contracts"`
 	Timing      []TimingStat      `json:"timing"`
 	Ratios      []Ratio           `json:"ratios"`
@@ -243,6 +244,7 @@ type SummaryInput struct {
 	MPILibrary      string
 	Infos           []coll.Info // every rank's, in rank order
 	Environ         []string    // rank 0's os.Environ()
+	Command         []string    // rank 0's os.Args
 	Rows            Rows        // every rank's rows (Merge)
 	World           int
 	GroupSize       int            // the hierarchy's ranks per group; 0 without one
@@ -258,7 +260,7 @@ func NewSummary(in SummaryInput) Summary {
 		Status: in.Status, Reason: in.Reason,
 		Started: in.Started.UTC().Format(time.RFC3339), Ended: in.Ended.UTC().Format(time.RFC3339),
 		Config: in.Config, WorldSize: in.World, MPILibrary: in.MPILibrary,
-		Environment: NetworkEnvironment(in.Environ)}
+		Environment: NetworkEnvironment(in.Environ), Command: in.Command}
 	if len(in.Infos) > 0 {
 		s.Backend, s.Driver = in.Infos[0].Backend, in.Infos[0].Driver
 		for _, l := range in.Infos[0].Libraries {

@@ -1,23 +1,50 @@
 #!/usr/bin/env bash
-# Installs what rsag needs to build and run when it is missing: an MPI
-# (Open MPI from the distribution's packages) and Go's modules. It changes
-# nothing when mpicc and mpirun are already there.
+# Installs what rsag needs when it is missing: an MPI (Open MPI from the
+# distribution's packages) and pkg-config, to build and run; with --test,
+# also Chromium, which make test drives headless to open report.html. It
+# changes nothing when everything is already there, so a user without root
+# who has an MPI builds without it.
+#
+#   scripts/install-deps.sh          what make build and make run need
+#   scripts/install-deps.sh --test   and what make test needs
 set -euo pipefail
+want_test=0
+case "${1:-}" in
+  "") ;;
+  --test) want_test=1 ;;
+  *) echo "install-deps: unknown argument $1 (use --test, or nothing)" >&2; exit 2 ;;
+esac
+
+packages=()
 # pkg-config lets plain go commands find Open MPI (mpi/cgo_pkgconfig.go).
-if command -v mpicc >/dev/null && command -v mpirun >/dev/null && command -v pkg-config >/dev/null; then
-  exit 0
+if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+  packages+=(libopenmpi-dev openmpi-bin)
 fi
+command -v pkg-config >/dev/null || packages+=(pkgconf)
+# The page test finds the browser as internal/browser does.
+have_chromium() {
+  [ -n "${RSAG_CHROMIUM:-}" ] && return 0
+  command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null
+}
+if [ "$want_test" = 1 ] && ! have_chromium; then
+  packages+=(chromium)
+fi
+[ "${#packages[@]}" = 0 ] && exit 0
+
 if ! command -v apt-get >/dev/null; then
-  command -v mpicc >/dev/null && command -v mpirun >/dev/null && exit 0
-  echo "install-deps: mpicc/mpirun missing and this is not a Debian/Ubuntu machine: install Open MPI or MPICH (with its compiler wrapper mpicc) and retry" >&2
+  if command -v mpicc >/dev/null && command -v mpirun >/dev/null && { [ "$want_test" = 0 ] || have_chromium; }; then
+    exit 0 # pkg-config is only a convenience for plain go commands
+  fi
+  echo "install-deps: missing ${packages[*]} and this is not a Debian/Ubuntu machine: install Open MPI or MPICH (with its compiler wrapper mpicc)" \
+    "and, for make test, Chromium (or set RSAG_CHROMIUM to a Chromium binary), then retry" >&2
   exit 1
 fi
 sudo=""
 if [ "$(id -u)" != 0 ]; then
-  command -v sudo >/dev/null || { echo "install-deps: need root (or sudo) to apt-get install libopenmpi-dev openmpi-bin" >&2; exit 1; }
+  command -v sudo >/dev/null || { echo "install-deps: need root (or sudo) to apt-get install ${packages[*]}" >&2; exit 1; }
   sudo=sudo
 fi
-echo "install-deps: installing Open MPI (libopenmpi-dev openmpi-bin) and pkg-config"
+echo "install-deps: installing ${packages[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
-$sudo apt-get install -y -qq libopenmpi-dev openmpi-bin pkgconf >/dev/null
+$sudo apt-get install -y -qq "${packages[@]}" >/dev/null

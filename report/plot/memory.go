@@ -56,10 +56,10 @@ func memoryByMode(memory []report.SummaryMemory) figure {
 	}
 	barW := vg.Points(34)
 	peakBars, _ := plotter.NewBarChart(pv, barW)
-	peakBars.Color, peakBars.LineStyle.Width = palette[0], 0
+	peakBars.Color, peakBars.LineStyle.Width = okabeBlue, 0
 	peakBars.Offset = -barW / 2
 	steadyBars, _ := plotter.NewBarChart(sv, barW)
-	steadyBars.Color, steadyBars.LineStyle.Width = palette[1], 0
+	steadyBars.Color, steadyBars.LineStyle.Width = okabeOrange, 0
 	steadyBars.Offset = barW / 2
 	p.Add(peakBars, steadyBars)
 
@@ -84,7 +84,7 @@ func memoryByMode(memory []report.SummaryMemory) figure {
 		{"steady", []plot.Thumbnailer{steadyBars}},
 		{"analytic value", []plot.Thumbnailer{legendMark}},
 	}}}
-	return figure{name: MemoryByMode, title: t, xLabel: "memory mode", yLabel: "bytes above the baseline (MiB)", panels: []*plot.Plot{p}, cols: 1, legend: legend}
+	return figure{name: MemoryByMode, kind: MemoryByMode, title: t, xLabel: "memory mode", yLabel: "bytes above the baseline (MiB)", panels: []*plot.Plot{p}, cols: 1, legend: legend}
 }
 
 // acrossGlyph is a horizontal line 2 x radius wide, shifted by dx: the

@@ -16,12 +16,16 @@
 //
 // A run's figure has one panel per placement and method that it timed
 // ("out-of-place, batched x20"), all on the same axis ranges so that the
-// panels compare. Inside a panel the element type is the colour (a fixed
-// colour per type, the same in every figure), the reduction is the marker,
-// and direct AllReduce is a solid line, ReduceScatter + AllGather a dashed
-// one. One legend at the right lists the element types, the reductions and
-// the line styles, so it grows with their sum, not their product; a field
-// with one value over the run is named in the title instead.
+// panels compare. Inside a panel the mode is the colour (Okabe-Ito's
+// colour-blind-safe palette, the same in every figure: direct AllReduce
+// blue, ReduceScatter + AllGather vermillion) and the line style too
+// (solid, dashed, ...), so that grey-scale print keeps the modes apart;
+// the reduction is the marker, or the element type in a run of one
+// reduction. One legend at the right lists the modes and the markers, so
+// it grows with their sum, not their product; a field with one value over
+// the run is named in the title instead. A panel whose lines differ by
+// mode alone names each line at its end, so that the reader need not look
+// across to the legend.
 //
 // Like the CSVs and tables, it is a separate writer over the same rows.
 package plot
@@ -77,6 +81,7 @@ const (
 // panel is drawn alike and plot.Align lines their data areas up.
 type figure struct {
 	name           string
+	kind, run      string // which figure (TimeVsSize, ...) of which run; no run for the memory figure
 	title          string
 	xLabel, yLabel string
 	panels         []*plot.Plot // row-major, cols to a row
@@ -468,19 +473,28 @@ func sizeAxis(p *plot.Plot, lo, hi float64, maxLabels int) {
 	// A little room either side, so that the end points are not on the frame.
 	p.X.Scale = plot.LogScale{}
 	p.X.Min, p.X.Max = lo/1.5, hi*1.5
-	p.X.Tick.Marker = sizeTicks{maxLabels}
+	p.X.Tick.Marker = sizeTicks{max: maxLabels, last: hi}
 }
 
 // sizeTicks are ticks at powers of two, labelled every 2^step with step
 // the smallest of 1, 2, 4, 10 that leaves at most max labels (12 when
 // unset); labelled exponents are multiples of the step, so 1K, 1M and 1G
 // (or 1K, 64K, 1M, 16M, 256M) are among them.
-type sizeTicks struct{ max int }
+// Past last (the largest size, when set) there are no ticks: the axis
+// may reach further, to make room for the lines' names, and a tick there
+// would read as a size that was measured.
+type sizeTicks struct {
+	max  int
+	last float64
+}
 
 func (st sizeTicks) Ticks(min, max float64) []plot.Tick {
 	most := st.max
 	if most <= 0 {
 		most = 12
+	}
+	if st.last > 0 {
+		max = math.Min(max, st.last*1.5)
 	}
 	e0, e1 := int(math.Ceil(math.Log2(min))), int(math.Floor(math.Log2(max)))
 	step := 10

@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"flag"
+	"fmt"
 	"image"
 	"image/png"
 	"io"
@@ -365,11 +366,13 @@ func TestLegendGrowsWithTheSum(t *testing.T) {
 	dtypes := []string{"int8", "float16", "bfloat16", "float32", "float64"}
 	ops := []string{"sum", "prod", "max", "min"}
 	modes := []string{"direct", "decomposed"}
-	if got, want := entryCount(timingLegend(dtypes, ops, modes)), len(dtypes)+len(ops)+2; got != want {
-		t.Errorf("timing legend has %d entries, want dtypes+ops+2 = %d", got, want)
+	// Several types and reductions: the modes, the reductions' markers and
+	// one line saying the types are not told apart.
+	if got, want := entryCount(timingLegend(dtypes, ops, modes)), len(modes)+len(ops)+1; got != want {
+		t.Errorf("timing legend has %d entries, want modes+ops+1 = %d", got, want)
 	}
-	if got, want := entryCount(ratioLegend(dtypes, ops)), len(dtypes)+len(ops)+1; got != want {
-		t.Errorf("ratio legend has %d entries, want dtypes+ops+1 = %d", got, want)
+	if got, want := entryCount(ratioLegend(dtypes, ops)), 2+len(ops)+1; got != want {
+		t.Errorf("ratio legend has %d entries, want 2+ops+1 = %d", got, want)
 	}
 	// The seed's one case: just the two modes (and the ratio and its
 	// reference), the case named in the title.
@@ -379,9 +382,76 @@ func TestLegendGrowsWithTheSum(t *testing.T) {
 	if got := entryCount(ratioLegend(dtypes[3:4], ops[:1])); got != 2 {
 		t.Errorf("one case, ratio: %d entries, want 2", got)
 	}
-	// One reduction over several types: it is in the title, not the legend.
+	// One reduction over several types: the types have the markers.
 	if got := entryCount(timingLegend(dtypes, []string{"avg"}, modes)); got != len(dtypes)+2 {
 		t.Errorf("one reduction: %d entries, want %d", got, len(dtypes)+2)
+	}
+}
+
+// The mode is the colour, the same in every figure and for any element
+// type, from Okabe and Ito's palette; no two modes share one, and the line
+// styles stay distinct too, for grey-scale print.
+func TestModesHaveTheirOwnColour(t *testing.T) {
+	if got := ModeColour("direct"); got != "#0072b2" {
+		t.Errorf("direct AllReduce is %s, want Okabe-Ito blue #0072b2", got)
+	}
+	if got := ModeColour("decomposed"); got != "#d55e00" {
+		t.Errorf("RS + AG is %s, want Okabe-Ito vermillion #d55e00", got)
+	}
+	seen := map[string]string{}
+	dashes := map[string]string{}
+	for _, m := range modeOrder {
+		c := ModeColour(m)
+		if other, ok := seen[c]; ok {
+			t.Errorf("modes %s and %s share colour %s", m, other, c)
+		}
+		seen[c] = m
+		d, _ := modeStyle(m)
+		key := fmt.Sprint(d)
+		if other, ok := dashes[key]; ok {
+			t.Errorf("modes %s and %s share line style %s", m, other, key)
+		}
+		dashes[key] = m
+	}
+	lay := layout{dtypes: []string{"float32", "int8"}, ops: []string{"sum"}, panels: []panelKey{{}}}
+	a, b := lay.lineStyle(lineKey{"float32", "sum", "direct"}), lay.lineStyle(lineKey{"int8", "sum", "direct"})
+	if a.Color != b.Color {
+		t.Errorf("direct is drawn %v for float32 and %v for int8: the colour is the mode's", a.Color, b.Color)
+	}
+	// One reduction, several types: the types have the markers.
+	if markerOf(lay.dtypes, lay.ops, lineKey{"float32", "sum", "direct"}) == markerOf(lay.dtypes, lay.ops, lineKey{"int8", "sum", "direct"}) {
+		t.Error("float32 and int8 share a marker in a run of one reduction")
+	}
+}
+
+// A figure whose lines differ by mode alone names them at their ends, in
+// their colours; one of many types and reductions does not.
+func TestLinesAreNamedWhenFew(t *testing.T) {
+	one := splitRuns(summaryOf(sweepStats()[:20], nil))[0] // float32 sum per-op, both modes
+	lay := layoutOf(one)
+	n := lineNames(lay, timingValues(one.stats, func(s report.TimingStat) float64 { return s.MedianUS }))
+	if n == nil || n.text["direct"] != "direct AllReduce" || n.text["decomposed"] != "RS + AG" {
+		t.Fatalf("one case: names %+v, want the modes' labels", n)
+	}
+	many := splitRuns(summaryOf(multiRunStats(), nil))[0]
+	if n := lineNames(layoutOf(many), timingValues(many.stats, func(s report.TimingStat) float64 { return s.MedianUS })); n != nil {
+		t.Errorf("a run of 3 types x 2 reductions: names %+v, want none (the legend says)", n.text)
+	}
+	// The names fit: the x axis reaches past the largest size by more
+	// than the widest label needs.
+	f := timeVsSize(one)
+	p := f.panels[0]
+	if p.X.Max <= lay.xhi*1.5 {
+		t.Errorf("x axis ends at %g, no further than without names (%g)", p.X.Max, lay.xhi*1.5)
+	}
+	svg, err := f.render("svg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{">direct AllReduce<", ">RS + AG<"} {
+		if !bytes.Contains(svg, []byte(want)) {
+			t.Errorf("the figure's SVG lacks the line name %s", want)
+		}
 	}
 }
 
@@ -479,7 +549,7 @@ func TestSizeTicks(t *testing.T) {
 
 func TestSizeTicksInAPanel(t *testing.T) {
 	var labels []string
-	for _, tk := range (sizeTicks{6}).Ticks(1024/1.5, (256<<20)*1.5) {
+	for _, tk := range (sizeTicks{max: 6}).Ticks(1024/1.5, (256<<20)*1.5) {
 		if tk.Label != "" {
 			labels = append(labels, tk.Label)
 		}

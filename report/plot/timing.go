@@ -17,45 +17,76 @@ import (
 	"rsag/report"
 )
 
-// palette is Tableau 10: distinct, and readable on white and in print.
-var palette = []color.Color{
-	rgb(0x4e79a7), rgb(0xf28e2b), rgb(0xe15759), rgb(0x76b7b2), rgb(0x59a14f),
-	rgb(0xedc948), rgb(0xb07aa1), rgb(0xff9da7), rgb(0x9c755f), rgb(0xbab0ac),
-}
+// Okabe and Ito's palette ("Color Universal Design", 2008): eight colours
+// that stay apart under every common colour-vision deficiency.
+var (
+	okabeOrange     = rgb(0xe69f00)
+	okabeSkyBlue    = rgb(0x56b4e9)
+	okabeGreen      = rgb(0x009e73)
+	okabeYellow     = rgb(0xf0e442)
+	okabeBlue       = rgb(0x0072b2)
+	okabeVermillion = rgb(0xd55e00)
+	okabePurple     = rgb(0xcc79a7)
+	okabeBlack      = rgb(0x000000)
+)
 
 func rgb(v uint32) color.Color { return color.RGBA{uint8(v >> 16), uint8(v >> 8), uint8(v), 255} }
 
-// dtypeColours gives each of NCCL's ten element types its own colour, the
-// same in every panel and figure; float32, the seed's type, keeps the blue
-// it always had. A type not listed here is drawn dark grey.
-var dtypeColours = map[string]color.Color{
-	"float32": palette[0], "float16": palette[1], "bfloat16": palette[2], "float64": palette[3],
-	"int8": palette[4], "uint8": rgb(0xc9a800), "int32": palette[6], "uint32": palette[7],
-	"int64": palette[8], "uint64": rgb(0x2f2f2f),
-}
+// modeColours are the timed modes' colours, in coll.Modes' order: the
+// mode is what a reader compares most (AllReduce against its
+// decomposition), so it gets the colour, and its line style too, so that
+// the modes stay apart in grey-scale print. Direct AllReduce is the dark
+// blue and ReduceScatter + AllGather the vermillion; the pale yellow comes
+// last, for the hierarchy's AllGather step.
+var modeColours = []color.Color{okabeBlue, okabeVermillion, okabeGreen, okabePurple,
+	okabeOrange, okabeSkyBlue, okabeBlack, okabeYellow}
 
 var otherColour = color.Gray{40}
 
-func dtypeColour(d string) color.Color {
-	if c, ok := dtypeColours[d]; ok {
-		return c
+// modeColour is a timed mode's colour; the ratio figure's lines (no mode)
+// are the decomposition's, whose cost they show.
+func modeColour(mode string) color.Color {
+	if mode == "" {
+		mode = string(coll.Decomposed)
+	}
+	if i := slices.Index(coll.Modes, coll.Mode(mode)); i >= 0 {
+		return modeColours[i%len(modeColours)]
 	}
 	return otherColour
 }
 
-// opGlyphs give each reduction its marker, filled so that the colour
-// shows; sum, the seed's, keeps its circle.
+// ModeColour is a timed mode's colour in the figures as CSS writes it,
+// "#0072b2", so that an HTML page can mark the modes alike.
+func ModeColour(mode string) string {
+	r, g, b, _ := modeColour(mode).RGBA()
+	return fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8)
+}
+
+// opGlyphs give each reduction its marker, filled; sum, the seed's, keeps
+// its circle.
 var opGlyphs = map[string]draw.GlyphDrawer{
 	"sum": draw.CircleGlyph{}, "prod": draw.BoxGlyph{}, "max": draw.PyramidGlyph{},
 	"min": downGlyph{}, "avg": diamondGlyph{},
 }
 
-func opGlyph(o string) draw.GlyphDrawer {
-	if g, ok := opGlyphs[o]; ok {
+// dtypeGlyphs give each of NCCL's ten element types a marker, for a run
+// of one reduction over several types: the filled ones for the float
+// types, float32 (the seed's) keeping the circle, outlines and strokes for
+// the integers.
+var dtypeGlyphs = map[string]draw.GlyphDrawer{
+	"float32": draw.CircleGlyph{}, "float16": draw.BoxGlyph{}, "bfloat16": draw.PyramidGlyph{},
+	"float64": diamondGlyph{}, "int8": downGlyph{}, "uint8": draw.RingGlyph{}, "int32": draw.SquareGlyph{},
+	"uint32": draw.TriangleGlyph{}, "int64": draw.CrossGlyph{}, "uint64": draw.PlusGlyph{},
+}
+
+func glyphOf(table map[string]draw.GlyphDrawer, v string) draw.GlyphDrawer {
+	if g, ok := table[v]; ok {
 		return g
 	}
 	return draw.CrossGlyph{}
 }
+
+func opGlyph(o string) draw.GlyphDrawer { return glyphOf(opGlyphs, o) }
 
 // downGlyph is a filled triangle pointing down: the mirror of max's.
 type downGlyph struct{}
@@ -270,100 +301,113 @@ func (lay layout) radius() vg.Length {
 }
 
 func (lay layout) lineStyle(l lineKey) draw.LineStyle {
-	ls := draw.LineStyle{Color: dtypeColour(l.DType), Width: lay.lineWidth()}
+	ls := draw.LineStyle{Color: modeColour(l.Mode), Width: lay.lineWidth()}
 	ls.Dashes, _ = modeStyle(l.Mode)
 	return ls
 }
 
 func (lay layout) glyphStyle(l lineKey) draw.GlyphStyle {
-	return draw.GlyphStyle{Color: dtypeColour(l.DType), Radius: lay.radius(), Shape: opGlyph(l.Op)}
+	return draw.GlyphStyle{Color: modeColour(l.Mode), Radius: lay.radius(), Shape: markerOf(lay.dtypes, lay.ops, l)}
 }
 
-// neutral is the colour of legend entries that stand for no element type:
-// the type's own colour when there is one, else grey.
-var neutralGrey = color.Gray{150}
-
-func neutral(dtypes []string) color.Color {
-	if len(dtypes) == 1 {
-		return dtypeColour(dtypes[0])
+// markerOf is a line's marker: its reduction when the run has several,
+// else its element type when it has several, else the reduction's (the
+// seed's sum circle). With several of both, the reduction has the marker
+// and the element types are not told apart: ten shapes in each of four
+// reductions would be read by no one, and the tables name every case.
+func markerOf(dtypes, ops []string, l lineKey) draw.GlyphDrawer {
+	if len(ops) == 1 && len(dtypes) > 1 {
+		return glyphOf(dtypeGlyphs, l.DType)
 	}
-	return neutralGrey
+	return opGlyph(l.Op)
 }
+
+// neutralGrey is the colour of legend entries that stand for no mode: the
+// markers.
+var neutralGrey = color.Gray{110}
 
 func lineThumb(c color.Color, dashes []vg.Length) plot.Thumbnailer {
 	return &plotter.Line{LineStyle: draw.LineStyle{Color: c, Width: vg.Points(2), Dashes: dashes}}
 }
 
-func glyphThumb(c color.Color, op string) plot.Thumbnailer {
-	return &plotter.Scatter{GlyphStyle: draw.GlyphStyle{Color: c, Radius: vg.Points(3.5), Shape: opGlyph(op)}}
+func glyphThumb(c color.Color, g draw.GlyphDrawer) plot.Thumbnailer {
+	return &plotter.Scatter{GlyphStyle: draw.GlyphStyle{Color: c, Radius: vg.Points(3.5), Shape: g}}
 }
 
-// caseSections are the legend's element types (colours) and reductions
-// (markers), each only when it has more than one value: a single one is
-// in the title. An element type's entry shows the marker too when there
-// is one reduction.
-func caseSections(dtypes, ops []string) []legendSection {
+// markerSections are the legend's markers: the reductions, or the element
+// types when there is one reduction; a field with one value is in the
+// title instead. With several of both, the element types get one line
+// that says they are not told apart.
+func markerSections(dtypes, ops []string) []legendSection {
 	var out []legendSection
-	if len(dtypes) > 1 {
-		s := legendSection{heading: "element type"}
-		for _, d := range dtypes {
-			thumbs := []plot.Thumbnailer{lineThumb(dtypeColour(d), nil)}
-			if len(ops) == 1 {
-				thumbs = append(thumbs, glyphThumb(dtypeColour(d), ops[0]))
-			}
-			s.entries = append(s.entries, legendEntry{d, thumbs})
-		}
-		out = append(out, s)
-	}
-	if len(ops) > 1 {
+	switch {
+	case len(ops) > 1:
 		s := legendSection{heading: "reduction"}
 		for _, o := range ops {
-			s.entries = append(s.entries, legendEntry{o, []plot.Thumbnailer{glyphThumb(neutral(dtypes), o)}})
+			s.entries = append(s.entries, legendEntry{o, []plot.Thumbnailer{glyphThumb(neutralGrey, opGlyph(o))}})
+		}
+		out = append(out, s)
+		if len(dtypes) > 1 {
+			out = append(out, legendSection{heading: "element type", entries: []legendEntry{
+				{fmt.Sprintf("%d types, a line each", len(dtypes)), nil}}})
+		}
+	case len(dtypes) > 1:
+		s := legendSection{heading: "element type"}
+		for _, d := range dtypes {
+			s.entries = append(s.entries, legendEntry{d, []plot.Thumbnailer{glyphThumb(neutralGrey, glyphOf(dtypeGlyphs, d))}})
 		}
 		out = append(out, s)
 	}
 	return out
 }
 
-// timingLegend is a time or bandwidth figure's legend: the element types,
-// the reductions and the modes' line styles, dtypes+ops+modes entries at
-// most. With one element type and one reduction it is the seed's legend,
-// the two modes in the case's colour and marker.
+// oneMarker is the marker every line of a run has when it has one element
+// type and one reduction; nil otherwise.
+func oneMarker(dtypes, ops []string) draw.GlyphDrawer {
+	if len(dtypes) == 1 && len(ops) == 1 {
+		return opGlyph(ops[0])
+	}
+	return nil
+}
+
+// timingLegend is a time or bandwidth figure's legend: the modes first,
+// each in its colour and line style, then the markers; modes+ops+1 or
+// modes+dtypes entries at most. With one element type and one reduction it
+// is the seed's legend, the modes with the case's marker.
 func timingLegend(dtypes, ops, modes []string) []legendSection {
-	out := caseSections(dtypes, ops)
 	s := legendSection{heading: "mode"}
 	for _, m := range modes {
 		dashes, name := modeStyle(m)
-		thumbs := []plot.Thumbnailer{lineThumb(neutral(dtypes), dashes)}
-		if len(dtypes) == 1 && len(ops) == 1 {
-			thumbs = append(thumbs, glyphThumb(neutral(dtypes), ops[0]))
+		thumbs := []plot.Thumbnailer{lineThumb(modeColour(m), dashes)}
+		if g := oneMarker(dtypes, ops); g != nil {
+			thumbs = append(thumbs, glyphThumb(modeColour(m), g))
 		}
 		s.entries = append(s.entries, legendEntry{name, thumbs})
 	}
-	return append(out, s)
+	return append([]legendSection{s}, markerSections(dtypes, ops)...)
 }
 
 // refStyle is the ratio figure's line at 1.
 var refStyle = draw.LineStyle{Color: color.Gray{60}, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(3), vg.Points(3)}}
 
-// ratioLegend is the ratio figure's: element types, reductions and the
-// line at 1; with one element type and one reduction, the seed's legend.
+// ratioLegend is the ratio figure's: the ratio's line in the
+// decomposition's colour, the line at 1, then the markers.
 func ratioLegend(dtypes, ops []string) []legendSection {
-	out := caseSections(dtypes, ops)
-	var s legendSection
-	if len(dtypes) == 1 && len(ops) == 1 {
-		c := dtypeColour(dtypes[0])
-		s.entries = append(s.entries, legendEntry{"RS+AG / AllReduce", []plot.Thumbnailer{lineThumb(c, nil), glyphThumb(c, ops[0])}})
+	c := modeColour(string(coll.Decomposed))
+	thumbs := []plot.Thumbnailer{lineThumb(c, nil)}
+	if g := oneMarker(dtypes, ops); g != nil {
+		thumbs = append(thumbs, glyphThumb(c, g))
 	}
-	s.entries = append(s.entries, legendEntry{"1 = no cost", []plot.Thumbnailer{&plotter.Line{LineStyle: refStyle}}})
-	return append(out, s)
+	s := legendSection{entries: []legendEntry{{"RS+AG / AllReduce", thumbs},
+		{"1 = no cost", []plot.Thumbnailer{&plotter.Line{LineStyle: refStyle}}}}}
+	return append([]legendSection{s}, markerSections(dtypes, ops)...)
 }
 
 // grid draws a run's values as a figure: a panel per placement and method,
 // all on the run's size range and on the y range of every value that
 // valid accepts, which setY turns into the axis; decorate adds to each
 // panel what goes under the lines (it is told the panel).
-func grid(name, what, yLabel string, lay layout, vals []value, valid func(float64) bool,
+func grid(kind, suffix, what, yLabel string, lay layout, vals []value, valid func(float64) bool,
 	setY func(p *plot.Plot, lo, hi float64), decorate func(p *plot.Plot, k panelKey), legend []legendSection) figure {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	byPanel := map[panelKey]map[lineKey]plotter.XYs{}
@@ -380,8 +424,10 @@ func grid(name, what, yLabel string, lay layout, vals []value, valid func(float6
 	if lo > hi {
 		lo, hi = 1, 10
 	}
-	f := figure{name: name, title: lay.title(what), xLabel: sizeLabel, yLabel: yLabel, cols: lay.cols, legend: legend}
+	f := figure{name: kind + suffix, kind: kind, run: lay.run, title: lay.title(what), xLabel: sizeLabel, yLabel: yLabel,
+		cols: lay.cols, legend: legend}
 	n := len(lay.panels)
+	named := lineNames(lay, vals)
 	for _, k := range lay.panels {
 		p := newPlot()
 		if n > 1 {
@@ -394,6 +440,9 @@ func grid(name, what, yLabel string, lay layout, vals []value, valid func(float6
 			labels = 6 // a panel is narrower
 		}
 		sizeAxis(p, lay.xlo, lay.xhi, labels)
+		if named != nil {
+			named.makeRoom(p, dataWidth(n, legend))
+		}
 		setY(p, lo, hi)
 		if decorate != nil {
 			decorate(p, k)
@@ -424,6 +473,9 @@ func grid(name, what, yLabel string, lay layout, vals []value, valid func(float6
 			line.LineStyle, points.GlyphStyle = lay.lineStyle(l), lay.glyphStyle(l)
 			p.Add(line, points)
 		}
+		if named != nil {
+			p.Add(named.at(lines, keys))
+		}
 		f.panels = append(f.panels, p)
 	}
 	return f
@@ -453,12 +505,12 @@ func timingValues(stats []report.TimingStat, y func(report.TimingStat) float64) 
 func timeVsSize(run runStats) figure {
 	lay := layoutOf(run)
 	legend := timingLegend(lay.dtypes, lay.ops, lay.modes)
-	if len(run.fits) > 0 {
-		legend = append(legend, legendSection{entries: []legendEntry{{"fit: alpha + n/B", []plot.Thumbnailer{lineThumb(neutral(lay.dtypes), fitDashes)}}}})
+	if slices.ContainsFunc(run.fits, model.Fit.OK) {
+		legend = append(legend, legendSection{entries: []legendEntry{{"fit: alpha + n/B", []plot.Thumbnailer{lineThumb(neutralGrey, fitDashes)}}}})
 	}
 	// A short y label: gonum centres it at the linear midpoint of a log
 	// axis and pads the plot for a long one as if it stood near the top.
-	return grid(TimeVsSize+run.suffix, "Median time per operation", "median time (µs)", lay,
+	return grid(TimeVsSize, run.suffix, "Median time per operation", "median time (µs)", lay,
 		timingValues(run.stats, func(s report.TimingStat) float64 { return s.MedianUS }), positive,
 		func(p *plot.Plot, lo, hi float64) {
 			p.Y.Scale = plot.LogScale{}
@@ -489,14 +541,14 @@ func addFits(p *plot.Plot, lay layout, k panelKey, fits []model.Fit) {
 		if err != nil {
 			continue
 		}
-		line.LineStyle = draw.LineStyle{Color: dtypeColour(f.DType.String()), Width: lay.lineWidth() * 0.7, Dashes: fitDashes}
+		line.LineStyle = draw.LineStyle{Color: modeColour(string(f.Mode)), Width: lay.lineWidth() * 0.7, Dashes: fitDashes}
 		p.Add(line)
 	}
 }
 
 func busBWVsSize(run runStats) figure {
 	lay := layoutOf(run)
-	return grid(BusBWVsSize+run.suffix, "Bus bandwidth (nccl-tests)", "bus bandwidth (GB/s)", lay,
+	return grid(BusBWVsSize, run.suffix, "Bus bandwidth (nccl-tests)", "bus bandwidth (GB/s)", lay,
 		timingValues(run.stats, func(s report.TimingStat) float64 { return s.BusBWGBps }), finite,
 		func(p *plot.Plot, _, hi float64) {
 			p.Y.Min, p.Y.Max = 0, math.Max(hi, 0)*1.08
@@ -545,8 +597,8 @@ func crossoverVsSize(run runStats) (figure, bool) {
 	legend := timingLegend(lay.dtypes, lay.ops, decomps)
 	legend = append(legend, legendSection{entries: []legendEntry{
 		{fmt.Sprintf("%.2f = within %.0f%%", limit, 100*model.Tolerance), []plot.Thumbnailer{&plotter.Line{LineStyle: limitStyle}}},
-		{"measured crossover", []plot.Thumbnailer{&plotter.Line{LineStyle: crossStyle(neutral(lay.dtypes))}}}}})
-	f := grid(CrossoverVsSize+run.suffix, "Where the decomposition stops mattering", "median / AllReduce median", lay, vals, finite,
+		{"measured crossover", []plot.Thumbnailer{&plotter.Line{LineStyle: crossStyle(neutralGrey)}}}}})
+	f := grid(CrossoverVsSize, run.suffix, "Where the decomposition stops mattering", "median / AllReduce median", lay, vals, finite,
 		func(p *plot.Plot, lo, hi float64) {
 			lo, hi = math.Min(lo, 1), math.Max(hi, limit)
 			span := hi - lo
@@ -563,7 +615,7 @@ func crossoverVsSize(run runStats) (figure, bool) {
 				}
 				x := float64(c.Measured.Bytes)
 				mark, _ := plotter.NewLine(plotter.XYs{{X: x, Y: p.Y.Min}, {X: x, Y: p.Y.Max}})
-				mark.LineStyle = crossStyle(dtypeColour(c.DType.String()))
+				mark.LineStyle = crossStyle(modeColour(string(c.Mode)))
 				p.Add(mark)
 			}
 		}, legend)
@@ -589,7 +641,7 @@ func ratioVsSize(run runStats) (figure, bool) {
 	for i, r := range ratios {
 		vals[i] = value{panelOf(r.Case), lineOf(r.Case), float64(r.SizeBytes), r.Ratio}
 	}
-	f := grid(RatioVsSize+run.suffix, "Cost of the decomposition", "RS+AG median / AllReduce median", lay, vals, finite,
+	f := grid(RatioVsSize, run.suffix, "Cost of the decomposition", "RS+AG median / AllReduce median", lay, vals, finite,
 		func(p *plot.Plot, lo, hi float64) {
 			// Always show 1, the line the ratios are read against.
 			lo, hi = math.Min(lo, 1), math.Max(hi, 1)

@@ -64,6 +64,13 @@ func Check(dir string, e Expect) error {
 	if err := checkManifest(dir); err != nil {
 		return err
 	}
+	// The page a person opens, self-contained: its own tests open it in a
+	// browser; here, that every run leaves one.
+	if page, err := os.ReadFile(filepath.Join(dir, "report.html")); err != nil {
+		return err
+	} else if !strings.Contains(string(page), `id="verdict"`) || !strings.Contains(string(page), "</html>") {
+		return fmt.Errorf("report.html (%d bytes) has no verdict banner or is cut short", len(page))
+	}
 	for r := 0; r < e.World; r++ {
 		if err := checkRank(dir, r, e); err != nil {
 			return err

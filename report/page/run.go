@@ -1,0 +1,959 @@
+package page
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"rsag/coll"
+	"rsag/model"
+	"rsag/outdir"
+	"rsag/report"
+	"rsag/report/plot"
+)
+
+// Section ids, in the page's order: the browser test and the golden file
+// look for each.
+var SectionIDs = []string{"contracts", "timing", "model", "breakdown", "memory", "numerics", "nodes", "fastest", "environment"}
+
+// runView builds a run's page.
+func runView(s report.Summary) (view, error) {
+	s = Complete(s)
+	figs, err := figuresOf(s)
+	if err != nil {
+		return view{}, err
+	}
+	v := view{Verdict: verdictOf(s)}
+	word := "held"
+	if !v.Verdict.Held {
+		word = "FAILED"
+	}
+	v.Title = fmt.Sprintf("rsag: %s, %s on %s, %s", word, s.Backend, plural(s.WorldSize, "rank", "ranks"), strings.TrimPrefix(whenText(s.Started, ""), "started "))
+	v.Sections = []section{
+		contractsSection(s),
+		timingSection(s, figs),
+		modelSection(s, figs),
+		breakdownSection(s),
+		memorySection(s, figs),
+		numericsSection(s),
+		nodesSection(s),
+		fastestSection(s),
+		environmentSection(s),
+	}
+	v.Footer = fmt.Sprintf("Written from summary.json (schema_version %d) of a run of rsag %s (commit %s). "+
+		"rsag report DIR writes this page again from it; the figures are in the run's directory as SVG and PNG too.",
+		s.SchemaVersion, s.RSAG.Version, s.RSAG.Commit)
+	return v, nil
+}
+
+// Complete fills in what a summary.json written by an older rsag of the
+// same schema lacks, as the current rsag would have written it: the
+// ratios, the model (fits, crossovers, breakdowns) and the node table are
+// derived from the timing statistics and the ranks. A summary that has
+// them is returned as it is.
+func Complete(s report.Summary) report.Summary {
+	if s.Ratios == nil && len(s.Timing) > 0 {
+		s.Ratios = report.Ratios(s.Timing)
+	}
+	if s.Fits == nil && s.Crossover == nil && s.Breakdown == nil && len(s.Timing) > 0 {
+		s.Fits, s.Crossover, s.Breakdown = report.FitsOf(s.Timing)
+	}
+	if s.Nodes == nil && len(s.Ranks) > 0 {
+		infos := make([]coll.Info, len(s.Ranks))
+		for i, r := range s.Ranks {
+			infos[i] = coll.Info{Host: r.Host, LocalRank: r.LocalRank, Device: r.Device}
+		}
+		s.Nodes = report.Nodes(infos)
+	}
+	return s
+}
+
+// configured is a value of the run's resolved config (summary.json's
+// "config"), by its keys: configured(s, "timing", "enabled").
+func configured(s report.Summary, keys ...string) (any, bool) {
+	v := s.Config
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// absent says why a phase has no results: its config turned it off, or
+// the run stopped before it.
+func absent(s report.Summary, phase string) string {
+	if on, ok := configured(s, phase, "enabled"); ok && on == false {
+		return fmt.Sprintf("Not run: [%s] enabled = false in this run's config.", phase)
+	}
+	return "No results: the run stopped before this phase (see the verdict above)."
+}
+
+// checkAbsent is absent as a banner line: "not run: ...".
+func checkAbsent(s report.Summary, phase string) string {
+	a := strings.TrimSuffix(absent(s, phase), ".")
+	return strings.ToLower(a[:1]) + a[1:]
+}
+
+func verdictOf(s report.Summary) verdict {
+	v := verdict{Held: s.Status == outdir.StatusComplete && s.ChecksPassed, Reason: s.Reason}
+	v.Checks = []check{runCheck(s), contractsCheck(s), timingCheck(s), memoryCheck(s), numericsCheck(s), gateCheck(s)}
+	notRun := 0
+	for _, c := range v.Checks {
+		if c.State == "none" && c.Name != gateName {
+			notRun++
+		}
+	}
+	switch {
+	case v.Held && notRun == 0:
+		v.Headline = "Held: AllReduce equals ReduceScatter + AllGather; every check passed"
+	case v.Held:
+		v.Headline = "Held: AllReduce equals ReduceScatter + AllGather; every check that ran passed"
+	default:
+		// The run's own line fails with any other: it is named only when
+		// nothing else failed (a file not written, a signal, the gate).
+		var failed []string
+		for _, c := range v.Checks[1:] {
+			if c.State == "bad" {
+				failed = append(failed, strings.ToLower(c.Name))
+			}
+		}
+		if len(failed) == 0 && v.Checks[0].State == "bad" {
+			failed = []string{"the run did not complete"}
+		}
+		if len(failed) == 0 {
+			failed = []string{"a check failed on some rank"}
+		}
+		v.Headline = "FAILED: " + strings.Join(failed, ", ")
+	}
+	about := fmt.Sprintf("rsag %s (commit %s), backend %s, %s on %s", s.RSAG.Version, s.RSAG.Commit, s.Backend,
+		plural(s.WorldSize, "rank", "ranks"), plural(len(s.Nodes), "node", "nodes"))
+	if len(s.Nodes) > 0 && len(s.Nodes) <= 4 {
+		about += " (" + strings.Join(unique(s.Nodes, func(n report.SummaryNode) string { return n.Host }), ", ") + ")"
+	}
+	v.About = []string{about, whenText(s.Started, s.Ended)}
+	v.Findings = modelFindings(s)
+	return v
+}
+
+// whenText says when the run started and how long it took: "started
+// 2026-12-01 21:43:04 UTC, took 2m30s" (summary.json's times are whole
+// seconds).
+func whenText(started, ended string) string {
+	a, err := time.Parse(time.RFC3339, started)
+	if err != nil {
+		return "started " + started
+	}
+	t := "started " + a.UTC().Format("2006-01-02 15:04:05 UTC")
+	if b, err := time.Parse(time.RFC3339, ended); err == nil && !b.Before(a) {
+		if d := b.Sub(a); d < time.Second {
+			t += ", took under a second"
+		} else {
+			t += ", took " + d.String()
+		}
+	}
+	return t
+}
+
+func runCheck(s report.Summary) check {
+	if s.Status == outdir.StatusComplete {
+		return check{"Run", "complete: every file written", "ok"}
+	}
+	return check{"Run", s.Status + ": " + orDash(s.Reason), "bad"}
+}
+
+func contractsCheck(s report.Summary) check {
+	if len(s.Contracts) == 0 {
+		return check{"Contracts", checkAbsent(s, "contracts"), "none"}
+	}
+	var failed []string
+	for _, c := range s.Contracts {
+		if len(c.FailedRanks) > 0 || c.HeldOn < s.WorldSize {
+			failed = append(failed, fmt.Sprintf("%s on ranks %s", c.Name, listText(c.FailedRanks)))
+		}
+	}
+	if len(failed) == 0 {
+		return check{"Contracts", fmt.Sprintf("all %d held on every one of %s", len(s.Contracts), plural(s.WorldSize, "rank", "ranks")), "ok"}
+	}
+	return check{"Contracts", fmt.Sprintf("%d of %d failed: %s", len(failed), len(s.Contracts), strings.Join(failed, "; ")), "bad"}
+}
+
+func timingCheck(s report.Summary) check {
+	if len(s.Timing) == 0 {
+		return check{"Timing results", checkAbsent(s, "timing"), "none"}
+	}
+	var wrong []string
+	for _, t := range s.Timing {
+		if !t.Correct {
+			wrong = append(wrong, caseText(t)+" "+report.SizeText(t.SizeBytes)+" "+text(t.Mode))
+		}
+	}
+	if len(wrong) == 0 {
+		return check{"Timing results", fmt.Sprintf("every sample of the %s checked correct on every rank", plural(len(s.Timing), "case", "cases")), "ok"}
+	}
+	if len(wrong) > 5 {
+		wrong = append(wrong[:5], fmt.Sprintf("and %d more", len(wrong)-5))
+	}
+	return check{"Timing results", fmt.Sprintf("wrong results in %d of %d cases: %s", len(wrong), len(s.Timing), strings.Join(wrong, "; ")), "bad"}
+}
+
+func memoryCheck(s report.Summary) check {
+	if len(s.Memory) == 0 {
+		return check{"Memory", checkAbsent(s, "memory"), "none"}
+	}
+	var wrong, differ []string
+	for _, m := range s.Memory {
+		if !m.Correct {
+			wrong = append(wrong, m.Mode)
+		}
+		if !m.MatchesAnalytic {
+			differ = append(differ, m.Mode)
+		}
+	}
+	if len(wrong) > 0 {
+		return check{"Memory", "wrong results in " + strings.Join(wrong, ", "), "bad"}
+	}
+	t := fmt.Sprintf("%s checked element by element", plural(len(s.Memory), "mode", "modes"))
+	if len(differ) == 0 {
+		t += "; every delta equals its analytic value"
+	} else {
+		t += "; deltas differ from the analytic values in " + strings.Join(differ, ", ")
+	}
+	return check{"Memory", t, "ok"}
+}
+
+func numericsCheck(s report.Summary) check {
+	if len(s.Numerics) == 0 {
+		return check{"Numerics", checkAbsent(s, "numerics"), "none"}
+	}
+	var beyond, differ []string
+	worst := 0.0
+	for _, n := range s.Numerics {
+		name := text(n.DType) + " " + report.SizeText(n.SizeBytes)
+		if !n.WithinBound {
+			beyond = append(beyond, name)
+		}
+		if !n.BitwiseEqual {
+			differ = append(differ, name)
+		}
+		worst = max(worst, n.MaxBoundRatio)
+	}
+	switch {
+	case len(beyond) > 0:
+		return check{"Numerics", fmt.Sprintf("an error beyond the bound of summing %d terms in %s: a bug in the library or the hardware, not rounding",
+			s.WorldSize, strings.Join(beyond, ", ")), "bad"}
+	case len(differ) == 0:
+		return check{"Numerics", fmt.Sprintf("AllReduce and RS + AG bitwise equal in all %d dtype and size pairs", len(s.Numerics)), "ok"}
+	}
+	return check{"Numerics", fmt.Sprintf("the two paths differ in the last bits in %d of %d dtype and size pairs, all within the bound "+
+		"(the largest error is %.3g of it): expected, compare them within the bound, not bitwise", len(differ), len(s.Numerics), worst), "ok"}
+}
+
+const gateName = "Bus-bandwidth gate"
+
+// gateCheck is the busbw gate: each run's min_busbw_gbps against its
+// direct AllReduce at its largest size.
+func gateCheck(s report.Summary) check {
+	thresholds := map[string]float64{}
+	runs, _ := configured(s, "runs")
+	list, _ := runs.([]any)
+	for _, r := range list {
+		m, _ := r.(map[string]any)
+		name, _ := m["name"].(string)
+		if min, ok := m["min_busbw_gbps"].(float64); ok && min > 0 {
+			thresholds[name] = min
+		}
+	}
+	if len(thresholds) == 0 {
+		return check{gateName, "not set (min_busbw_gbps = 0)", "none"}
+	}
+	if len(s.Timing) == 0 {
+		return check{gateName, "no timing to gate on", "none"}
+	}
+	if failures := report.BusBWGate(s.Timing, thresholds); len(failures) > 0 {
+		return check{gateName, strings.Join(failures, "; "), "bad"}
+	}
+	largest := map[string]int64{}
+	for _, t := range s.Timing {
+		largest[text(t.Run)] = max(largest[text(t.Run)], t.SizeBytes)
+	}
+	var held []string
+	for _, t := range s.Timing {
+		run := text(t.Run)
+		if min, ok := thresholds[run]; ok && t.Mode == coll.Direct && t.SizeBytes == largest[run] {
+			held = append(held, fmt.Sprintf("%s %.2f GB/s >= %.2f", caseText(t)+" "+report.SizeText(t.SizeBytes), t.BusBWGBps, min))
+		}
+	}
+	return check{gateName, "held: AllReduce busbw at the largest size " + strings.Join(held, "; "), "ok"}
+}
+
+// caseText names a statistic's case: "run default float32 sum out-of-place per-op".
+func caseText(t report.TimingStat) string {
+	var parts []string
+	for i, d := range coll.Dims {
+		if v := d.Text(t.Case); v != d.Usual {
+			if i == 0 {
+				v = d.Name + " " + v
+			}
+			parts = append(parts, v)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// modeLabel is how a table heads a mode (a coll.Mode, or its name).
+func modeLabel(mode any) string {
+	name := coll.Mode(text(mode))
+	if m, ok := coll.ModeOf(name); ok {
+		return m.Label
+	}
+	return string(name)
+}
+
+// modelFindings are the banner's model headlines: for each decomposition
+// of AllReduce, what it costs per call and from which size it stays within
+// 5% of AllReduce, or that it never does.
+func modelFindings(s report.Summary) []string {
+	var out []string
+	for _, mode := range unique(s.Crossover, func(c report.SummaryCrossover) string { return string(c.Mode) }) {
+		var cs []report.SummaryCrossover
+		for _, c := range s.Crossover {
+			if string(c.Mode) == mode {
+				cs = append(cs, c)
+			}
+		}
+		h := crossoverHeadline(modeLabel(mode), cs)
+		if len(cs) == 1 && poorFit(s.Fits, cs[0]) {
+			h += " The fits miss a median by more than 25%: trust their latency and crossover less (see Model and crossover)."
+		}
+		out = append(out, h)
+	}
+	if len(out) == 0 && len(s.Timing) > 0 {
+		out = append(out, "Model: no crossover: it needs the modes direct and decomposed of one case (see Model and crossover below).")
+	}
+	return out
+}
+
+// poorFit says whether the fit of the crossover's case in direct or in
+// its decomposition misses a median by more than report.PoorFitResidual.
+func poorFit(fits []model.Fit, c report.SummaryCrossover) bool {
+	return slices.ContainsFunc(fits, func(f model.Fit) bool {
+		return f.Pair() == c.Case && (f.Mode == coll.Direct || f.Mode == c.Mode) && f.OK() && f.MaxRelResidual > report.PoorFitResidual
+	})
+}
+
+func crossoverHeadline(name string, cs []report.SummaryCrossover) string {
+	if len(cs) == 1 {
+		c := cs[0]
+		var parts []string
+		switch {
+		case c.FromFits && c.ExtraLatencyUS >= 0:
+			parts = append(parts, fmt.Sprintf("%s costs %+.2f µs per call more than AllReduce", name, c.ExtraLatencyUS))
+		case c.FromFits:
+			parts = append(parts, fmt.Sprintf("%s's fitted latency is %.2f µs below AllReduce's", name, -c.ExtraLatencyUS))
+		}
+		parts = append(parts, withinText(c))
+		return "Model: " + strings.Join(parts, "; ") + "."
+	}
+	lo, hi, fitted := math.Inf(1), math.Inf(-1), 0
+	var from []int64
+	never := 0
+	for _, c := range cs {
+		if c.FromFits {
+			lo, hi, fitted = math.Min(lo, c.ExtraLatencyUS), math.Max(hi, c.ExtraLatencyUS), fitted+1
+		}
+		switch {
+		case c.Measured.Found:
+			from = append(from, c.Measured.Bytes)
+		case neverWithin(c):
+			never++
+		}
+	}
+	var parts []string
+	if fitted > 0 {
+		parts = append(parts, fmt.Sprintf("%s costs %+.2f to %+.2f µs per call against AllReduce", name, lo, hi))
+	}
+	w := fmt.Sprintf("%s is within %.0f%% of AllReduce in %d of %d cases", name, 100*model.Tolerance, len(from), len(cs))
+	switch {
+	case len(from) == 0:
+	case slices.Min(from) == slices.Max(from):
+		w += fmt.Sprintf(" (from %s on)", report.SizeText(from[0]))
+	default:
+		w += fmt.Sprintf(" (from %s on in one, %s in another)", report.SizeText(slices.Min(from)), report.SizeText(slices.Max(from)))
+	}
+	if never > 0 {
+		w += fmt.Sprintf(", and never in %d, where it is slower per byte on this fabric", never)
+	}
+	return "Model, over " + plural(len(cs), "case", "cases") + ": " + strings.Join(append(parts, w), "; ") + "."
+}
+
+// neverWithin: the fits say the decomposition moves bytes more than 5%
+// more slowly, so that no size brings it within.
+func neverWithin(c report.SummaryCrossover) bool {
+	return !c.Measured.Found && c.FromFits && c.BandwidthRatio > 1+model.Tolerance
+}
+
+func withinText(c report.SummaryCrossover) string {
+	tol := fmt.Sprintf("%.0f%%", 100*model.Tolerance)
+	switch {
+	case c.Measured.Found && c.Measured.Bytes == 0:
+		return "within " + tol + " of AllReduce at every measured size"
+	case c.Measured.Found:
+		return "within " + tol + " of AllReduce from " + report.SizeText(c.Measured.Bytes) + " on"
+	case neverWithin(c):
+		return fmt.Sprintf("never within %s of AllReduce on this fabric, since it moves bytes %.2fx more slowly", tol, c.BandwidthRatio)
+	case c.Fitted.Found:
+		return "not within " + tol + " at the measured sizes; the fits put it within from " + report.SizeText(c.Fitted.Bytes)
+	}
+	return "not within " + tol + " of AllReduce at the measured sizes"
+}
+
+func contractsSection(s report.Summary) section {
+	sec := section{ID: "contracts", Title: "Contracts",
+		How: "Each contract is a proof on exact int64 data, run on every rank. An -equivalence contract holds when AllReduce and " +
+			"ReduceScatter + AllGather give the same result as the formula; a -rejected one holds when the wrong variant was told apart."}
+	if len(s.Contracts) == 0 {
+		sec.Empty = absent(s, "contracts")
+		return sec
+	}
+	t := &table{Head: heads("contract", "held on", "failed on ranks", "detail (rank 0)")}
+	for _, c := range s.Contracts {
+		held := cell{Text: fmt.Sprintf("%d/%d", c.HeldOn, s.WorldSize), Sort: fmt.Sprint(c.HeldOn), Class: "n ok"}
+		r := row{}
+		if len(c.FailedRanks) > 0 || c.HeldOn < s.WorldSize {
+			held.Class, r.Class = "n bad", "bad"
+		}
+		r.Cells = []cell{plain(c.Name), held, plain(orDash(listText(c.FailedRanks))), wrap(c.Detail)}
+		t.Rows = append(t.Rows, r)
+	}
+	sec.Blocks = []block{{Table: t}}
+	return sec
+}
+
+// dim is a dimension of a timing case as a table shows it (coll.Dims).
+type dim = coll.Dim
+
+// splitDims sorts the dimensions into those that vary over stats (the
+// table's columns) and the values of those that do not (its caption).
+func splitDims(stats []report.TimingStat, skip ...string) (varying []dim, fixed []string) {
+	for _, d := range coll.Dims {
+		if slices.Contains(skip, d.Name) {
+			continue
+		}
+		values := unique(stats, func(t report.TimingStat) string { return d.Text(t.Case) })
+		if len(values) > 1 {
+			varying = append(varying, d)
+		} else if len(values) == 1 && values[0] != d.Usual {
+			fixed = append(fixed, values[0])
+		}
+	}
+	return varying, fixed
+}
+
+func timingSection(s report.Summary, figs map[string][]plot.Inline) section {
+	sec := section{ID: "timing", Title: "Timing",
+		How: fmt.Sprintf("Microseconds per operation. A sample is the slowest of the %d ranks in one cycle; each cell is the median "+
+			"[p10..p90] of the kept samples, and bus bandwidth (GB/s) is nccl-tests' from the median. A click on a column's heading sorts by it.", s.WorldSize)}
+	if len(s.Timing) == 0 {
+		sec.Empty = absent(s, "timing")
+		return sec
+	}
+	if len(s.Nodes) > 1 {
+		sec.Blocks = append(sec.Blocks, block{Notes: []string{fmt.Sprintf("Across %d nodes: the bandwidth is bounded by the network between them (NIC, switch), not by NVLink.", len(s.Nodes))}})
+	}
+	runs := unique(s.Timing, func(t report.TimingStat) string { return text(t.Run) })
+	for _, run := range runs {
+		var stats []report.TimingStat
+		for _, t := range s.Timing {
+			if text(t.Run) == run {
+				stats = append(stats, t)
+			}
+		}
+		// The figures first, to read at a glance, then the table to look
+		// values up in: a sweep's table runs to hundreds of rows.
+		if len(runs) > 1 || run != "default" {
+			sec.Blocks = append(sec.Blocks, block{Heading: "Run " + run})
+		}
+		for _, kind := range []string{plot.TimeVsSize, plot.BusBWVsSize, plot.RatioVsSize} {
+			sec.Blocks = append(sec.Blocks, figuresFor(figs, kind, run)...)
+		}
+		sec.Blocks = append(sec.Blocks, block{Table: timingTable(stats)})
+	}
+	return sec
+}
+
+// timingTable is one run's timings as the terminal shows them: a row per
+// case and size, each mode's median [p10..p90], the RS+AG / AR ratio, each
+// mode's bus bandwidth and slowest rank.
+func timingTable(stats []report.TimingStat) *table {
+	varying, fixed := splitDims(stats, "run")
+	var modes []coll.TimedMode
+	for _, name := range coll.Modes {
+		if slices.ContainsFunc(stats, func(t report.TimingStat) bool { return text(t.Mode) == string(name) }) {
+			m, _ := coll.ModeOf(name)
+			modes = append(modes, m)
+		}
+	}
+	has := func(name coll.Mode) bool {
+		return slices.ContainsFunc(modes, func(m coll.TimedMode) bool { return m.Name == name })
+	}
+	ratio := has(coll.Direct) && has(coll.Decomposed)
+	t := &table{Sortable: true, Caption: strings.Join(append(fixed, "µs per operation, median [p10..p90]"), " · ")}
+	for _, d := range varying {
+		t.Head = append(t.Head, headCell{Text: d.Name})
+	}
+	t.Head = append(t.Head, headCell{Text: "size"})
+	for _, m := range modes {
+		t.Head = append(t.Head, headCell{Text: m.Label, Class: "m-" + string(m.Name)})
+	}
+	if ratio {
+		t.Head = append(t.Head, headCell{Text: "RS+AG / AR"})
+	}
+	for _, m := range modes {
+		t.Head = append(t.Head, headCell{Text: m.Short + " busbw", Class: "m-" + string(m.Name)})
+	}
+	t.Head = append(t.Head, headCell{Text: "slowest rank"})
+	byKey := map[coll.Case]report.TimingStat{}
+	var pairs []coll.Case
+	first := map[coll.Case]report.TimingStat{}
+	for _, st := range stats {
+		byKey[st.Case] = st
+		if _, ok := first[st.Pair()]; !ok {
+			first[st.Pair()] = st
+			pairs = append(pairs, st.Pair())
+		}
+	}
+	for _, pair := range pairs {
+		at := func(m coll.Mode) (report.TimingStat, bool) {
+			k := pair
+			k.Mode = m
+			st, ok := byKey[k]
+			return st, ok
+		}
+		var r row
+		for _, d := range varying {
+			r.Cells = append(r.Cells, plain(orDash(d.Text(first[pair].Case))))
+		}
+		r.Cells = append(r.Cells, size(pair.SizeBytes))
+		var busbw []cell
+		var slowest []string
+		for _, m := range modes {
+			st, ok := at(m.Name)
+			if !ok {
+				r.Cells, busbw, slowest = append(r.Cells, plain("-")), append(busbw, plain("-")), append(slowest, "-")
+				continue
+			}
+			c := cell{Text: fmt.Sprintf("%.2f [%.2f..%.2f]", st.MedianUS, st.P10US, st.P90US), Sort: fmt.Sprint(st.MedianUS), Class: "n"}
+			if !st.Correct {
+				c.Text, c.Class, r.Class = c.Text+" ✗ wrong", "n bad", "bad"
+			}
+			r.Cells = append(r.Cells, c)
+			busbw = append(busbw, num("%.2f", st.BusBWGBps))
+			slowest = append(slowest, fmt.Sprint(st.SlowestRank))
+		}
+		if ratio {
+			d, okD := at(coll.Direct)
+			c, okC := at(coll.Decomposed)
+			if okD && okC && d.MedianUS > 0 {
+				r.Cells = append(r.Cells, num("%.3f", c.MedianUS/d.MedianUS))
+			} else {
+				r.Cells = append(r.Cells, plain("-"))
+			}
+		}
+		r.Cells = append(append(r.Cells, busbw...), cell{Text: strings.Join(slowest, " / "), Class: "n"})
+		t.Rows = append(t.Rows, r)
+	}
+	return t
+}
+
+// caseDim is a dimension of a case as a table shows it (coll.Dims).
+type caseDim = coll.Dim
+
+// modelCaseDims are the dimensions of the model's cases that vary over
+// them.
+func modelCaseDims(cases []coll.Case) []caseDim {
+	var out []caseDim
+	for _, d := range coll.Dims {
+		if len(unique(cases, d.Text)) > 1 {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func dimCells(dims []caseDim, c coll.Case) []cell {
+	var out []cell
+	for _, d := range dims {
+		out = append(out, plain(orDash(d.Text(c))))
+	}
+	return out
+}
+
+func dimHeads(dims []caseDim) []headCell {
+	var out []headCell
+	for _, d := range dims {
+		out = append(out, headCell{Text: d.Name})
+	}
+	return out
+}
+
+func modelSection(s report.Summary, figs map[string][]plot.Inline) section {
+	sec := section{ID: "model", Title: "Model and crossover",
+		How: fmt.Sprintf("The line t(n) = α + n/B through each mode's medians (weighted least squares, weights 1/t², so that a 2 µs point counts as "+
+			"much as a 2 ms one): α is what one call costs however small, B the rate at which it moves its buffer. The crossover is the smallest "+
+			"size from which the decomposition costs at most %.0f%% more than AllReduce, at that size and every larger one. Below it, bucket "+
+			"gradients into buffers past it; when B direct / B decomp stays above %.2f, no bucket size saves you.", 100*model.Tolerance, 1+model.Tolerance)}
+	if len(s.Timing) == 0 {
+		sec.Empty = absent(s, "timing")
+		return sec
+	}
+	if len(s.Fits) == 0 {
+		sec.Empty = "No fits: the timing phase timed no mode at several sizes."
+		return sec
+	}
+	var cases []coll.Case
+	for _, f := range s.Fits {
+		cases = append(cases, f.Case)
+	}
+	dims := modelCaseDims(cases)
+	fits := &table{Sortable: true, Caption: "Hockney fits, one per case and mode",
+		Head: append(dimHeads(dims), heads("mode", "α µs", "B GB/s", "R²", "max rel residual", "sizes")...)}
+	var notes []string
+	// The modes without a fit are said once per reason, not row by row: a
+	// sweep of two sizes has none, for hundreds of cases alike.
+	var reasons []string
+	without := map[string]int{}
+	for _, f := range s.Fits {
+		if !f.OK() {
+			if without[f.Reason] == 0 {
+				reasons = append(reasons, f.Reason)
+			}
+			without[f.Reason]++
+			continue
+		}
+		r := row{Cells: append(dimCells(dims, f.Case), plain(text(f.Mode)), num("%.2f", f.AlphaUS), num("%.2f", f.BandwidthGBps),
+			num("%.4f", f.R2), num("%.3f", f.MaxRelResidual), plain(sizesText(f.SizesBytes)))}
+		if f.MaxRelResidual > report.PoorFitResidual {
+			r.Class = "warn"
+			notes = append(notes, fmt.Sprintf("The %s fit%s misses a measured median by %.0f%%: the times are noisy, or no line holds from %s to %s; "+
+				"trust its α, B and crossover less, and rerun with more cycles on a quiet machine.", f.Mode, caseNote(dims, f.Case),
+				100*f.MaxRelResidual, report.SizeText(f.SizesBytes[0]), report.SizeText(f.SizesBytes[len(f.SizesBytes)-1])))
+		}
+		fits.Rows = append(fits.Rows, r)
+	}
+	for _, why := range reasons {
+		notes = append(notes, fmt.Sprintf("No fit for %d of the %d modes and cases: %s.", without[why], len(s.Fits), why))
+	}
+	if len(fits.Rows) == 0 {
+		fits = nil
+	}
+	sec.Blocks = append(sec.Blocks, block{Table: fits, Notes: notes})
+	if len(s.Crossover) > 0 {
+		ct := &table{Sortable: true, Caption: fmt.Sprintf("Crossover: from which size the decomposition stays within %.0f%% of direct AllReduce", 100*model.Tolerance),
+			Head: append(dimHeads(dims), heads("decomposition", "measured", "from the fits", "extra latency µs", "B direct / B decomp")...)}
+		for _, c := range s.Crossover {
+			r := row{Cells: append(dimCells(dims, c.Case), plain(modeLabel(c.Mode)), crossingCell(c.Measured), crossingCell(c.Fitted))}
+			if c.FromFits {
+				r.Cells = append(r.Cells, num("%+.2f", c.ExtraLatencyUS), num("%.3f", c.BandwidthRatio))
+			} else {
+				r.Cells = append(r.Cells, plain("-"), plain("-"))
+			}
+			ct.Rows = append(ct.Rows, r)
+		}
+		sec.Blocks = append(sec.Blocks, block{Table: ct})
+	}
+	for _, run := range unique(s.Timing, func(t report.TimingStat) string { return text(t.Run) }) {
+		sec.Blocks = append(sec.Blocks, figuresFor(figs, plot.CrossoverVsSize, run)...)
+	}
+	return sec
+}
+
+func caseNote(dims []caseDim, c coll.Case) string {
+	var parts []string
+	for _, d := range dims {
+		parts = append(parts, d.Name+" "+d.Text(c))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+func crossingCell(c model.Crossing) cell {
+	switch {
+	case c.Found && c.Bytes == 0:
+		return cell{Text: "at every size", Sort: "0", Class: "n ok"}
+	case c.Found:
+		return cell{Text: report.SizeText(c.Bytes), Sort: fmt.Sprint(c.Bytes), Class: "n ok"}
+	}
+	return cell{Text: c.Why, Sort: fmt.Sprint(math.MaxInt64), Class: "wrap"}
+}
+
+func sizesText(sizes []int64) string {
+	if len(sizes) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d, %s..%s", len(sizes), report.SizeText(sizes[0]), report.SizeText(sizes[len(sizes)-1]))
+}
+
+func breakdownSection(s report.Summary) section {
+	sec := section{ID: "breakdown", Title: "Where the decomposition's time goes",
+		How: "At each size, ReduceScatter alone and AllGather alone as shares of the decomposition's median, and what is left. " +
+			"A positive rest is what running the two back to back costs beyond their sum (synchronisation, a cache or protocol effect); a negative one, that they overlap."}
+	if len(s.Breakdown) == 0 {
+		if len(s.Timing) == 0 {
+			sec.Empty = absent(s, "timing")
+		} else {
+			sec.Empty = "Not measured: time the modes reduce-scatter and all-gather alone besides decomposed (as configs/model-mpi.toml does)."
+		}
+		return sec
+	}
+	var cases []coll.Case
+	for _, b := range s.Breakdown {
+		cases = append(cases, b.Case)
+	}
+	dims := modelCaseDims(cases)
+	t := &table{Sortable: true, Head: append(dimHeads(dims), heads("decomposition", "size", "whole µs", "parts", "unexplained")...)}
+	for _, b := range s.Breakdown {
+		for _, sh := range b.Shares {
+			var parts []string
+			for _, p := range sh.Parts {
+				parts = append(parts, fmt.Sprintf("%s %.2f µs (%.0f%%)", modeLabel(p.Mode), p.US, 100*p.Share))
+			}
+			t.Rows = append(t.Rows, row{Cells: append(dimCells(dims, b.Case), plain(modeLabel(b.Mode)), size(sh.SizeBytes),
+				num("%.2f", sh.WholeUS), plain(strings.Join(parts, " + ")),
+				cell{Text: fmt.Sprintf("%.2f µs (%.0f%%)", sh.UnexplainedUS, 100*sh.UnexplainedShare), Sort: fmt.Sprint(sh.UnexplainedShare), Class: "n"})})
+		}
+	}
+	sec.Blocks = []block{{Table: t}}
+	return sec
+}
+
+func memorySection(s report.Summary, figs map[string][]plot.Inline) section {
+	sec := section{ID: "memory", Title: "Memory",
+		How: "Bytes above the baseline while each strategy holds its result (steady) and at its highest (peak), on the rank where they are " +
+			"highest, against what the buffers' sizes say they must be; x is the multiple of the payload. The device count (cuMemGetInfo) includes the library's own buffers."}
+	if len(s.Memory) == 0 {
+		sec.Empty = absent(s, "memory")
+		return sec
+	}
+	t := &table{Sortable: true, Head: heads("mode", "steady", "x", "peak", "x", "analytic steady / peak", "match", "device steady / peak", "checked")}
+	for _, m := range s.Memory {
+		if len(m.Ranks) == 0 {
+			continue
+		}
+		var steady, peak, dSteady, dPeak []int64
+		for _, r := range m.Ranks {
+			steady, peak = append(steady, r.SteadyDeltaBytes), append(peak, r.PeakDeltaBytes)
+			if r.DeviceSteadyDeltaBytes != nil && r.DevicePeakDeltaBytes != nil {
+				dSteady, dPeak = append(dSteady, *r.DeviceSteadyDeltaBytes), append(dPeak, *r.DevicePeakDeltaBytes)
+			}
+		}
+		payload := float64(m.PayloadBytes)
+		device := "n/a"
+		if len(dSteady) > 0 {
+			device = rangeText(dSteady) + " / " + rangeText(dPeak)
+		}
+		r := row{Cells: []cell{plain(m.Mode), {Text: rangeText(steady), Sort: fmt.Sprint(slices.Max(steady)), Class: "n"},
+			num("%.3f", float64(slices.Max(steady))/payload), {Text: rangeText(peak), Sort: fmt.Sprint(slices.Max(peak)), Class: "n"},
+			num("%.3f", float64(slices.Max(peak))/payload), {Text: fmt.Sprintf("%d / %d", m.AnalyticSteadyBytes, m.AnalyticPeakBytes), Class: "n"},
+			yesNo(m.MatchesAnalytic), {Text: device, Class: "n"}, yesNo(m.Correct)}}
+		if !m.Correct {
+			r.Class = "bad"
+		}
+		t.Rows = append(t.Rows, r)
+	}
+	sec.Blocks = append([]block{{Table: t}}, figuresFor(figs, plot.MemoryByMode, "")...)
+	return sec
+}
+
+func rangeText(v []int64) string {
+	lo, hi := slices.Min(v), slices.Max(v)
+	if lo == hi {
+		return fmt.Sprint(lo)
+	}
+	return fmt.Sprintf("%d..%d", lo, hi)
+}
+
+func numericsSection(s report.Summary) section {
+	sec := section{ID: "numerics", Title: "Numerics",
+		How: fmt.Sprintf("AllReduce against ReduceScatter + AllGather on the same seeded random floats, element by element, and each against the exact "+
+			"sum; the worst rank. On 2 ranks both paths add a + b and are bitwise equal; on more, the library's two algorithms add in different "+
+			"orders and may differ in the last bits, which is harmless while the error stays within the bound for summing %d terms.", s.WorldSize)}
+	if len(s.Numerics) == 0 {
+		sec.Empty = absent(s, "numerics")
+		return sec
+	}
+	t := &table{Sortable: true, Head: heads("dtype", "size", "AllReduce vs RS + AG", "max abs error AR", "max abs error RS+AG", "bound", "error / bound", "within bound")}
+	for _, n := range s.Numerics {
+		r := row{Cells: []cell{plain(text(n.DType)), size(n.SizeBytes), plain(n.Verdict()), num("%.3g", n.MaxAbsErrorDirect),
+			num("%.3g", n.MaxAbsErrorDecomposed), num("%.3g", n.Bound), num("%.3f", n.MaxBoundRatio), yesNo(n.WithinBound)}}
+		if !n.WithinBound {
+			r.Class = "bad"
+		}
+		t.Rows = append(t.Rows, r)
+	}
+	sec.Blocks = []block{{Table: t}}
+	return sec
+}
+
+func nodesSection(s report.Summary) section {
+	sec := section{ID: "nodes", Title: "Nodes",
+		How: "Where each rank ran: its host, its rank among the ranks of that host (on GPU nodes, its GPU) and its device."}
+	if len(s.Ranks) == 0 {
+		sec.Empty = "No ranks recorded."
+		return sec
+	}
+	grouped := slices.ContainsFunc(s.Nodes, func(n report.SummaryNode) bool { return len(n.Groups) > 0 })
+	nodes := &table{Sortable: true, Caption: plural(len(s.Nodes), "node", "nodes"), Head: heads("host", "ranks", "local ranks", "device")}
+	if grouped {
+		nodes.Head = append(nodes.Head, headCell{Text: "hierarchy groups"})
+	}
+	for _, n := range s.Nodes {
+		r := row{Cells: []cell{plain(n.Host), {Text: listText(n.Ranks), Sort: fmt.Sprint(n.Ranks[0]), Class: "n"},
+			{Text: listText(n.LocalRanks), Class: "n"}, plain(n.Device)}}
+		if grouped {
+			var g []string
+			for _, x := range n.Groups {
+				g = append(g, fmt.Sprint(x))
+			}
+			r.Cells = append(r.Cells, cell{Text: strings.Join(g, ","), Class: "n"})
+		}
+		nodes.Rows = append(nodes.Rows, r)
+	}
+	ranks := &table{Sortable: true, Caption: plural(len(s.Ranks), "rank", "ranks"), Head: heads("rank", "host", "local rank", "device", "bus id")}
+	for _, r := range s.Ranks {
+		ranks.Rows = append(ranks.Rows, row{Cells: []cell{{Text: fmt.Sprint(r.Rank), Sort: fmt.Sprint(r.Rank), Class: "n"}, plain(r.Host),
+			{Text: fmt.Sprint(r.LocalRank), Sort: fmt.Sprint(r.LocalRank), Class: "n"}, plain(r.Device), plain(orDash(r.BusID))}})
+	}
+	sec.Blocks = []block{{Table: nodes}, {Table: ranks}}
+	return sec
+}
+
+// fastestSection names, for each size and mode of a sweep over NCCL's
+// fast paths, the configuration with the lowest median against the best
+// plain buffers on a default communicator (report.FastestTable's rows).
+func fastestSection(s report.Summary) section {
+	sec := section{ID: "fastest", Title: "Fastest configuration",
+		How: "Per size and mode, the buffers, CTA policy and method with the lowest median, and how much faster it is than the best plain " +
+			"buffers on a default communicator: what registration, symmetric windows or the CTA policy buy."}
+	if len(s.Timing) == 0 {
+		sec.Empty = absent(s, "timing")
+		return sec
+	}
+	variant := func(t report.TimingStat) string { return coll.VariantText(t.Buffers, t.CTAPolicy) }
+	if len(unique(s.Timing, variant)) < 2 {
+		sec.Empty = "Every case ran plain buffers on a default communicator: nothing to compare. Sweep buffers or cta_policies (NCCL) to see what they buy."
+		return sec
+	}
+	type group struct {
+		run, dtype, op, placement, mode string
+		size                            int64
+	}
+	type best struct {
+		fastest, baseline report.TimingStat
+		haveBaseline      bool
+	}
+	var order []group
+	found := map[group]*best{}
+	for _, t := range s.Timing {
+		g := group{text(t.Run), text(t.DType), text(t.Op), text(t.Placement), text(t.Mode), t.SizeBytes}
+		b, ok := found[g]
+		if !ok {
+			b = &best{fastest: t}
+			found[g] = b
+			order = append(order, g)
+		}
+		if t.MedianUS < b.fastest.MedianUS {
+			b.fastest = t
+		}
+		if variant(t) == "" && (!b.haveBaseline || t.MedianUS < b.baseline.MedianUS) {
+			b.baseline, b.haveBaseline = t, true
+		}
+	}
+	tb := &table{Sortable: true, Head: heads("run", "dtype", "op", "placement", "size", "mode", "fastest", "median µs", "plain/default", "median µs", "gain")}
+	for _, g := range order {
+		b := found[g]
+		base, baseUS, gain := plain("-"), plain("-"), plain("-")
+		if b.haveBaseline {
+			base, baseUS = plain(coll.MethodText(b.baseline.Method, b.baseline.Batch)), num("%.2f", b.baseline.MedianUS)
+			if b.fastest.MedianUS > 0 {
+				gain = num("%.2fx", b.baseline.MedianUS/b.fastest.MedianUS)
+			}
+		}
+		tb.Rows = append(tb.Rows, row{Cells: []cell{plain(g.run), plain(g.dtype), plain(g.op), plain(g.placement), size(g.size), plain(g.mode),
+			plain(orDash(variant(b.fastest)) + " " + coll.MethodText(b.fastest.Method, b.fastest.Batch)), num("%.2f", b.fastest.MedianUS),
+			base, baseUS, gain}})
+	}
+	sec.Blocks = []block{{Table: tb}}
+	return sec
+}
+
+func environmentSection(s report.Summary) section {
+	sec := section{ID: "environment", Title: "Environment",
+		How: "What ran, where, with which libraries and settings: enough to run it again, and to tell two runs apart."}
+	kv := &table{Head: heads("what", "value")}
+	add := func(k, v string) { kv.Rows = append(kv.Rows, row{Cells: []cell{plain(k), wrap(v)}}) }
+	add("rsag", fmt.Sprintf("%s (commit %s)", s.RSAG.Version, s.RSAG.Commit))
+	add("summary.json", fmt.Sprintf("schema_version %d", s.SchemaVersion))
+	add("status", s.Status+orEmpty(": ", s.Reason))
+	add("started, ended", s.Started+", "+s.Ended)
+	add("backend", s.Backend)
+	add("world size", fmt.Sprint(s.WorldSize))
+	add("MPI library", orDash(s.MPILibrary))
+	for _, l := range s.Libraries {
+		if l.Version != s.MPILibrary { // the MPI backend's library is the MPI library
+			add("library "+l.Name, l.Version+orEmpty(" at ", l.Path))
+		}
+	}
+	add("CUDA driver", orDash(s.Driver))
+	var devices []string
+	for _, d := range unique(s.Ranks, func(r report.SummaryRank) string { return r.Device }) {
+		n := 0
+		for _, r := range s.Ranks {
+			if r.Device == d {
+				n++
+			}
+		}
+		devices = append(devices, fmt.Sprintf("%d x %s", n, d))
+	}
+	add("devices", orDash(strings.Join(devices, ", ")))
+	if len(s.Command) > 0 {
+		add("command line (rank 0)", strings.Join(s.Command, " "))
+	}
+	env := &table{Sortable: true, Caption: "NCCL_* and UCX_* variables rank 0 saw", Head: heads("variable", "value")}
+	keys := make([]string, 0, len(s.Environment))
+	for k := range s.Environment {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		env.Rows = append(env.Rows, row{Cells: []cell{plain(k), wrap(s.Environment[k])}})
+	}
+	sec.Blocks = []block{{Table: kv}}
+	if len(keys) > 0 {
+		sec.Blocks = append(sec.Blocks, block{Table: env})
+	} else {
+		sec.Blocks = append(sec.Blocks, block{Notes: []string{"No NCCL_* or UCX_* variable was set on rank 0."}})
+	}
+	cfg, err := json.MarshalIndent(s.Config, "", "  ")
+	if err != nil {
+		cfg = []byte(err.Error())
+	}
+	sec.Blocks = append(sec.Blocks, block{Heading: "Config (resolved, after -set and -backend)", Pre: string(cfg)})
+	return sec
+}
+
+func orEmpty(sep, s string) string {
+	if s == "" {
+		return ""
+	}
+	return sep + s
+}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"rsag/coll"
-	"rsag/internal/browser"
+	"rsag/internal/testkit/browser"
 	"rsag/internal/testkit/inmem"
 	"rsag/outdir"
 	"rsag/phases"

@@ -21,7 +21,7 @@ if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
   packages+=(libopenmpi-dev openmpi-bin)
 fi
 command -v pkg-config >/dev/null || packages+=(pkgconf)
-# The page test finds the browser as internal/browser does.
+# The page test finds the browser as internal/testkit/browser does.
 have_chromium() {
   [ -n "${RSAG_CHROMIUM:-}" ] && return 0
   command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null

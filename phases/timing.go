@@ -3,10 +3,8 @@ package phases
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
-	"time"
 )
 
 // Placement says where the collectives' outputs go.
@@ -297,7 +295,6 @@ func timeCase(be Backend, modes []*modeCase, method timingMethod, c timingCase, 
 		}
 	}()
 	filled := make(map[*modeCase]bool, len(modes))
-	yield := newYielder()
 	take := func(m *modeCase) (float64, error) {
 		if method.refillAlways || m.writesInput || !filled[m] {
 			if err := be.Fill(m.input(), fill); err != nil {
@@ -308,9 +305,7 @@ func timeCase(be Backend, modes []*modeCase, method timingMethod, c timingCase, 
 		// The prepared calls bypass the watch: the sample as a whole is
 		// the step the watchdog gives a deadline.
 		armStep(be, m.watchOp, c.size)
-		us, err := sample(m)
-		yield.between()
-		return us, err
+		return sample(m)
 	}
 	for range r.Warmups {
 		for _, m := range modes {
@@ -362,33 +357,6 @@ func timeCase(be Backend, modes []*modeCase, method timingMethod, c timingCase, 
 		}
 	}
 	return samples, nil
-}
-
-// schedSlice is how long the timed loop goes without passing through Go's
-// scheduler. The main goroutine is locked to its thread (MPI and CUDA are
-// called from it alone) and spends each sample in one C call, so Go's
-// monitor thread (sysmon) sees a goroutine overrunning its 10 ms time
-// slice: it takes the goroutine's scheduler slot away and then polls every
-// 20 us for a millisecond or more, again every 10 ms. Measured on 2 ranks:
-// about 2500 wake-ups a second and 3 to 4% of a core per rank; on 16 ranks
-// on 16 cores each wake-up takes a core from a rank, and every rank's
-// collective waits for it (docs/PERFORMANCE.md). Yielding between samples,
-// outside the timed region, once this long has passed keeps the slot: then
-// sysmon wakes about 100 times a second.
-const schedSlice = 5 * time.Millisecond
-
-// yielder yields the processor between samples once schedSlice has passed
-// since the last time. Every rank runs the same samples at about the same
-// times, so the ranks yield together.
-type yielder struct{ last time.Time }
-
-func newYielder() *yielder { return &yielder{last: time.Now()} }
-
-func (y *yielder) between() {
-	if now := time.Now(); now.Sub(y.last) >= schedSlice {
-		runtime.Gosched()
-		y.last = time.Now()
-	}
 }
 
 func medianOf(samples []TimingSample, mode Mode) float64 {

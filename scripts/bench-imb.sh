@@ -1,30 +1,173 @@
 #!/usr/bin/env bash
-# rsag's batched AllReduce against IMB-MPI1's Allreduce on 2 MPI ranks, side
-# by side: ROUNDS rounds, each running both (which goes first alternates),
-# then a table of both medians over the rounds, their spread and the ratio.
-# It builds nothing of IMB; point it at an IMB-MPI1 binary (intel/
-# mpi-benchmarks, built with mpicc after dropping -Werror from
-# src_cpp/Makefile).
+# rsag's batched AllReduce against IMB-MPI1's Allreduce, side by side, on
+# any number of MPI ranks: ROUNDS paired rounds, each running both (which
+# goes first alternates), each tool's figures reduced both ways, then the
+# median over the rounds of the per-round ratios. It builds nothing of IMB;
+# point it at an IMB-MPI1 binary (intel/mpi-benchmarks, built with mpicc
+# after dropping -Werror from src_cpp/Makefile).
 #
-#   scripts/bench-imb.sh [path/to/IMB-MPI1]
+#   scripts/bench-imb.sh [-n RANKS] [-b BINDING] [path/to/IMB-MPI1]
+#   scripts/bench-imb.sh --self-test
+#   scripts/bench-imb.sh --reduce RSAG_OUTPUT_DIR
+#
+# -n: the world size for both tools (default 2; rsag gets
+# -set required_ranks=RANKS). -b: mpirun's --bind-to for both (core, none,
+# socket, ...; default: mpirun's own, which for Open MPI is core up to 2
+# ranks and NUMA or socket above). --self-test checks the reductions below
+# on fixed samples; --reduce prints an rsag output dir's direct samples
+# reduced IMB's way (size t_avg t_max) and its median.
 #
 # Environment: IMB (the IMB-MPI1 path, if not given as the argument), RSAG
 # (the rsag binary, default ./rsag from `make build`), ROUNDS (default 5),
-# CONFIG (default configs/bench-imb.toml), IMB_ITER (IMB's repetitions per
-# size, default 1000), MPIRUN_ARGS (more mpirun arguments for both tools,
-# e.g. "-x GOMAXPROCS=2" or "--bind-to none").
+# CONFIG (default configs/bench-imb.toml: one case per size), IMB_ITER
+# (IMB's repetitions per size, default 1000), MPIRUN_ARGS (more mpirun
+# arguments for both tools, e.g. "-x GOMAXPROCS=2"), KEEP (a directory:
+# each round's rsag output and both tools' logs are kept there).
 #
-# Both time float32 sums out of place on a hot buffer. rsag's figure is its
-# median over cycles of the slowest rank's time per operation (batch
-# operations between two clock reads); IMB's is t_avg, the mean over ranks
-# of each rank's time per operation over IMB_ITER repetitions (t_max is
-# printed beside it). IMB runs twice per round: as it starts by default,
-# with MPI_Init (MPI_THREAD_SINGLE), and with -thread_level funneled, the
+# Both time float32 sums out of place on a hot buffer, and the two reduce
+# their samples differently:
+#   - IMB times each operation alone (a barrier between operations, by
+#     default) and reports, per rank, the mean over its repetitions; t_avg
+#     is the mean of that over the ranks and t_max its maximum.
+#   - rsag times `batch` operations back to back per sample on every rank,
+#     and its figure is the median over cycles of the slowest rank's
+#     sample (summary.json's median_us).
+# So each round prints rsag's per-rank samples (timings.csv) reduced IMB's
+# way, as t_avg and t_max, beside rsag's own median; the ratios compare
+# like with like: rsag's t_avg with IMB's t_avg, rsag's t_max with IMB's
+# t_max. IMB runs twice per round: as it starts by default, with MPI_Init
+# (MPI_THREAD_SINGLE), and with -thread_level funneled, the
 # MPI_Init_thread(MPI_THREAD_FUNNELED) that rsag must ask for (the Go
 # runtime has threads of its own), which costs Open MPI 4.1 locks on every
-# operation.
+# operation: the funneled columns are the like-for-like ones.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# imb_way DISCARD < timings.csv prints "size t_avg t_max" per size of the
+# direct mode: each rank's mean over its samples of cycle >= DISCARD (the
+# ones summary.json keeps), then the mean and the maximum over the ranks.
+# Columns are found by name in the header; a CR before the newline (the
+# seed's per-rank CSVs) is ignored.
+imb_way() {
+  awk -F, -v discard="$1" '
+    { sub(/\r$/, "") }
+    NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+    $col["mode"] == "direct" && $col["cycle"] + 0 >= discard {
+      k = $col["size_bytes"] SUBSEP $col["rank"]
+      if (!(k in n)) { ranks[$col["size_bytes"]]++ }
+      sum[k] += $col["duration_us"]; n[k]++; sizes[$col["size_bytes"]] = 1
+    }
+    END {
+      for (k in n) {
+        split(k, p, SUBSEP); m = sum[k] / n[k]
+        tot[p[1]] += m; if (!(p[1] in mx) || m > mx[p[1]]) mx[p[1]] = m
+      }
+      for (s in sizes) printf "%s %.4f %.4f\n", s, tot[s] / ranks[s], mx[s]
+    }' | sort -n
+}
+
+# imb_rows TOOL < IMB's log prints "TOOL size t_avg t_max" for the rows
+# under "Benchmarking Allreduce" (bytes, repetitions, t_min, t_max, t_avg).
+imb_rows() {
+  awk -v tool="$1" '/Benchmarking Allreduce/ {on = 1} on && NF == 5 && $1 ~ /^[0-9]+$/ {print tool, $1, $5, $4}'
+}
+
+# summarize < rows prints the table: rows are "round tool size t_avg t_max
+# median" (median "-" for IMB); per size, each figure's median over the
+# rounds, and the median over the rounds of rsag / IMB for t_avg and t_max.
+summarize() {
+  awk '
+    function median(a, n,    i, j, t) {
+      for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+      return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+    }
+    # med(tool, size, col): median over the rounds of column col (4 t_avg,
+    # 5 t_max, 6 median); ratio(tool, size, col): median over the rounds
+    # that have both of rsag / tool.
+    function med(t, s, c,    r, a, n) {
+      n = 0; for (r = 1; r <= rounds; r++) if ((r, t, s) in v4) a[++n] = (c == 4 ? v4[r, t, s] : c == 5 ? v5[r, t, s] : v6[r, t, s])
+      return n ? median(a, n) : -1
+    }
+    function ratio(t, s, c,    r, a, n) {
+      n = 0
+      for (r = 1; r <= rounds; r++) if ((r, t, s) in v4 && (r, "rsag", s) in v4)
+        a[++n] = c == 4 ? v4[r, "rsag", s] / v4[r, t, s] : v5[r, "rsag", s] / v5[r, t, s]
+      return n ? median(a, n) : -1
+    }
+    { v4[$1, $2, $3] = $4; v5[$1, $2, $3] = $5; v6[$1, $2, $3] = $6; if ($1 > rounds) rounds = $1; sizes[$3] = 1 }
+    END {
+      printf "%-8s | %-26s | %-17s | %-17s | %-23s | %-23s\n", "bytes", "rsag t_avg t_max median",
+        "IMB t_avg t_max", "IMBf t_avg t_max", "rsag/IMB t_avg t_max", "rsag/IMBf t_avg t_max"
+      n = 0; for (s in sizes) order[++n] = s + 0
+      median(order, n)  # sorts
+      for (i = 1; i <= n; i++) {
+        s = order[i]
+        printf "%-8d | %8.2f %8.2f %8.2f | %8.2f %8.2f | %8.2f %8.2f | %11.3f %11.3f | %11.3f %11.3f\n", s,
+          med("rsag", s, 4), med("rsag", s, 5), med("rsag", s, 6), med("imb", s, 4), med("imb", s, 5),
+          med("imbf", s, 4), med("imbf", s, 5), ratio("imb", s, 4), ratio("imb", s, 5), ratio("imbf", s, 4), ratio("imbf", s, 5)
+      }
+      printf "(medians over %d rounds; each ratio is the median of the per-round ratios)\n", rounds
+    }'
+}
+
+# self_test checks the reductions on samples whose answers are known.
+self_test() {
+  local got want
+  # Two ranks, discard 1: cycle 0 and the decomposed rows are left out.
+  # 1024: rank 0 mean (2+4)/2 = 3, rank 1 (5+7)/2 = 6: t_avg 4.5, t_max 6.
+  # 2048: rank 0 10, rank 1 (20+40)/2 = 30: t_avg 20, t_max 30.
+  got=$(printf '%s\r\n' \
+    rank,size_bytes,mode,cycle,duration_us,correct,run \
+    0,1024,direct,0,100,True,default 0,1024,direct,1,2,True,default 0,1024,direct,2,4,True,default \
+    1,1024,direct,0,100,True,default 1,1024,direct,1,5,True,default 1,1024,direct,2,7,True,default \
+    0,1024,decomposed,1,99,True,default 1,2048,decomposed,2,99,True,default \
+    0,2048,direct,1,10,True,default 0,2048,direct,2,10,True,default \
+    1,2048,direct,1,20,True,default 1,2048,direct,2,40,True,default | imb_way 1)
+  want=$'1024 4.5000 6.0000\n2048 20.0000 30.0000'
+  [ "$got" = "$want" ] || { printf 'bench-imb.sh: self-test: imb_way gave\n%s\nwant\n%s\n' "$got" "$want" >&2; return 1; }
+  got=$(printf '%s\n' '# Benchmarking Allreduce' '# #processes = 4' \
+    '       #bytes #repetitions  t_min[usec]  t_max[usec]  t_avg[usec]' \
+    '         1024         1000         0.55         0.58         0.56' | imb_rows imbf)
+  want='imbf 1024 0.56 0.58'
+  [ "$got" = "$want" ] || { printf 'bench-imb.sh: self-test: imb_rows gave %q, want %q\n' "$got" "$want" >&2; return 1; }
+  # Three rounds; rsag / IMB per round: t_avg 1.1, 0.9, 1.3 (median 1.1),
+  # t_max 2, 1, 3 (median 2).
+  got=$(printf '%s\n' '1 rsag 1024 1.1 2 1.5' '1 imb 1024 1 1 -' '1 imbf 1024 1 1 -' \
+    '2 rsag 1024 0.9 2 1.4' '2 imb 1024 1 2 -' '2 imbf 1024 1 2 -' \
+    '3 rsag 1024 2.6 9 1.6' '3 imb 1024 2 3 -' '3 imbf 1024 2 3 -' | summarize | sed -n 2p)
+  want='1024     |     1.10     2.00     1.50 |     1.00     2.00 |     1.00     2.00 |       1.100       2.000 |       1.100       2.000'
+  [ "$got" = "$want" ] || { printf 'bench-imb.sh: self-test: summarize gave\n%s\nwant\n%s\n' "$got" "$want" >&2; return 1; }
+  echo "bench-imb.sh: self-test passed"
+}
+
+# reduce DIR prints, for an rsag output dir, "size t_avg t_max median" of
+# the direct mode: its samples IMB's way, and its own median.
+reduce() {
+  local discard
+  discard=$(jq -r '.config.timing.discard' "$1/summary.json")
+  imb_way "$discard" <"$1/timings.csv" >"$work/imbway"
+  jq -r '.timing[] | select(.mode == "direct") | "\(.size_bytes) \(.median_us)"' "$1/summary.json" |
+    awk 'NR == FNR {m[$1] = $2; next} {print $1, $2, $3, ($1 in m ? m[$1] : "-")}' - "$work/imbway"
+}
+
+case ${1:-} in
+  --self-test) self_test; exit ;;
+  --reduce)
+    [ -f "${2:-}/summary.json" ] || { echo "usage: bench-imb.sh --reduce RSAG_OUTPUT_DIR" >&2; exit 2; }
+    work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+    reduce "$2"; exit ;;
+esac
+
+np=${NP:-2}
+bind=${BIND:-}
+while getopts n:b: opt; do
+  case $opt in
+    n) np=$OPTARG ;;
+    b) bind=$OPTARG ;;
+    *) echo "usage: bench-imb.sh [-n RANKS] [-b BINDING] [path/to/IMB-MPI1] | --self-test" >&2; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
 
 imb=${1:-${IMB:-}}
 rsag=${RSAG:-./rsag}
@@ -33,6 +176,7 @@ config=${CONFIG:-configs/bench-imb.toml}
 iter=${IMB_ITER:-1000}
 sizes=(1024 1048576)
 
+[[ $np =~ ^[0-9]+$ ]] && [ "$np" -ge 2 ] || { echo "bench-imb.sh: -n $np: give at least 2 ranks" >&2; exit 2; }
 [ -n "$imb" ] || { echo "bench-imb.sh: give the IMB-MPI1 binary as the argument or in IMB" >&2; exit 2; }
 [ -x "$imb" ] || { echo "bench-imb.sh: $imb is not an executable IMB-MPI1" >&2; exit 2; }
 [ -x "$rsag" ] || { echo "bench-imb.sh: $rsag is not an executable rsag (make build, or set RSAG)" >&2; exit 2; }
@@ -47,59 +191,41 @@ list=$(IFS=,; echo "${sizes[*]}")
 export OMPI_MCA_orte_tmpdir_base="$work"
 
 read -ra extra <<<"${MPIRUN_ARGS:-}"
+[ -z "$bind" ] || extra+=(--bind-to "$bind")
 
-# Each run appends "tool size microseconds [t_max]" lines to $work/rows.
+keep() { [ -z "${KEEP:-}" ] || { mkdir -p "$KEEP/$1" && cp -r "${@:2}" "$KEEP/$1/"; }; }
+
+# Each run appends "round tool size t_avg t_max median" lines to $work/rows.
 run_rsag() {
-  scripts/mpirun.sh 2 "${extra[@]}" "$rsag" -config "$config" -set "timing.sizes_bytes=[$list]" \
-    -output-dir "$work/rsag" -overwrite >"$work/rsag.log" 2>&1 ||
+  rm -rf "$work/rsag"
+  scripts/mpirun.sh "$np" "${extra[@]}" "$rsag" -config "$config" -set "required_ranks=$np" \
+    -set "timing.sizes_bytes=[$list]" -output-dir "$work/rsag" >"$work/rsag.log" 2>&1 ||
     { cat "$work/rsag.log" >&2; echo "bench-imb.sh: rsag failed" >&2; exit 1; }
-  jq -r '.timing[] | select(.mode == "direct") | "rsag \(.size_bytes) \(.median_us)"' \
-    "$work/rsag/summary.json" >>"$work/rows"
+  reduce "$work/rsag" | awk -v r="$1" '{print r, "rsag", $0}' >>"$work/rows"
+  keep "round$1" "$work/rsag" "$work/rsag.log"
 }
-# run_imb TOOL THREAD_LEVEL
+# run_imb ROUND TOOL THREAD_LEVEL
 run_imb() {
-  scripts/mpirun.sh 2 "${extra[@]}" "$imb" Allreduce -npmin 2 -msgsize "$list" -iter "$iter" -iter_policy off \
-    -zero_size off -red_data_type float -thread_level "$2" >"$work/imb.log" 2>&1 ||
-    { cat "$work/imb.log" >&2; echo "bench-imb.sh: IMB-MPI1 failed" >&2; exit 1; }
-  # The rows under "Benchmarking Allreduce": bytes, repetitions, t_min,
-  # t_max, t_avg.
-  awk -v tool="$1" '/Benchmarking Allreduce/ {on = 1} on && NF == 5 && $1 ~ /^[0-9]+$/ {print tool, $1, $5, $4}' \
-    "$work/imb.log" >>"$work/rows"
+  scripts/mpirun.sh "$np" "${extra[@]}" "$imb" Allreduce -npmin "$np" -msgsize "$list" -iter "$iter" \
+    -iter_policy off -zero_size off -red_data_type float -thread_level "$3" >"$work/$2.log" 2>&1 ||
+    { cat "$work/$2.log" >&2; echo "bench-imb.sh: IMB-MPI1 failed" >&2; exit 1; }
+  imb_rows "$2" <"$work/$2.log" | awk -v r="$1" '{print r, $1, $2, $3, $4, "-"}' >>"$work/rows"
+  keep "round$1" "$work/$2.log"
 }
-run_both_imb() { run_imb imb single; run_imb imbf funneled; }
+run_both_imb() { run_imb "$1" imb single; run_imb "$1" imbf funneled; }
 
+echo "bench-imb.sh: $np ranks, binding ${bind:-"mpirun's default"}, $rounds rounds" >&2
 : >"$work/rows"
 for round in $(seq 1 "$rounds"); do
-  if [ $((round % 2)) = 1 ]; then run_rsag; run_both_imb; else run_both_imb; run_rsag; fi
+  if [ $((round % 2)) = 1 ]; then run_rsag "$round"; run_both_imb "$round"; else run_both_imb "$round"; run_rsag "$round"; fi
+  # This round: rsag's samples IMB's way (t_avg, t_max) beside its own
+  # median, and IMB's t_avg, t_max at both thread levels.
+  awk -v r="$round" '$1 == r { f[$3, $2] = sprintf("t_avg %.2f t_max %.2f", $4, $5); if ($2 == "rsag") m[$3] = $6; s[$3] = 1 }
+    END {
+      for (z in s) printf "  round %d, %d bytes: rsag %s (its median %.2f) | IMB %s | IMB funneled %s\n", r, z,
+        f[z, "rsag"], m[z], f[z, "imb"], f[z, "imbf"]
+    }' "$work/rows" | sort -t, -k2n >&2
   echo "bench-imb.sh: round $round of $rounds done" >&2
 done
-
-# Per size: each tool's median over the rounds and its range, IMB's t_max,
-# and rsag's median over each IMB's, with the ratio of every round.
-awk -v sizes="${sizes[*]}" '
-  function median(a, n,    i, j, t) {
-    for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
-    return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
-  }
-  # stat sets m (median), lo and hi of column col (3: time, 4: t_max) of key k.
-  function stat(k, col,    j, a) {
-    lo = 1e300; hi = 0
-    for (j = 1; j <= n[k]; j++) { a[j] = v[k, j, col]; if (a[j] < lo) lo = a[j]; if (a[j] > hi) hi = a[j] }
-    m = median(a, n[k])
-  }
-  { k = $1 " " $2; n[k]++; v[k, n[k], 3] = $3; v[k, n[k], 4] = $4 }
-  END {
-    printf "%-8s | %-24s | %-24s %-7s | %-24s %-7s | %-8s %-8s | %s\n", "bytes", "rsag us, median [range]",
-      "IMB us (MPI_Init)", "t_max", "IMB us (FUNNELED)", "t_max", "rsag/IMB", "rsag/IMBf", "rsag/IMB per round"
-    split(sizes, s, " ")
-    for (i = 1; i in s; i++) {
-      r = "rsag " s[i]; a = "imb " s[i]; f = "imbf " s[i]
-      stat(r, 3); mr = m; line = sprintf("%-8d | %7.2f [%6.2f..%7.2f] |", s[i], m, lo, hi)
-      stat(a, 3); ma = m; line = line sprintf(" %7.2f [%6.2f..%7.2f]", m, lo, hi)
-      stat(a, 4); line = line sprintf(" %7.2f |", m)
-      stat(f, 3); mf = m; line = line sprintf(" %7.2f [%6.2f..%7.2f]", m, lo, hi)
-      stat(f, 4); line = line sprintf(" %7.2f |", m)
-      per = ""; for (j = 1; j <= n[r] && j <= n[a]; j++) per = per sprintf(" %.2f", v[r, j, 3] / v[a, j, 3])
-      printf "%s %8.3f %8.3f  |%s\n", line, mr / ma, mr / mf, per
-    }
-  }' "$work/rows"
+summarize <"$work/rows"
+[ -z "${KEEP:-}" ] || cp "$work/rows" "$KEEP/rows"

@@ -102,7 +102,11 @@ func groupsText(g []int) string {
 }
 
 // listText writes ascending runs of three or more as a range: 0-3,6,8.
-func listText(v []int) string {
+func listText(v []int) string { return ListText(v, ",") }
+
+// ListText writes ascending runs of three or more as a range, the parts
+// joined by sep: "0-3,6,8".
+func ListText(v []int, sep string) string {
 	var parts []string
 	for i := 0; i < len(v); {
 		j := i
@@ -118,7 +122,7 @@ func listText(v []int) string {
 		}
 		i = j + 1
 	}
-	return strings.Join(parts, ",")
+	return strings.Join(parts, sep)
 }
 
 // WriteTables prints the tables of the phases that ran, from the summary:
@@ -279,47 +283,23 @@ func TimingsTable(w io.Writer, stats []TimingStat, world, nodes int) error {
 // default communicator: what registration, symmetric windows or the CTA
 // policy buy. Nothing is printed for a sweep of the seed's configuration.
 func FastestTable(w io.Writer, stats []TimingStat) error {
-	if len(uniqueInOrder(stats, func(s TimingStat) coll.Variant { return s.Variant() })) < 2 {
+	rows := Fastest(stats)
+	if rows == nil {
 		return nil
-	}
-	// A group is a case but for its configuration (method, batch, buffers,
-	// policy): the problem whose fastest configuration the row names.
-	type group = coll.Case
-	type best struct {
-		fastest, baseline TimingStat
-		haveBaseline      bool
-	}
-	var order []group
-	found := map[group]*best{}
-	for _, s := range stats {
-		g := s.Case
-		g.Method, g.Batch, g.Buffers, g.CTAPolicy = "", 0, "", ""
-		b, ok := found[g]
-		if !ok {
-			b = &best{fastest: s}
-			found[g] = b
-			order = append(order, g)
-		}
-		if s.MedianUS < b.fastest.MedianUS {
-			b.fastest = s
-		}
-		if variantOf(s) == "" && (!b.haveBaseline || s.MedianUS < b.baseline.MedianUS) {
-			b.baseline, b.haveBaseline = s, true
-		}
 	}
 	fmt.Fprintln(w, "Fastest configuration (buffers/cta policy, method) per size and mode, against the best plain/default")
 	t := newTable(w, "run", "dtype", "op", "placement", "size", "mode", "fastest", "median us", "plain/default", "median us", "gain")
-	for _, g := range order {
-		b := found[g]
+	for _, b := range rows {
+		g := b.Problem
 		base, baseUS, gain := "-", "-", "-"
-		if b.haveBaseline {
-			base, baseUS = methodOf(b.baseline), fmt.Sprintf("%.2f", b.baseline.MedianUS)
-			if b.fastest.MedianUS > 0 {
-				gain = fmt.Sprintf("%.2fx", b.baseline.MedianUS/b.fastest.MedianUS)
+		if b.HaveBaseline {
+			base, baseUS = methodOf(b.Baseline), fmt.Sprintf("%.2f", b.Baseline.MedianUS)
+			if b.Fastest.MedianUS > 0 {
+				gain = fmt.Sprintf("%.2fx", b.Baseline.MedianUS/b.Fastest.MedianUS)
 			}
 		}
 		t.Append([]string{g.Run, g.DType.String(), g.Op.String(), string(g.Placement), SizeText(g.SizeBytes), string(g.Mode),
-			orDash(variantOf(b.fastest)) + " " + methodOf(b.fastest), fmt.Sprintf("%.2f", b.fastest.MedianUS), base, baseUS, gain})
+			orDash(variantOf(b.Fastest)) + " " + methodOf(b.Fastest), fmt.Sprintf("%.2f", b.Fastest.MedianUS), base, baseUS, gain})
 	}
 	return t.Render()
 }
@@ -344,6 +324,43 @@ func CaseColumns(stats []TimingStat) (header []string, cells func(coll.Case) []s
 		}
 		return append(row, string(c.Mode))
 	}
+}
+
+// FastestRow is one problem of a sweep over NCCL's fast paths (a case but
+// for its configuration: method, batch, buffers, policy) with its fastest
+// configuration, and the best plain buffers on a default communicator.
+type FastestRow struct {
+	Problem           coll.Case
+	Fastest, Baseline TimingStat
+	HaveBaseline      bool
+}
+
+// Fastest is each problem's fastest configuration, in the order the
+// problems first appear; nil when every case ran the seed's configuration.
+func Fastest(stats []TimingStat) []FastestRow {
+	if len(uniqueInOrder(stats, func(s TimingStat) coll.Variant { return s.Variant() })) < 2 {
+		return nil
+	}
+	var out []FastestRow
+	index := map[coll.Case]int{}
+	for _, s := range stats {
+		g := s.Case
+		g.Method, g.Batch, g.Buffers, g.CTAPolicy = "", 0, "", ""
+		i, ok := index[g]
+		if !ok {
+			i = len(out)
+			index[g] = i
+			out = append(out, FastestRow{Problem: g, Fastest: s})
+		}
+		b := &out[i]
+		if s.MedianUS < b.Fastest.MedianUS {
+			b.Fastest = s
+		}
+		if variantOf(s) == "" && (!b.HaveBaseline || s.MedianUS < b.Baseline.MedianUS) {
+			b.Baseline, b.HaveBaseline = s, true
+		}
+	}
+	return out
 }
 
 func variantOf(s TimingStat) string { return coll.VariantText(s.Buffers, s.CTAPolicy) }

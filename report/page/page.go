@@ -246,24 +246,7 @@ func orDash(s string) string {
 }
 
 // listText writes ranks as "0-3, 6, 8": runs of three or more as ranges.
-func listText(v []int) string {
-	var parts []string
-	for i := 0; i < len(v); {
-		j := i
-		for j+1 < len(v) && v[j+1] == v[j]+1 {
-			j++
-		}
-		if j-i >= 2 {
-			parts = append(parts, fmt.Sprintf("%d-%d", v[i], v[j]))
-		} else {
-			for k := i; k <= j; k++ {
-				parts = append(parts, fmt.Sprint(v[k]))
-			}
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ", ")
-}
+func listText(v []int) string { return report.ListText(v, ", ") }
 
 // plural is "1 case" or "3 cases".
 func plural(n int, one, many string) string {

@@ -848,48 +848,23 @@ func fastestSection(s report.Summary) section {
 		sec.Empty = absent(s, "timing")
 		return sec
 	}
-	variant := func(t report.TimingStat) string { return coll.VariantText(t.Buffers, t.CTAPolicy) }
-	if len(unique(s.Timing, variant)) < 2 {
+	rows := report.Fastest(s.Timing)
+	if rows == nil {
 		sec.Empty = "Every case ran plain buffers on a default communicator: nothing to compare. Sweep buffers or cta_policies (NCCL) to see what they buy."
 		return sec
 	}
-	type group struct {
-		run, dtype, op, placement, mode string
-		size                            int64
-	}
-	type best struct {
-		fastest, baseline report.TimingStat
-		haveBaseline      bool
-	}
-	var order []group
-	found := map[group]*best{}
-	for _, t := range s.Timing {
-		g := group{text(t.Run), text(t.DType), text(t.Op), text(t.Placement), text(t.Mode), t.SizeBytes}
-		b, ok := found[g]
-		if !ok {
-			b = &best{fastest: t}
-			found[g] = b
-			order = append(order, g)
-		}
-		if t.MedianUS < b.fastest.MedianUS {
-			b.fastest = t
-		}
-		if variant(t) == "" && (!b.haveBaseline || t.MedianUS < b.baseline.MedianUS) {
-			b.baseline, b.haveBaseline = t, true
-		}
-	}
 	tb := &table{Sortable: true, Head: heads("run", "dtype", "op", "placement", "size", "mode", "fastest", "median µs", "plain/default", "median µs", "gain")}
-	for _, g := range order {
-		b := found[g]
+	for _, b := range rows {
+		g := b.Problem
 		base, baseUS, gain := plain("-"), plain("-"), plain("-")
-		if b.haveBaseline {
-			base, baseUS = plain(coll.MethodText(b.baseline.Method, b.baseline.Batch)), num("%.2f", b.baseline.MedianUS)
-			if b.fastest.MedianUS > 0 {
-				gain = num("%.2fx", b.baseline.MedianUS/b.fastest.MedianUS)
+		if b.HaveBaseline {
+			base, baseUS = plain(coll.MethodText(b.Baseline.Method, b.Baseline.Batch)), num("%.2f", b.Baseline.MedianUS)
+			if b.Fastest.MedianUS > 0 {
+				gain = num("%.2fx", b.Baseline.MedianUS/b.Fastest.MedianUS)
 			}
 		}
-		tb.Rows = append(tb.Rows, row{Cells: []cell{plain(g.run), plain(g.dtype), plain(g.op), plain(g.placement), size(g.size), plain(g.mode),
-			plain(orDash(variant(b.fastest)) + " " + coll.MethodText(b.fastest.Method, b.fastest.Batch)), num("%.2f", b.fastest.MedianUS),
+		tb.Rows = append(tb.Rows, row{Cells: []cell{plain(g.Run), plain(text(g.DType)), plain(text(g.Op)), plain(text(g.Placement)), size(g.SizeBytes), plain(text(g.Mode)),
+			plain(orDash(coll.VariantText(b.Fastest.Buffers, b.Fastest.CTAPolicy)) + " " + coll.MethodText(b.Fastest.Method, b.Fastest.Batch)), num("%.2f", b.Fastest.MedianUS),
 			base, baseUS, gain}})
 	}
 	sec.Blocks = []block{{Table: tb}}

@@ -188,25 +188,45 @@ func modeOf(m uint32) fs.FileMode {
 }
 
 // Write writes data to path through a temporary file in the same directory,
-// renamed into place. The file is 0644: results on a cluster are for
-// everyone who can read the directory, as a plain create would make them.
-// The temporary is created exclusively and without following links; a
-// link or anything but a regular file at path itself is refused, not
-// replaced (see OpenIn). On failure the temporary file is removed.
+// renamed into place (Prepare, then Commit). The file is 0644: results on
+// a cluster are for everyone who can read the directory, as a plain
+// create would make them. The temporary is created exclusively and
+// without following links; a link or anything but a regular file at path
+// itself is refused, not replaced (see OpenIn). On failure the temporary
+// file is removed.
 func Write(path string, data []byte) error {
+	p, err := Prepare(path, data)
+	if err != nil {
+		return err
+	}
+	return p.Commit()
+}
+
+// Prepared is a file written in full to its temporary, not yet renamed
+// into place: its data has its space on the file system, and Commit, a
+// rename, needs none. A run's last step uses it to make its final state
+// one step that a full disk cannot stop half way.
+type Prepared struct {
+	dir, name, tmp string
+	dirfd          int
+}
+
+// Prepare writes data to a fresh temporary file of path, as Write does,
+// and leaves it there for Commit or Abort.
+func Prepare(path string, data []byte) (*Prepared, error) {
 	dir, name := filepath.Split(path)
 	dir = filepath.Clean(dir)
 	if err := checkName(dir, name); err != nil {
-		return err
+		return nil, err
 	}
 	dirfd, err := openDir(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer unix.Close(dirfd)
 	tmp, tmpName, err := createTemp(dirfd, dir, name)
 	if err != nil {
-		return err
+		unix.Close(dirfd)
+		return nil, err
 	}
 	werr := tmp.Chmod(0o644)
 	if werr == nil {
@@ -215,13 +235,28 @@ func Write(path string, data []byte) error {
 	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
 	}
-	if werr == nil {
-		werr = renameInto(dirfd, dir, tmpName, name)
-	}
+	p := &Prepared{dir: dir, name: name, tmp: tmpName, dirfd: dirfd}
 	if werr != nil {
-		unix.Unlinkat(dirfd, tmpName, 0)
+		p.Abort()
+		return nil, werr
 	}
-	return werr
+	return p, nil
+}
+
+// Commit renames the temporary into place; on failure it is removed.
+func (p *Prepared) Commit() error {
+	err := renameInto(p.dirfd, p.dir, p.tmp, p.name)
+	if err != nil {
+		unix.Unlinkat(p.dirfd, p.tmp, 0)
+	}
+	unix.Close(p.dirfd)
+	return err
+}
+
+// Abort removes the temporary.
+func (p *Prepared) Abort() {
+	unix.Unlinkat(p.dirfd, p.tmp, 0)
+	unix.Close(p.dirfd)
 }
 
 // renameInto renames the temporary from onto name in dirfd. rename(2)

@@ -133,6 +133,7 @@ func Main(o Options) int {
 			fmt.Fprintf(o.Stderr, "rsag: %v\n", err)
 		}
 		st.log.fail(err.Error())
+		s.printEnd(report.Rows{}, err, st.log)
 		end.Leaving(sh.code)
 		st.releaseLock(o.Stderr)
 		s.finalize()
@@ -140,6 +141,7 @@ func Main(o Options) int {
 	}
 	fmt.Fprintf(o.Stderr, "rsag: rank %d (%s): %v\n", comm.Rank(), comm.Host(), err)
 	st.log.fail(fmt.Sprintf("rank %d (%s): %v", comm.Rank(), comm.Host(), err))
+	s.printEnd(report.Rows{}, err, st.log)
 	s.leaveNote(err.Error())
 	st.releaseLock(o.Stderr)
 	// Only this rank knows: the others may be waiting in a collective, so
@@ -299,15 +301,16 @@ func (s *session) execute(st *state) error {
 	if phaseErr != nil {
 		status, reason = outdir.StatusFailed, phaseErr.Error()
 	}
+	// Last: every rank's files and the combined ones are in place. With a
+	// failed check, every file is written too, the failed checks marked
+	// False; the run as a whole failed, and run.json says why.
 	if err := s.writeReport(sum, ran, status, reason, st.log); err != nil {
 		return err
 	}
 	if phaseErr != nil {
-		// Every file is written, with the failed checks marked False; the
-		// run as a whole failed, and run.json says why.
-		st.log.finish(outdir.StatusFailed, phaseErr.Error())
 		return phaseErr
 	}
-	// Last: every rank's files and the combined ones are in place.
-	return st.log.finish(outdir.StatusComplete, "")
+	// Only now, with run.json final: the seed's closing lines.
+	s.printEnd(rows, nil, st.log)
+	return nil
 }

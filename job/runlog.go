@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"rsag/internal/atomicfile"
 	"rsag/outdir"
 	"rsag/report"
 )
@@ -22,13 +23,18 @@ type runLog struct {
 	dir   string
 	rec   outdir.Record
 	final bool
+	said  string        // the status run.json holds: the last one written
 	stop  chan struct{} // closed once final: the heartbeat ends
 }
 
 // write writes rec with a fresh heartbeat; l.mu is held.
 func (l *runLog) write() error {
 	l.rec.Heartbeat = time.Now().UTC().Format(time.RFC3339)
-	return outdir.WriteRecord(l.dir, l.rec)
+	err := outdir.WriteRecord(l.dir, l.rec)
+	if err == nil {
+		l.said = l.rec.Status
+	}
+	return err
 }
 
 // start writes "running" and starts the heartbeat.
@@ -98,12 +104,52 @@ func (l *runLog) end(status, reason string) error {
 	return l.write()
 }
 
-// finish writes the final status.
-func (l *runLog) finish(status, reason string) error {
-	if l == nil {
-		return nil
+// commit ends the run in one step that a full disk cannot stop half way:
+// the final record is written to run.json's temporary first, so that its
+// space is taken; then writeLast writes the Last outputs (summary.json,
+// which states the same status, named in last); then a rename, which
+// needs no space, makes the record final. So summary.json never claims
+// more than run.json: whatever fails before the rename leaves neither
+// final, and should the rename itself fail, the Last outputs are removed
+// again. The lock is held throughout, so that a signal's "failed" waits
+// for it: once committed, run.json's word is the truth (every file is
+// there), and the signal only ends the process.
+func (l *runLog) commit(status, reason, ended string, last []string, writeLast func(dir string) error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.final {
+		return nil // a signal or the watchdog marked it failed first
 	}
-	return l.end(status, reason)
+	rec := l.rec
+	rec.Status, rec.Reason, rec.Ended, rec.Heartbeat = status, reason, ended, ended
+	pending, err := outdir.PrepareRecord(l.dir, rec)
+	if err != nil {
+		return err
+	}
+	if err := writeLast(l.dir); err != nil {
+		pending.Abort()
+		return err
+	}
+	if err := pending.Commit(); err != nil {
+		for _, f := range last {
+			atomicfile.Remove(l.dir, f)
+		}
+		return fmt.Errorf("writing %s: %w", outdir.RunFile, err)
+	}
+	l.rec, l.final, l.said = rec, true, status
+	close(l.stop)
+	return nil
+}
+
+// status is what run.json says now: "" before it was first written, or
+// on every rank but 0.
+func (l *runLog) status() string {
+	if l == nil {
+		return ""
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.said
 }
 
 // fail marks the run failed; an error writing it is printed, since the run

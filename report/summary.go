@@ -26,9 +26,9 @@ import (
 const SummaryFile = "summary.json"
 
 // summary.json registers itself: the last of a run's files, once its
-// status is known.
+// status is known, written just before run.json says it (see Last).
 func init() {
-	Register(Output{Stage: Final, Patterns: []string{SummaryFile}, Plan: func(in Input) ([]string, func(string) error) {
+	Register(Output{Stage: Last, Patterns: []string{SummaryFile}, Plan: func(in Input) ([]string, func(string) error) {
 		return []string{SummaryFile}, func(dir string) error { return WriteSummary(dir, *in.Summary) }
 	}})
 }

@@ -136,6 +136,7 @@ func Main(o Options) int {
 		s.printEnd(report.Rows{}, err, st.log)
 		end.Leaving(sh.code)
 		st.releaseLock(o.Stderr)
+		st.removeMade()
 		s.finalize()
 		return sh.code
 	}
@@ -144,6 +145,7 @@ func Main(o Options) int {
 	s.printEnd(report.Rows{}, err, st.log)
 	s.leaveNote(err.Error())
 	st.releaseLock(o.Stderr)
+	st.removeMade()
 	// Only this rank knows: the others may be waiting in a collective, so
 	// end the whole job rather than let it hang.
 	st.abortBackend()
@@ -214,6 +216,16 @@ type state struct {
 	backend coll.Backend
 	log     *runLog      // rank 0's, once the output dir is ours
 	lock    *outdir.Lock // rank 0's, from the output-dir check to the end
+	made    []string     // the directories this rank made for the output dir (outdir.MakeDir)
+}
+
+// removeMade removes, in a run refused before it wrote run.json, the
+// directories this rank made for it, while they are empty: a refusal
+// leaves nothing behind. (Called after the lock is released.)
+func (st *state) removeMade() {
+	if st.log == nil {
+		outdir.RemoveMade(st.made)
+	}
 }
 
 // releaseLock releases the output dir, once run.json is final.
@@ -248,11 +260,12 @@ func (s *session) execute(st *state) error {
 	if err := s.checkEnvironment(); err != nil {
 		return err
 	}
-	backendName, err := s.chooseBackend(cfg.Backend)
-	if err != nil {
+	ran := report.Phases{Contracts: cfg.Contracts.Enabled, Timing: cfg.Timing.Enabled, Memory: cfg.Memory.Enabled,
+		Numerics: cfg.Numerics.Enabled, Sweep: !cfg.IsSeedCase()}
+	if err := s.checkPaths(cfg, ran); err != nil {
 		return err
 	}
-	earlier, err := s.checkOutputDir(st)
+	backendName, err := s.chooseBackend(cfg.Backend)
 	if err != nil {
 		return err
 	}
@@ -276,10 +289,14 @@ func (s *session) execute(st *state) error {
 	if err := s.preflight(cfg, w, be); err != nil {
 		return err
 	}
-	// Every input is answered: from here the run writes into the output
-	// dir, and run.json says how far it got.
-	ran := report.Phases{Contracts: cfg.Contracts.Enabled, Timing: cfg.Timing.Enabled, Memory: cfg.Memory.Enabled,
-		Numerics: cfg.Numerics.Enabled, Sweep: !cfg.IsSeedCase()}
+	// Every other input is answered: only now is the output dir made (and
+	// checked, locked and surveyed), so that no refusal before leaves one.
+	earlier, err := s.checkOutputDir(st)
+	if err != nil {
+		return err
+	}
+	// From here the run writes into the output dir, and run.json says how
+	// far it got.
 	if st.log, err = s.startRunLog(backendName, earlier, ran, st.lock); err != nil {
 		return err
 	}

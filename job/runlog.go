@@ -3,6 +3,7 @@ package job
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -106,12 +107,11 @@ func (l *runLog) end(status, reason string) error {
 
 // commit ends the run in one step that a full disk cannot stop half way:
 // the final record is written to run.json's temporary first, so that its
-// space is taken; then writeLast writes the Last outputs (summary.json,
-// which states the same status, named in last); then a rename, which
-// needs no space, makes the record final. So summary.json never claims
-// more than run.json: whatever fails before the rename leaves neither
-// final, and should the rename itself fail, the Last outputs are removed
-// again. The lock is held throughout, so that a signal's "failed" waits
+// space is taken; then writeLast writes the Last outputs (summary.json and
+// the page, which state the same status, named in last); then a rename,
+// which needs no space, makes the record final. So neither claims more
+// than run.json: whatever fails before the rename removes the Last
+// outputs written so far, and leaves run.json as it was. The lock is held throughout, so that a signal's "failed" waits
 // for it: once committed, run.json's word is the truth (every file is
 // there), and the signal only ends the process.
 func (l *runLog) commit(status, reason, ended string, last []string, writeLast func(dir string) error) error {
@@ -126,14 +126,23 @@ func (l *runLog) commit(status, reason, ended string, last []string, writeLast f
 	if err != nil {
 		return err
 	}
+	// A last output written when a later one or the rename fails would
+	// claim the status run.json does not: each is removed again (what is
+	// a regular file there: a link planted at its name is not the run's).
+	removeLast := func() {
+		for _, f := range last {
+			if st, err := os.Lstat(filepath.Join(l.dir, f)); err == nil && st.Mode().IsRegular() {
+				atomicfile.Remove(l.dir, f)
+			}
+		}
+	}
 	if err := writeLast(l.dir); err != nil {
 		pending.Abort()
+		removeLast()
 		return err
 	}
 	if err := pending.Commit(); err != nil {
-		for _, f := range last {
-			atomicfile.Remove(l.dir, f)
-		}
+		removeLast()
 		return fmt.Errorf("writing %s: %w", outdir.RunFile, err)
 	}
 	l.rec, l.final, l.said = rec, true, status

@@ -18,9 +18,10 @@ const (
 	// Final outputs are written by rank 0 from the summary, once the run's
 	// status is known.
 	Final
-	// Last outputs are written by rank 0 after every other, as the step
-	// before run.json says how the run ended: summary.json, which states
-	// that status, so that it never exists before what it vouches for.
+	// Last outputs are written by rank 0 after every other, in the step
+	// that makes run.json say how the run ended: summary.json and the page,
+	// which state that status, so that neither exists before what it
+	// vouches for, nor outlives a run.json that says otherwise.
 	Last
 )
 

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -16,6 +17,25 @@ import (
 type SummaryCrossover struct {
 	Mode coll.Mode `json:"mode"`
 	model.Crossover
+}
+
+// MarshalJSON writes the crossover with its extra latency and bandwidth
+// ratio null when they do not come from two fits (from_fits false), not
+// 0, which a reader would take for a measurement.
+func (c SummaryCrossover) MarshalJSON() ([]byte, error) {
+	j := struct {
+		Mode coll.Mode `json:"mode"`
+		coll.Case
+		Measured       model.Crossing `json:"measured"`
+		Fitted         model.Crossing `json:"fitted"`
+		FromFits       bool           `json:"from_fits"`
+		ExtraLatencyUS *float64       `json:"extra_latency_us"`
+		BandwidthRatio *float64       `json:"bandwidth_ratio"`
+	}{Mode: c.Mode, Case: c.Case, Measured: c.Measured, Fitted: c.Fitted, FromFits: c.FromFits}
+	if c.FromFits {
+		j.ExtraLatencyUS, j.BandwidthRatio = &c.ExtraLatencyUS, &c.BandwidthRatio
+	}
+	return json.Marshal(j)
 }
 
 // SummaryBreakdown is where a decomposition's time goes in one case: at

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -360,6 +361,11 @@ func fullDiskRun(t *testing.T, dir string, args []string) bool {
 	}
 	if regexp.MustCompile(`results in \S+ \(`).MatchString(r.stdout) {
 		t.Errorf("a failed run printed that its results are in:\n%s", r.stdout)
+	}
+	// rsag compare, which reads run.json beside a summary, finds nothing to
+	// compare in what the run left.
+	if out, err := exec.Command(rsagBin, "compare", dir, dir).CombinedOutput(); err == nil {
+		t.Errorf("rsag compare took the results of a run that failed:\n%s", out)
 	}
 	for _, name := range entryNames(t, dir) {
 		if _, temp := atomicfile.TargetOf(name); temp || name == outdir.LockFile {

@@ -34,7 +34,7 @@ var cases = []struct {
 	{"min-same-file", []string{"-metric", "min", "testdata/a/summary.json", "testdata/a/summary.json"}, ExitOK},
 	{"missing-file", []string{"testdata/a/summary.json", "testdata/nope/summary.json"}, ExitBadInput},
 	{"not-json", []string{"testdata/notjson.json", "testdata/b/summary.json"}, ExitBadInput},
-	{"schema-v2", []string{"testdata/a/summary.json", "testdata/v2/summary.json"}, ExitBadInput},
+	{"schema-v3", []string{"testdata/a/summary.json", "testdata/v3/summary.json"}, ExitBadInput},
 	{"no-common-case", []string{"testdata/a/summary.json", "testdata/other/summary.json"}, ExitBadInput},
 	{"one-file", []string{"testdata/a/summary.json"}, ExitBadInput},
 	{"bad-metric", []string{"-metric", "p50", "testdata/a/summary.json", "testdata/b/summary.json"}, ExitBadInput},
@@ -89,19 +89,19 @@ func TestGolden(t *testing.T) {
 }
 
 // The fixtures are real summaries: they validate against the documented
-// schema (the v2 one only by its version).
+// schema (the v3 one only by its version).
 func TestFixturesFollowTheSchema(t *testing.T) {
 	sch, err := schemacheck.Load("../docs/summary.schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"a", "b", "other", "v2"} {
+	for _, name := range []string{"a", "b", "other", "v3"} {
 		data, err := os.ReadFile(filepath.Join("testdata", name, "summary.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		err = sch.Validate(data)
-		if (err != nil) != (name == "v2") {
+		if (err != nil) != (name == "v3") {
 			t.Errorf("%s: validation error %v", name, err)
 		}
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -66,6 +67,22 @@ func TestHierarchyInGroupsOfTwo(t *testing.T) {
 		if steady != n || peak != n+n/2 || row[6] != "True" {
 			t.Errorf("hierarchical-lifetime on rank %s: steady %d, peak %d, checked %s; want %d, %d, True", row[0], steady, peak, row[6], n, n+n/2)
 		}
+	}
+	// The Crossover table names each decomposition by its own mode, and
+	// fits a 120-column terminal: the long reasons are notes under it.
+	crossover := r.stdout[strings.Index(r.stdout, "Crossover ("):]
+	crossover = crossover[:strings.Index(crossover, "Where the decomposition's time goes")]
+	for _, line := range strings.Split(crossover, "\n") {
+		if len(line) > 120 && (strings.HasPrefix(line, "|") || strings.HasPrefix(line, "+")) {
+			t.Errorf("the Crossover table has a line of %d columns:\n%s", len(line), crossover)
+			break
+		}
+		if strings.Contains(line, "hierarchical") && strings.Contains(line, "decomposed") {
+			t.Errorf("a row or note on the hierarchical decomposition speaks of the flat one: %s", line)
+		}
+	}
+	if !regexp.MustCompile(`\|\s+hierarchical\s+\|\s+none \[[0-9]+\]|\|\s+hierarchical\s+\|\s+[0-9]`).MatchString(crossover) {
+		t.Errorf("no hierarchical row in the Crossover table:\n%s", crossover)
 	}
 	s := checkSummary(t, filepath.Join(dir, report.SummaryFile))
 	for _, st := range s.Timing {

@@ -228,6 +228,15 @@ func (m *multi) testNodeLocalOutputDir(t *testing.T) {
 	// Each host's own /dev/shm: never among the shared directories (the
 	// binary's, which may well be under /tmp, is).
 	local := "/dev/shm/rsag-node-local"
+	exists := func(node string) string {
+		t.Helper()
+		out, err := m.h.Output(node, 10*time.Second, "sh", "-c", `if [ -e "$0" ]; then ls -A "$0"; else echo absent; fi`, local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(out)
+	}
+	before := map[string]string{"node1": exists("node1"), "node2": exists("node2")}
 	r := m.mpirun(t, time.Minute, nil, []string{"--host", "node1:2,node2:2"}, "-output-dir", local)
 	if r.code != 2 { // rsag's exit code for a bad input
 		t.Fatalf("exit %d, want 2 for a node-local output dir\nstderr:\n%s", r.code, r.stderr)
@@ -235,9 +244,10 @@ func (m *multi) testNodeLocalOutputDir(t *testing.T) {
 	msg := "output dir " + local + " is not shared by every rank: the file rank 0 (node1) wrote there is not visible to " +
 		"ranks 2, 3 on node2; the output directory must be on a file system all nodes share"
 	saidOnce(t, r.stderr, msg)
+	// Each node made its own dir there, and removed it as it was refused.
 	for _, node := range []string{"node1", "node2"} {
-		if ls, err := m.h.Output(node, 10*time.Second, "ls", "-A", local); err != nil || strings.TrimSpace(ls) != "" {
-			t.Errorf("%s:%s after the refused run: %q, %v; want it empty", node, local, ls, err)
+		if after := exists(node); after != before[node] || (after != "absent" && after != "") {
+			t.Errorf("%s:%s after the refused run: %q, before it %q; want it as it was, and nothing in it", node, local, after, before[node])
 		}
 	}
 }

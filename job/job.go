@@ -133,15 +133,19 @@ func Main(o Options) int {
 			fmt.Fprintf(o.Stderr, "rsag: %v\n", err)
 		}
 		st.log.fail(err.Error())
+		s.printEnd(report.Rows{}, err, st.log)
 		end.Leaving(sh.code)
 		st.releaseLock(o.Stderr)
+		st.removeMade()
 		s.finalize()
 		return sh.code
 	}
 	fmt.Fprintf(o.Stderr, "rsag: rank %d (%s): %v\n", comm.Rank(), comm.Host(), err)
 	st.log.fail(fmt.Sprintf("rank %d (%s): %v", comm.Rank(), comm.Host(), err))
+	s.printEnd(report.Rows{}, err, st.log)
 	s.leaveNote(err.Error())
 	st.releaseLock(o.Stderr)
+	st.removeMade()
 	// Only this rank knows: the others may be waiting in a collective, so
 	// end the whole job rather than let it hang.
 	st.abortBackend()
@@ -212,6 +216,16 @@ type state struct {
 	backend coll.Backend
 	log     *runLog      // rank 0's, once the output dir is ours
 	lock    *outdir.Lock // rank 0's, from the output-dir check to the end
+	made    []string     // the directories this rank made for the output dir (outdir.MakeDir)
+}
+
+// removeMade removes, in a run refused before it wrote run.json, the
+// directories this rank made for it, while they are empty: a refusal
+// leaves nothing behind. (Called after the lock is released.)
+func (st *state) removeMade() {
+	if st.log == nil {
+		outdir.RemoveMade(st.made)
+	}
 }
 
 // releaseLock releases the output dir, once run.json is final.
@@ -246,11 +260,12 @@ func (s *session) execute(st *state) error {
 	if err := s.checkEnvironment(); err != nil {
 		return err
 	}
-	backendName, err := s.chooseBackend(cfg.Backend)
-	if err != nil {
+	ran := report.Phases{Contracts: cfg.Contracts.Enabled, Timing: cfg.Timing.Enabled, Memory: cfg.Memory.Enabled,
+		Numerics: cfg.Numerics.Enabled, Sweep: !cfg.IsSeedCase()}
+	if err := s.checkPaths(cfg, ran); err != nil {
 		return err
 	}
-	earlier, err := s.checkOutputDir(st)
+	backendName, err := s.chooseBackend(cfg.Backend)
 	if err != nil {
 		return err
 	}
@@ -274,10 +289,14 @@ func (s *session) execute(st *state) error {
 	if err := s.preflight(cfg, w, be); err != nil {
 		return err
 	}
-	// Every input is answered: from here the run writes into the output
-	// dir, and run.json says how far it got.
-	ran := report.Phases{Contracts: cfg.Contracts.Enabled, Timing: cfg.Timing.Enabled, Memory: cfg.Memory.Enabled,
-		Numerics: cfg.Numerics.Enabled, Sweep: !cfg.IsSeedCase()}
+	// Every other input is answered: only now is the output dir made (and
+	// checked, locked and surveyed), so that no refusal before leaves one.
+	earlier, err := s.checkOutputDir(st)
+	if err != nil {
+		return err
+	}
+	// From here the run writes into the output dir, and run.json says how
+	// far it got.
 	if st.log, err = s.startRunLog(backendName, earlier, ran, st.lock); err != nil {
 		return err
 	}
@@ -299,15 +318,16 @@ func (s *session) execute(st *state) error {
 	if phaseErr != nil {
 		status, reason = outdir.StatusFailed, phaseErr.Error()
 	}
+	// Last: every rank's files and the combined ones are in place. With a
+	// failed check, every file is written too, the failed checks marked
+	// False; the run as a whole failed, and run.json says why.
 	if err := s.writeReport(sum, ran, status, reason, st.log); err != nil {
 		return err
 	}
 	if phaseErr != nil {
-		// Every file is written, with the failed checks marked False; the
-		// run as a whole failed, and run.json says why.
-		st.log.finish(outdir.StatusFailed, phaseErr.Error())
 		return phaseErr
 	}
-	// Last: every rank's files and the combined ones are in place.
-	return st.log.finish(outdir.StatusComplete, "")
+	// Only now, with run.json final: the seed's closing lines.
+	s.printEnd(rows, nil, st.log)
+	return nil
 }

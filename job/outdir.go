@@ -4,34 +4,82 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
+	"rsag/config"
+	"rsag/internal/atomicfile"
 	"rsag/mpi"
 	"rsag/outdir"
 	"rsag/report"
 )
 
+// checkPaths refuses, on every rank alike, before anything is created and
+// before any collective of the run, an output dir that could not take
+// every file the run may write (report.MayWrite, from the config's runs):
+// a name too long for its file system, a path past PATH_MAX, or a name of
+// rsag's held by a link, which rsag never follows, or by a directory,
+// FIFO or socket. It creates nothing, so that a refused run leaves
+// nothing behind.
+func (s *session) checkPaths(cfg config.Config, ran report.Phases) error {
+	dir := s.opts.OutputDir
+	var runs []string
+	for _, r := range cfg.Sweeps {
+		runs = append(runs, r.Name)
+	}
+	world := s.comm.Size()
+	names := append(outdir.OwnNames(world), report.MayWrite(world, ran, runs)...)
+	err := outdir.CheckPaths(dir, names)
+	var ne *outdir.NameError
+	if errors.As(err, &ne) {
+		err = fmt.Errorf("%w: %s", err, nameHint(ne, world, ran, runs))
+	}
+	if err == nil {
+		err = outdir.CheckEntries(dir, report.IsOutput)
+	}
+	return s.agree(err, ExitBadArgs, "output dir "+config.Clip(dir))
+}
+
+// nameHint says how to shorten a file name that is too long: a figure's
+// name holds its [[run]]'s.
+func nameHint(ne *outdir.NameError, world int, ran report.Phases, runs []string) string {
+	for _, r := range runs {
+		names := report.MayWrite(world, ran, []string{r})
+		if !slices.Contains(names, ne.Name) {
+			continue
+		}
+		longest := 0
+		for _, n := range names {
+			longest = max(longest, len(n))
+		}
+		over := longest + atomicfile.TempExtra - ne.Max
+		return fmt.Sprintf("a figure's name holds its [[run]]'s name, and the run named %q makes it too long: "+
+			"give that [[run]] a name of at most %d bytes", config.Clip(r), max(len(r)-over, 1))
+	}
+	return "shorten the [[run]] name it comes from, or choose an output dir on a file system that takes longer names"
+}
+
 // checkOutputDir makes the output dir this run's, on every rank alike and
-// before any collective: every rank can write there, it is one directory
-// that every rank sees, rank 0 holds its lock (for the rest of the run),
-// and an earlier run left nothing there, or (with -overwrite) only files
-// its run.json lists as its own. It changes nothing there: the earlier
-// run's files are removed only once every input is answered (startRunLog),
-// so that a refused run leaves them as they were.
+// once every other input is answered: it makes the directory (remembering
+// the levels it made, so that a refusal removes exactly those), every
+// rank can write there, it is one directory that every rank sees, rank 0
+// holds its lock (for the rest of the run), and an earlier run left
+// nothing there, or (with -overwrite) only files its run.json lists as
+// its own. It changes nothing else there: the earlier run's files are
+// removed only once every input is answered (startRunLog), so that a
+// refused run leaves them as they were.
 func (s *session) checkOutputDir(st *state) (outdir.Earlier, error) {
 	dir := s.opts.OutputDir
-	err := os.MkdirAll(dir, 0o755)
+	what := "output dir " + config.Clip(dir)
+	made, err := outdir.MakeDir(dir)
+	st.made = made
 	if err == nil {
-		var f *os.File
-		if f, err = os.CreateTemp(dir, ".rsag-write-test*"); err == nil {
-			f.Close()
-			err = os.Remove(f.Name())
-		}
+		err = outdir.CheckWritable(dir)
 	}
 	if err != nil {
 		err = fmt.Errorf("%w; choose another with -output-dir", err)
 	}
-	if err := s.agree(err, ExitBadArgs, "output dir "+dir+" is not writable"); err != nil {
+	if err := s.agree(err, ExitBadArgs, what+" is not writable"); err != nil {
 		return outdir.Earlier{}, err
 	}
 	// One directory for every rank: a node-local one would scatter the files.
@@ -48,22 +96,26 @@ func (s *session) checkOutputDir(st *state) (outdir.Earlier, error) {
 	// let alone removed.
 	err = nil
 	if s.comm.Rank() == 0 {
-		st.lock, err = outdir.Acquire(dir, outdir.Holder{Host: s.comm.Host(), PID: os.Getpid(),
-			Started: s.opts.Started.UTC().Format(time.RFC3339)})
+		// Again, in the one dir every rank sees: a link planted since
+		// checkPaths is refused by name before anything is written.
+		if err = outdir.CheckEntries(dir, report.IsOutput); err == nil {
+			st.lock, err = outdir.Acquire(dir, outdir.Holder{Host: s.comm.Host(), PID: os.Getpid(),
+				Started: s.opts.Started.UTC().Format(time.RFC3339)})
+		}
 		if err == nil {
 			lock := st.lock
 			s.end.AtEnd(func() { lock.Release() })
 			err = outdir.ClearNotes(dir) // an earlier run's: a note there now is this run's
 		}
 	}
-	if err := s.agree(err, ExitBadArgs, "output dir "+dir); err != nil {
+	if err := s.agree(err, ExitBadArgs, what); err != nil {
 		return outdir.Earlier{}, err
 	}
 	earlier, err := outdir.Survey(dir, report.IsOutput)
 	if err == nil {
 		err = earlier.Refusal(s.opts.Overwrite)
 	}
-	if err := s.agree(err, ExitBadArgs, "output dir "+dir); err != nil {
+	if err := s.agree(err, ExitBadArgs, what); err != nil {
 		return outdir.Earlier{}, err
 	}
 	s.noteDir.Store(&dir)

@@ -50,9 +50,28 @@ func (s *session) writeResults(cfg config.Config, w work, rows report.Rows, ran 
 	if err := report.WriteTables(s.out, sum, ran); err != nil {
 		return nil, err
 	}
-	abs, _ := filepath.Abs(dir)
-	s.printf("results in %s (%.1f s since rank 0 started)\n%s\n", abs, time.Since(s.opts.Started).Seconds(), report.ClosingLine(all[0]))
 	return &sum, nil
+}
+
+// printEnd prints, on rank 0, how the run ended, once run.json says so:
+// where its results are and the seed's closing line (rows: rank 0's),
+// with the time it took; or, for a run that failed once it had started
+// writing, that its results are not complete, and why.
+func (s *session) printEnd(rows report.Rows, failure error, log *runLog) {
+	if s.comm.Rank() != 0 {
+		return
+	}
+	abs, _ := filepath.Abs(s.opts.OutputDir)
+	took := time.Since(s.opts.Started).Seconds()
+	if failure == nil {
+		s.printf("results in %s (%.1f s since rank 0 started)\n%s\n", abs, took, report.ClosingLine(rows))
+		return
+	}
+	said := log.status()
+	if said == "" {
+		return // nothing was written: the error says it all
+	}
+	s.printf("results in %s are not complete (%.1f s since rank 0 started; its %s says %s): %v\n", abs, took, outdir.RunFile, said, failure)
 }
 
 // gate fails the run, on every rank alike, when a run's largest size fell
@@ -71,18 +90,24 @@ func (s *session) gate(cfg config.Config, sum *report.Summary) error {
 	return s.agree(err, ExitFailed, "bus bandwidth below the gate")
 }
 
-// writeReport writes, on rank 0, the final outputs (summary.json, the
-// figures) from the summary, each listed in run.json before it is written;
-// it does nothing on the other ranks.
+// writeReport writes, on rank 0, the final outputs (the figures), then
+// the last (summary.json) from the summary, each listed in run.json before
+// it is written, and ends run.json with status in the same step as the
+// last (runLog.commit); it does nothing on the other ranks.
 func (s *session) writeReport(sum *report.Summary, ran report.Phases, status, reason string, log *runLog) error {
 	if sum == nil {
 		return nil
 	}
 	final := *sum
 	final.Status, final.Reason, final.Ended = status, reason, time.Now().UTC().Format(time.RFC3339)
-	files, write := report.Plan(report.Final, report.Input{World: s.comm.Size(), Ran: ran, Summary: &final})
-	if err := log.plan(files...); err != nil {
+	in := report.Input{World: s.comm.Size(), Ran: ran, Summary: &final}
+	files, write := report.Plan(report.Final, in)
+	last, writeLast := report.Plan(report.Last, in)
+	if err := log.plan(append(files, last...)...); err != nil {
 		return fmt.Errorf("writing %s: %w", outdir.RunFile, err)
 	}
-	return write(s.opts.OutputDir)
+	if err := write(s.opts.OutputDir); err != nil {
+		return err
+	}
+	return log.commit(status, reason, final.Ended, last, writeLast)
 }

@@ -3,11 +3,13 @@ package job
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"rsag/internal/atomicfile"
 	"rsag/outdir"
 	"rsag/report"
 )
@@ -22,13 +24,18 @@ type runLog struct {
 	dir   string
 	rec   outdir.Record
 	final bool
+	said  string        // the status run.json holds: the last one written
 	stop  chan struct{} // closed once final: the heartbeat ends
 }
 
 // write writes rec with a fresh heartbeat; l.mu is held.
 func (l *runLog) write() error {
 	l.rec.Heartbeat = time.Now().UTC().Format(time.RFC3339)
-	return outdir.WriteRecord(l.dir, l.rec)
+	err := outdir.WriteRecord(l.dir, l.rec)
+	if err == nil {
+		l.said = l.rec.Status
+	}
+	return err
 }
 
 // start writes "running" and starts the heartbeat.
@@ -98,12 +105,60 @@ func (l *runLog) end(status, reason string) error {
 	return l.write()
 }
 
-// finish writes the final status.
-func (l *runLog) finish(status, reason string) error {
-	if l == nil {
-		return nil
+// commit ends the run in one step that a full disk cannot stop half way:
+// the final record is written to run.json's temporary first, so that its
+// space is taken; then writeLast writes the Last outputs (summary.json and
+// the page, which state the same status, named in last); then a rename,
+// which needs no space, makes the record final. So neither claims more
+// than run.json: whatever fails before the rename removes the Last
+// outputs written so far, and leaves run.json as it was. The lock is held throughout, so that a signal's "failed" waits
+// for it: once committed, run.json's word is the truth (every file is
+// there), and the signal only ends the process.
+func (l *runLog) commit(status, reason, ended string, last []string, writeLast func(dir string) error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.final {
+		return nil // a signal or the watchdog marked it failed first
 	}
-	return l.end(status, reason)
+	rec := l.rec
+	rec.Status, rec.Reason, rec.Ended, rec.Heartbeat = status, reason, ended, ended
+	pending, err := outdir.PrepareRecord(l.dir, rec)
+	if err != nil {
+		return err
+	}
+	// A last output written when a later one or the rename fails would
+	// claim the status run.json does not: each is removed again (what is
+	// a regular file there: a link planted at its name is not the run's).
+	removeLast := func() {
+		for _, f := range last {
+			if st, err := os.Lstat(filepath.Join(l.dir, f)); err == nil && st.Mode().IsRegular() {
+				atomicfile.Remove(l.dir, f)
+			}
+		}
+	}
+	if err := writeLast(l.dir); err != nil {
+		pending.Abort()
+		removeLast()
+		return err
+	}
+	if err := pending.Commit(); err != nil {
+		removeLast()
+		return fmt.Errorf("writing %s: %w", outdir.RunFile, err)
+	}
+	l.rec, l.final, l.said = rec, true, status
+	close(l.stop)
+	return nil
+}
+
+// status is what run.json says now: "" before it was first written, or
+// on every rank but 0.
+func (l *runLog) status() string {
+	if l == nil {
+		return ""
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.said
 }
 
 // fail marks the run failed; an error writing it is printed, since the run

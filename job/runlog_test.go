@@ -1,6 +1,9 @@
 package job
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -35,17 +38,55 @@ func TestRunLog(t *testing.T) {
 		t.Errorf("planned: %v, want %v", r.Files, want)
 	}
 	l.fail("signal SIGTERM")
-	if err := l.finish(outdir.StatusComplete, ""); err != nil {
+	wrote := false
+	if err := l.commit(outdir.StatusComplete, "", "2026-01-01T00:00:00Z", []string{"summary.json"}, func(string) error { wrote = true; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	l.plan("memory.csv")
-	if r := read(); r.Status != outdir.StatusFailed || r.Reason != "signal SIGTERM" || r.Ended == "" || !slices.Equal(r.Files, want) {
-		t.Errorf("after fail, then finish and plan: %+v", r)
+	if r := read(); r.Status != outdir.StatusFailed || r.Reason != "signal SIGTERM" || r.Ended == "" || !slices.Equal(r.Files, want) || wrote {
+		t.Errorf("after fail, then commit and plan: %+v (the last outputs written: %v)", r, wrote)
+	}
+	if l.status() != outdir.StatusFailed {
+		t.Errorf("status() = %q", l.status())
 	}
 	var none *runLog // every rank but 0
 	none.fail("x")
 	if err := none.plan("x"); err != nil {
 		t.Error(err)
+	}
+}
+
+// The last outputs and run.json's final record are one step: a failure
+// writing the last leaves run.json as it was, with no temporary; once they
+// are written, run.json says the status, with the time given.
+func TestCommit(t *testing.T) {
+	dir := t.TempDir()
+	l := &runLog{dir: dir, stop: make(chan struct{}), rec: outdir.Record{Files: []string{outdir.RunFile, "summary.json"}}}
+	if err := l.start(); err != nil {
+		t.Fatal(err)
+	}
+	last := func(ok bool) func(string) error {
+		return func(dir string) error {
+			if !ok {
+				return errors.New("no space left on device")
+			}
+			return os.WriteFile(filepath.Join(dir, "summary.json"), []byte(`{"status":"complete"}`), 0o644)
+		}
+	}
+	if err := l.commit(outdir.StatusComplete, "", "2026-01-01T00:00:00Z", []string{"summary.json"}, last(false)); err == nil {
+		t.Fatal("commit succeeded though its last output failed")
+	}
+	if r, _ := outdir.ReadRecord(dir); r.Status != outdir.StatusRunning {
+		t.Errorf("after a failed commit: %+v", r)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("after a failed commit: %v; want run.json alone", entries)
+	}
+	if err := l.commit(outdir.StatusComplete, "", "2026-01-01T00:00:00Z", []string{"summary.json"}, last(true)); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := outdir.ReadRecord(dir); r.Status != outdir.StatusComplete || r.Ended != "2026-01-01T00:00:00Z" || l.status() != outdir.StatusComplete {
+		t.Errorf("after commit: %+v", r)
 	}
 }
 

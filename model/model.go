@@ -13,6 +13,7 @@ package model
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -98,7 +99,8 @@ func (s Series) median(size int64) (float64, bool) {
 
 // Fit is the Hockney model of one case's mode. Reason is empty for a
 // usable fit; otherwise it says why there is none, and every number but
-// SizesBytes is zero.
+// SizesBytes is zero here and null in JSON (MarshalJSON), so that no
+// reader takes a missing fit for a latency and bandwidth of 0.
 type Fit struct {
 	coll.Case // the series': its mode, no size
 	// AlphaUS is the latency in microseconds. It is reported as fitted,
@@ -122,6 +124,27 @@ type Fit struct {
 
 // OK reports whether the fit is usable.
 func (f Fit) OK() bool { return f.Reason == "" }
+
+// fitJSON is Fit as JSON holds it: the numbers null when there is no fit.
+type fitJSON struct {
+	coll.Case
+	AlphaUS        *float64 `json:"alpha_us"`
+	BandwidthGBps  *float64 `json:"bandwidth_gbps"`
+	R2             *float64 `json:"r2"`
+	MaxRelResidual *float64 `json:"max_rel_residual"`
+	SizesBytes     []int64  `json:"sizes_bytes"`
+	Reason         string   `json:"reason,omitempty"`
+}
+
+// MarshalJSON writes a fit's numbers, or null for each when there is no
+// fit: Reason says why.
+func (f Fit) MarshalJSON() ([]byte, error) {
+	j := fitJSON{Case: f.Case, SizesBytes: f.SizesBytes, Reason: f.Reason}
+	if f.OK() {
+		j.AlphaUS, j.BandwidthGBps, j.R2, j.MaxRelResidual = &f.AlphaUS, &f.BandwidthGBps, &f.R2, &f.MaxRelResidual
+	}
+	return json.Marshal(j)
+}
 
 // At is the fitted time in microseconds at n bytes.
 func (f Fit) At(n float64) float64 { return f.AlphaUS + n*f.usPerByte() }
@@ -252,8 +275,8 @@ func MeasuredCrossover(direct, decomposed Series) Crossing {
 	slices.SortFunc(rs, func(a, b ratio) int { return cmp.Compare(a.size, b.size) })
 	last := rs[len(rs)-1]
 	if last.r > 1+Tolerance {
-		return Crossing{Why: fmt.Sprintf("not within the measured range: decomposed/direct is %.3g at the largest size, %s",
-			last.r, coll.SizeText(last.size))}
+		return Crossing{Why: fmt.Sprintf("not within the measured range: %s/%s is %.3g at the largest size, %s",
+			decomposed.Mode, direct.Mode, last.r, coll.SizeText(last.size))}
 	}
 	from := last.size
 	for i := len(rs) - 2; i >= 0 && rs[i].r <= 1+Tolerance; i-- {

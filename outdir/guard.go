@@ -6,10 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
+
+	"rsag/internal/atomicfile"
 )
 
 // GuardCommand is the hidden first argument that makes rsag a run's guard
@@ -73,8 +74,8 @@ func guard(stdin io.Reader, lock *os.File, dir, host string, pid int) error {
 	_, _ = io.Copy(io.Discard, stdin)
 	defer func() {
 		if lock != nil {
-			if sameFile(lock, filepath.Join(dir, LockFile)) {
-				os.Remove(filepath.Join(dir, LockFile))
+			if atomicfile.SameFile(lock, dir, LockFile) {
+				atomicfile.Remove(dir, LockFile)
 			}
 			lock.Close()
 		}

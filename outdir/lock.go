@@ -9,6 +9,10 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"rsag/internal/atomicfile"
 )
 
 // LockFile is the lock in an output directory. Rank 0 holds it from the
@@ -65,6 +69,7 @@ func (e *BusyError) Error() string {
 type Lock struct {
 	mu   sync.Mutex // Release may come from the main goroutine and a signal's at once
 	f    *os.File
+	dir  string
 	path string
 	stop chan struct{}
 	done chan struct{}
@@ -95,7 +100,14 @@ func Acquire(dir string, me Holder) (*Lock, error) {
 	// A holder removes the file as it releases it: a lock taken on a file
 	// already removed is no lock, and is taken again on the new one.
 	for range 5 {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		// Never through a link: one planted at the lock's name would have
+		// the lock's record written into whatever it points to.
+		f, err := atomicfile.OpenIn(dir, LockFile, os.O_RDWR|os.O_CREATE, 0o644)
+		var le *atomicfile.LinkError
+		var ke *atomicfile.KindError
+		if errors.As(err, &le) || errors.As(err, &ke) {
+			return nil, err // it names the path and what is there
+		}
 		if err != nil {
 			return nil, fmt.Errorf("creating the lock %s: %w", path, err)
 		}
@@ -109,7 +121,7 @@ func Acquire(dir string, me Holder) (*Lock, error) {
 			f.Close()
 			return nil, fmt.Errorf("locking %s: %w", path, ferr)
 		}
-		if !sameFile(f, path) {
+		if !atomicfile.SameFile(f, dir, LockFile) {
 			f.Close()
 			continue
 		}
@@ -118,7 +130,7 @@ func Acquire(dir string, me Holder) (*Lock, error) {
 			f.Close()
 			return nil, &BusyError{Path: path, Holder: h, Beat: beat, Fresh: ferr == nil}
 		}
-		l := &Lock{f: f, path: path, stop: make(chan struct{}), done: make(chan struct{})}
+		l := &Lock{f: f, dir: dir, path: path, stop: make(chan struct{}), done: make(chan struct{})}
 		if err := l.write(me); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("writing the lock %s: %w", path, err)
@@ -160,7 +172,7 @@ func (l *Lock) beat() {
 		case <-l.stop:
 			return
 		case now := <-t.C:
-			_ = os.Chtimes(l.path, now, now) // a missed beat only ages the record
+			_ = touch(l.f, now) // a missed beat only ages the record
 		}
 	}
 }
@@ -180,8 +192,8 @@ func (l *Lock) Release() error {
 	<-l.done
 	var err error
 	// Still holding it, so no other run can have replaced it: ours to remove.
-	if sameFile(l.f, l.path) {
-		err = os.Remove(l.path)
+	if atomicfile.SameFile(l.f, l.dir, LockFile) {
+		err = atomicfile.Remove(l.dir, LockFile)
 	}
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
@@ -207,14 +219,11 @@ func readHolder(f *os.File) (h Holder, beat time.Duration, ok bool) {
 	return h, max(time.Since(st.ModTime()), 0), true
 }
 
-// sameFile reports whether f is the file now at path.
-func sameFile(f *os.File, path string) bool {
-	a, err := f.Stat()
-	if err != nil {
-		return false
-	}
-	b, err := os.Stat(path)
-	return err == nil && os.SameFile(a, b)
+// touch sets f's times to now through its descriptor: the file the lock
+// holds, never whatever its name points to by now.
+func touch(f *os.File, now time.Time) error {
+	tv := unix.NsecToTimeval(now.UnixNano())
+	return unix.Futimes(int(f.Fd()), []unix.Timeval{tv, tv})
 }
 
 // PIDAlive reports whether process pid runs on this host: kill(pid, 0)

@@ -110,7 +110,9 @@ func (e Earlier) Refusal(overwrite bool) error {
 func (e Earlier) Remove() error {
 	var errs []error
 	for _, name := range e.Own {
-		if err := os.Remove(filepath.Join(e.Dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		// unlinkat(2): a link that took a file's place since the survey is
+		// removed itself, never what it points to, and a directory never.
+		if err := atomicfile.Remove(e.Dir, name); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}

@@ -1,12 +1,16 @@
 package outdir
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"rsag/internal/atomicfile"
 )
 
 // notePrefix names the notes a rank leaves in the output directory when
@@ -23,11 +27,15 @@ type Note struct {
 	Text string
 }
 
-// LeaveNote writes rank's note. It is best effort: the rank is failing
-// already, and its own message on stderr says the same.
+// LeaveNote writes rank's note (atomicfile.Write: never through a link).
+// It is best effort: the rank is failing already, and its own message on
+// stderr says the same.
 func LeaveNote(dir string, rank int, text string) {
-	_ = os.WriteFile(filepath.Join(dir, notePrefix+strconv.Itoa(rank)), []byte(text), 0o644)
+	_ = atomicfile.Write(filepath.Join(dir, notePrefix+strconv.Itoa(rank)), []byte(text))
 }
+
+// maxNoteBytes bounds a note read back: a rank's one message.
+const maxNoteBytes = 64 << 10
 
 // NotesText is what the notes say, joined for a run.json reason.
 func NotesText(notes []Note) string {
@@ -47,7 +55,7 @@ func Notes(dir string) []Note {
 		if !strings.HasPrefix(e.Name(), notePrefix) || err != nil {
 			continue
 		}
-		if b, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil {
+		if b, err := atomicfile.ReadIn(dir, e.Name(), maxNoteBytes); err == nil {
 			notes = append(notes, Note{Rank: r, Text: strings.TrimSpace(string(b))})
 		}
 	}
@@ -56,17 +64,22 @@ func Notes(dir string) []Note {
 }
 
 // ClearNotes removes every note in dir (an earlier run's, once the lock
-// is held).
+// is held), and their temporaries. A note's name held by anything but a
+// regular file is not rsag's: it is refused, not removed (CheckEntries).
 func ClearNotes(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), notePrefix) {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !os.IsNotExist(err) {
-				return fmt.Errorf("removing an earlier run's note: %w", err)
-			}
+		if !strings.HasPrefix(e.Name(), notePrefix) {
+			continue
+		}
+		if err := notRegular(dir, e); err != nil {
+			return err
+		}
+		if err := atomicfile.Remove(dir, e.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing an earlier run's note: %w", err)
 		}
 	}
 	return nil

@@ -3,10 +3,15 @@ package outdir
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"rsag/internal/atomicfile"
 )
@@ -73,28 +78,107 @@ func Stale(r Record, now time.Time) bool {
 }
 
 // WriteRecord writes run.json atomically (a temporary file renamed into
-// place).
+// place). A "failed" record that cannot be written so for want of space
+// (ENOSPC, EDQUOT: no room, or no inode, for the temporary) is written
+// over the run.json there instead, in the room it already has: a run that
+// failed because its disk filled must still say so.
 func WriteRecord(dir string, r Record) error {
+	data, err := encodeRecord(r)
+	path := filepath.Join(dir, RunFile)
+	if err == nil {
+		err = atomicfile.Write(path, data)
+	}
+	if err != nil && r.Status == StatusFailed && (errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT)) {
+		ierr := rewriteInPlace(dir, r)
+		if ierr == nil {
+			return nil
+		}
+		err = fmt.Errorf("%w; and over the old one: %v", err, ierr)
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+func encodeRecord(r Record) ([]byte, error) {
 	if r.Files == nil {
 		r.Files = []string{}
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	path := filepath.Join(dir, RunFile)
-	if err := enc.Encode(r); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := atomicfile.Write(path, b.Bytes()); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	err := enc.Encode(r)
+	return b.Bytes(), err
 }
 
-// ReadRecord reads run.json.
+// rewriteInPlace writes r over run.json without allocating: within the
+// blocks the file already has, with the reason clipped to fit. It is not
+// atomic (a reader at that moment may see it half written); it is the
+// last resort of a run that can write nothing else.
+func rewriteInPlace(dir string, r Record) error {
+	f, err := atomicfile.OpenIn(dir, RunFile, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	room := st.Size()
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		room = max(room, sys.Blocks*512)
+	}
+	data, err := encodeRecord(r)
+	if err != nil {
+		return err
+	}
+	// Clipped until it fits: JSON's escapes make a byte of the reason
+	// cost up to six in the file.
+	const mark = " ... (clipped: the disk is full)"
+	for over := int64(len(data)) - room; over > 0; over = int64(len(data)) - room {
+		reason := strings.TrimSuffix(r.Reason, mark)
+		keep := int64(len(reason)) - over - int64(len(mark))
+		if keep < 0 {
+			return fmt.Errorf("no room in it for a failed record (%d bytes over)", over)
+		}
+		r.Reason = strings.ToValidUTF8(reason[:keep], "") + mark
+		if data, err = encodeRecord(r); err != nil {
+			return err
+		}
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		return err
+	}
+	return f.Truncate(int64(len(data)))
+}
+
+// Pending is run.json's final record written in full to its temporary,
+// not yet in place (atomicfile.Prepared): once it is, only a rename, which
+// needs no space, is left to make it final.
+type Pending = atomicfile.Prepared
+
+// PrepareRecord writes r to run.json's temporary, for Commit or Abort.
+func PrepareRecord(dir string, r Record) (*Pending, error) {
+	data, err := encodeRecord(r)
+	path := filepath.Join(dir, RunFile)
+	if err == nil {
+		var p *Pending
+		if p, err = atomicfile.Prepare(path, data); err == nil {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("writing %s: %w", path, err)
+}
+
+// maxRecordBytes bounds a run.json read back: it lists a run's files.
+const maxRecordBytes = 16 << 20
+
+// ReadRecord reads run.json, never through a link (atomicfile.ReadIn).
 func ReadRecord(dir string) (Record, error) {
 	var r Record
-	data, err := os.ReadFile(filepath.Join(dir, RunFile))
+	data, err := atomicfile.ReadIn(dir, RunFile, maxRecordBytes)
 	if err != nil {
 		return r, err
 	}

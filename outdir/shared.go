@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"rsag/internal/atomicfile"
 )
 
 // Comm is what the check needs of the world communicator (*mpi.Comm).
@@ -79,14 +81,14 @@ func CheckShared(c Comm, dir string) error {
 			p.Dir, p.Host, p.Err)
 	}
 
-	me := sight{Host: c.Host(), Dir: dir, Seen: sees(filepath.Join(dir, p.Name), p.Token)}
+	me := sight{Host: c.Host(), Dir: dir, Seen: sees(dir, p.Name, p.Token)}
 	if data, err = json.Marshal(me); err != nil {
 		return err
 	}
 	all, err := c.AllGather(data)
 	// Every rank has looked once the gather is done.
 	if c.Rank() == 0 {
-		os.Remove(filepath.Join(dir, p.Name))
+		atomicfile.Remove(dir, p.Name)
 	}
 	if err != nil {
 		return err
@@ -113,7 +115,8 @@ func writeProbe(dir, host string) probe {
 	}
 	p.Token = hex.EncodeToString(b[:])
 	p.Name = ProbePrefix + p.Token
-	f, err := os.OpenFile(filepath.Join(dir, p.Name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	// A fresh name, created exclusively and never through a link.
+	f, err := atomicfile.OpenIn(dir, p.Name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err == nil {
 		_, err = f.WriteString(p.Token)
 		err = errors.Join(err, f.Close())
@@ -125,10 +128,10 @@ func writeProbe(dir, host string) probe {
 }
 
 // sees looks for the probe until Settle has passed.
-func sees(path, token string) bool {
+func sees(dir, name, token string) bool {
 	deadline := time.Now().Add(Settle)
 	for {
-		if b, err := os.ReadFile(path); err == nil && string(b) == token {
+		if b, err := atomicfile.ReadIn(dir, name, int64(len(token))); err == nil && string(b) == token {
 			return true
 		}
 		if time.Now().After(deadline) {

@@ -192,12 +192,12 @@ func TestOnlyTheFreshTokenCounts(t *testing.T) {
 	old := Settle
 	Settle = 0
 	defer func() { Settle = old }()
-	if sees(filepath.Join(t.TempDir(), "none"), "x") {
+	if sees(t.TempDir(), "none", "x") {
 		t.Error("a missing file was seen")
 	}
-	f := filepath.Join(t.TempDir(), ProbePrefix+"abc")
-	os.WriteFile(f, []byte("another"), 0o644)
-	if sees(f, "abc") {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, ProbePrefix+"abc"), []byte("another"), 0o644)
+	if sees(dir, ProbePrefix+"abc", "abc") {
 		t.Error("a file with another token was seen as the probe")
 	}
 }

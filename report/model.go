@@ -1,8 +1,10 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"rsag/coll"
@@ -16,6 +18,25 @@ import (
 type SummaryCrossover struct {
 	Mode coll.Mode `json:"mode"`
 	model.Crossover
+}
+
+// MarshalJSON writes the crossover with its extra latency and bandwidth
+// ratio null when they do not come from two fits (from_fits false), not
+// 0, which a reader would take for a measurement.
+func (c SummaryCrossover) MarshalJSON() ([]byte, error) {
+	j := struct {
+		Mode coll.Mode `json:"mode"`
+		coll.Case
+		Measured       model.Crossing `json:"measured"`
+		Fitted         model.Crossing `json:"fitted"`
+		FromFits       bool           `json:"from_fits"`
+		ExtraLatencyUS *float64       `json:"extra_latency_us"`
+		BandwidthRatio *float64       `json:"bandwidth_ratio"`
+	}{Mode: c.Mode, Case: c.Case, Measured: c.Measured, Fitted: c.Fitted, FromFits: c.FromFits}
+	if c.FromFits {
+		j.ExtraLatencyUS, j.BandwidthRatio = &c.ExtraLatencyUS, &c.BandwidthRatio
+	}
+	return json.Marshal(j)
 }
 
 // SummaryBreakdown is where a decomposition's time goes in one case: at
@@ -127,9 +148,12 @@ func ModelTable(w io.Writer, s Summary) error {
 	}
 	if len(s.Crossover) > 0 {
 		fmt.Fprintf(w, "Crossover (the smallest size from which the decomposition stays within %.0f%% of direct AllReduce)\n", 100*model.Tolerance)
-		t := newTable(w, append(names, "decomposition", "measured", "from the fits", "extra latency us", "B direct / B decomp")...)
+		t := newTable(w, append(names, "decomposition", "measured", "from the fits", "extra latency us", "B ratio")...)
+		var notes crossoverNotes
 		for _, c := range s.Crossover {
-			row := append(dims(c.Case), string(c.Mode), crossingText(c.Measured), crossingText(c.Fitted))
+			about := string(c.Mode) + caseText(names, dims(c.Case))
+			row := append(dims(c.Case), string(c.Mode),
+				notes.cell(c.Measured, about+", measured"), notes.cell(c.Fitted, about+", from the fits"))
 			if c.FromFits {
 				row = append(row, fmt.Sprintf("%+.2f", c.ExtraLatencyUS), fmt.Sprintf("%.3f", c.BandwidthRatio))
 			} else {
@@ -139,6 +163,11 @@ func ModelTable(w io.Writer, s Summary) error {
 		}
 		if err := t.Render(); err != nil {
 			return err
+		}
+		fmt.Fprintf(w, "B ratio: direct's B / the decomposition's, the ratio of their times at large sizes (above %.2f: never within %.0f%%)\n",
+			1+model.Tolerance, 100*model.Tolerance)
+		for i, n := range notes {
+			fmt.Fprintf(w, "[%d] %s\n", i+1, n)
 		}
 	}
 	if len(s.Breakdown) > 0 {
@@ -159,14 +188,27 @@ func ModelTable(w io.Writer, s Summary) error {
 	return nil
 }
 
-func crossingText(c model.Crossing) string {
+// crossoverNotes are the explanations of the Crossover table's cells
+// that found no crossover, said once each under the table, so that the
+// cells stay short enough for an 80-column terminal.
+type crossoverNotes []string
+
+// cell is a crossing's cell: its size, "at every size", or "none [N]"
+// with note N saying why, about which decomposition and case.
+func (n *crossoverNotes) cell(c model.Crossing, about string) string {
 	switch {
 	case c.Found && c.Bytes == 0:
 		return "at every size"
 	case c.Found:
 		return approxSize(c.Bytes)
 	}
-	return c.Why
+	note := about + ": " + c.Why
+	i := slices.Index(*n, note)
+	if i < 0 {
+		*n = append(*n, note)
+		i = len(*n) - 1
+	}
+	return fmt.Sprintf("none [%d]", i+1)
 }
 
 // approxSize writes a size that is no whole number of K, M or G as bytes

@@ -18,6 +18,11 @@ const (
 	// Final outputs are written by rank 0 from the summary, once the run's
 	// status is known.
 	Final
+	// Last outputs are written by rank 0 after every other, in the step
+	// that makes run.json say how the run ended: summary.json and the page,
+	// which state that status, so that neither exists before what it
+	// vouches for, nor outlives a run.json that says otherwise.
+	Last
 )
 
 // Input is what an output is written from.
@@ -29,6 +34,11 @@ type Input struct {
 	// Summary is the run's, for Final; nil before there is one (when a
 	// run lists the files it will write, at its start).
 	Summary *Summary
+	// Runs are the config's timing runs' names, in order, for outputs
+	// whose names follow from them (the figures): with Summary nil, such
+	// an output plans every name it may write for them (MayWrite); nil
+	// when a run lists the files it will write.
+	Runs []string
 }
 
 // Output is one kind of file a run writes into its output directory, or a
@@ -111,9 +121,29 @@ func Planned(world int, ran Phases) []string {
 		f, _ := Plan(EachRank, Input{Rank: r, World: world, Ran: ran})
 		files = append(files, f...)
 	}
-	for _, stage := range []Stage{Combined, Final} {
+	for _, stage := range []Stage{Combined, Final, Last} {
 		f, _ := Plan(stage, Input{World: world, Ran: ran})
 		files = append(files, f...)
 	}
 	return slices.Compact(files)
+}
+
+// MayWrite is every file a run may write, known before it starts: what
+// Planned lists, and every final output that the config's timing runs
+// (runs, by name) may give, whether or not their data will draw it. A run
+// checks each of these names before it creates anything (too long, a
+// directory in a file's place), so that it is refused at once rather than
+// after the whole run.
+func MayWrite(world int, ran Phases, runs []string) []string {
+	files := Planned(world, ran)
+	for _, stage := range []Stage{Final, Last} {
+		f, _ := Plan(stage, Input{World: world, Ran: ran, Runs: append([]string{}, runs...)})
+		files = append(files, f...)
+	}
+	seen := map[string]bool{}
+	return slices.DeleteFunc(files, func(f string) bool {
+		dup := seen[f]
+		seen[f] = true
+		return dup
+	})
 }

@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"rsag/coll"
@@ -71,4 +72,38 @@ func sweepRows() report.Rows {
 	}
 	rows.Memory = []report.MemoryRow{{Mode: "allreduce-full", PayloadBytes: 1 << 20, Correct: true}}
 	return rows
+}
+
+// Before a run, every file it may write is known from its runs' names:
+// every file a summary of those runs plans is among them, and each is an
+// output.
+func TestMayWriteHoldsEveryFileARunWrites(t *testing.T) {
+	ran := report.Phases{Contracts: true, Timing: true, Memory: true, Sweep: true}
+	may := report.MayWrite(2, ran, []string{"a b/c", "matrix"})
+	sum := report.NewSummary(report.SummaryInput{World: 2, Rows: sweepRows()})
+	var all []string
+	for _, stage := range []report.Stage{report.EachRank, report.Combined, report.Final, report.Last} {
+		for r := range 2 {
+			files, _ := report.Plan(stage, report.Input{Rank: r, World: 2, Ran: ran, Summary: &sum})
+			all = append(all, files...)
+		}
+	}
+	for _, f := range all {
+		if !slices.Contains(may, f) {
+			t.Errorf("%s is written but not in MayWrite %v", f, may)
+		}
+	}
+	for _, f := range may {
+		if !report.IsOutput(f) {
+			t.Errorf("MayWrite names %s, which IsOutput does not know", f)
+		}
+	}
+	for _, f := range []string{"time_vs_size_a_b_c.png", "crossover_vs_size_matrix.svg", "memory_by_mode.png", "summary.json"} {
+		if !slices.Contains(may, f) {
+			t.Errorf("MayWrite lacks %s: %v", f, may)
+		}
+	}
+	if got := report.MayWrite(2, report.Phases{Contracts: true}, []string{"default"}); slices.ContainsFunc(got, func(f string) bool { return strings.HasSuffix(f, ".png") }) {
+		t.Errorf("figures for phases that did not run: %v", got)
+	}
 }

@@ -26,15 +26,22 @@ import (
 const SummaryFile = "summary.json"
 
 // summary.json registers itself: the last of a run's files, once its
-// status is known.
+// status is known, written just before run.json says it (see Last).
 func init() {
-	Register(Output{Stage: Final, Patterns: []string{SummaryFile}, Plan: func(in Input) ([]string, func(string) error) {
+	Register(Output{Stage: Last, Patterns: []string{SummaryFile}, Plan: func(in Input) ([]string, func(string) error) {
 		return []string{SummaryFile}, func(dir string) error { return WriteSummary(dir, *in.Summary) }
 	}})
 }
 
-// SummarySchemaVersion is summary.json's schema_version.
-const SummarySchemaVersion = 1
+// SummarySchemaVersion is summary.json's schema_version. Version 2 writes
+// null, not 0, for the numbers of a fit that is not there (fits[]) and of
+// a crossover without two fits (crossover[]).
+const SummarySchemaVersion = 2
+
+// ReadsSchemaVersions are the versions ReadSummary reads: version 1's
+// zeros where version 2 has null read as the same zeros, with the reason
+// or from_fits saying there is no number.
+var ReadsSchemaVersions = []int{1, 2}
 
 // Summary is summary.json. Field order is the file's key order.
 type Summary struct {
@@ -544,8 +551,9 @@ func normalized(s Summary) Summary {
 // packages' reporters (rsag compare).
 func Table(w io.Writer, header ...string) *tablewriter.Table { return newTable(w, header...) }
 
-// ReadSummary reads and checks a summary.json: it must be JSON of this
-// schema version. Errors name the file.
+// ReadSummary reads and checks a summary.json: it must be JSON of a
+// schema version this rsag reads (ReadsSchemaVersions). Errors name the
+// file.
 func ReadSummary(path string, data []byte) (Summary, error) {
 	var head struct {
 		SchemaVersion *int `json:"schema_version"`
@@ -556,9 +564,9 @@ func ReadSummary(path string, data []byte) (Summary, error) {
 	if head.SchemaVersion == nil {
 		return Summary{}, fmt.Errorf("%s: no schema_version: not an rsag summary.json", path)
 	}
-	if *head.SchemaVersion != SummarySchemaVersion {
-		return Summary{}, fmt.Errorf("%s: schema_version %d, but this rsag reads version %d",
-			path, *head.SchemaVersion, SummarySchemaVersion)
+	if !slices.Contains(ReadsSchemaVersions, *head.SchemaVersion) {
+		return Summary{}, fmt.Errorf("%s: schema_version %d, but this rsag reads versions %s",
+			path, *head.SchemaVersion, versionsText(ReadsSchemaVersions))
 	}
 	var s Summary
 	if err := json.Unmarshal(data, &s); err != nil {
@@ -581,6 +589,18 @@ func ReadSummary(path string, data []byte) (Summary, error) {
 		baseline(&s.Breakdown[i].Case)
 	}
 	return s, nil
+}
+
+// versionsText is "1 and 2", "1, 2 and 3".
+func versionsText(vs []int) string {
+	var s []string
+	for _, v := range vs {
+		s = append(s, fmt.Sprint(v))
+	}
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
 // baseline gives a case read from a file written before buffers and

@@ -14,6 +14,7 @@ import (
 
 	"rsag/coll"
 	"rsag/internal/testkit/schemacheck"
+	"rsag/model"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -153,7 +154,8 @@ func TestSchemaRejectsWhatItShould(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, edit := range map[string]func(map[string]any){
-		"version 2":        func(m map[string]any) { m["schema_version"] = 2 },
+		"version 3":        func(m map[string]any) { m["schema_version"] = 3 },
+		"alpha a string":   func(m map[string]any) { m["fits"].([]any)[0].(map[string]any)["alpha_us"] = "0" },
 		"no timing":        func(m map[string]any) { delete(m, "timing") },
 		"unknown field":    func(m map[string]any) { m["extra"] = true },
 		"bad status":       func(m map[string]any) { m["status"] = "running" },
@@ -200,7 +202,7 @@ func TestWriteAndReadSummary(t *testing.T) {
 	for name, c := range map[string]struct{ data, want string }{
 		"not json":   {"{", "not a summary.json"},
 		"no version": {`{"status":"complete"}`, "no schema_version"},
-		"version 2":  {`{"schema_version":2}`, "schema_version 2, but this rsag reads version 1"},
+		"version 3":  {`{"schema_version":3}`, "schema_version 3, but this rsag reads versions 1 and 2"},
 		"bad field":  {`{"schema_version":1,"timing":"x"}`, "cannot unmarshal"},
 	} {
 		_, err := ReadSummary("x/summary.json", []byte(c.data))
@@ -307,5 +309,57 @@ func TestSchemaKnowsEveryMode(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("the schema's timing modes are %v, phases has %v: document the new mode in docs/summary.schema.json and docs/summary-schema.md", got, want)
+	}
+}
+
+// A fit that is not there is null in version 2, with its reason, and 0 in
+// version 1: both read back as the same fit, with no numbers and the
+// reason; a usable fit keeps its numbers.
+func TestNoFitIsNullAndVersionOneStillReads(t *testing.T) {
+	s := fixedSummary()
+	var b bytes.Buffer
+	if err := EncodeSummary(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Fits      []map[string]any `json:"fits"`
+		Crossover []map[string]any `json:"crossover"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &raw); err != nil {
+		t.Fatal(err)
+	}
+	if len(raw.Fits) == 0 || len(raw.Crossover) == 0 {
+		t.Fatal("the fixture has no fit or crossover to look at")
+	}
+	for _, f := range raw.Fits {
+		for _, k := range []string{"alpha_us", "bandwidth_gbps", "r2", "max_rel_residual"} {
+			if v, ok := f[k]; !ok || v != nil || f["reason"] == "" {
+				t.Errorf("a fit that is not there: %s = %v (present %v), reason %q; want null and a reason", k, v, ok, f["reason"])
+			}
+		}
+	}
+	for _, c := range raw.Crossover {
+		if c["from_fits"] == false && (c["extra_latency_us"] != nil || c["bandwidth_ratio"] != nil) {
+			t.Errorf("a crossover without fits: %v", c)
+		}
+	}
+	v2, err := ReadSummary("v2/summary.json", b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1data := strings.ReplaceAll(strings.Replace(b.String(), `"schema_version": 2`, `"schema_version": 1`, 1), "null", "0")
+	v1, err := ReadSummary("v1/summary.json", []byte(v1data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(v1.Fits, v2.Fits) || !reflect.DeepEqual(v1.Crossover, v2.Crossover) || !reflect.DeepEqual(v2.Fits, s.Fits) {
+		t.Errorf("version 1 and 2 read differently:\nv1 %+v\nv2 %+v\nwritten %+v", v1.Fits, v2.Fits, s.Fits)
+	}
+	good := model.Fit{Case: coll.Case{Run: "r", DType: coll.Float32, Op: coll.Sum, Placement: coll.OutOfPlace, Method: coll.PerOp,
+		Batch: 1, Buffers: coll.PlainBuffers, CTAPolicy: coll.DefaultCTAPolicy, Mode: coll.Direct}, AlphaUS: 2, BandwidthGBps: 10, R2: 0.99, SizesBytes: []int64{1, 16, 256}}
+	data, _ := json.Marshal(good)
+	var back model.Fit
+	if err := json.Unmarshal(data, &back); err != nil || !reflect.DeepEqual(back, good) {
+		t.Errorf("a usable fit: %s read back as %+v, %v", data, back, err)
 	}
 }

@@ -179,3 +179,45 @@ func TestModelTableCallsOutPoorFit(t *testing.T) {
 		t.Errorf("want one note %q, got %d notes:\n%s", want, got, b.String())
 	}
 }
+
+// The Crossover table fits an 80-column terminal however long the reasons
+// are: a cell says "none [N]" and note N under the table says why, naming
+// the decomposition by its own mode (hierarchical/direct, not
+// decomposed/direct).
+func TestCrossoverTableIsNarrowAndNamesEachMode(t *testing.T) {
+	var rows []TimingRow
+	for size := int64(1 << 10); size <= 4<<20; size *= 4 {
+		for mode, slower := range map[coll.Mode]float64{coll.Direct: 1, coll.Decomposed: 2, coll.Hierarchical: 3} {
+			for rank := range 4 {
+				rows = append(rows, TimingRow{Case: coll.Case{SizeBytes: size, Mode: mode, Run: "default", DType: coll.Float32, Op: coll.Sum,
+					Placement: "out-of-place", Method: "per-op", Batch: 1, Buffers: "plain", CTAPolicy: "default"}, Rank: rank,
+					DurationUS: slower * (10 + float64(size)/20e3), Correct: true})
+			}
+		}
+	}
+	s := NewSummary(SummaryInput{Rows: Rows{Timings: rows}, World: 4, GroupSize: 2})
+	if len(s.Crossover) != 2 {
+		t.Fatalf("crossovers %+v; want decomposed and hierarchical", s.Crossover)
+	}
+	var b bytes.Buffer
+	if err := ModelTable(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	table := text[strings.Index(text, "Crossover ("):]
+	for _, line := range strings.Split(table, "\n") {
+		if strings.HasPrefix(line, "+") || strings.HasPrefix(line, "|") {
+			if len(line) > 80 {
+				t.Errorf("a line of %d columns: %s", len(line), line)
+			}
+		}
+	}
+	for _, want := range []string{"| decomposed    | none [1] |      none [2] |", "| hierarchical  | none [3] |      none [4] |",
+		"[1] decomposed, measured: not within the measured range: decomposed/direct is 2 at the largest size, 4M",
+		"[3] hierarchical, measured: not within the measured range: hierarchical/direct is 3 at the largest size, 4M",
+		"[4] hierarchical, from the fits: the fits' asymptotic ratio B_direct/B_hierarchical = 3 exceeds 1.05"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the table lacks %q:\n%s", want, table)
+		}
+	}
+}

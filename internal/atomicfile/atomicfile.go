@@ -1,21 +1,232 @@
-// Package atomicfile writes a file so that a reader never sees it half
-// written: to a temporary file beside it, renamed into place.
+// Package atomicfile is how rsag touches a file in an output directory:
+// never through a symbolic link, and never half written.
+//
+// An output dir may sit on a cluster file system where other users can
+// write into it. Whoever can plant a link there at a name rsag writes
+// (`ln -s ~/victim OUT/.rsag.lock`) could make rsag overwrite any file its
+// user can write. So every file rsag creates, opens, rewrites or removes
+// there goes through OpenIn, Write or Remove, which reach it by its base
+// name relative to a descriptor of the directory, with O_NOFOLLOW: a link
+// at that name is refused (a *LinkError, naming what it points to), and so
+// is anything that is not a regular file (a *KindError). Names with a
+// slash are refused, so no write passes through a directory inside the
+// output dir: rsag's files all lie flat in it.
+//
+// What this protects against: anything planted inside the output dir,
+// before or during a run. What it does not: the path to the output dir
+// itself, which is the user's and is resolved as given each time (a
+// symlink the user made to it, or above it, is followed, as it should be).
+//
+// Write writes a file so that a reader never sees it half written: to a
+// temporary file beside it, created exclusively (O_EXCL, so that nothing
+// planted at a temporary's name is opened either), renamed into place.
 package atomicfile
 
 import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
+// LinkError is a name in an output dir that is a symbolic link, which rsag
+// refuses to follow.
+type LinkError struct {
+	Path   string
+	Target string // what the link points to, as it says; "" when it could not be read
+}
+
+func (e *LinkError) Error() string {
+	target := e.Target
+	if target == "" {
+		target = "(unreadable)"
+	}
+	return fmt.Sprintf("%s is a symbolic link to %s, which rsag did not make: rsag never follows a link in an output dir, "+
+		"since whoever can write there could aim it at any file you can write; remove the link, or choose another -output-dir",
+		e.Path, target)
+}
+
+// KindError is a name in an output dir where rsag writes a file, held by
+// something that is not a regular file: a directory, a FIFO, a socket.
+type KindError struct {
+	Path string
+	Kind string // "a directory", "a named pipe (FIFO)", ...
+}
+
+func (e *KindError) Error() string {
+	return fmt.Sprintf("%s is %s, where rsag writes a file of its own: move it away, or choose another -output-dir", e.Path, e.Kind)
+}
+
+// Kind names what a file mode is, for messages: "a directory", ...
+func Kind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "a regular file"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "a special file"
+}
+
+// openDir opens dir itself, following whatever links its path holds: the
+// path is the user's.
+func openDir(dir string) (int, error) {
+	if dir == "" {
+		dir = "."
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	return fd, nil
+}
+
+// checkName refuses a name that is not a plain base name.
+func checkName(dir, name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
+		return fmt.Errorf("%q is not a file name in %s", name, dir)
+	}
+	return nil
+}
+
+// linkError says what the link at name in dirfd points to.
+func linkError(dirfd int, dir, name string) error {
+	buf := make([]byte, 4096)
+	n, err := unix.Readlinkat(dirfd, name, buf)
+	target := ""
+	if err == nil {
+		target = string(buf[:n])
+	}
+	return &LinkError{Path: filepath.Join(dir, name), Target: target}
+}
+
+// OpenIn opens the file name, a base name, in the directory dir with flag
+// (os.O_RDONLY, os.O_RDWR|os.O_CREATE, ...) and, when it creates it, perm
+// (less the umask). It never follows a symbolic link at name (a
+// *LinkError) and opens nothing but a regular file (a *KindError: a FIFO
+// is refused without waiting for a writer, a directory named as one). It
+// is the one way rsag opens a file in an output dir; Write and Remove are
+// built on the same rule.
+func OpenIn(dir, name string, flag int, perm os.FileMode) (*os.File, error) {
+	if err := checkName(dir, name); err != nil {
+		return nil, err
+	}
+	dirfd, err := openDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dirfd)
+	return openAt(dirfd, dir, name, flag, perm)
+}
+
+func openAt(dirfd int, dir, name string, flag int, perm os.FileMode) (*os.File, error) {
+	path := filepath.Join(dir, name)
+	// O_NONBLOCK: a FIFO opens at once instead of waiting, and is then
+	// refused by its kind; it is cleared again for the regular file.
+	fd, err := unix.Openat(dirfd, name, flag|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, uint32(perm.Perm()))
+	switch {
+	case errors.Is(err, unix.ELOOP):
+		return nil, linkError(dirfd, dir, name)
+	case errors.Is(err, unix.EISDIR):
+		return nil, &KindError{Path: path, Kind: "a directory"}
+	case errors.Is(err, unix.ENXIO):
+		return nil, &KindError{Path: path, Kind: "a named pipe (FIFO) or socket"}
+	case err != nil:
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, &KindError{Path: path, Kind: Kind(modeOf(st.Mode))}
+	}
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "fcntl", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// modeOf turns a stat(2) mode's type bits into an fs.FileMode's.
+func modeOf(m uint32) fs.FileMode {
+	switch m & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFLNK:
+		return fs.ModeSymlink
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	}
+	return 0
+}
+
 // Write writes data to path through a temporary file in the same directory,
-// renamed into place. The file is 0644: os.CreateTemp creates 0600, and
-// results on a cluster are for everyone who can read the directory, as a
-// plain create would make them. On failure the temporary file is removed.
+// renamed into place (Prepare, then Commit). The file is 0644: results on
+// a cluster are for everyone who can read the directory, as a plain
+// create would make them. The temporary is created exclusively and
+// without following links; a link or anything but a regular file at path
+// itself is refused, not replaced (see OpenIn). On failure the temporary
+// file is removed.
 func Write(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), tempPrefix+filepath.Base(path)+tempSuffix+"*")
+	p, err := Prepare(path, data)
 	if err != nil {
 		return err
+	}
+	return p.Commit()
+}
+
+// Prepared is a file written in full to its temporary, not yet renamed
+// into place: its data has its space on the file system, and Commit, a
+// rename, needs none. A run's last step uses it to make its final state
+// one step that a full disk cannot stop half way.
+type Prepared struct {
+	dir, name, tmp string
+	dirfd          int
+}
+
+// Prepare writes data to a fresh temporary file of path, as Write does,
+// and leaves it there for Commit or Abort.
+func Prepare(path string, data []byte) (*Prepared, error) {
+	dir, name := filepath.Split(path)
+	dir = filepath.Clean(dir)
+	if err := checkName(dir, name); err != nil {
+		return nil, err
+	}
+	dirfd, err := openDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	tmp, tmpName, err := createTemp(dirfd, dir, name)
+	if err != nil {
+		unix.Close(dirfd)
+		return nil, err
 	}
 	werr := tmp.Chmod(0o644)
 	if werr == nil {
@@ -24,21 +235,129 @@ func Write(path string, data []byte) error {
 	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
 	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
+	p := &Prepared{dir: dir, name: name, tmp: tmpName, dirfd: dirfd}
 	if werr != nil {
-		os.Remove(tmp.Name())
+		p.Abort()
+		return nil, werr
 	}
-	return werr
+	return p, nil
 }
 
-// A temporary file of NAME is ".NAME.tmp" and the digits os.CreateTemp
-// adds.
+// Commit renames the temporary into place; on failure it is removed.
+func (p *Prepared) Commit() error {
+	err := renameInto(p.dirfd, p.dir, p.tmp, p.name)
+	if err != nil {
+		unix.Unlinkat(p.dirfd, p.tmp, 0)
+	}
+	unix.Close(p.dirfd)
+	return err
+}
+
+// Abort removes the temporary.
+func (p *Prepared) Abort() {
+	unix.Unlinkat(p.dirfd, p.tmp, 0)
+	unix.Close(p.dirfd)
+}
+
+// renameInto renames the temporary from onto name in dirfd. rename(2)
+// replaces a link at name rather than writing through it, so a link that
+// appears between the check and the rename is only dropped; the check is
+// there to refuse, by name, one that was there first.
+func renameInto(dirfd int, dir, from, name string) error {
+	var st unix.Stat_t
+	err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	switch {
+	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return linkError(dirfd, dir, name)
+	case err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return &KindError{Path: filepath.Join(dir, name), Kind: Kind(modeOf(st.Mode))}
+	}
+	if err := unix.Renameat(dirfd, from, dirfd, name); err != nil {
+		return &os.LinkError{Op: "rename", Old: filepath.Join(dir, from), New: filepath.Join(dir, name), Err: err}
+	}
+	return nil
+}
+
+// createTemp creates a fresh temporary file of name in dirfd.
+func createTemp(dirfd int, dir, name string) (*os.File, string, error) {
+	for range 100 {
+		var b [4]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, "", err
+		}
+		tmpName := TempName(name, binary.LittleEndian.Uint32(b[:]))
+		f, err := openAt(dirfd, dir, tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		var pe *fs.PathError
+		if errors.As(err, &pe) && errors.Is(pe.Err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		return f, tmpName, nil
+	}
+	return nil, "", fmt.Errorf("creating a temporary file for %s: every name tried exists", filepath.Join(dir, name))
+}
+
+// Remove removes the file name, a base name, from dir: unlinkat(2), which
+// never follows a link and never removes a directory.
+func Remove(dir, name string) error {
+	if err := checkName(dir, name); err != nil {
+		return err
+	}
+	dirfd, err := openDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	if err := unix.Unlinkat(dirfd, name, 0); err != nil {
+		return &fs.PathError{Op: "remove", Path: filepath.Join(dir, name), Err: err}
+	}
+	return nil
+}
+
+// ReadIn reads the regular file name in dir, at most limit bytes, without
+// following a link (see OpenIn); a longer file is an error.
+func ReadIn(dir, name string, limit int64) ([]byte, error) {
+	f, err := OpenIn(dir, name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes: not a file rsag wrote", f.Name(), limit)
+	}
+	return data, nil
+}
+
+// SameFile reports whether f is the file now at name in dir (not
+// following a link there).
+func SameFile(f *os.File, dir, name string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Lstat(filepath.Join(dir, name))
+	return err == nil && os.SameFile(a, b)
+}
+
+// A temporary file of NAME is ".NAME.tmp" and up to ten digits.
 const (
 	tempPrefix = "."
 	tempSuffix = ".tmp"
+	// TempExtra is how many bytes a temporary's name adds to its file's at
+	// most: the prefix, the suffix and ten digits.
+	TempExtra = len(tempPrefix) + len(tempSuffix) + 10
 )
+
+// TempName is the temporary file of name with the number n.
+func TempName(name string, n uint32) string {
+	return tempPrefix + name + tempSuffix + strconv.FormatUint(uint64(n), 10)
+}
 
 // TargetOf returns the file that name (a base name) is a temporary file
 // of, when it is one of Write's.

@@ -48,10 +48,12 @@ var (
 
 var tmpl = template.Must(template.New("page").Parse(pageTemplate))
 
-// The page registers itself as one of a run's final outputs, written from
-// the summary once the run's status is known.
+// The page registers itself as one of a run's last outputs, written from
+// the summary once the run's status is known, in the step that makes
+// run.json final: its verdict must not outlive a run.json that says
+// otherwise (report.Last).
 func init() {
-	report.Register(report.Output{Stage: report.Final, Patterns: []string{File},
+	report.Register(report.Output{Stage: report.Last, Patterns: []string{File},
 		Plan: func(in report.Input) ([]string, func(string) error) {
 			return []string{File}, func(dir string) error { return WriteFile(filepath.Join(dir, File), *in.Summary) }
 		}})

@@ -126,7 +126,9 @@ func init() {
 	report.Register(report.Output{Stage: report.Final, Patterns: patterns,
 		Plan: func(in report.Input) ([]string, func(string) error) {
 			if in.Summary == nil {
-				return nil, nil // the figures' names follow from the summary
+				// The figures' names follow from the summary; before it, only
+				// every name the runs may give, for checking (report.MayWrite).
+				return mayWrite(in), nil
 			}
 			figs := FiguresOf(*in.Summary)
 			return figs.Names(), func(dir string) error {
@@ -199,6 +201,24 @@ func FiguresOf(s report.Summary) Figures {
 	return figs
 }
 
+// mayWrite is every figure a run with in's phases and timing runs may
+// draw: each run's four timing figures (the ratio and crossover figures
+// need data that may not come), and the memory figure.
+func mayWrite(in report.Input) []string {
+	var figs Figures
+	if in.Ran.Timing {
+		for _, suffix := range suffixes(in.Runs) {
+			for _, name := range []string{TimeVsSize, BusBWVsSize, RatioVsSize, CrossoverVsSize} {
+				figs = append(figs, figure{name: name + suffix})
+			}
+		}
+	}
+	if in.Ran.Memory && in.Runs != nil {
+		figs = append(figs, figure{name: MemoryByMode})
+	}
+	return figs.Names()
+}
+
 // runStats is one run's statistics, fits and crossovers, and the suffix of
 // its file names.
 type runStats struct {
@@ -233,20 +253,35 @@ func splitRuns(sum report.Summary) []runStats {
 			runs[i].crossovers = append(runs[i].crossovers, c)
 		}
 	}
-	if len(runs) == 1 && runs[0].name == "default" {
-		return runs
+	names := make([]string, len(runs))
+	for i, r := range runs {
+		names[i] = r.name
+	}
+	for i, suffix := range suffixes(names) {
+		runs[i].suffix = suffix
+	}
+	return runs
+}
+
+// suffixes are the file-name suffixes of runs, by name in order: none for
+// a lone "default" run (the seed's names), else "_" and the sanitized
+// name, made unique.
+func suffixes(runs []string) []string {
+	out := make([]string, len(runs))
+	if len(runs) == 1 && runs[0] == "default" {
+		return out
 	}
 	used := map[string]bool{}
-	for i := range runs {
-		base := "_" + sanitize(runs[i].name)
+	for i, name := range runs {
+		base := "_" + sanitize(name)
 		suffix := base
 		for n := 2; used[suffix]; n++ {
 			suffix = base + "-" + strconv.Itoa(n)
 		}
 		used[suffix] = true
-		runs[i].suffix = suffix
+		out[i] = suffix
 	}
-	return runs
+	return out
 }
 
 // sanitize keeps a run name's letters, digits, '.', '-' and '_' and

@@ -25,8 +25,15 @@ func TestARankThatNeverJoinsMPIEndsTheJob(t *testing.T) {
 	}
 	re := regexp.MustCompile(`(?m)^rsag: MPI start-up: waited 4(\.[0-9])?s for the other ranks of the job to join MPI_Init \(rank 0 of 2, on [^)]+\); ` +
 		`a process of the job exited before it or was never started .*: ending the job\. The deadline is timeout_s when -set gives it, else 180 s$`)
-	if n := len(re.FindAllString(r.stderr, -1)); n != 1 {
-		t.Errorf("the start-up message %d times, want once, matching %s:\n%s", n, re, r.stderr)
+	// Open MPI may notice the process that never called MPI_Init first,
+	// on a loaded machine, and end the job itself with its own message
+	// naming that rank: the job still ends, non-zero and said.
+	launcher := regexp.MustCompile(`(?s)process rank 1 with PID \d+ on node \S+ exiting\s+improperly`)
+	switch n := len(re.FindAllString(r.stderr, -1)); {
+	case n == 0 && launcher.MatchString(r.stderr):
+		t.Logf("mpirun ended the job before rsag's start-up deadline, naming rank 1")
+	case n != 1:
+		t.Errorf("the start-up message %d times, want once, matching %s (or mpirun's, naming rank 1):\n%s", n, re, r.stderr)
 	}
 	if took > 40*time.Second {
 		t.Errorf("the job took %v to end with a 4 s start-up deadline", took.Round(time.Millisecond))

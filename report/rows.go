@@ -91,6 +91,10 @@ type Rows struct {
 	Timings   []TimingRow
 	Memory    []MemoryRow
 	Numerics  []NumericsRow
+	// The locate phase's (LocateRows).
+	Locate      []LocateRow
+	LocateComms []LocateCommRow
+	LocateRanks []LocateRankRow
 }
 
 // FromResults turns one rank's phase results into rows.

@@ -235,7 +235,7 @@ func (s *session) execute(st *state) error {
 	// Every input is answered: from here the run writes into the output
 	// dir, and run.json says how far it got.
 	ran := report.Phases{Contracts: cfg.Contracts.Enabled, Timing: cfg.Timing.Enabled, Memory: cfg.Memory.Enabled,
-		Numerics: cfg.Numerics.Enabled, Sweep: !cfg.IsSeedCase()}
+		Numerics: cfg.Numerics.Enabled, Sweep: !cfg.IsSeedCase(), Locate: cfg.Locate.Enabled}
 	if st.log, err = s.startRunLog(backendName, earlier, ran, st.lock); err != nil {
 		return err
 	}
@@ -246,12 +246,19 @@ func (s *session) execute(st *state) error {
 	}
 	s.phase("results")
 	rows := report.FromResults(s.comm.Rank(), s.comm.Host(), res.contracts, res.timings, res.memory, res.numerics)
+	rows.Locate, rows.LocateComms, rows.LocateRanks = report.LocateRows(s.comm.Rank(), s.comm.Host(), res.locate)
 	sum, err := s.writeResults(cfg, w, rows, ran, infos)
 	if err != nil {
 		return err
 	}
 	if phaseErr == nil {
 		phaseErr = s.gate(cfg, sum)
+	}
+	// Suspects are a finding, not a failure: the run completes, and the
+	// gate, when asked for, sets the exit status alone.
+	var suspectErr error
+	if phaseErr == nil {
+		suspectErr = s.suspectGate(cfg, sum, st.log)
 	}
 	status, reason := outdir.StatusComplete, ""
 	if phaseErr != nil {
@@ -267,5 +274,8 @@ func (s *session) execute(st *state) error {
 		return phaseErr
 	}
 	// Last: every rank's files and the combined ones are in place.
-	return st.log.finish(outdir.StatusComplete, "")
+	if err := st.log.finish(outdir.StatusComplete, ""); err != nil {
+		return err
+	}
+	return suspectErr
 }

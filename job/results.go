@@ -45,12 +45,13 @@ func (s *session) writeResults(cfg config.Config, w work, rows report.Rows, ran 
 	sum := report.NewSummary(report.SummaryInput{Version: s.opts.Version, Commit: s.opts.Commit,
 		Status: outdir.StatusRunning, Started: s.opts.Started, Ended: time.Now(), Config: obj,
 		MPILibrary: mpi.LibraryVersion(), Infos: infos, Environ: os.Environ(), Rows: merged,
-		World: s.comm.Size(), GroupSize: w.groupSize(), Groups: w.groups, Discard: discard})
+		World: s.comm.Size(), GroupSize: w.groupSize(), Groups: w.groups, Discard: discard, Locate: locateInput(cfg, w)})
 	if err := report.WriteTables(s.out, sum, ran); err != nil {
 		return nil, err
 	}
 	abs, _ := filepath.Abs(dir)
 	s.printf("results in %s (%.1f s since rank 0 started)\n%s\n", abs, time.Since(s.opts.Started).Seconds(), report.ClosingLine(all[0]))
+	s.printf("%s", locateLine(&sum))
 	return &sum, nil
 }
 

@@ -10,7 +10,8 @@
 // median of the same measurement (collective and size) in the same repeat
 // of the same run, so that it holds on any fabric. A member (a node, or a
 // rank within a node) is slow with a partner when their pair is; it is a
-// suspect when it is slow with most of its partners, or when its own inside
+// suspect when it is slow with most of its partners (and all of up to
+// three), or when its own inside
 // measurement is slow. A pair that is slow while neither of its members is
 // a suspect is a suspect link. Slow means below Threshold times the median
 // in every repeat (the repeats are taken interleaved in time, so that a

@@ -89,8 +89,10 @@ func (v Verdict) Problem(probes []Probe) string {
 type Result struct {
 	Inside []Verdict // per member; nil without an inside step
 	// Partners is each member against the others from its pairs: its
-	// pair figure is the median over its partners (the upper median, so
-	// that slow with exactly half its partners is not slow with most).
+	// pair figure is its k-th slowest pair's (partnerSpeed), so that it
+	// is slow only when it is with most of its partners, and with every
+	// one of up to three: a slow link, or a noisy pair, leaves its two
+	// members alone.
 	Partners []Verdict
 	Members  []Verdict // a member is a suspect when it is by Inside or Partners
 	Pairs    []Verdict // per Input.Pairs, against the median of the pairs between members that are no suspects
@@ -126,7 +128,7 @@ func Solve(in Input) Result {
 		for pr := range in.Probes {
 			bySpeed[pr] = make([][]float64, in.Members)
 			for m := range in.Members {
-				bySpeed[pr][m] = upperMedianOver(in.Speed[pr], partners[m])
+				bySpeed[pr][m] = partnerSpeed(in.Speed[pr], partners[m])
 			}
 		}
 		res.Partners, _ = judgeAll(bySpeed, in.Probes, members, in.Threshold)
@@ -294,9 +296,13 @@ func judge(speed [][]float64, counted []bool, threshold float64) ([]Figure, floa
 	return figs, math.Exp(spread)
 }
 
-// upperMedianOver is, per repeat, the upper median of the speeds of the
-// units listed: of an even count, the higher middle value.
-func upperMedianOver(speed [][]float64, units []int) []float64 {
+// partnerSpeed is, per repeat, the k-th slowest speed of the units
+// listed, k the most of them (more than half) and at least all of up to
+// three: slow when k of them are or more, so every one of 2 or 3
+// partners, 3 of 4, 5 of 8, 8 of 15. With few partners a slow link and
+// one noisy pair must not make a slow node; with many, a node slowed
+// mildly must not pass for a dozen slow links.
+func partnerSpeed(speed [][]float64, units []int) []float64 {
 	repeats := 0
 	for _, u := range units {
 		repeats = max(repeats, len(speed[u]))
@@ -314,7 +320,10 @@ func upperMedianOver(speed [][]float64, units []int) []float64 {
 			continue
 		}
 		slices.Sort(v)
-		out[r] = v[len(v)/2]
+		// Ascending, the slowest first: the k-th slowest is slow exactly
+		// when k pairs or more are.
+		k := max(len(v)/2+1, min(len(v), 3))
+		out[r] = v[k-1]
 	}
 	return out
 }

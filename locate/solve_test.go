@@ -295,6 +295,10 @@ func TestSolverNamesExactlyTheCulprit(t *testing.T) {
 		{name: "no fault", n: 4},
 		{name: "node 2's network", n: 4, node: map[int]fault{2: {nodeBandwidth, 0.3}}, nodes: map[int]string{2: nodeBandwidth}},
 		{name: "link 0-1", n: 4, link: map[Pair]fault{{0, 1}: {linkBandwidth, 0.3}}, links: map[Pair]string{{0, 1}: linkBandwidth}},
+		// Two slow links of node 1 of 4 are two of its three pairs: not
+		// all of them, so it is no suspect, and they are links.
+		{name: "two links of one node", n: 4, link: map[Pair]fault{{0, 1}: {linkBandwidth, 0.3}, {1, 2}: {linkBandwidth, 0.3}},
+			links: map[Pair]string{{0, 1}: linkBandwidth, {1, 2}: linkBandwidth}},
 		{name: "node 1 inside", n: 4, node: map[int]fault{1: {nodeInside, 0.1}}, nodes: map[int]string{1: nodeInside}},
 		{name: "link 0-1 of 3", n: 3, link: map[Pair]fault{{0, 1}: {linkLatency, 0.3}}, links: map[Pair]string{{0, 1}: linkLatency}},
 		{name: "node 2 of 3", n: 3, node: map[int]fault{2: {nodeLatency, 0.3}}, nodes: map[int]string{2: nodeLatency}},

@@ -143,7 +143,8 @@ type SummaryLocateFigure struct {
 }
 
 // SummaryLocateNode is one node: its inside figures, its median pair
-// figures (the upper median over its partners), and the verdict.
+// figures (its k-th slowest pair's, k most of its partners and all of up
+// to three), and the verdict.
 type SummaryLocateNode struct {
 	Host    string                `json:"host"`
 	Ranks   []int                 `json:"ranks"`
@@ -459,14 +460,24 @@ func suspect(kind string, nodes []string, ranks []int, v locate.Verdict, probes 
 
 // problemText is "bandwidth 0.31x median".
 func problemText(v locate.Verdict, probes []locate.Probe) string {
-	return fmt.Sprintf("%s %.2fx median", v.Problem(probes), v.Figures[v.Worst].Ratio)
+	return fmt.Sprintf("%s %s median", v.Problem(probes), figureText(v.Figures[v.Worst].Ratio))
+}
+
+// figureText writes a figure with two significant digits below 0.1
+// (0.0042x: fifty times a difference that 0.00x would hide), else two
+// decimals.
+func figureText(f float64) string {
+	if f < 0.1 {
+		return fmt.Sprintf("%.2gx", f)
+	}
+	return fmt.Sprintf("%.2fx", f)
 }
 
 // suspectText is how a suspect reads in one line: "node3 (bandwidth 0.31x
 // median)", "node1-node2 (link, bandwidth 0.12x median)", "rank 5 on
 // node2 (latency 0.40x median)".
 func suspectText(s SummaryLocateSuspect) string {
-	what := fmt.Sprintf("%s %.2fx median", s.Problem, s.Figure)
+	what := fmt.Sprintf("%s %s median", s.Problem, figureText(s.Figure))
 	switch {
 	case len(s.Ranks) == 2:
 		return fmt.Sprintf("ranks %d-%d on %s (%s, %s)", s.Ranks[0], s.Ranks[1], s.Nodes[0], s.Kind, what)
@@ -526,8 +537,8 @@ func LocateTable(w io.Writer, l SummaryLocate) error {
 			if len(s.Ranks) > 0 {
 				where = fmt.Sprintf("%s ranks %s", s.Nodes[0], listText(s.Ranks))
 			}
-			t.Append([]string{where, s.Kind, s.Problem, fmt.Sprintf("%.2fx", s.Figure), fmt.Sprintf("%.3f", s.BusBWGBps),
-				fmt.Sprintf("%.3f", s.MedianBusBWGBps), probeText(SummaryLocateProbe{Collective: s.Collective, SizeBytes: s.SizeBytes})})
+			t.Append([]string{where, s.Kind, s.Problem, figureText(s.Figure), fmt.Sprintf("%.3g", s.BusBWGBps),
+				fmt.Sprintf("%.3g", s.MedianBusBWGBps), probeText(SummaryLocateProbe{Collective: s.Collective, SizeBytes: s.SizeBytes})})
 		}
 		if err := t.Render(); err != nil {
 			return err
@@ -564,7 +575,7 @@ func lowest(figs []SummaryLocateFigure, probes []SummaryLocateProbe) string {
 			}
 		}
 	}
-	return fmt.Sprintf("%.2fx %s", figs[i].Figure, probeText(probes[figs[i].Probe]))
+	return figureText(figs[i].Figure) + " " + probeText(probes[figs[i].Probe])
 }
 
 func probeText(p SummaryLocateProbe) string {

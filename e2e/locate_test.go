@@ -52,8 +52,12 @@ func TestLocateFindsTheBadNode(t *testing.T) {
 			t.Fatalf("exit %d with no fault\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 		}
 		wantSuspects(t, s, r, nil)
-		if !strings.Contains(r.stdout, "locate: no suspect among 4 nodes") {
-			t.Errorf("no closing line:\n%s", r.stdout)
+		for _, want := range []string{"locate: no suspect among 4 nodes",
+			"inside each node, all nodes at once: not run: every node has one rank",
+			"within a node, rank pairs: not run: every node has at most two ranks"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+			}
 		}
 	})
 	t.Run("node3's network", func(t *testing.T) {
@@ -105,6 +109,26 @@ func TestLocateFindsTheBadNode(t *testing.T) {
 			t.Errorf("node2 named by %v, want the inside step among them", s.Locate.Suspects[0].By)
 		}
 	})
+}
+
+// A bad [locate] value, and sizes too small for the job's sub-communicators
+// (known only once every rank's host is), are refused on every rank before
+// any collective, said once, with nothing written. One host, two ranks.
+func TestLocateBadInputIsRefusedOnEveryRank(t *testing.T) {
+	for _, c := range []struct{ set, want string }{
+		{"locate.threshold=1.5", "locate.threshold: 1.5 is above rsag's bound of 1"},
+		{`locate.sizes_bytes=[4,4096]`, "locate.sizes_bytes: 4 bytes is less than one float32 for each of the 2 ranks of the largest sub-communicator: use at least 8"},
+	} {
+		dir := filepath.Join(t.TempDir(), "out")
+		r := mpirun(t, 2, time.Minute, "-config", "../configs/locate.toml", "-backend", "mpi", "-output-dir", dir, "-set", c.set)
+		if r.code != 2 {
+			t.Fatalf("%s: exit %d, want 2\nstderr:\n%s", c.set, r.code, r.stderr)
+		}
+		saidOnce(t, r.stderr, c.want)
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			t.Errorf("%s: a refused run left files: %v", c.set, entries)
+		}
+	}
 }
 
 // located is a run and its output dir.

@@ -447,7 +447,7 @@ func (p LocatePlan) Described() []string {
 		default:
 			line := fmt.Sprintf("%s: %d round(s)", s.Title, len(s.Rounds))
 			if s.Pairs && s.Level == NodeLevel {
-				line += ", " + s.Schedule.Describe()
+				line = fmt.Sprintf("%s: %s", s.Title, s.Schedule.Describe())
 			}
 			if s.Note != "" {
 				line += "; " + s.Note

@@ -594,6 +594,9 @@ func probeText(p SummaryLocateProbe) string {
 // either out avoids it; a rank's node).
 func LocateLine(l SummaryLocate, slurm bool) string {
 	if len(l.Suspects) == 0 {
+		if len(l.Nodes) == 1 {
+			return "locate: no suspect on the one node"
+		}
 		return fmt.Sprintf("locate: no suspect among %d nodes", len(l.Nodes))
 	}
 	var texts, nodes []string

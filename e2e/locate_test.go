@@ -90,7 +90,7 @@ func TestLocateFindsTheBadNode(t *testing.T) {
 		// node2's ranks join the cgroup before they become rsag, and start
 		// at full speed; once rank 0 has printed the Nodes table (before
 		// the contracts, which come before the locate phase) the cgroup
-		// gets 1 ms of CPU per 20 ms for both. A measurement of 20
+		// gets 1 ms of CPU per 20 ms for both. A measurement of 10
 		// operations at 64K takes more than its share, so it always waits
 		// for the next period, in every repeat.
 		cg, limit := cpuCgroup(t)
@@ -100,7 +100,7 @@ func TestLocateFindsTheBadNode(t *testing.T) {
 				t.Error(err)
 			}
 		}
-		r, s := l.runWith(t, 2, nil, wrap, &trigger{"Nodes", throttle}, "locate.iterations=20")
+		r, s := l.runWith(t, 2, nil, wrap, &trigger{"Nodes", throttle}, "locate.iterations=10")
 		if r.code != 0 {
 			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 		}

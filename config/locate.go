@@ -35,14 +35,6 @@ type Locate struct {
 	FailOnSuspect bool `toml:"fail_on_suspect"`
 }
 
-// The bounds of [locate]'s counts (README, Config).
-const (
-	MaxLocateRepeats    = 1000
-	MaxLocateIterations = 10_000
-	MaxLocateWarmups    = 1000
-	MaxPartners         = 1024
-)
-
 // defaultLocate: off; a latency-bound and a bandwidth-bound size, the
 // three collectives, three repeats.
 func defaultLocate() Locate {

@@ -41,22 +41,24 @@ func (s LocateSpec) Probes() []LocateProbe {
 	return out
 }
 
-// The levels a step's units are judged at.
-const (
-	NodeLevel = "nodes"
-	RankLevel = "ranks"
-)
-
-// LocateLevel names what a level's suspects are: a member alone (a node,
-// a rank) or a pair of them (a link between nodes, between ranks).
+// LocateLevel is what a step's units are made of, a record: nodes, or the
+// ranks within a node; what its suspects are called, a member alone (a
+// node, a rank) or a pair of them (a link between nodes, between ranks).
 type LocateLevel struct {
-	Name         string // NodeLevel, RankLevel
+	Name         string
 	Member, Pair string // the kinds of its suspects
+	// OfRanks says the members are world ranks, each within one node;
+	// otherwise they are the nodes themselves.
+	OfRanks bool
 }
 
-// LocateLevels are judged in this order: a rank of a suspect node is
-// explained by its node.
-var LocateLevels = []LocateLevel{{NodeLevel, "node", "link"}, {RankLevel, "rank", "rank-link"}}
+// The levels, judged in this order: a rank of a suspect node is explained
+// by its node.
+var (
+	NodeLevel    = LocateLevel{Name: "nodes", Member: "node", Pair: "link"}
+	RankLevel    = LocateLevel{Name: "ranks", Member: "rank", Pair: "rank-link", OfRanks: true}
+	LocateLevels = []LocateLevel{NodeLevel, RankLevel}
+)
 
 // LocateStep is one step of the locate phase, a record: its name, what it
 // measures, the level its members are (nodes, or ranks within a node),
@@ -66,8 +68,8 @@ var LocateLevels = []LocateLevel{{NodeLevel, "node", "link"}, {RankLevel, "rank"
 type LocateStep struct {
 	Name  string // "inside", "pairs", "ranks"
 	Title string // what it measures, in words
-	Level string // NodeLevel or RankLevel
-	Pairs bool   // units are two members (else one member alone)
+	Level LocateLevel
+	Pairs bool // units are two members (else one member alone)
 	// plan forms the rounds, or says why the step cannot run (skip) and
 	// what it cannot tell when it does (note).
 	plan func(nodes [][]int, spec LocateSpec) (rounds [][]LocateUnit, sched locate.Schedule, skip, note string)
@@ -112,7 +114,7 @@ type PlannedStep struct {
 // UnitName names a unit of the step: "node3", "node1-node3", "node2:4-5".
 func (p LocatePlan) UnitName(s PlannedStep, u LocateUnit) string {
 	switch {
-	case s.Level == RankLevel:
+	case s.Level.OfRanks:
 		return fmt.Sprintf("%s:%d-%d", p.Nodes[u.Node], u.A, u.B)
 	case s.Pairs:
 		return p.Nodes[u.A] + "-" + p.Nodes[u.B]
@@ -446,7 +448,7 @@ func (p LocatePlan) Described() []string {
 			out = append(out, fmt.Sprintf("%s: not run: %s", s.Title, s.Skip))
 		default:
 			line := fmt.Sprintf("%s: %d round(s)", s.Title, len(s.Rounds))
-			if s.Pairs && s.Level == NodeLevel {
+			if s.Pairs && !s.Level.OfRanks {
 				line = fmt.Sprintf("%s: %s", s.Title, s.Schedule.Describe())
 			}
 			if s.Note != "" {

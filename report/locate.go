@@ -306,7 +306,7 @@ func judgeLevel(out *SummaryLocate, plan phases.LocatePlan, level phases.LocateL
 	data map[string]*stepData, threshold float64, excludedRanks []bool) []bool {
 	var inside, pairs *phases.PlannedStep
 	for i, st := range plan.Steps {
-		if st.Level != level.Name || data[st.Name] == nil {
+		if st.Level.Name != level.Name || data[st.Name] == nil {
 			continue
 		}
 		if st.Pairs {
@@ -326,11 +326,11 @@ func judgeLevel(out *SummaryLocate, plan phases.LocatePlan, level phases.LocateL
 		}
 	}
 	members := len(plan.Nodes)
-	if level.Name == phases.RankLevel {
+	if level.OfRanks {
 		members = world
 	}
 	in := locate.Input{Members: members, Probes: probes, Threshold: threshold}
-	if level.Name == phases.RankLevel {
+	if level.OfRanks {
 		in.Excluded = excludedRanks
 	}
 	if inside != nil {
@@ -367,7 +367,7 @@ func judgeLevel(out *SummaryLocate, plan phases.LocatePlan, level phases.LocateL
 	by := map[string]string{locate.ByInside: stepName(inside), locate.ByPartners: stepName(pairs)}
 
 	nameOf := func(m int) ([]string, []int) {
-		if level.Name == phases.RankLevel {
+		if level.OfRanks {
 			return []string{plan.Nodes[node[m]]}, []int{m}
 		}
 		return []string{plan.Nodes[m]}, []int{}
@@ -378,7 +378,7 @@ func judgeLevel(out *SummaryLocate, plan phases.LocatePlan, level phases.LocateL
 		for _, b := range v.By {
 			named = append(named, by[b])
 		}
-		if level.Name == phases.NodeLevel {
+		if !level.OfRanks {
 			n := SummaryLocateNode{Host: plan.Nodes[m], Ranks: plan.Ranks[m], Suspect: v.Suspect, Verdict: "healthy",
 				Inside: figures(res.Inside, m), Pairs: figures(res.Partners, m)}
 			if v.Worst < 0 {
@@ -406,7 +406,7 @@ func judgeLevel(out *SummaryLocate, plan phases.LocatePlan, level phases.LocateL
 	for i, v := range res.Pairs {
 		k := keys[i]
 		p := SummaryLocatePair{Round: k.round, Figures: figures(res.Pairs, i), Suspect: v.Suspect, Ranks: []int{}}
-		if level.Name == phases.RankLevel {
+		if level.OfRanks {
 			p.Nodes, p.Ranks = []string{plan.Nodes[node[k.a]]}, []int{k.a, k.b}
 			out.RankPairs = append(out.RankPairs, p)
 		} else {
@@ -525,7 +525,7 @@ func LocateTable(w io.Writer, l SummaryLocate) error {
 	}
 	var others []SummaryLocateSuspect
 	for _, s := range l.Suspects {
-		if s.Kind != phases.LocateLevels[0].Member {
+		if s.Kind != phases.NodeLevel.Member {
 			others = append(others, s)
 		}
 	}

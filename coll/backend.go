@@ -145,16 +145,24 @@ type Variants interface {
 // Splitter is a backend whose ranks can be split into groups, each with
 // its own communicator (MPI_Comm_split, ncclCommSplit): the hierarchical
 // decomposition runs ReduceScatter and AllGather within a group and
-// AllReduce across groups.
+// AllReduce across groups; the locate phase runs the pairs of a round, each
+// on its own group, while the ranks of no pair sit out.
 type Splitter interface {
 	// Split is collective over every rank of this backend: ranks that pass
-	// the same color form one group, ordered by key. The returned Backend's
-	// Rank and WorldSize are within the group; it shares this backend's
-	// device, stream, timing and memory accounting, and buffers either
-	// allocates may be used by the collectives of both. Its Close releases
-	// the group's communicator only.
+	// the same color form one group, ordered by key (ties by rank). A rank
+	// that passes NoColor takes part in the split and gets no group: a nil
+	// Backend and no error (MPI_UNDEFINED, NCCL_SPLIT_NOCOLOR); any other
+	// negative color is refused. The returned Backend's Rank and WorldSize
+	// are within the group; it shares this backend's device, stream, timing
+	// and memory accounting, and buffers either allocates may be used by
+	// the collectives of both. Its Close releases the group's communicator
+	// only.
 	Split(color, key int) (Backend, error)
 }
+
+// NoColor is the color of a rank that takes part in a Split but joins no
+// group.
+const NoColor = -1
 
 // Preparer is a backend that checks a collective's arguments once and
 // returns a call that only runs it, so that the timed loop pays for the

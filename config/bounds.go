@@ -38,6 +38,14 @@ const (
 	// MaxOffsetBytes bounds a buffer offset: 1 MiB, far past any alignment
 	// a library or a page cares about.
 	MaxOffsetBytes = 1 << 20
+	// MaxLocateRepeats, MaxLocateIterations and MaxLocateWarmups bound the
+	// locate phase's measurements of each unit; MaxPartners the partners
+	// of its sampled schedule (above 1024 nodes it is every pair's worth
+	// of rounds anyway).
+	MaxLocateRepeats    = 1000
+	MaxLocateIterations = 10_000
+	MaxLocateWarmups    = 1000
+	MaxPartners         = 1024
 )
 
 // intRule is one count's bounds: below lo the key's own advice (a format

@@ -37,6 +37,7 @@ type Config struct {
 	Memory    Memory    `toml:"memory"`
 	Numerics  Numerics  `toml:"numerics"`
 	Hierarchy Hierarchy `toml:"hierarchy"`
+	Locate    Locate    `toml:"locate"`
 	// RunTables are the [[run]] tables, each a set of timing keys (and a
 	// name) that override [timing]; Runs holds them resolved.
 	RunTables []toml.Primitive `toml:"run" json:"-"`
@@ -71,6 +72,7 @@ func Default() Config {
 			CTAPolicies: []coll.CTAPolicy{coll.DefaultCTAPolicy}, Offsets: []Size{0}, Batch: 20},
 		Memory:   Memory{Enabled: true, PayloadBytes: 268435456, Modes: phases.DefaultMemoryModes()},
 		Numerics: defaultNumerics(),
+		Locate:   defaultLocate(),
 	}
 }
 
@@ -475,8 +477,13 @@ func (c *Config) check(source string) error {
 	} else if err := c.checkWithoutGroups(source); err != nil {
 		return err
 	}
-	if !c.Contracts.Enabled && !c.Timing.Enabled && !c.Memory.Enabled && !c.Numerics.Enabled {
-		return bad("enabled", "every phase is disabled: enable at least one of contracts, timing, memory, numerics")
+	if c.Locate.Enabled {
+		if err := c.Locate.check(bad); err != nil {
+			return err
+		}
+	}
+	if !c.Contracts.Enabled && !c.Timing.Enabled && !c.Memory.Enabled && !c.Numerics.Enabled && !c.Locate.Enabled {
+		return bad("enabled", "every phase is disabled: enable at least one of contracts, timing, memory, numerics, locate")
 	}
 	return nil
 }

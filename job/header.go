@@ -48,6 +48,9 @@ func (s *session) preflight(cfg config.Config, w work, be coll.Backend) error {
 	if err == nil && cfg.Numerics.Enabled {
 		err = phases.CheckNumerics(be, cfg.Numerics.Spec())
 	}
+	if err == nil && w.locate != nil {
+		err = checkLocate(be, w.locate)
+	}
 	if err := s.agree(err, ExitBadArgs, "the config asks for what this backend cannot do"); err != nil {
 		return err
 	}

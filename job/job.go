@@ -133,7 +133,7 @@ func Main(o Options) int {
 			fmt.Fprintf(o.Stderr, "rsag: %v\n", err)
 		}
 		st.log.fail(err.Error())
-		s.printEnd(report.Rows{}, err, st.log)
+		s.printEnd(report.Rows{}, nil, err, st.log)
 		end.Leaving(sh.code)
 		st.releaseLock(o.Stderr)
 		st.removeMade()
@@ -142,7 +142,7 @@ func Main(o Options) int {
 	}
 	fmt.Fprintf(o.Stderr, "rsag: rank %d (%s): %v\n", comm.Rank(), comm.Host(), err)
 	st.log.fail(fmt.Sprintf("rank %d (%s): %v", comm.Rank(), comm.Host(), err))
-	s.printEnd(report.Rows{}, err, st.log)
+	s.printEnd(report.Rows{}, nil, err, st.log)
 	s.leaveNote(err.Error())
 	st.releaseLock(o.Stderr)
 	st.removeMade()
@@ -261,7 +261,7 @@ func (s *session) execute(st *state) error {
 		return err
 	}
 	ran := report.Phases{Contracts: cfg.Contracts.Enabled, Timing: cfg.Timing.Enabled, Memory: cfg.Memory.Enabled,
-		Numerics: cfg.Numerics.Enabled, Sweep: !cfg.IsSeedCase()}
+		Numerics: cfg.Numerics.Enabled, Sweep: !cfg.IsSeedCase(), Locate: cfg.Locate.Enabled}
 	if err := s.checkPaths(cfg, ran); err != nil {
 		return err
 	}
@@ -307,12 +307,19 @@ func (s *session) execute(st *state) error {
 	}
 	s.phase("results")
 	rows := report.FromResults(s.comm.Rank(), s.comm.Host(), res.contracts, res.timings, res.memory, res.numerics)
+	rows.Locate, rows.LocateComms, rows.LocateRanks = report.LocateRows(s.comm.Rank(), s.comm.Host(), res.locate)
 	sum, err := s.writeResults(cfg, w, rows, ran, infos)
 	if err != nil {
 		return err
 	}
 	if phaseErr == nil {
 		phaseErr = s.gate(cfg, sum)
+	}
+	// Suspects are a finding, not a failure: the run completes, and the
+	// gate, when asked for, sets the exit status alone.
+	var suspectErr error
+	if phaseErr == nil {
+		suspectErr = s.suspectGate(cfg, sum, st.log)
 	}
 	status, reason := outdir.StatusComplete, ""
 	if phaseErr != nil {
@@ -328,6 +335,6 @@ func (s *session) execute(st *state) error {
 		return phaseErr
 	}
 	// Only now, with run.json final: the seed's closing lines.
-	s.printEnd(rows, nil, st.log)
-	return nil
+	s.printEnd(rows, sum, nil, st.log)
+	return suspectErr
 }

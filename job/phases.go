@@ -16,6 +16,7 @@ type results struct {
 	timings   []phases.TimingSample
 	memory    []phases.MemoryResult
 	numerics  []phases.NumericsResult
+	locate    phases.LocateResult
 }
 
 // work is what the phases run, resolved against the job: the config's
@@ -24,7 +25,8 @@ type work struct {
 	timing []coll.Sweep
 	memory phases.MemoryRun
 	groups *phases.Groups
-	hosts  []string // every rank's, in rank order
+	hosts  []string           // every rank's, in rank order
+	locate *phases.LocatePlan // nil when [locate] is off
 }
 
 // plan resolves the config against the job: the hierarchy's groups come
@@ -33,6 +35,11 @@ type work struct {
 func (s *session) plan(cfg config.Config) (work, error) {
 	w := work{timing: cfg.Sweeps,
 		memory: phases.MemoryRun{PayloadBytes: int64(cfg.Memory.PayloadBytes), Modes: cfg.Memory.Modes}}
+	if cfg.Locate.Enabled {
+		if err := s.planLocate(cfg, &w); err != nil {
+			return w, err
+		}
+	}
 	if !cfg.Hierarchy.Enabled {
 		return w, nil
 	}
@@ -91,6 +98,11 @@ func (s *session) runPhases(cfg config.Config, w work, be coll.Backend) (res res
 	}
 	if err := comm.Barrier(); err != nil {
 		return res, err
+	}
+	if w.locate != nil {
+		if res.locate, err = s.runLocate(be, comm, w.locate, progress); err != nil {
+			return res, err
+		}
 	}
 	if cfg.Timing.Enabled {
 		s.phase("timing")

@@ -46,7 +46,7 @@ func (s *session) writeResults(cfg config.Config, w work, rows report.Rows, ran 
 	sum := report.NewSummary(report.SummaryInput{Version: s.opts.Version, Commit: s.opts.Commit,
 		Status: outdir.StatusRunning, Started: s.opts.Started, Ended: time.Now(), Config: obj,
 		MPILibrary: mpi.LibraryVersion(), Infos: infos, Environ: os.Environ(), Command: os.Args, Rows: merged,
-		World: s.comm.Size(), GroupSize: w.groupSize(), Groups: w.groups, Discard: discard})
+		World: s.comm.Size(), GroupSize: w.groupSize(), Groups: w.groups, Discard: discard, Locate: locateInput(cfg, w)})
 	if err := report.WriteTables(s.out, sum, ran); err != nil {
 		return nil, err
 	}
@@ -57,14 +57,14 @@ func (s *session) writeResults(cfg config.Config, w work, rows report.Rows, ran 
 // where its results are and the seed's closing line (rows: rank 0's),
 // with the time it took; or, for a run that failed once it had started
 // writing, that its results are not complete, and why.
-func (s *session) printEnd(rows report.Rows, failure error, log *runLog) {
+func (s *session) printEnd(rows report.Rows, sum *report.Summary, failure error, log *runLog) {
 	if s.comm.Rank() != 0 {
 		return
 	}
 	abs, _ := filepath.Abs(s.opts.OutputDir)
 	took := time.Since(s.opts.Started).Seconds()
 	if failure == nil {
-		s.printf("results in %s (%.1f s since rank 0 started)\n%s\n", abs, took, report.ClosingLine(rows))
+		s.printf("results in %s (%.1f s since rank 0 started)\n%s\n%s", abs, took, report.ClosingLine(rows), locateLine(sum))
 		return
 	}
 	said := log.status()

@@ -91,6 +91,16 @@ func (l *runLog) plan(files ...string) error {
 	return l.write()
 }
 
+// suspects records the locate phase's suspects in run.json.
+func (l *runLog) suspects(list []string) {
+	if l == nil || len(list) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rec.Suspects = list
+}
+
 // end writes a final status, once.
 func (l *runLog) end(status, reason string) error {
 	l.mu.Lock()

@@ -72,11 +72,14 @@ static int rsag_reduce_scatter_block_moved(MPI_Comm comm, char *buf, long offset
 static int rsag_abort(int code) { return MPI_Abort(MPI_COMM_WORLD, code); }
 static MPI_Comm rsag_world(void) { return MPI_COMM_WORLD; }
 static MPI_Comm rsag_comm_null(void) { return MPI_COMM_NULL; }
+// A negative color is MPI_UNDEFINED: the rank takes part and gets
+// MPI_COMM_NULL, which has no error handler to set.
 static int rsag_split(MPI_Comm comm, int color, int key, MPI_Comm *out) {
-	int rc = MPI_Comm_split(comm, color, key, out);
-	if (rc == MPI_SUCCESS) rc = MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
+	int rc = MPI_Comm_split(comm, color < 0 ? MPI_UNDEFINED : color, key, out);
+	if (rc == MPI_SUCCESS && *out != MPI_COMM_NULL) rc = MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
 	return rc;
 }
+static int rsag_is_null(MPI_Comm c) { return c == MPI_COMM_NULL; }
 */
 import "C"
 
@@ -196,14 +199,15 @@ type handle = C.MPI_Comm
 
 func worldHandle() handle { return C.rsag_world() }
 
-// split is MPI_Comm_split of c into the ranks of the same color, ordered by
+// split is MPI_Comm_split of c into the ranks of the same color (a
+// negative one: MPI_UNDEFINED, for which ok is false), ordered by
 // key; the new communicator returns errors, as the world does.
-func (c *Comm) split(color, key int) (handle, error) {
+func (c *Comm) split(color, key int) (h handle, ok bool, err error) {
 	out := C.rsag_comm_null()
 	if err := check("MPI_Comm_split", C.rsag_split(c.h, C.int(color), C.int(key), &out)); err != nil {
-		return out, err
+		return out, false, err
 	}
-	return out, nil
+	return out, C.rsag_is_null(out) == 0, nil
 }
 
 // rankSize is MPI_Comm_rank and MPI_Comm_size of c.

@@ -110,19 +110,24 @@ func (c *Comm) Abort(code int) error {
 	return errors.New("mpi: MPI_Abort returned")
 }
 
+// NoColor is the color of a rank that takes part in a Split and joins no
+// communicator (MPI_UNDEFINED).
+const NoColor = -1
+
 // Split is MPI_Comm_split: collective over c, it returns the communicator
-// of the ranks that passed the same color, ordered by key. Its node-local
-// rank and size are its own rank and size (a group is within a node or
-// across nodes, as its caller made it), its host c's. Free releases it.
+// of the ranks that passed the same color, ordered by key; for NoColor it
+// returns nil and no error (MPI_COMM_NULL). Its node-local rank and size
+// are its own rank and size (a group is within a node or across nodes, as
+// its caller made it), its host c's. Free releases it.
 func (c *Comm) Split(color, key int) (*Comm, error) {
 	if err := c.live("Split"); err != nil {
 		return nil, err
 	}
-	if color < 0 {
-		return nil, fmt.Errorf("mpi: Split: color %d is negative (MPI_UNDEFINED is not a group here)", color)
+	if color < 0 && color != NoColor {
+		return nil, fmt.Errorf("mpi: Split: color %d is negative: give a color of 0 or more, or NoColor (%d) to join no communicator", color, NoColor)
 	}
-	h, err := c.split(color, key)
-	if err != nil {
+	h, ok, err := c.split(color, key)
+	if err != nil || !ok {
 		return nil, err
 	}
 	sub := &Comm{h: h, host: c.host, sub: true}

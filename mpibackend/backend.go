@@ -90,14 +90,21 @@ func (be *Backend) Time(op func() error) (float64, error) {
 
 // Split gives the group of ranks with the same color, ordered by key
 // (MPI_Comm_split): its collectives run among them, on this rank's buffers
-// and accounting, which it shares (coll.Splitter).
+// and accounting, which it shares (coll.Splitter). For coll.NoColor the
+// rank takes part and gets no group: nil, and no error.
 func (be *Backend) Split(color, key int) (coll.Backend, error) {
 	if be.closed {
 		return nil, errors.New("mpibackend: Split after Close")
 	}
+	if color == coll.NoColor {
+		color = mpi.NoColor
+	}
 	sub, err := be.comm.Split(color, key)
 	if err != nil {
 		return nil, fmt.Errorf("mpibackend: Split into color %d: %w", color, err)
+	}
+	if sub == nil {
+		return nil, nil
 	}
 	// The node's memory is shared by the world's ranks on it, whatever the group.
 	return &Backend{comm: sub, rank: sub.Rank(), world: sub.Size(), pool: be.pool, group: true,

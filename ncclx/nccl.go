@@ -335,6 +335,10 @@ func (n *ncclAPI) initRankConfig(world int, id *[uniqueIDBytes]byte, rank int, c
 	return comm, n.check("ncclCommInitRankConfig", r, nil)
 }
 
+// ncclSplitNoColor is NCCL_SPLIT_NOCOLOR: the rank takes part in
+// ncclCommSplit and gets no communicator (NULL).
+const ncclSplitNoColor = -1
+
 // split is ncclCommSplit; cfg nil inherits parent's config.
 func (n *ncclAPI) split(parent ncclComm, color, key int, cfg *C.rsag_ncclConfig) (ncclComm, error) {
 	var comm C.ncclComm_t

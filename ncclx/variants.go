@@ -228,12 +228,14 @@ func (b *Backend) AllocBytes(k coll.BufferKind, n int64) int64 {
 // Split makes a group of the ranks of this Backend's group that pass the
 // same color, ordered by key, with ncclCommSplit of this Backend's
 // communicator (no config: the group inherits its CTA policy). It is
-// collective over the group. The Backend returned allocates the same kind
-// of buffers as this one, shares the device and its buffers, and its Close
-// destroys the group's communicators only.
+// collective over the group; a rank that passes coll.NoColor takes part as
+// NCCL_SPLIT_NOCOLOR and gets no group (nil, no error). The Backend
+// returned allocates the same kind of buffers as this one, shares the
+// device and its buffers, and its Close destroys the group's communicators
+// only.
 func (b *Backend) Split(color, key int) (coll.Backend, error) {
-	if color < 0 {
-		return nil, b.errorf("split: color %d is negative: every rank must belong to a group", color)
+	if color < 0 && color != coll.NoColor {
+		return nil, b.errorf("split: color %d is negative: give a color of 0 or more, or coll.NoColor (%d) to join no group", color, coll.NoColor)
 	}
 	if err := b.nc.lacks("ncclCommSplit"); err != nil {
 		return nil, b.errorf("split: NCCL %s: %w; load NCCL %s or newer (%s=/path/to/libnccl.so.2)",
@@ -242,9 +244,19 @@ func (b *Backend) Split(color, key int) (coll.Backend, error) {
 	if b.c.comm == nil {
 		return nil, b.errorf("split: the communicator was aborted or closed")
 	}
+	if color == coll.NoColor {
+		color = ncclSplitNoColor
+	}
 	comm, err := b.nc.split(b.c.comm, color, key, nil)
 	if err != nil {
 		return nil, b.errorf("split with color %d and key %d: %w", color, key, err)
+	}
+	if color == ncclSplitNoColor {
+		if comm != nil { // NCCL returns none: one that came back is not ours to keep
+			_ = b.nc.destroy(comm)
+			return nil, b.errorf("split with NCCL_SPLIT_NOCOLOR: NCCL returned a communicator")
+		}
+		return nil, nil
 	}
 	size, rank, err := b.nc.countAndRank(comm)
 	if err != nil {

@@ -650,8 +650,8 @@ func TestVariantTimeDoesNotAllocate(t *testing.T) {
 func TestSplit(t *testing.T) {
 	wantRank := map[int]int{0: 1, 1: 1, 2: 0, 3: 0} // color rank%2, key -rank
 	log := runRanks(t, 4, func(r fakeRank, b *Backend) error {
-		if _, err := b.Split(-1, 0); err == nil || !strings.Contains(err.Error(), "color -1 is negative") {
-			return fmt.Errorf("split with color -1: %v", err)
+		if _, err := b.Split(-2, 0); err == nil || !strings.Contains(err.Error(), "color -2 is negative") {
+			return fmt.Errorf("split with color -2: %v", err)
 		}
 		world, err := b.Alloc(coll.Elems(coll.Int64, 4))
 		if err != nil {
@@ -734,10 +734,32 @@ func TestSplit(t *testing.T) {
 		if err := check("the world's all-reduce after the group closed", world, 4*(4+6)); err != nil {
 			return err
 		}
+		if err := mark(r.rank, "nocolor"); err != nil {
+			return err
+		}
+		// NCCL_SPLIT_NOCOLOR: rank 3 takes part and gets no group.
+		color := 0
+		if r.rank == 3 {
+			color = coll.NoColor
+		}
+		if nb, err := b.Split(color, r.rank); err != nil || (nb == nil) != (r.rank == 3) {
+			return fmt.Errorf("rank %d: split with color %d: %v, %v", r.rank, color, nb, err)
+		} else if nb != nil {
+			if nb.WorldSize() != 3 || nb.Rank() != r.rank {
+				return fmt.Errorf("rank %d: the group without rank 3: rank %d of %d", r.rank, nb.Rank(), nb.WorldSize())
+			}
+			if err := nb.Close(); err != nil {
+				return err
+			}
+		}
 		return mark(r.rank, "close")
 	})
 	segs := log.byRank()
 	for r := range 4 {
+		nocolor := filter(segs["nocolor"][r], "ncclCommSplit")
+		if len(nocolor) != 1 || (r == 3) != (nocolor[0].str("color") == "-1") || (r == 3) != (nocolor[0].str("newcomm") == "0") {
+			t.Errorf("rank %d: the split without rank 3 is %v, want rank 3 at color -1 (NCCL_SPLIT_NOCOLOR) with no communicator", r, nocolor)
+		}
 		splits := filter(segs["new"][r], "ncclCommSplit")
 		if len(splits) != 2 {
 			t.Fatalf("rank %d: %d splits, want the group's and its policy's", r, len(splits))

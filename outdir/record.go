@@ -64,6 +64,9 @@ type Record struct {
 	// exists. A listed file's temporaries (atomicfile.TargetOf) are the
 	// run's too. -overwrite removes exactly these and nothing else.
 	Files []string `json:"files"`
+	// Suspects are the locate phase's suspects, one line each ("node3
+	// (bandwidth 0.31x median)"); absent when it found none or did not run.
+	Suspects []string `json:"suspects,omitempty"`
 }
 
 // Stale reports whether r says "running" although its writer has stopped

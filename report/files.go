@@ -11,7 +11,7 @@ import (
 // Phases says which phases ran, so that a disabled phase leaves no file,
 // and whether the timing phase swept beyond the seed's single case, so that
 // the per-rank timing files say which case each row is.
-type Phases struct{ Contracts, Timing, Memory, Numerics, Sweep bool }
+type Phases struct{ Contracts, Timing, Memory, Numerics, Sweep, Locate bool }
 
 // csvFile is one kind of CSV: its name, the phase whose rows it holds, and
 // how to write those rows with some columns.
@@ -82,6 +82,9 @@ func Merge(all []Rows) Rows {
 		merged.Timings = append(merged.Timings, r.Timings...)
 		merged.Memory = append(merged.Memory, r.Memory...)
 		merged.Numerics = append(merged.Numerics, r.Numerics...)
+		merged.Locate = append(merged.Locate, r.Locate...)
+		merged.LocateComms = append(merged.LocateComms, r.LocateComms...)
+		merged.LocateRanks = append(merged.LocateRanks, r.LocateRanks...)
 	}
 	return merged
 }

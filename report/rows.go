@@ -13,6 +13,8 @@
 //	                                      max_ulp,max_abs_error_direct,max_abs_error_decomposed,
 //	                                      max_rel_error_direct,max_rel_error_decomposed,unit_roundoff,
 //	                                      bound,max_bound_ratio,within_bound,host
+//	locate.csv (rank 0 only):             rank,step,round,repeat,unit,a,b,probe,collective,size_bytes,bytes,
+//	                                      ranks,duration_us,host
 //
 // The per-rank files have exactly the seed's columns, order and spelling
 // (True/False, Python's float repr, CRLF line ends) so that notebooks written for the seed
@@ -91,6 +93,10 @@ type Rows struct {
 	Timings   []TimingRow
 	Memory    []MemoryRow
 	Numerics  []NumericsRow
+	// The locate phase's (LocateRows).
+	Locate      []LocateRow
+	LocateComms []LocateCommRow
+	LocateRanks []LocateRankRow
 }
 
 // FromResults turns one rank's phase results into rows.

@@ -79,6 +79,9 @@ type Summary struct {
 	// ChecksPassed is whether every contract, timing check and memory check
 	// held on every rank.
 	ChecksPassed bool `json:"checks_passed"`
+	// Locate is the locate phase: its figures and suspects; absent when
+	// it did not run.
+	Locate *SummaryLocate `json:"locate,omitempty"`
 }
 
 // SummaryBuild names the rsag binary that ran.
@@ -259,6 +262,9 @@ type SummaryInput struct {
 	// Discard is each run's number of timing cycles dropped from the start
 	// of each case (config's timing.discard, per [[run]]); missing: 0.
 	Discard map[string]int
+	// Locate is the locate phase's plan and threshold; nil when it did
+	// not run.
+	Locate *LocateInput
 }
 
 // NewSummary builds summary.json's content.
@@ -285,6 +291,9 @@ func NewSummary(in SummaryInput) Summary {
 	s.Memory = summaryMemory(in.Rows.Memory)
 	s.Numerics = summaryNumerics(in.Rows.Numerics)
 	s.ChecksPassed = allCorrect(in.Rows)
+	if in.Locate != nil {
+		s.Locate = summaryLocate(*in.Locate, in.Rows)
+	}
 	return s
 }
 
@@ -543,6 +552,10 @@ func normalized(s Summary) Summary {
 		if s.Memory[i].Ranks == nil {
 			s.Memory[i].Ranks = []SummaryMemoryRank{}
 		}
+	}
+	if s.Locate != nil {
+		l := normalizedLocate(*s.Locate)
+		s.Locate = &l
 	}
 	return s
 }

@@ -154,6 +154,11 @@ func WriteTables(w io.Writer, s Summary, ran Phases) error {
 			return err
 		}
 	}
+	if ran.Locate && s.Locate != nil {
+		if err := LocateTable(w, *s.Locate); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -35,6 +35,11 @@ import (
 //     against the host's reference, on inputs that differ by rank and by
 //     element so that a misplaced chunk cannot pass;
 //   - every pair it does not claim: refused, and the backend still works;
+//   - groups, when the backend can split (coll.Splitter): ranks of one
+//     color form a group of their own, ordered by key, whose collectives
+//     reduce their members alone; a rank that passes coll.NoColor takes
+//     part and gets no group while the others' works; a color below
+//     NoColor is refused; the backend works after its groups close;
 //   - abort, when the backend can (coll.Aborter): after it, a collective
 //     fails instead of waiting, and Close still releases everything.
 //
@@ -50,6 +55,7 @@ func Check(be coll.Backend) error {
 			s.pair(d, o)
 		}
 	}
+	s.split()
 	s.abort()
 	return errors.Join(s.failures...)
 }
@@ -364,6 +370,81 @@ func (s *suite) collectiveAt(c coll.Collective, d coll.DType, o coll.Op, inPlace
 		return
 	}
 	s.expectBytes(what, recv, encode(d, want))
+}
+
+// split checks groups: by parity with the keys reversed, then everyone
+// but the last rank (which passes coll.NoColor). Each group sums its own
+// members' rank+1, so a group with a member too many or too few, or the
+// world's sum, cannot pass.
+func (s *suite) split() {
+	sp, ok := coll.Find[coll.Splitter](s.be)
+	if !ok {
+		return
+	}
+	var parity []int
+	for q := s.world - 1; q >= 0; q-- { // key -q: the highest rank first
+		if q%2 == s.rank%2 {
+			parity = append(parity, q)
+		}
+	}
+	s.group(sp, s.rank%2, -s.rank, parity, "split by parity, keys reversed")
+	var rest []int
+	for q := 0; q < s.world-1; q++ {
+		rest = append(rest, q)
+	}
+	color := 0
+	if s.rank == s.world-1 {
+		color = coll.NoColor
+	}
+	s.group(sp, color, s.rank, rest, "split with the last rank at NoColor")
+	if g, err := sp.Split(coll.NoColor-1, 0); err == nil {
+		s.fail("Split with color %d: no error, want a refusal (only NoColor is a negative color)", coll.NoColor-1)
+		if g != nil {
+			s.must(g.Close(), "Close of a group that should not be")
+		}
+	}
+	s.collective(coll.AllReduce, coll.Int32, coll.Sum, false) // the parent still works
+}
+
+// group splits with color and key, and checks the group: members are the
+// world ranks of this rank's group in their order there (this rank not
+// among them: it must get none), and its AllReduce sums theirs alone.
+func (s *suite) group(sp coll.Splitter, color, key int, members []int, what string) {
+	g, err := sp.Split(color, key)
+	if !s.must(err, what) {
+		return
+	}
+	me := slices.Index(members, s.rank)
+	if me < 0 {
+		if g != nil {
+			s.fail("%s: color %d gave a group of %d, want none", what, color, g.WorldSize())
+			s.must(g.Close(), what+": Close")
+		}
+		return
+	}
+	if g == nil {
+		s.fail("%s: no group, want rank %d of %d", what, me, len(members))
+		return
+	}
+	defer func() { s.must(g.Close(), what+": Close") }()
+	if g.Rank() != me || g.WorldSize() != len(members) {
+		// Still run the AllReduce below: the group's other members do.
+		s.fail("%s: rank %d of %d, want %d of %d (members %v)", what, g.Rank(), g.WorldSize(), me, len(members), members)
+	}
+	buf := s.alloc(coll.Int32, 2)
+	if buf == nil {
+		return
+	}
+	defer s.free(buf)
+	var sum float64
+	for _, q := range members {
+		sum += float64(q + 1)
+	}
+	what += ": AllReduce in the group"
+	if s.must(s.be.Write(buf, encode(coll.Int32, []float64{float64(s.rank + 1), float64(s.rank + 1)})), what+": Write") &&
+		s.must(g.Run(coll.AllReduce, buf, buf, coll.Sum), what) {
+		s.expectBytes(what, buf, encode(coll.Int32, []float64{sum, sum}))
+	}
 }
 
 // abort checks, on a backend that can abort its communication, that a

@@ -333,7 +333,9 @@ ncclResult_t ncclCommUserRank(const struct comm *c, int *r) {
 
 #if FAKE_ABI >= 21800
 /* ncclCommSplit: the ranks of c with the same color form a clique, ordered
- * by key and then by rank in c; NCCL_SPLIT_NOCOLOR (-1) gets none. */
+ * by key and then by rank in c; NCCL_SPLIT_NOCOLOR (-1) takes part and gets
+ * none (*out NULL), as NCCL's commGetSplitInfo does. NCCL tests for that
+ * value alone, so another negative color is a color like any other. */
 ncclResult_t ncclCommSplit(struct comm *c, int color, int key, struct comm **out, struct config *cfg) {
 	if (!alive(c)) return fail(NULL, invalidArgument, "fake: no communicator");
 	int policy = c->policy;
@@ -346,7 +348,7 @@ ncclResult_t ncclCommSplit(struct comm *c, int color, int key, struct comm **out
 	struct clique *q = c->q;
 	q->slots[c->rank] = (struct slot){.a = color, .b = key};
 	int late = barrier(q);
-	if (!late && color >= 0) {
+	if (!late && color != -1) {
 		int n = 0, me = 0;
 		for (int r = 0; r < q->nranks; r++) {
 			if (q->slots[r].a != color) continue;

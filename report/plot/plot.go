@@ -9,6 +9,8 @@
 //	memory_by_mode        peak and steady bytes above the baseline per memory
 //	                      mode (MiB, the highest rank), the analytic values
 //	                      marked
+//	locate_pairs          the locate phase's matrix of node pairs, a panel
+//	                      per collective and size, suspects outlined
 //
 // <run> is the run's name with every character but letters, digits, '.',
 // '-' and '_' replaced by '_'. When the only run is "default" (a config
@@ -117,7 +119,7 @@ var formats = []string{"png", "svg"}
 // built once for its name and its file.
 func init() {
 	var patterns []string
-	for _, name := range []string{TimeVsSize, BusBWVsSize, RatioVsSize, CrossoverVsSize, MemoryByMode} {
+	for _, name := range []string{TimeVsSize, BusBWVsSize, RatioVsSize, CrossoverVsSize, MemoryByMode, LocatePairs} {
 		for _, format := range formats {
 			// A run's suffix is "_" and at least one character (splitRuns).
 			patterns = append(patterns, name+"."+format, name+"_?*."+format)
@@ -197,6 +199,9 @@ func FiguresOf(s report.Summary) Figures {
 	}
 	if len(s.Memory) > 0 {
 		figs = append(figs, memoryByMode(s.Memory))
+	}
+	if s.Locate != nil && len(s.Locate.Pairs) > 0 {
+		figs = append(figs, locatePairs(*s.Locate))
 	}
 	return figs
 }

@@ -258,15 +258,22 @@ func (g *graph) Close() error {
 }
 
 // Split is collective over this backend's group: ranks with the same color
-// form a group, ordered by key and then by rank. The group's backend shares
+// form a group, ordered by key and then by rank; a rank with coll.NoColor
+// takes part and gets none (nil, no error). The group's backend shares
 // this rank's buffers and accounting; its Close ends the group only.
 func (be *Backend) Split(color, key int) (coll.Backend, error) {
 	if err := be.usable("Split"); err != nil {
 		return nil, err
 	}
+	if color < 0 && color != coll.NoColor {
+		return nil, fmt.Errorf("inmem: Split: color %d is negative: give 0 or more, or coll.NoColor", color)
+	}
 	m, err := be.job.meet(be.group, be.rank, "split", [2]int{color, key})
 	if err != nil {
 		return nil, err
+	}
+	if color == coll.NoColor {
+		return nil, nil
 	}
 	var mine []int // group ranks of this group, in the new order
 	for r, p := range m.payloads {

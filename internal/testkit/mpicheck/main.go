@@ -173,8 +173,26 @@ func (k *checker) split() {
 		want += int64(q)
 	}
 	k.expect("Allreduce on the parity group", mpi.Int64, out, []int64{want})
-	if _, err := c.Split(-1, 0); err == nil {
-		k.fail("Split with a negative color was accepted")
+	if _, err := c.Split(-2, 0); err == nil {
+		k.fail("Split with a negative color other than NoColor was accepted")
+	}
+	// MPI_UNDEFINED: the last rank takes part and gets no communicator;
+	// the others' works.
+	color := 0
+	if r == n-1 {
+		color = mpi.NoColor
+	}
+	rest, err := c.Split(color, r)
+	k.must(err, "Split with the last rank at NoColor")
+	switch {
+	case r == n-1 && rest != nil:
+		k.fail("Split with NoColor gave rank %d a communicator of %d", r, rest.Size())
+	case r < n-1 && (rest == nil || rest.Size() != n-1 || rest.Rank() != r):
+		k.fail("Split without the last rank: rank %d got %v, want rank %d of %d", r, rest, r, n-1)
+	case rest != nil:
+		k.must(rest.Allreduce(in, out, 1, mpi.Int64, mpi.Sum), "Allreduce without the last rank")
+		k.expect("Allreduce without the last rank", mpi.Int64, out, []int64{int64((n - 1) * (n - 2) / 2)})
+		k.must(rest.Free(), "Free")
 	}
 	k.must(sub.Free(), "Free")
 	if err := sub.Barrier(); err == nil {

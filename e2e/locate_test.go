@@ -1,0 +1,353 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"rsag/internal/testkit/hosts"
+	"rsag/internal/testkit/schemacheck"
+	"rsag/outdir"
+	"rsag/report"
+)
+
+// TestLocateFindsTheBadNode injects real faults into four emulated hosts
+// (internal/testkit/hosts: a network namespace each, veth pairs on a
+// bridge) from outside rsag, and checks that the locate phase names
+// exactly the culprit and nothing else:
+//   - no fault: no suspect, exit 0, even with fail_on_suspect;
+//   - a token-bucket rate limit on node3's eth0 (tc tbf): node3, bandwidth;
+//   - on node1's eth0 an htb class with a u32 filter on node2's address,
+//     so that only node1 -> node2 is limited: the link node1-node2 and
+//     neither node; with fail_on_suspect, exit 4 and a complete run.json
+//     that lists it;
+//   - node2's two ranks in a cgroup with a small CPU quota (cpu.max, or
+//     cpu.cfs_quota_us on cgroup v1), set once they are running: node2,
+//     from the inside step.
+//
+// Each fault is removed when its case ends, pass or fail, and the hosts
+// with it. The sizes are small (4K latency-bound, 64K bandwidth-bound
+// here) and the faults large (10 Mbit/s against a kernel bridge, a few
+// hundred times slower at 64K; a twentieth of a core), so that the cases
+// are unmistakable and fast.
+func TestLocateFindsTheBadNode(t *testing.T) {
+	shared := t.TempDir()
+	l := &locateRun{h: hosts.Start(t, hosts.Config{Nodes: 4, Share: []string{shared, filepath.Dir(rsagBin)}}), shared: shared}
+	l.env = l.h.MPIEnv(t)
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k != "OMPI_MCA_orte_tmpdir_base" && !strings.HasPrefix(k, "NCCL_") && !strings.HasPrefix(k, "UCX_") && !strings.HasPrefix(k, "SLURM_") {
+			l.env = append(l.env, kv)
+		}
+	}
+
+	t.Run("no fault", func(t *testing.T) {
+		r, s := l.run(t, 1, nil, "locate.iterations=5", "locate.fail_on_suspect=true")
+		if r.code != 0 {
+			t.Fatalf("exit %d with no fault\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		wantSuspects(t, s, r, nil)
+		for _, want := range []string{"locate: no suspect among 4 nodes",
+			"inside each node, all nodes at once: not run: every node has one rank",
+			"within a node, rank pairs: not run: every node has at most two ranks"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+			}
+		}
+	})
+	t.Run("node3's network", func(t *testing.T) {
+		l.tc(t, "node3", "qdisc add dev eth0 root tbf rate 10mbit burst 16kb latency 400ms")
+		r, s := l.run(t, 1, []string{"-x", "SLURM_JOB_ID=e2e"}, "locate.iterations=5")
+		if r.code != 0 {
+			t.Fatalf("exit %d: suspects are a finding, not a failure, without fail_on_suspect\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		wantSuspects(t, s, r, []string{"node node3 bandwidth"})
+		if !strings.Contains(r.stdout, ": sbatch --exclude=node3 ...\n") {
+			t.Errorf("under Slurm, no line to paste:\n%s", r.stdout)
+		}
+	})
+	t.Run("link node1-node2", func(t *testing.T) {
+		l.tc(t, "node1", "qdisc add dev eth0 root handle 1: htb")
+		l.tc(t, "node1", "class add dev eth0 parent 1: classid 1:20 htb rate 10mbit")
+		l.tc(t, "node1", "filter add dev eth0 parent 1: protocol ip prio 1 u32 match ip dst 10.77.0.2/32 flowid 1:20")
+		r, s := l.run(t, 1, nil, "locate.iterations=5", "locate.fail_on_suspect=true")
+		if r.code != 4 {
+			t.Fatalf("exit %d with a suspect and fail_on_suspect, want 4\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		wantSuspects(t, s, r, []string{"link node1-node2 bandwidth"})
+		saidOnce(t, r.stderr, "the locate phase found suspects on rank 0 (node1): node1-node2 (link, bandwidth ")
+		run, err := outdir.ReadRecord(r.dir)
+		if err != nil || run.Status != outdir.StatusComplete || len(run.Suspects) != 1 || !strings.HasPrefix(run.Suspects[0], "node1-node2 (link, bandwidth") {
+			t.Errorf("%s: %+v, %v; want complete, listing the link", outdir.RunFile, run, err)
+		}
+	})
+	t.Run("node2's processors", func(t *testing.T) {
+		// node2's ranks join the cgroup before they become rsag, and start
+		// at full speed; once rank 0 has printed the Nodes table (before
+		// the contracts, which come before the locate phase) the cgroup
+		// gets 1 ms of CPU per 20 ms for both. A measurement of 10
+		// operations at 64K takes more than its share, so it always waits
+		// for the next period, in every repeat.
+		cg, limit := cpuCgroup(t)
+		wrap := []string{"sh", "-c", `[ "$(hostname)" = node2 ] && echo $$ > "$0"; exec "$@"`, filepath.Join(cg, "cgroup.procs")}
+		throttle := func() {
+			if err := limit(1000, 20000); err != nil {
+				t.Error(err)
+			}
+		}
+		r, s := l.runWith(t, 2, nil, wrap, &trigger{"Nodes", throttle}, "locate.iterations=10")
+		if r.code != 0 {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		wantSuspects(t, s, r, []string{"node node2"})
+		if len(s.Locate.Suspects) == 1 && !slices.Contains(s.Locate.Suspects[0].By, "inside") {
+			t.Errorf("node2 named by %v, want the inside step among them", s.Locate.Suspects[0].By)
+		}
+	})
+}
+
+// A bad [locate] value, and sizes too small for the job's sub-communicators
+// (known only once every rank's host is), are refused on every rank before
+// any collective, said once, with nothing written. One host, two ranks.
+func TestLocateBadInputIsRefusedOnEveryRank(t *testing.T) {
+	for _, c := range []struct{ set, want string }{
+		{"locate.threshold=1.5", "locate.threshold: 1.5 is above rsag's bound of 1"},
+		{`locate.sizes_bytes=[4,4096]`, "locate.sizes_bytes: 4 bytes is less than one float32 for each of the 2 ranks of the largest sub-communicator: use at least 8"},
+	} {
+		dir := filepath.Join(t.TempDir(), "out")
+		r := mpirun(t, 2, time.Minute, "-config", "../configs/locate.toml", "-backend", "mpi", "-output-dir", dir, "-set", c.set)
+		if r.code != 2 {
+			t.Fatalf("%s: exit %d, want 2\nstderr:\n%s", c.set, r.code, r.stderr)
+		}
+		saidOnce(t, r.stderr, c.want)
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			t.Errorf("%s: a refused run left files: %v", c.set, entries)
+		}
+	}
+}
+
+// located is a run and its output dir.
+type located struct {
+	result
+	dir string
+}
+
+type locateRun struct {
+	h      *hosts.Hosts
+	shared string
+	env    []string
+	n      int
+}
+
+// lean are the e2e runs' settings: two small sizes, AllReduce, three
+// repeats of five operations. Threshold 0.3: on this machine, shared by
+// every rank of the emulated hosts (and by whatever else runs on it), a
+// healthy unit is now and then below half the median in all three repeats
+// at the latency-bound size, where a millisecond of scheduling is a
+// factor of ten; the faults injected leave a tenth of the speed or less.
+var lean = []string{`locate.sizes_bytes=["4K","64K"]`, `locate.collectives=["all-reduce"]`,
+	"locate.warmups=1", "locate.threshold=0.3", "timeout_s=60"}
+
+// run starts configs/locate.toml from head on the four nodes, per ranks
+// each, and returns the result and its summary (validated against the
+// schema); run.json must be complete and list exactly the files there.
+func (l *locateRun) run(t *testing.T, per int, mpiArgs []string, sets ...string) (located, report.Summary) {
+	return l.runWith(t, per, mpiArgs, nil, nil, sets...)
+}
+
+// trigger is something to do once rank 0 prints a line containing line.
+type trigger struct {
+	line string
+	do   func()
+}
+
+func (l *locateRun) runWith(t *testing.T, per int, mpiArgs, wrap []string, tr *trigger, sets ...string) (located, report.Summary) {
+	t.Helper()
+	l.n++
+	dir := filepath.Join(l.shared, fmt.Sprintf("locate-%d", l.n))
+	var host []string
+	for _, n := range l.h.Nodes {
+		host = append(host, fmt.Sprintf("%s:%d", n, per))
+	}
+	// The emulated hosts share this machine's cores: a rank that spins
+	// while it waits for a partner without a core slows the other pairs of
+	// its round by a scheduler tick, in every repeat. Yielding keeps that
+	// to noise; on a cluster every rank has its own core.
+	args := append([]string{"--allow-run-as-root", "--bind-to", "none", "--mca", "mpi_yield_when_idle", "1",
+		"-np", fmt.Sprint(per * len(l.h.Nodes)), "--host", strings.Join(host, ",")}, mpiArgs...)
+	args = append(append(args, wrap...), rsagBin, "-backend", "mpi", "-config", filepath.Join(l.h.Repo, "configs", "locate.toml"), "-output-dir", dir)
+	for _, s := range append(slices.Clone(lean), sets...) {
+		args = append(args, "-set", s)
+	}
+	cmd := l.h.Command(context.Background(), "head", "mpirun", args...)
+	cmd.Env = l.env
+	cmd.WaitDelay = 10 * time.Second
+	start := time.Now()
+	j := startCmd(t, cmd)
+	if tr != nil {
+		j.waitLine(t, tr.line, time.Minute)
+		tr.do()
+	}
+	code := j.wait(t, 3*time.Minute)
+	r := located{dir: dir, result: result{code: code, took: time.Since(start)}}
+	r.stdout, r.stderr = j.output()
+	t.Logf("%d ranks took %.1f s:\n%s", per*len(l.h.Nodes), r.took.Seconds(), locateOutput(r.stdout))
+	s := locateSummary(t, filepath.Join(dir, report.SummaryFile))
+	if s.Locate == nil {
+		t.Fatalf("summary.json has no locate section\nstdout:\n%s", r.stdout)
+	}
+	if err := manifestComplete(dir); err != nil {
+		t.Error(err)
+	}
+	return r, s
+}
+
+// locateOutput is rank 0's Locate table and closing lines.
+func locateOutput(stdout string) string {
+	if i := strings.Index(stdout, "locate: "); i >= 0 {
+		return stdout[i:]
+	}
+	return stdout
+}
+
+// wantSuspects compares the summary's suspects, as "kind nodes problem"
+// (problem left out of want when any will do), with want, and checks that
+// the table and run.json say the same.
+func wantSuspects(t *testing.T, s report.Summary, r located, want []string) {
+	t.Helper()
+	var got []string
+	for i, sp := range s.Locate.Suspects {
+		g := sp.Kind + " " + strings.Join(sp.Nodes, "-")
+		if i < len(want) && strings.Count(want[i], " ") == 2 {
+			g += " " + sp.Problem
+		}
+		got = append(got, g)
+		if !strings.Contains(r.stdout, sp.Text) {
+			t.Errorf("stdout does not name %q:\n%s", sp.Text, r.stdout)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("suspects %q, want %q\n%s", got, want, locateOutput(r.stdout))
+	}
+	run, err := outdir.ReadRecord(r.dir)
+	if err != nil || len(run.Suspects) != len(want) {
+		t.Errorf("%s lists suspects %q (%v), want %d", outdir.RunFile, run.Suspects, err, len(want))
+	}
+	for _, f := range []string{"locate.csv", "locate_pairs.png", "locate_pairs.svg"} {
+		if _, err := os.Stat(filepath.Join(r.dir, f)); err != nil {
+			t.Errorf("no %s: %v", f, err)
+		}
+	}
+}
+
+// tc runs tc on host with args, and removes the root qdisc (and whatever
+// hangs from it) when the test ends.
+func (l *locateRun) tc(t *testing.T, host, args string) {
+	t.Helper()
+	if strings.HasPrefix(args, "qdisc add") {
+		t.Cleanup(func() {
+			if out, err := l.h.Output(host, 10*time.Second, "tc", "qdisc", "del", "dev", "eth0", "root"); err != nil {
+				t.Errorf("removing %s's qdisc: %v\n%s", host, err, out)
+			}
+		})
+	}
+	if out, err := l.h.Output(host, 10*time.Second, "tc", strings.Fields(args)...); err != nil {
+		t.Fatalf("tc %s on %s: %v\n%s", args, host, err, out)
+	}
+}
+
+// locateSummary reads a summary.json that follows the schema, of a run
+// that completed with every check passed.
+func locateSummary(t *testing.T, path string) report.Summary {
+	t.Helper()
+	sch, err := schemacheck.Load("../docs/summary.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(data); err != nil {
+		t.Errorf("%s does not validate against docs/summary.schema.json: %v", path, err)
+	}
+	s, err := report.ReadSummary(path, data)
+	if err != nil || s.Status != outdir.StatusComplete || !s.ChecksPassed {
+		t.Errorf("%s: status %q, checks passed %v, %v", path, s.Status, s.ChecksPassed, err)
+	}
+	return s
+}
+
+// cpuCgroup makes a child cgroup, without a limit, removed when the test
+// ends, and returns it with a function that limits its processes together
+// to quota microseconds of CPU per period (cgroup v2's cpu.max, or v1's
+// cpu.cfs_period_us and cpu.cfs_quota_us); it skips where neither can be
+// made.
+func cpuCgroup(t *testing.T) (string, func(quota, period int) error) {
+	t.Helper()
+	var parent string
+	var limit func(dir string, quota, period int) error
+	switch v2 := "/sys/fs/cgroup"; {
+	case exists(filepath.Join(v2, "cpu", "cpu.cfs_quota_us")):
+		parent = filepath.Join(v2, "cpu")
+		limit = func(dir string, quota, period int) error {
+			if err := os.WriteFile(filepath.Join(dir, "cpu.cfs_period_us"), []byte(fmt.Sprint(period)), 0o644); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, "cpu.cfs_quota_us"), []byte(fmt.Sprint(quota)), 0o644)
+		}
+	case strings.Contains(readText(filepath.Join(v2, "cgroup.subtree_control")), "cpu"):
+		parent = v2
+		limit = func(dir string, quota, period int) error {
+			return os.WriteFile(filepath.Join(dir, "cpu.max"), []byte(fmt.Sprintf("%d %d", quota, period)), 0o644)
+		}
+	default:
+		t.Skip("no cpu cgroup controller to make a child in")
+	}
+	dir := filepath.Join(parent, fmt.Sprintf("rsag-e2e-locate-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("cannot make a cpu cgroup: %v", err)
+	}
+	t.Cleanup(func() {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			err := os.Remove(dir)
+			if err == nil || os.IsNotExist(err) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("removing the test's cgroup: %v (processes: %q)", err, readText(filepath.Join(dir, "cgroup.procs")))
+				return
+			}
+		}
+	})
+	return dir, func(quota, period int) error { return limit(dir, quota, period) }
+}
+
+// manifestComplete: run.json says complete and lists exactly the files
+// in dir.
+func manifestComplete(dir string) error {
+	run, err := outdir.ReadRecord(dir)
+	if err != nil {
+		return err
+	}
+	if run.Status != outdir.StatusComplete {
+		return fmt.Errorf("%s says %q (%s), want complete", outdir.RunFile, run.Status, run.Reason)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var present []string
+	for _, e := range entries {
+		present = append(present, e.Name())
+	}
+	if listed := slices.Sorted(slices.Values(run.Files)); !slices.Equal(listed, present) {
+		return fmt.Errorf("%s lists %v, but the directory holds %v", outdir.RunFile, listed, present)
+	}
+	return nil
+}

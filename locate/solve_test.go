@@ -1,0 +1,350 @@
+package locate
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The default probes: three collectives at a latency-bound and a
+// bandwidth-bound size, as configs/locate.toml measures.
+var testProbes = []Probe{
+	{"AllReduce 8K", true}, {"ReduceScatter 8K", true}, {"AllGather 8K", true},
+	{"AllReduce 16M", false}, {"ReduceScatter 16M", false}, {"AllGather 16M", false},
+}
+
+// A fault kind is what the synthetic cluster gets wrong and what the
+// solver must name: a node whose network is slow (all its pairs), in
+// latency or in bandwidth; a node slow inside (its processors or its
+// NVLink: its own step, not its pairs); a link slow in latency or in
+// bandwidth (one pair).
+const (
+	nodeBandwidth = "slow node, bandwidth"
+	nodeLatency   = "slow node, latency"
+	nodeInside    = "slow node, inside"
+	linkBandwidth = "slow link, bandwidth"
+	linkLatency   = "slow link, latency"
+)
+
+var faultKinds = []string{nodeBandwidth, nodeLatency, nodeInside, linkBandwidth, linkLatency}
+
+// cluster is a synthetic cluster: n nodes, a schedule, faults and noise.
+type cluster struct {
+	n        int
+	sched    Schedule
+	nodeSlow map[int]fault // by node
+	linkSlow map[Pair]fault
+	rng      *rand.Rand
+	// noise is the log-normal sigma of every measurement; spikes is the
+	// chance that one measurement is hit by a passing disturbance (0.2 to
+	// 0.6 of its speed), bursts the chance that every measurement of a
+	// unit in one repeat is.
+	noise, spikes, bursts float64
+}
+
+type fault struct {
+	kind   string
+	factor float64 // the speed it leaves, 0.2 to 0.75
+}
+
+// effect is what f does to a measurement at probe p: its factor where it
+// applies, else nothing (a slow network leaves a node's inside alone).
+func (f fault) effect(p Probe, inside bool) float64 {
+	switch {
+	case f.kind == "":
+		return 1
+	case inside:
+		if f.kind == nodeInside {
+			return f.factor
+		}
+		return 1
+	case f.kind == nodeInside:
+		return 1
+	case p.Latency == strings.HasSuffix(f.kind, "latency"):
+		return f.factor
+	}
+	return 0.97 // the other kind of size feels it a little
+}
+
+// newCluster injects faults of every kind (each node or link at most one,
+// links only between healthy nodes and on pairs the schedule measures).
+func newCluster(seed uint64, n, faultsPerKind int) *cluster {
+	c := &cluster{n: n, sched: Choose(n, 64, 8), nodeSlow: map[int]fault{}, linkSlow: map[Pair]fault{},
+		rng: rand.New(rand.NewPCG(seed, 7)), noise: 0.08, spikes: 0.01, bursts: 0.01}
+	factor := func() float64 { return 0.2 + 0.55*c.rng.Float64() }
+	for _, k := range []string{nodeBandwidth, nodeLatency, nodeInside} {
+		for range faultsPerKind {
+			for {
+				m := c.rng.IntN(n)
+				if _, ok := c.nodeSlow[m]; !ok {
+					c.nodeSlow[m] = fault{k, factor()}
+					break
+				}
+			}
+		}
+	}
+	pairs := c.sched.Pairs()
+	for _, k := range []string{linkBandwidth, linkLatency} {
+		for range faultsPerKind {
+			for {
+				p := pairs[c.rng.IntN(len(pairs))]
+				_, a := c.nodeSlow[p.A]
+				_, b := c.nodeSlow[p.B]
+				if _, ok := c.linkSlow[p]; !ok && !a && !b {
+					c.linkSlow[p] = fault{k, factor()}
+					break
+				}
+			}
+		}
+	}
+	return c
+}
+
+// measure is one measurement: the base speed, each node's own small
+// difference, the faults that apply (the slowest wins) and noise; burst
+// is the unit's disturbance in this repeat (1 for none).
+func (c *cluster) measure(base, burst float64, f ...float64) float64 {
+	v := base * burst * slices.Min(f) * math.Exp(c.noise*c.rng.NormFloat64())
+	if c.rng.Float64() < c.spikes {
+		v *= 0.2 + 0.4*c.rng.Float64()
+	}
+	return v
+}
+
+// burst is a unit's disturbance in one repeat: every measurement it takes
+// then leaves 0.2 to 0.6 of its speed; 1 for none.
+func (c *cluster) burst() float64 {
+	if c.rng.Float64() < c.bursts {
+		return 0.2 + 0.4*c.rng.Float64()
+	}
+	return 1
+}
+
+func (c *cluster) input(repeats int) Input {
+	in := Input{Members: c.n, Probes: testProbes, Pairs: c.sched.Pairs(), Threshold: DefaultThreshold}
+	kind := make([]float64, c.n) // every node a little different, as real ones are
+	for m := range kind {
+		kind[m] = 1 + 0.03*c.rng.NormFloat64()
+	}
+	in.Inside = make([][][]float64, len(testProbes))
+	in.Speed = make([][][]float64, len(testProbes))
+	bursts := func(units int) [][]float64 {
+		b := make([][]float64, units)
+		for u := range b {
+			for range repeats {
+				b[u] = append(b[u], c.burst())
+			}
+		}
+		return b
+	}
+	inside, pairs := bursts(c.n), bursts(len(in.Pairs))
+	for pr, p := range testProbes {
+		base := 20.0
+		if p.Latency {
+			base = 0.5
+		}
+		in.Inside[pr] = make([][]float64, c.n)
+		for m := range c.n {
+			for r := range repeats {
+				in.Inside[pr][m] = append(in.Inside[pr][m], c.measure(4*base*kind[m], inside[m][r], c.nodeSlow[m].effect(p, true)))
+			}
+		}
+		in.Speed[pr] = make([][]float64, len(in.Pairs))
+		for i, pair := range in.Pairs {
+			for r := range repeats {
+				in.Speed[pr][i] = append(in.Speed[pr][i], c.measure(base*min(kind[pair.A], kind[pair.B]), pairs[i][r],
+					c.nodeSlow[pair.A].effect(p, false), c.nodeSlow[pair.B].effect(p, false), c.linkSlow[pair].effect(p, false)))
+			}
+		}
+	}
+	return in
+}
+
+// named is what the solver named, as fault kinds: a node suspect by its
+// pairs is a slow node of its problem's kind, by its inside alone a slow
+// node inside; a suspect pair a slow link.
+func named(in Input, res Result) (nodes map[int]string, links map[Pair]string) {
+	nodes, links = map[int]string{}, map[Pair]string{}
+	for m, v := range res.Members {
+		if !v.Suspect {
+			continue
+		}
+		if slices.Contains(v.By, ByPartners) {
+			nodes[m] = "slow node, " + res.Partners[m].Problem(in.Probes)
+		} else {
+			nodes[m] = nodeInside
+		}
+	}
+	for i, v := range res.Pairs {
+		if v.Suspect {
+			links[in.Pairs[i]] = "slow link, " + v.Problem(in.Probes)
+		}
+	}
+	return nodes, links
+}
+
+type score struct{ tp, fp, fn int }
+
+func (s score) precision() float64 { return ratio(s.tp, s.tp+s.fp) }
+func (s score) recall() float64    { return ratio(s.tp, s.tp+s.fn) }
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return 1
+	}
+	return float64(a) / float64(b)
+}
+
+// tally scores what the solver named against what was injected, by kind:
+// a suspect of the right unit and the right kind is a true positive; one
+// of another kind counts against the kind it was named as, and the fault
+// it missed against its own.
+func tally(scores map[string]*score, c *cluster, in Input, res Result) {
+	nodes, links := named(in, res)
+	for m, k := range nodes {
+		if f, ok := c.nodeSlow[m]; ok && f.kind == k {
+			scores[k].tp++
+		} else {
+			scores[k].fp++
+		}
+	}
+	for m, f := range c.nodeSlow {
+		if nodes[m] != f.kind {
+			scores[f.kind].fn++
+		}
+	}
+	for p, k := range links {
+		if f, ok := c.linkSlow[p]; ok && f.kind == k {
+			scores[k].tp++
+		} else {
+			scores[k].fp++
+		}
+	}
+	for p, f := range c.linkSlow {
+		if links[p] != f.kind {
+			scores[f.kind].fn++
+		}
+	}
+}
+
+// TestSolverOnSyntheticClusters injects slow nodes (network in latency or
+// bandwidth, or inside), slow links and noise (8% log-normal on every
+// measurement; 1% of measurements, and every measurement of 1% of the
+// units in a repeat, hit by a passing disturbance that leaves 20-60% of
+// the speed in that repeat) into clusters of 16, 128 and
+// 1024 nodes (full schedule, then sampled above 64 nodes: 8 partners
+// each), and scores what the solver names, per fault kind. Faults leave
+// 20-75% of the speed, so the mildest sit near the threshold (0.8), where
+// noise hides some of them. Deterministic: seeded.
+func TestSolverOnSyntheticClusters(t *testing.T) {
+	for _, sc := range []struct {
+		n, faults, trials int
+	}{{16, 1, 40}, {128, 3, 10}, {1024, 10, 3}} {
+		scores := map[string]*score{}
+		for _, k := range faultKinds {
+			scores[k] = &score{}
+		}
+		clean := 0
+		var sched Schedule
+		for trial := range sc.trials {
+			c := newCluster(uint64(1000*sc.n+trial), sc.n, sc.faults)
+			sched = c.sched
+			in := c.input(3)
+			tally(scores, c, in, Solve(in))
+			// The same cluster without its faults: noise alone names nothing.
+			c.nodeSlow, c.linkSlow = map[int]fault{}, map[Pair]fault{}
+			in = c.input(3)
+			nodes, links := named(in, Solve(in))
+			clean += len(nodes) + len(links)
+		}
+		var lines []string
+		for _, k := range faultKinds {
+			s := scores[k]
+			lines = append(lines, fmt.Sprintf("  %-22s precision %.3f recall %.3f (%d found, %d wrong, %d missed)", k, s.precision(), s.recall(), s.tp, s.fp, s.fn))
+			if s.precision() < 0.95 || s.recall() < 0.9 {
+				t.Errorf("%d nodes, %s: precision %.3f, recall %.3f; want at least 0.95 and 0.9", sc.n, k, s.precision(), s.recall())
+			}
+		}
+		t.Logf("%d nodes, %s, %d faults of each kind in each of %d trials:\n%s\n  noise alone: %d suspects in %d trials",
+			sc.n, sched.Kind, sc.faults, sc.trials, strings.Join(lines, "\n"), clean, sc.trials)
+		if clean > 0 {
+			t.Errorf("%d nodes: noise alone made %d suspects", sc.n, clean)
+		}
+	}
+}
+
+// Four nodes, the emulated hosts' case, one fault at a time: exactly the
+// culprit is named, and nothing at all without a fault or with two nodes.
+func TestSolverNamesExactlyTheCulprit(t *testing.T) {
+	base := func(n int) *cluster {
+		c := newCluster(1, n, 0)
+		c.spikes, c.bursts = 0, 0
+		return c
+	}
+	for _, tc := range []struct {
+		name  string
+		n     int
+		node  map[int]fault
+		link  map[Pair]fault
+		nodes map[int]string
+		links map[Pair]string
+	}{
+		{name: "no fault", n: 4},
+		{name: "node 2's network", n: 4, node: map[int]fault{2: {nodeBandwidth, 0.3}}, nodes: map[int]string{2: nodeBandwidth}},
+		{name: "link 0-1", n: 4, link: map[Pair]fault{{0, 1}: {linkBandwidth, 0.3}}, links: map[Pair]string{{0, 1}: linkBandwidth}},
+		// Two slow links of node 1 of 4 are two of its three pairs: not
+		// all of them, so it is no suspect, and they are links.
+		{name: "two links of one node", n: 4, link: map[Pair]fault{{0, 1}: {linkBandwidth, 0.3}, {1, 2}: {linkBandwidth, 0.3}},
+			links: map[Pair]string{{0, 1}: linkBandwidth, {1, 2}: linkBandwidth}},
+		{name: "node 1 inside", n: 4, node: map[int]fault{1: {nodeInside, 0.1}}, nodes: map[int]string{1: nodeInside}},
+		{name: "link 0-1 of 3", n: 3, link: map[Pair]fault{{0, 1}: {linkLatency, 0.3}}, links: map[Pair]string{{0, 1}: linkLatency}},
+		{name: "node 2 of 3", n: 3, node: map[int]fault{2: {nodeLatency, 0.3}}, nodes: map[int]string{2: nodeLatency}},
+		// Two nodes have one pair: a slow one cannot be told from a slow
+		// link, or from either node; only the inside step can name one.
+		{name: "two nodes", n: 2, node: map[int]fault{1: {nodeBandwidth, 0.3}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base(tc.n)
+			if tc.node != nil {
+				c.nodeSlow = tc.node
+			}
+			if tc.link != nil {
+				c.linkSlow = tc.link
+			}
+			in := c.input(3)
+			nodes, links := named(in, Solve(in))
+			if fmt.Sprint(nodes) != fmt.Sprint(orEmpty(tc.nodes)) || fmt.Sprint(links) != fmt.Sprint(orEmpty(tc.links)) {
+				t.Errorf("named nodes %v and links %v, want %v and %v", nodes, links, orEmpty(tc.nodes), orEmpty(tc.links))
+			}
+		})
+	}
+}
+
+func orEmpty[K comparable](m map[K]string) map[K]string {
+	if m == nil {
+		return map[K]string{}
+	}
+	return m
+}
+
+// A unit slow in two of three repeats is noise that lasted, not a suspect;
+// in all three it is one. And a unit 0.7x the median among healthy units
+// that spread to 0.6x and 1.6x is inside the spread: not a suspect.
+func TestNoiseIsNoSuspect(t *testing.T) {
+	counted := []bool{true, true, true, true, true}
+	speed := [][]float64{{1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0.3, 0.3, 1}}
+	if figs, _ := judge(speed, counted, 0.8); figs[4].Suspect || figs[4].SlowRepeats != 2 {
+		t.Errorf("slow in 2 of 3 repeats: %+v", figs[4])
+	}
+	speed[4][2] = 0.3
+	if figs, _ := judge(speed, counted, 0.8); !figs[4].Suspect {
+		t.Errorf("slow in 3 of 3 repeats: %+v", figs[4])
+	}
+	spread := [][]float64{{1, 1, 1}, {1.6, 1.6, 1.6}, {1, 1, 1}, {0.85, 0.85, 0.85}, {0.7, 0.7, 0.7}}
+	if figs, sp := judge(spread, counted, 0.8); figs[4].Suspect || sp < 1.5 {
+		t.Errorf("0.7x among healthy units spread to 1.6x: %+v, spread %.2f", figs[4], sp)
+	}
+}

@@ -1,0 +1,461 @@
+package phases
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"rsag/coll"
+	"rsag/locate"
+)
+
+// LocateSpec is the [locate] table as the phase takes it.
+type LocateSpec struct {
+	SizesBytes                []int64
+	Collectives               []coll.Collective
+	Repeats                   int
+	Iterations, Warmups       int
+	MaxFullNodes, MinPartners int
+}
+
+// LocateProbe is one measurement every unit takes: a collective at a
+// size; a size at or below the geometric mean of the smallest and the
+// largest is latency-bound, a larger one bandwidth-bound.
+type LocateProbe struct {
+	Collective coll.Collective
+	SizeBytes  int64
+	Latency    bool
+}
+
+// Probes are the spec's measurements: each collective at each size, in
+// that order; a sample's Probe indexes them.
+func (s LocateSpec) Probes() []LocateProbe {
+	lo, hi := slices.Min(s.SizesBytes), slices.Max(s.SizesBytes)
+	var out []LocateProbe
+	for _, c := range s.Collectives {
+		for _, size := range s.SizesBytes {
+			out = append(out, LocateProbe{Collective: c, SizeBytes: size, Latency: float64(size)*float64(size) <= float64(lo)*float64(hi)})
+		}
+	}
+	return out
+}
+
+// LocateLevel is what a step's units are made of, a record: nodes, or the
+// ranks within a node; what its suspects are called, a member alone (a
+// node, a rank) or a pair of them (a link between nodes, between ranks).
+type LocateLevel struct {
+	Name         string
+	Member, Pair string // the kinds of its suspects
+	// OfRanks says the members are world ranks, each within one node;
+	// otherwise they are the nodes themselves.
+	OfRanks bool
+}
+
+// The levels, judged in this order: a rank of a suspect node is explained
+// by its node.
+var (
+	NodeLevel    = LocateLevel{Name: "nodes", Member: "node", Pair: "link"}
+	RankLevel    = LocateLevel{Name: "ranks", Member: "rank", Pair: "rank-link", OfRanks: true}
+	LocateLevels = []LocateLevel{NodeLevel, RankLevel}
+)
+
+// LocateStep is one step of the locate phase, a record: its name, what it
+// measures, the level its members are (nodes, or ranks within a node),
+// whether its units are pairs of members or a member alone, and how it
+// forms its units from the job's nodes. The phase and the reports loop
+// over the steps; nothing names one.
+type LocateStep struct {
+	Name  string // "inside", "pairs", "ranks"
+	Title string // what it measures, in words
+	Level LocateLevel
+	Pairs bool // units are two members (else one member alone)
+	// plan forms the rounds, or says why the step cannot run (skip) and
+	// what it cannot tell when it does (note).
+	plan func(nodes [][]int, spec LocateSpec) (rounds [][]LocateUnit, sched locate.Schedule, skip, note string)
+}
+
+// LocateSteps are the phase's steps, in the order they run.
+var LocateSteps = []LocateStep{
+	{Name: "inside", Title: "inside each node, all nodes at once", Level: NodeLevel, plan: planInside},
+	{Name: "pairs", Title: "between nodes, pair by pair", Level: NodeLevel, Pairs: true, plan: planNodePairs},
+	{Name: "ranks", Title: "within a node, rank pairs", Level: RankLevel, Pairs: true, plan: planRankPairs},
+}
+
+// LocateUnit is what runs on one sub-communicator in a round: a node alone
+// (A == B, node indices), two nodes (node indices), or two ranks of a node
+// (world ranks; Node is theirs).
+type LocateUnit struct {
+	A, B    int
+	Node    int
+	Members []int // the world ranks of its sub-communicator, in their order there
+}
+
+// LocatePlan is the phase resolved against the job: its nodes (in the
+// order of their first rank) and each step's rounds.
+type LocatePlan struct {
+	Spec  LocateSpec
+	Nodes []string
+	Ranks [][]int // each node's world ranks, ascending
+	Steps []PlannedStep
+}
+
+// PlannedStep is a step and its rounds in this job: every unit of a round
+// runs at the same time. Skip says why it cannot run here ("" when it
+// does), Note what it cannot tell when it does.
+type PlannedStep struct {
+	LocateStep
+	Rounds   [][]LocateUnit
+	Schedule locate.Schedule // a pair step's
+	Skip     string
+	Note     string
+}
+
+// UnitName names a unit of the step: "node3", "node1-node3", "node2:4-5".
+func (p LocatePlan) UnitName(s PlannedStep, u LocateUnit) string {
+	switch {
+	case s.Level.OfRanks:
+		return fmt.Sprintf("%s:%d-%d", p.Nodes[u.Node], u.A, u.B)
+	case s.Pairs:
+		return p.Nodes[u.A] + "-" + p.Nodes[u.B]
+	}
+	return p.Nodes[u.A]
+}
+
+// PlanLocate forms every step's rounds for a job whose rank r runs on
+// hosts[r], the same on every rank, and refuses sizes too small for a
+// float32 on every rank of the largest sub-communicator.
+func PlanLocate(hosts []string, spec LocateSpec) (LocatePlan, error) {
+	p := LocatePlan{Spec: spec}
+	index := map[string]int{}
+	for r, h := range hosts {
+		i, ok := index[h]
+		if !ok {
+			i = len(p.Nodes)
+			index[h] = i
+			p.Nodes = append(p.Nodes, h)
+			p.Ranks = append(p.Ranks, nil)
+		}
+		p.Ranks[i] = append(p.Ranks[i], r)
+	}
+	largest := 0
+	for _, st := range LocateSteps {
+		ps := PlannedStep{LocateStep: st}
+		ps.Rounds, ps.Schedule, ps.Skip, ps.Note = st.plan(p.Ranks, spec)
+		for _, round := range ps.Rounds {
+			for _, u := range round {
+				largest = max(largest, len(u.Members))
+			}
+		}
+		p.Steps = append(p.Steps, ps)
+	}
+	unit := int64(largest) * int64(coll.Float32.Size())
+	for _, s := range spec.SizesBytes {
+		if s < unit {
+			return p, fmt.Errorf("locate.sizes_bytes: %d bytes is less than one float32 for each of the %d ranks of the largest sub-communicator: use at least %d", s, largest, unit)
+		}
+	}
+	return p, nil
+}
+
+// planInside: each node with two ranks or more runs on its own, all at once.
+func planInside(nodes [][]int, _ LocateSpec) ([][]LocateUnit, locate.Schedule, string, string) {
+	var round []LocateUnit
+	var alone []string
+	for n, ranks := range nodes {
+		if len(ranks) < 2 {
+			alone = append(alone, fmt.Sprint(n))
+			continue
+		}
+		round = append(round, LocateUnit{A: n, B: n, Node: n, Members: ranks})
+	}
+	if len(round) == 0 {
+		return nil, locate.Schedule{}, "every node has one rank: nothing runs inside a node (start two ranks or more per node)", ""
+	}
+	note := ""
+	if len(alone) > 0 {
+		note = fmt.Sprintf("%d node(s) with one rank are not measured inside", len(alone))
+	}
+	return [][]LocateUnit{round}, locate.Schedule{}, "", note
+}
+
+// planNodePairs: pairs of nodes on the schedule for their number, each on
+// the ranks of both (the first node's, then the second's).
+func planNodePairs(nodes [][]int, spec LocateSpec) ([][]LocateUnit, locate.Schedule, string, string) {
+	if len(nodes) < 2 {
+		return nil, locate.Schedule{}, "one node: there are no pairs of nodes (run on two nodes or more; three or more tell a node from a link)", ""
+	}
+	sched := locate.Choose(len(nodes), spec.MaxFullNodes, spec.MinPartners)
+	var rounds [][]LocateUnit
+	for _, round := range sched.Rounds {
+		var units []LocateUnit
+		for _, pr := range round {
+			units = append(units, LocateUnit{A: pr.A, B: pr.B, Node: -1, Members: append(slices.Clone(nodes[pr.A]), nodes[pr.B]...)})
+		}
+		rounds = append(rounds, units)
+	}
+	note := ""
+	if len(nodes) == 2 {
+		note = "two nodes make one pair, which cannot tell a slow node from a slow link or from the other node: three nodes or more do"
+	}
+	return rounds, sched, "", note
+}
+
+// planRankPairs: within every node of three ranks or more, its rank pairs
+// on the node's own schedule, round r of every node at once. With two
+// ranks a node's one pair is its inside step, so it is not run again.
+func planRankPairs(nodes [][]int, spec LocateSpec) ([][]LocateUnit, locate.Schedule, string, string) {
+	var rounds [][]LocateUnit
+	var sched locate.Schedule
+	for n, ranks := range nodes {
+		if len(ranks) < 3 {
+			continue
+		}
+		s := locate.Choose(len(ranks), spec.MaxFullNodes, spec.MinPartners)
+		if len(s.Rounds) > len(sched.Rounds) {
+			sched = s
+		}
+		for r, round := range s.Rounds {
+			if r == len(rounds) {
+				rounds = append(rounds, nil)
+			}
+			for _, pr := range round {
+				a, b := ranks[pr.A], ranks[pr.B]
+				rounds[r] = append(rounds[r], LocateUnit{A: a, B: b, Node: n, Members: []int{a, b}})
+			}
+		}
+	}
+	if len(rounds) == 0 {
+		return nil, sched, "every node has at most two ranks: a node's one pair of ranks is its inside step, and rank pairs need three ranks or more to tell a rank from a link", ""
+	}
+	return rounds, sched, "", ""
+}
+
+// LocateSample is one measurement on one rank: its step, round, repeat and
+// unit, the collective and size, and this rank's time per operation.
+type LocateSample struct {
+	Step   string
+	Round  int
+	Repeat int
+	Unit   string // PlannedStep's UnitName
+	A, B   int    // the unit's members (LocateUnit)
+	// Probe indexes LocateSpec.Probes: the collective (by name) and the
+	// size the config asked; Bytes is the full buffer as nccl-tests
+	// counts it, rounded down to a whole float32 per rank of the unit's
+	// sub-communicator.
+	Probe      int
+	Collective string
+	SizeBytes  int64
+	Bytes      int64
+	Ranks      int // in the unit's sub-communicator
+	DurationUS float64
+}
+
+// LocateComm is the making and freeing of one round's sub-communicator on
+// one rank (Member false: the rank sat the round out and took part in the
+// split only).
+type LocateComm struct {
+	Step    string
+	Round   int
+	Member  bool
+	SplitUS float64
+	FreeUS  float64
+}
+
+// LocateResult is one rank's part of the phase.
+type LocateResult struct {
+	Samples []LocateSample
+	Comms   []LocateComm
+	Seconds float64 // the whole phase on this rank
+}
+
+// liveRounds bounds the sub-communicators a rank holds at once: the rounds
+// of a block are split once, measured repeat after repeat (so the repeats
+// of a unit are interleaved with the other rounds' measurements), then
+// freed. NCCL communicators hold device memory each, so not every round of
+// a 64-node run at once.
+const liveRounds = 16
+
+// RunLocate runs the plan's steps on this rank: per block of rounds, one
+// split per round (every rank takes part; a rank in no unit of the round
+// gets no communicator), then for each repeat, each round in turn after a
+// barrier of the world: every unit of the round at once, each collective
+// and size warmed up on the sub-communicator's first repeat, then timed
+// over Iterations back-to-back operations. A rank in no unit waits at the
+// next barrier. Inputs are float32 ones; the outputs are not checked: the
+// phase measures, the contracts prove.
+func RunLocate(be coll.Backend, comm coll.Comm, plan LocatePlan) (res LocateResult, err error) {
+	start := time.Now()
+	sp, ok := coll.Find[coll.Splitter](be)
+	if !ok {
+		return res, fmt.Errorf("the locate phase needs sub-communicators, which the %s backend has not", be.Info().Backend)
+	}
+	rank := be.Rank()
+	spec := plan.Spec
+	a := &arena{be: be}
+	defer a.release(&err)
+	n := int(slices.Max(spec.SizesBytes) / int64(coll.Float32.Size()))
+	send, err := a.alloc(coll.Elems(coll.Float32, n))
+	if err != nil {
+		return res, err
+	}
+	recv, err := a.alloc(coll.Elems(coll.Float32, n))
+	if err != nil {
+		return res, err
+	}
+	one := coll.Float32.Elem(1)
+	if err := errors.Join(be.Fill(send, one), be.Fill(recv, one)); err != nil {
+		return res, err
+	}
+	for _, st := range plan.Steps {
+		if st.Skip != "" {
+			continue
+		}
+		for b := 0; b < len(st.Rounds); b += liveRounds {
+			got, comms, err := runBlock(be, sp, comm, plan, st, b, min(b+liveRounds, len(st.Rounds)), send, recv)
+			res.Samples, res.Comms = append(res.Samples, got...), append(res.Comms, comms...)
+			if err != nil {
+				return res, fmt.Errorf("locate %s on rank %d: %w", st.Name, rank, err)
+			}
+		}
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// roundComm is this rank's sub-communicator of one round, and the calls it
+// prepared on it, per probe.
+type roundComm struct {
+	round int
+	unit  LocateUnit
+	be    coll.Backend // nil: the rank sits this round out
+	calls map[int]func() error
+	sizes map[int]int64
+}
+
+// runBlock runs rounds [from, to) of st.
+func runBlock(be coll.Backend, sp coll.Splitter, comm coll.Comm, plan LocatePlan, st PlannedStep, from, to int, send, recv coll.Buffer) (samples []LocateSample, comms []LocateComm, err error) {
+	rank := be.Rank()
+	var held []*roundComm
+	defer func() {
+		for _, h := range held {
+			if h.be == nil {
+				continue
+			}
+			armStep(be, "freeing a locate sub-communicator", -1)
+			t0 := time.Now()
+			cerr := h.be.Close()
+			comms[h.round-from].FreeUS = float64(time.Since(t0).Microseconds())
+			if cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+	}()
+	for r := from; r < to; r++ {
+		rc := &roundComm{round: r, calls: map[int]func() error{}, sizes: map[int]int64{}}
+		color, key := coll.NoColor, 0
+		for ui, u := range st.Rounds[r] {
+			if k := slices.Index(u.Members, rank); k >= 0 {
+				color, key, rc.unit = ui, k, u
+			}
+		}
+		armStep(be, fmt.Sprintf("split for locate %s round %d", st.Name, r), -1)
+		t0 := time.Now()
+		sub, err := sp.Split(color, key)
+		comms = append(comms, LocateComm{Step: st.Name, Round: r, Member: color != coll.NoColor, SplitUS: float64(time.Since(t0).Microseconds())})
+		if err != nil {
+			return samples, comms, fmt.Errorf("round %d: %w", r, err)
+		}
+		if sub != nil {
+			rc.be = rewatch(be, sub)
+		}
+		held = append(held, rc)
+	}
+	probes := plan.Spec.Probes()
+	for rep := range plan.Spec.Repeats {
+		for _, rc := range held {
+			if err := comm.Barrier(); err != nil {
+				return samples, comms, err
+			}
+			if rc.be == nil {
+				continue
+			}
+			for pr, probe := range probes {
+				s, err := measureProbe(be, rc, plan.Spec, pr, probe, send, recv)
+				if err != nil {
+					return samples, comms, fmt.Errorf("round %d, %s: %w", rc.round, plan.UnitName(st, rc.unit), err)
+				}
+				s.Step, s.Round, s.Repeat, s.Unit, s.A, s.B = st.Name, rc.round, rep, plan.UnitName(st, rc.unit), rc.unit.A, rc.unit.B
+				samples = append(samples, s)
+			}
+		}
+	}
+	return samples, comms, nil
+}
+
+// measureProbe takes probe pr on rc's sub-communicator: prepared and
+// warmed up the first time, then timed.
+func measureProbe(be coll.Backend, rc *roundComm, spec LocateSpec, pr int, probe LocateProbe, send, recv coll.Buffer) (LocateSample, error) {
+	c, size := probe.Collective, probe.SizeBytes
+	w := rc.be.WorldSize()
+	call, ok := rc.calls[pr]
+	if !ok {
+		full := int(size) / coll.Float32.Size() / w * w
+		sendN := c.SendCount(full, w)
+		recvN, _ := c.RecvCount(sendN, w)
+		sv, err := be.View(send, 0, sendN)
+		if err != nil {
+			return LocateSample{}, err
+		}
+		rv, err := be.View(recv, 0, recvN)
+		if err != nil {
+			return LocateSample{}, err
+		}
+		if call, err = prepare(rc.be, c, sv, rv, coll.Sum); err != nil {
+			return LocateSample{}, err
+		}
+		rc.calls[pr], rc.sizes[pr] = call, int64(full*coll.Float32.Size())
+		armStep(rc.be, c.Name+" warm-up", rc.sizes[pr])
+		for range spec.Warmups {
+			if err := call(); err != nil {
+				return LocateSample{}, fmt.Errorf("%s warm-up: %w", c.Name, err)
+			}
+		}
+	}
+	// The prepared calls bypass the watch: the measurement as a whole is
+	// the step the watchdog gives a deadline.
+	armStep(rc.be, c.Name, rc.sizes[pr])
+	us, err := rc.be.Time(func() error {
+		for range spec.Iterations {
+			if err := call(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return LocateSample{}, fmt.Errorf("%s at %d bytes: %w", c.Name, rc.sizes[pr], err)
+	}
+	return LocateSample{Probe: pr, Collective: c.Name, SizeBytes: size, Bytes: rc.sizes[pr], Ranks: w, DurationUS: us / float64(spec.Iterations)}, nil
+}
+
+// Described says, per step, what ran or why not, in words.
+func (p LocatePlan) Described() []string {
+	var out []string
+	for _, s := range p.Steps {
+		switch {
+		case s.Skip != "":
+			out = append(out, fmt.Sprintf("%s: not run: %s", s.Title, s.Skip))
+		default:
+			line := fmt.Sprintf("%s: %d round(s)", s.Title, len(s.Rounds))
+			if s.Pairs && !s.Level.OfRanks {
+				line = fmt.Sprintf("%s: %s", s.Title, s.Schedule.Describe())
+			}
+			if s.Note != "" {
+				line += "; " + s.Note
+			}
+			out = append(out, line)
+		}
+	}
+	return out
+}

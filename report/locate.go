@@ -1,0 +1,679 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"rsag/coll"
+	"rsag/internal/quantile"
+	"rsag/locate"
+	"rsag/phases"
+)
+
+// LocateFile is rank 0's file of every locate measurement of every rank.
+const LocateFile = "locate.csv"
+
+// LocateRow is one locate measurement on one rank (phases.LocateSample):
+//
+//	locate.csv: rank,step,round,repeat,unit,a,b,probe,collective,size_bytes,bytes,ranks,duration_us,host
+//
+// a and b are the unit's members: node indices (in the order of the Nodes
+// table) for the inside and pairs steps, world ranks for rank pairs.
+type LocateRow struct {
+	Rank       int     `csv:"rank"`
+	Step       string  `csv:"step"`
+	Round      int     `csv:"round"`
+	Repeat     int     `csv:"repeat"`
+	Unit       string  `csv:"unit"`
+	A          int     `csv:"a"`
+	B          int     `csv:"b"`
+	Probe      int     `csv:"probe"`
+	Collective string  `csv:"collective"`
+	SizeBytes  int64   `csv:"size_bytes"`
+	Bytes      int64   `csv:"bytes"`
+	Ranks      int     `csv:"ranks"`
+	DurationUS float64 `csv:"duration_us"`
+	Host       string  `csv:"host"`
+}
+
+// LocateCommRow is one round's sub-communicator on one rank: its split
+// and its free, in microseconds (Member false: the rank sat it out).
+type LocateCommRow struct {
+	Rank    int
+	Step    string
+	Round   int
+	Member  bool
+	SplitUS float64
+	FreeUS  float64
+}
+
+// LocateRankRow is how long the phase took on one rank.
+type LocateRankRow struct {
+	Rank    int
+	Seconds float64
+}
+
+// LocateRows turns one rank's locate result into rows.
+func LocateRows(rank int, host string, res phases.LocateResult) ([]LocateRow, []LocateCommRow, []LocateRankRow) {
+	var rows []LocateRow
+	for _, s := range res.Samples {
+		rows = append(rows, LocateRow{Rank: rank, Step: s.Step, Round: s.Round, Repeat: s.Repeat, Unit: s.Unit, A: s.A, B: s.B,
+			Probe: s.Probe, Collective: s.Collective, SizeBytes: s.SizeBytes, Bytes: s.Bytes, Ranks: s.Ranks,
+			DurationUS: s.DurationUS, Host: host})
+	}
+	var comms []LocateCommRow
+	for _, c := range res.Comms {
+		comms = append(comms, LocateCommRow{Rank: rank, Step: c.Step, Round: c.Round, Member: c.Member, SplitUS: c.SplitUS, FreeUS: c.FreeUS})
+	}
+	return rows, comms, []LocateRankRow{{Rank: rank, Seconds: res.Seconds}}
+}
+
+// locate.csv registers itself: rank 0's, from every rank's rows.
+func init() {
+	Register(Output{Stage: Combined, Patterns: []string{LocateFile}, Plan: func(in Input) ([]string, func(string) error) {
+		if !in.Ran.Locate {
+			return nil, nil
+		}
+		return []string{LocateFile}, func(dir string) error {
+			return writeFile(filepath.Join(dir, LocateFile), func(b *bytes.Buffer) error { return WriteCSV(b, in.Rows.Locate, AllColumns, true) })
+		}
+	}})
+}
+
+// LocateInput is what the summary's locate section is judged from, beyond
+// the rows: the plan every rank ran and the config's threshold.
+type LocateInput struct {
+	Plan      phases.LocatePlan
+	Threshold float64
+}
+
+// SummaryLocate is summary.json's locate section: what ran, every node's
+// and pair's figures, and the suspects. A figure is a unit's bus bandwidth
+// over the median of the same probe (collective and size) in the same
+// repeat, the median over repeats (see package locate).
+type SummaryLocate struct {
+	Threshold float64                `json:"threshold"`
+	Repeats   int                    `json:"repeats"`
+	Seconds   float64                `json:"seconds"` // the phase, on its slowest rank
+	Probes    []SummaryLocateProbe   `json:"probes"`
+	Steps     []SummaryLocateStep    `json:"steps"`
+	Suspects  []SummaryLocateSuspect `json:"suspects"`
+	Nodes     []SummaryLocateNode    `json:"nodes"`
+	Pairs     []SummaryLocatePair    `json:"pairs"`      // of nodes: the matrix
+	RankPairs []SummaryLocatePair    `json:"rank_pairs"` // of ranks within a node
+}
+
+// SummaryLocateProbe is one measurement every unit took.
+type SummaryLocateProbe struct {
+	Collective string `json:"collective"`
+	SizeBytes  int64  `json:"size_bytes"`
+	Bound      string `json:"bound"` // "latency" or "bandwidth": what the size is bound by
+}
+
+// SummaryLocateStep is one step: whether it ran (and why not), its
+// schedule, and what its sub-communicators cost.
+type SummaryLocateStep struct {
+	Name     string `json:"name"`
+	Title    string `json:"title"`
+	Ran      bool   `json:"ran"`
+	Note     string `json:"note"` // why it did not run, or what it cannot tell
+	Schedule string `json:"schedule"`
+	Strides  []int  `json:"strides"`
+	Rounds   int    `json:"rounds"`
+	Units    int    `json:"units"`
+	// SplitUS and FreeUS are the median over rounds of the slowest
+	// rank's split and free of the round's sub-communicator.
+	SplitUS float64 `json:"split_us"`
+	FreeUS  float64 `json:"free_us"`
+}
+
+// SummaryLocateFigure is a unit at one probe.
+type SummaryLocateFigure struct {
+	Probe           int     `json:"probe"`
+	Figure          float64 `json:"figure"`
+	BusBWGBps       float64 `json:"busbw_gbps"`
+	MedianBusBWGBps float64 `json:"median_busbw_gbps"`
+	SlowRepeats     int     `json:"slow_repeats"`
+	Suspect         bool    `json:"suspect"`
+}
+
+// SummaryLocateNode is one node: its inside figures, its median pair
+// figures (its k-th slowest pair's, k most of its partners and all of up
+// to three), and the verdict.
+type SummaryLocateNode struct {
+	Host    string                `json:"host"`
+	Ranks   []int                 `json:"ranks"`
+	Inside  []SummaryLocateFigure `json:"inside"`
+	Pairs   []SummaryLocateFigure `json:"pairs"`
+	Suspect bool                  `json:"suspect"`
+	Verdict string                `json:"verdict"`
+}
+
+// SummaryLocatePair is one pair of nodes (or of ranks within a node)
+// against the median of the pairs between members that are no suspects.
+type SummaryLocatePair struct {
+	Nodes   []string              `json:"nodes"`
+	Ranks   []int                 `json:"ranks"` // a rank pair's; empty for nodes
+	Round   int                   `json:"round"`
+	Figures []SummaryLocateFigure `json:"figures"`
+	Suspect bool                  `json:"suspect"`
+}
+
+// SummaryLocateSuspect is one suspect, as a banner or a health check reads
+// it: what it is, where, what kind of problem, and its figure.
+type SummaryLocateSuspect struct {
+	Kind    string   `json:"kind"` // node, link, rank, rank-link
+	Nodes   []string `json:"nodes"`
+	Ranks   []int    `json:"ranks"`
+	Problem string   `json:"problem"` // latency or bandwidth
+	By      []string `json:"by"`      // the steps that named it
+	// The probe that names it: its figure, bus bandwidth and the median's.
+	Collective      string  `json:"collective"`
+	SizeBytes       int64   `json:"size_bytes"`
+	Figure          float64 `json:"figure"`
+	BusBWGBps       float64 `json:"busbw_gbps"`
+	MedianBusBWGBps float64 `json:"median_busbw_gbps"`
+	Text            string  `json:"text"` // "node3 (bandwidth 0.31x median)"
+}
+
+// unitKey is a unit within its step.
+type unitKey struct {
+	round, a, b int
+}
+
+// stepData is one step's measurements: per unit, per probe and repeat,
+// the slowest rank's time and the bus bandwidth from it.
+type stepData struct {
+	units []unitKey
+	speed map[unitKey][][]float64 // [probe][repeat] GB/s
+}
+
+// summaryLocate judges the phase from every rank's rows.
+func summaryLocate(in LocateInput, rows Rows) *SummaryLocate {
+	plan := in.Plan
+	spec := plan.Spec
+	probes := spec.Probes()
+	out := &SummaryLocate{Threshold: in.Threshold, Repeats: spec.Repeats}
+	var lp []locate.Probe
+	for _, p := range probes {
+		bound := locate.Probe{Latency: p.Latency}.Problem()
+		out.Probes = append(out.Probes, SummaryLocateProbe{Collective: p.Collective.Name, SizeBytes: p.SizeBytes, Bound: bound})
+		lp = append(lp, locate.Probe{Name: p.Collective.Label + " " + SizeText(p.SizeBytes), Latency: p.Latency})
+	}
+	for _, r := range rows.LocateRanks {
+		out.Seconds = max(out.Seconds, r.Seconds)
+	}
+	data := map[string]*stepData{}
+	for _, st := range plan.Steps {
+		out.Steps = append(out.Steps, stepSummary(st, rows.LocateComms))
+		if st.Skip != "" {
+			continue
+		}
+		d := &stepData{speed: map[unitKey][][]float64{}}
+		for r, round := range st.Rounds {
+			for _, u := range round {
+				k := unitKey{r, u.A, u.B}
+				d.units = append(d.units, k)
+				d.speed[k] = nanGrid(len(probes), spec.Repeats)
+			}
+		}
+		// A measurement of a unit is as slow as its slowest rank.
+		type measurement struct {
+			unit          unitKey
+			probe, repeat int
+		}
+		slowest := map[measurement]LocateRow{}
+		for _, row := range rows.Locate {
+			m := measurement{unitKey{row.Round, row.A, row.B}, row.Probe, row.Repeat}
+			if row.Step == st.Name && row.DurationUS >= slowest[m].DurationUS {
+				slowest[m] = row
+			}
+		}
+		for m, row := range slowest {
+			grid, ok := d.speed[m.unit]
+			if !ok || m.probe < 0 || m.probe >= len(probes) || m.repeat < 0 || m.repeat >= spec.Repeats || row.DurationUS <= 0 {
+				continue
+			}
+			grid[m.probe][m.repeat] = busBW(probes[m.probe].Collective, row.Bytes, row.Ranks, row.DurationUS)
+		}
+		data[st.Name] = d
+	}
+	excluded := make([]bool, 0)
+	for _, level := range phases.LocateLevels {
+		excluded = judgeLevel(out, plan, level, lp, data, in.Threshold, excluded)
+	}
+	return out
+}
+
+func nanGrid(probes, repeats int) [][]float64 {
+	g := make([][]float64, probes)
+	for i := range g {
+		g[i] = make([]float64, repeats)
+		for j := range g[i] {
+			g[i][j] = math.NaN()
+		}
+	}
+	return g
+}
+
+// busBW is nccl-tests' bus bandwidth in GB/s of bytes moved in us on ranks.
+func busBW(c coll.Collective, bytes int64, ranks int, us float64) float64 {
+	return float64(bytes) / us / 1e3 * c.BusFactor(ranks)
+}
+
+// stepSummary says what a step ran and what its sub-communicators cost.
+func stepSummary(st phases.PlannedStep, comms []LocateCommRow) SummaryLocateStep {
+	s := SummaryLocateStep{Name: st.Name, Title: st.Title, Ran: st.Skip == "", Note: st.Skip, Rounds: len(st.Rounds),
+		Schedule: st.Schedule.Kind, Strides: st.Schedule.Strides}
+	if s.Note == "" {
+		s.Note = st.Note
+	}
+	for _, r := range st.Rounds {
+		s.Units += len(r)
+	}
+	split, free := map[int]float64{}, map[int]float64{}
+	for _, c := range comms {
+		if c.Step == st.Name {
+			split[c.Round], free[c.Round] = max(split[c.Round], c.SplitUS), max(free[c.Round], c.FreeUS)
+		}
+	}
+	s.SplitUS, s.FreeUS = medianOfMap(split), medianOfMap(free)
+	return s
+}
+
+func medianOfMap(m map[int]float64) float64 {
+	if len(m) == 0 {
+		return 0
+	}
+	var v []float64
+	for _, x := range m {
+		v = append(v, x)
+	}
+	return quantile.Median(v)
+}
+
+// judgeLevel solves one level (nodes, or ranks) from its steps' data:
+// the step of single members is its inside measurement, the step of pairs
+// its pairs. excluded are the members of the level above that are
+// suspects (for ranks: the ranks of suspect nodes); it returns this
+// level's, for the next.
+func judgeLevel(out *SummaryLocate, plan phases.LocatePlan, level phases.LocateLevel, probes []locate.Probe,
+	data map[string]*stepData, threshold float64, excludedRanks []bool) []bool {
+	var inside, pairs *phases.PlannedStep
+	for i, st := range plan.Steps {
+		if st.Level.Name != level.Name || data[st.Name] == nil {
+			continue
+		}
+		if st.Pairs {
+			pairs = &plan.Steps[i]
+		} else {
+			inside = &plan.Steps[i]
+		}
+	}
+	world := 0
+	for _, r := range plan.Ranks {
+		world += len(r)
+	}
+	node := make([]int, world) // each rank's node
+	for n, ranks := range plan.Ranks {
+		for _, r := range ranks {
+			node[r] = n
+		}
+	}
+	members := len(plan.Nodes)
+	if level.OfRanks {
+		members = world
+	}
+	in := locate.Input{Members: members, Probes: probes, Threshold: threshold}
+	if level.OfRanks {
+		in.Excluded = excludedRanks
+	}
+	if inside != nil {
+		d := data[inside.Name]
+		in.Inside = make([][][]float64, len(probes))
+		for pr := range probes {
+			in.Inside[pr] = make([][]float64, members)
+			for m := range members {
+				in.Inside[pr][m] = nanGrid(1, plan.Spec.Repeats)[0]
+			}
+			for _, k := range d.units {
+				in.Inside[pr][k.a] = d.speed[k][pr]
+			}
+		}
+	}
+	var keys []unitKey
+	if pairs != nil {
+		d := data[pairs.Name]
+		keys = d.units
+		in.Speed = make([][][]float64, len(probes))
+		for _, k := range keys {
+			in.Pairs = append(in.Pairs, locate.Pair{A: k.a, B: k.b})
+		}
+		for pr := range probes {
+			for _, k := range keys {
+				in.Speed[pr] = append(in.Speed[pr], d.speed[k][pr])
+			}
+		}
+	}
+	if inside == nil && pairs == nil {
+		return make([]bool, world)
+	}
+	res := locate.Solve(in)
+	by := map[string]string{locate.ByInside: stepName(inside), locate.ByPartners: stepName(pairs)}
+
+	nameOf := func(m int) ([]string, []int) {
+		if level.OfRanks {
+			return []string{plan.Nodes[node[m]]}, []int{m}
+		}
+		return []string{plan.Nodes[m]}, []int{}
+	}
+	suspectRanks := make([]bool, world)
+	for m, v := range res.Members {
+		var named []string // the steps that name it
+		for _, b := range v.By {
+			named = append(named, by[b])
+		}
+		if !level.OfRanks {
+			n := SummaryLocateNode{Host: plan.Nodes[m], Ranks: plan.Ranks[m], Suspect: v.Suspect, Verdict: "healthy",
+				Inside: figures(res.Inside, m), Pairs: figures(res.Partners, m)}
+			if v.Worst < 0 {
+				n.Verdict = "not measured"
+			}
+			if v.Suspect {
+				n.Verdict = fmt.Sprintf("SUSPECT: %s (%s)", problemText(v, probes), strings.Join(named, ", "))
+				for _, r := range plan.Ranks[m] {
+					suspectRanks[r] = true
+				}
+			}
+			out.Nodes = append(out.Nodes, n)
+		} else if v.Suspect {
+			suspectRanks[m] = true
+		}
+		if !v.Suspect {
+			continue
+		}
+		nodes, ranks := nameOf(m)
+		s := suspect(level.Member, nodes, ranks, v, probes, plan.Spec)
+		s.By = named
+		s.Text = suspectText(s)
+		out.Suspects = append(out.Suspects, s)
+	}
+	for i, v := range res.Pairs {
+		k := keys[i]
+		p := SummaryLocatePair{Round: k.round, Figures: figures(res.Pairs, i), Suspect: v.Suspect, Ranks: []int{}}
+		if level.OfRanks {
+			p.Nodes, p.Ranks = []string{plan.Nodes[node[k.a]]}, []int{k.a, k.b}
+			out.RankPairs = append(out.RankPairs, p)
+		} else {
+			p.Nodes = []string{plan.Nodes[k.a], plan.Nodes[k.b]}
+			out.Pairs = append(out.Pairs, p)
+		}
+		if !v.Suspect {
+			continue
+		}
+		s := suspect(level.Pair, p.Nodes, p.Ranks, v, probes, plan.Spec)
+		s.By = []string{pairs.Name}
+		s.Text = suspectText(s)
+		out.Suspects = append(out.Suspects, s)
+	}
+	for r, x := range excludedRanks {
+		suspectRanks[r] = suspectRanks[r] || x
+	}
+	return suspectRanks
+}
+
+func stepName(s *phases.PlannedStep) string {
+	if s == nil {
+		return ""
+	}
+	return s.Name
+}
+
+// figures are unit u's figures in vs, or none when vs is nil or it was not
+// measured.
+func figures(vs []locate.Verdict, u int) []SummaryLocateFigure {
+	out := []SummaryLocateFigure{}
+	if vs == nil || vs[u].Figures == nil {
+		return out
+	}
+	for pr, f := range vs[u].Figures {
+		if math.IsNaN(f.Ratio) {
+			continue
+		}
+		out = append(out, SummaryLocateFigure{Probe: pr, Figure: f.Ratio, BusBWGBps: f.Speed, MedianBusBWGBps: f.Median,
+			SlowRepeats: f.SlowRepeats, Suspect: f.Suspect})
+	}
+	return out
+}
+
+func suspect(kind string, nodes []string, ranks []int, v locate.Verdict, probes []locate.Probe, spec phases.LocateSpec) SummaryLocateSuspect {
+	f := v.Figures[v.Worst]
+	p := spec.Probes()[v.Worst]
+	return SummaryLocateSuspect{Kind: kind, Nodes: nodes, Ranks: ranks, Problem: v.Problem(probes), By: []string{},
+		Collective: p.Collective.Name, SizeBytes: p.SizeBytes, Figure: f.Ratio, BusBWGBps: f.Speed, MedianBusBWGBps: f.Median}
+}
+
+// problemText is "bandwidth 0.31x median".
+func problemText(v locate.Verdict, probes []locate.Probe) string {
+	return fmt.Sprintf("%s %s median", v.Problem(probes), figureText(v.Figures[v.Worst].Ratio))
+}
+
+// figureText writes a figure with two significant digits below 0.1
+// (0.0042x: fifty times a difference that 0.00x would hide), else two
+// decimals.
+func figureText(f float64) string {
+	if f < 0.1 {
+		return fmt.Sprintf("%.2gx", f)
+	}
+	return fmt.Sprintf("%.2fx", f)
+}
+
+// suspectText is how a suspect reads in one line: "node3 (bandwidth 0.31x
+// median)", "node1-node2 (link, bandwidth 0.12x median)", "rank 5 on
+// node2 (latency 0.40x median)".
+func suspectText(s SummaryLocateSuspect) string {
+	what := fmt.Sprintf("%s %s median", s.Problem, figureText(s.Figure))
+	switch {
+	case len(s.Ranks) == 2:
+		return fmt.Sprintf("ranks %d-%d on %s (%s, %s)", s.Ranks[0], s.Ranks[1], s.Nodes[0], s.Kind, what)
+	case len(s.Ranks) == 1:
+		return fmt.Sprintf("rank %d on %s (%s)", s.Ranks[0], s.Nodes[0], what)
+	case len(s.Nodes) == 2:
+		return fmt.Sprintf("%s (%s, %s)", strings.Join(s.Nodes, "-"), s.Kind, what)
+	}
+	return fmt.Sprintf("%s (%s)", s.Nodes[0], what)
+}
+
+// LocateTable prints the Locate table: what each step ran (or why not),
+// every node with its inside figure and its median pair figure, each the
+// probe where it is lowest against the median, and its verdict; then
+// every suspect link and rank.
+func LocateTable(w io.Writer, l SummaryLocate) error {
+	fmt.Fprintf(w, "Locate (bus bandwidth / the median of the same collective and size; a suspect is below %.2fx in all %d repeats, beyond the healthy spread; took %.1f s)\n",
+		l.Threshold, l.Repeats, l.Seconds)
+	for _, s := range l.Steps {
+		line := fmt.Sprintf("  %s: ", s.Title)
+		switch {
+		case !s.Ran:
+			line += "not run: " + s.Note
+		default:
+			line += fmt.Sprintf("%d unit(s) in %d round(s)", s.Units, s.Rounds)
+			if s.Schedule != "" {
+				line += ", schedule " + s.Schedule
+				if len(s.Strides) > 0 {
+					line += fmt.Sprintf(" (strides %v)", s.Strides)
+				}
+			}
+			line += fmt.Sprintf("; sub-communicators split in %s, freed in %s (median round, slowest rank)", usText(s.SplitUS), usText(s.FreeUS))
+			if s.Note != "" {
+				line += "; " + s.Note
+			}
+		}
+		fmt.Fprintln(w, line)
+	}
+	t := newTable(w, "node", "ranks", "inside (lowest)", "pairs (lowest)", "verdict")
+	for _, n := range l.Nodes {
+		t.Append([]string{n.Host, listText(n.Ranks), lowest(n.Inside, l.Probes), lowest(n.Pairs, l.Probes), n.Verdict})
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	var others []SummaryLocateSuspect
+	for _, s := range l.Suspects {
+		if s.Kind != phases.NodeLevel.Member {
+			others = append(others, s)
+		}
+	}
+	if len(others) > 0 {
+		fmt.Fprintln(w, "Suspect links and ranks")
+		t := newTable(w, "suspect", "kind", "problem", "figure", "busbw GB/s", "median GB/s", "at")
+		for _, s := range others {
+			where := strings.Join(s.Nodes, "-")
+			if len(s.Ranks) > 0 {
+				where = fmt.Sprintf("%s ranks %s", s.Nodes[0], listText(s.Ranks))
+			}
+			t.Append([]string{where, s.Kind, s.Problem, figureText(s.Figure), fmt.Sprintf("%.3g", s.BusBWGBps),
+				fmt.Sprintf("%.3g", s.MedianBusBWGBps), probeText(SummaryLocateProbe{Collective: s.Collective, SizeBytes: s.SizeBytes})})
+		}
+		if err := t.Render(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func usText(us float64) string {
+	if us >= 1000 {
+		return fmt.Sprintf("%.1f ms", us/1000)
+	}
+	return fmt.Sprintf("%.0f us", us)
+}
+
+// lowest is a unit's lowest figure and where: "0.31x AllReduce 1M"; "-"
+// when it was not measured.
+func lowest(figs []SummaryLocateFigure, probes []SummaryLocateProbe) string {
+	if len(figs) == 0 {
+		return "-"
+	}
+	i := slices.IndexFunc(figs, func(f SummaryLocateFigure) bool { return f.Suspect })
+	if i < 0 {
+		i = 0
+		for j, f := range figs {
+			if f.Figure < figs[i].Figure {
+				i = j
+			}
+		}
+	} else {
+		for j, f := range figs {
+			if f.Suspect && f.Figure < figs[i].Figure {
+				i = j
+			}
+		}
+	}
+	return figureText(figs[i].Figure) + " " + probeText(probes[figs[i].Probe])
+}
+
+func probeText(p SummaryLocateProbe) string {
+	for _, c := range coll.Collectives {
+		if c.Name == p.Collective {
+			return c.Label + " " + SizeText(p.SizeBytes)
+		}
+	}
+	return p.Collective + " " + SizeText(p.SizeBytes)
+}
+
+// LocateLine is the phase's closing line: "locate: no suspect among 4
+// nodes", or "suspects: node3 (bandwidth 0.31x median)", which under Slurm
+// ends with the sbatch option that leaves the suspects' nodes out, for the
+// operator to paste into the next submission (a link's two nodes: leaving
+// either out avoids it; a rank's node).
+func LocateLine(l SummaryLocate, slurm bool) string {
+	if len(l.Suspects) == 0 {
+		if len(l.Nodes) == 1 {
+			return "locate: no suspect on the one node"
+		}
+		return fmt.Sprintf("locate: no suspect among %d nodes", len(l.Nodes))
+	}
+	var texts, nodes []string
+	for _, s := range l.Suspects {
+		texts = append(texts, s.Text)
+		for _, n := range s.Nodes {
+			if !slices.Contains(nodes, n) {
+				nodes = append(nodes, n)
+			}
+		}
+	}
+	line := "suspects: " + strings.Join(texts, ", ")
+	if slurm {
+		line += ": sbatch --exclude=" + strings.Join(nodes, ",") + " ..."
+	}
+	return line
+}
+
+// SuspectTexts are the suspects in one line each, for run.json.
+func SuspectTexts(l *SummaryLocate) []string {
+	if l == nil {
+		return nil
+	}
+	var out []string
+	for _, s := range l.Suspects {
+		out = append(out, s.Text)
+	}
+	return out
+}
+
+// normalizedLocate replaces nil lists with empty ones.
+func normalizedLocate(l SummaryLocate) SummaryLocate {
+	orEmpty := func(f []SummaryLocateFigure) []SummaryLocateFigure {
+		if f == nil {
+			return []SummaryLocateFigure{}
+		}
+		return f
+	}
+	ints := func(v []int) []int {
+		if v == nil {
+			return []int{}
+		}
+		return v
+	}
+	if l.Probes == nil {
+		l.Probes = []SummaryLocateProbe{}
+	}
+	if l.Steps == nil {
+		l.Steps = []SummaryLocateStep{}
+	}
+	for i := range l.Steps {
+		l.Steps[i].Strides = ints(l.Steps[i].Strides)
+	}
+	if l.Suspects == nil {
+		l.Suspects = []SummaryLocateSuspect{}
+	}
+	for i := range l.Suspects {
+		l.Suspects[i].Ranks = ints(l.Suspects[i].Ranks)
+		if l.Suspects[i].By == nil {
+			l.Suspects[i].By = []string{}
+		}
+	}
+	if l.Nodes == nil {
+		l.Nodes = []SummaryLocateNode{}
+	}
+	for i := range l.Nodes {
+		l.Nodes[i].Ranks = ints(l.Nodes[i].Ranks)
+		l.Nodes[i].Inside, l.Nodes[i].Pairs = orEmpty(l.Nodes[i].Inside), orEmpty(l.Nodes[i].Pairs)
+	}
+	for _, ps := range []*[]SummaryLocatePair{&l.Pairs, &l.RankPairs} {
+		if *ps == nil {
+			*ps = []SummaryLocatePair{}
+		}
+		for i := range *ps {
+			(*ps)[i].Ranks = ints((*ps)[i].Ranks)
+			(*ps)[i].Figures = orEmpty((*ps)[i].Figures)
+		}
+	}
+	return l
+}

@@ -66,7 +66,7 @@ func Default() Config {
 			DTypes:     []coll.DType{coll.Float32}, Ops: []coll.Op{coll.Sum},
 			Placements: []coll.Placement{coll.OutOfPlace}, Methods: []coll.Method{coll.PerOp},
 			Modes: append([]coll.Mode(nil), coll.DefaultModes...), Buffers: []coll.BufferKind{coll.PlainBuffers},
-			CTAPolicies: []coll.CTAPolicy{coll.DefaultCTAPolicy}, Offsets: []Size{0}, Batch: 20},
+			CTAPolicies: []coll.CTAPolicy{coll.DefaultCTAPolicy}, Offsets: []Size{0}, Batch: 20, Check: "every"},
 		Memory:   Memory{Enabled: true, PayloadBytes: 268435456, Modes: phases.DefaultMemoryModes()},
 		Numerics: defaultNumerics(),
 	}

@@ -61,6 +61,9 @@ var hostileInputs = []struct {
 	{"nan gate by -set", "", []string{"timing.min_busbw_gbps=nan"}, 2, "timing.min_busbw_gbps", "nan is not a number"},
 	{"nan gate in a run", "[[run]]\nname = \"x\"\nmin_busbw_gbps = -nan\n", nil, 2, "run x: min_busbw_gbps", "nan is not a number"},
 	{"absurd gate", "[timing]\nmin_busbw_gbps = 1e9\n", nil, 2, "timing.min_busbw_gbps", "above rsag's bound of 100000 GB/s"},
+	{"unknown check", "[timing]\ncheck = \"some\"\n", nil, 2, "timing.check", `"some" is not a check policy: use "every"`},
+	{"empty check in a run", "[[run]]\nname = \"x\"\ncheck = \"\"\n", nil, 2, "run x: check", `"" is not a check policy`},
+	{"check by -set", "", []string{"timing.check=1"}, 2, "timing.check", "check takes a string"},
 	// Duplicates, named.
 	{"duplicate size", "[timing]\nsizes_bytes = [1024, \"1K\"]\n", nil, 2, "timing.sizes_bytes", "1024 is listed twice"},
 	{"duplicate dtype", "[timing]\ndtypes = [\"float32\", \"int8\", \"float32\"]\n", nil, 2, "timing.dtypes", `"float32" is listed twice`},
@@ -83,7 +86,7 @@ var hostileInputs = []struct {
 	{"empty numerics", "[numerics]\nenabled = true\nsizes_bytes = []\n", nil, 2, "numerics.sizes_bytes", "is empty"},
 	{"empty modes", "[timing]\nmodes = []\n", nil, 2, "timing.modes", "is empty: list at least one of direct, decomposed"},
 	// Keys a table does not take; one key spelt twice.
-	{"enabled in a run", "[[run]]\nname = \"x\"\nenabled = false\n", nil, 2, "run.enabled", "a [[run]] takes batch, buffers, cta_policies, cycles"},
+	{"enabled in a run", "[[run]]\nname = \"x\"\nenabled = false\n", nil, 2, "run.enabled", "a [[run]] takes batch, buffers, check, cta_policies, cycles"},
 	{"unknown in a run", "[[run]]\nname = \"x\"\nwarmup = 1\n", nil, 2, "run.warmup", `in [[run]] 1: did you mean "run.warmups"?`},
 	{"empty run list", "run = []\n", nil, 2, "run", "lists no runs"},
 	{"run as a table", "[run]\ncycles = 3\n", nil, 2, "run", "write each sweep as a [[run]] table"},

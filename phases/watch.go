@@ -48,8 +48,20 @@ func (w *watched) Write(b coll.Buffer, src []byte) error { w.t.Kick(); return w.
 func (w *watched) Read(b coll.Buffer, dst []byte) error  { w.t.Kick(); return w.Backend.Read(b, dst) }
 func (w *watched) Free(b coll.Buffer) error              { w.t.Kick(); return w.Backend.Free(b) }
 
-// WatchComm returns c with its barriers and agreements armed on t.
-func WatchComm(c coll.Comm, t Tracker) coll.Comm { return &watchedComm{Comm: c, t: t} }
+// WatchComm returns c with its barriers, agreements and gathers armed on
+// t; it is a coll.Gatherer when c is.
+func WatchComm(c coll.Comm, t Tracker) coll.Comm {
+	w := &watchedComm{Comm: c, t: t}
+	if g, ok := c.(coll.Gatherer); ok {
+		return &watchedGatherer{watchedComm: w, g: g}
+	}
+	return w
+}
+
+type watchedGatherer struct {
+	*watchedComm
+	g coll.Gatherer
+}
 
 type watchedComm struct {
 	coll.Comm
@@ -64,6 +76,12 @@ func (w *watchedComm) Barrier() error {
 func (w *watchedComm) AllTrue(ok bool) (bool, []int, error) {
 	w.t.Arm("agreement between ranks", -1)
 	return w.Comm.AllTrue(ok)
+}
+
+// AllGather gathers every rank's data, armed on t.
+func (w *watchedGatherer) AllGather(data []byte) ([][]byte, error) {
+	w.t.Arm("gather between ranks", -1)
+	return w.g.AllGather(data)
 }
 
 // Arm lets the phases arm a step of their own on the tracker: a timed

@@ -337,7 +337,7 @@ func allCorrect(rows Rows) bool {
 		}
 	}
 	for _, r := range rows.Timings {
-		if !r.Correct {
+		if r.Correct == Wrong {
 			return false
 		}
 	}

@@ -35,6 +35,7 @@ type Config struct {
 	Memory    Memory    `toml:"memory"`
 	Numerics  Numerics  `toml:"numerics"`
 	Hierarchy Hierarchy `toml:"hierarchy"`
+	Soak      Soak      `toml:"soak"`
 	// RunTables are the [[run]] tables, each a set of timing keys (and a
 	// name) that override [timing]; Runs holds them resolved.
 	RunTables []toml.Primitive `toml:"run" json:"-"`
@@ -69,6 +70,7 @@ func Default() Config {
 			CTAPolicies: []coll.CTAPolicy{coll.DefaultCTAPolicy}, Offsets: []Size{0}, Batch: 20, Check: "every"},
 		Memory:   Memory{Enabled: true, PayloadBytes: 268435456, Modes: phases.DefaultMemoryModes()},
 		Numerics: defaultNumerics(),
+		Soak:     defaultSoak(),
 	}
 }
 
@@ -389,8 +391,13 @@ func (c *Config) check(source string) error {
 			return err
 		}
 	}
-	if !c.Contracts.Enabled && !c.Timing.Enabled && !c.Memory.Enabled && !c.Numerics.Enabled {
-		return bad("enabled", "every phase is disabled: enable at least one of contracts, timing, memory, numerics")
+	if c.Soak.Enabled {
+		if err := c.Soak.check(bad); err != nil {
+			return err
+		}
+	}
+	if !c.Contracts.Enabled && !c.Timing.Enabled && !c.Memory.Enabled && !c.Numerics.Enabled && !c.Soak.Enabled {
+		return bad("enabled", "every phase is disabled: enable at least one of contracts, timing, memory, numerics, soak")
 	}
 	return nil
 }
@@ -421,6 +428,11 @@ func (c *Config) Validate(world int) error {
 	}
 	if c.Numerics.Enabled {
 		if err := divisible("config", "numerics.sizes_bytes", int64s(c.Numerics.SizesBytes), c.Numerics.DTypes, world); err != nil {
+			return err
+		}
+	}
+	if c.Soak.Enabled {
+		if err := c.Soak.validate(world); err != nil {
 			return err
 		}
 	}

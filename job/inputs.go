@@ -88,7 +88,7 @@ func (s *session) agreeInputs() error {
 }
 
 // stallPhases and stallOps are what RSAG_DEBUG_STALL may name.
-var stallPhases = []string{"startup", "contracts", "timing", "memory", "numerics", "results"}
+var stallPhases = []string{"startup", "contracts", "timing", "memory", "numerics", "soak", "results"}
 
 func stallOps() []string {
 	ops := []string{"barrier", "agreement between ranks"}

@@ -235,7 +235,7 @@ func (s *session) execute(st *state) error {
 	// Every input is answered: from here the run writes into the output
 	// dir, and run.json says how far it got.
 	ran := report.Phases{Contracts: cfg.Contracts.Enabled, Timing: cfg.Timing.Enabled, Memory: cfg.Memory.Enabled,
-		Numerics: cfg.Numerics.Enabled, Sweep: !cfg.IsSeedCase()}
+		Numerics: cfg.Numerics.Enabled, Sweep: !cfg.IsSeedCase(), Soak: cfg.Soak.Enabled}
 	if st.log, err = s.startRunLog(backendName, earlier, ran, st.lock); err != nil {
 		return err
 	}
@@ -246,6 +246,9 @@ func (s *session) execute(st *state) error {
 	}
 	s.phase("results")
 	rows := report.FromResults(s.comm.Rank(), s.comm.Host(), res.contracts, res.timings, res.memory, res.numerics)
+	if s.comm.Rank() == 0 { // every rank has the same soak: rank 0 reports it
+		rows.Soak, rows.SoakSummary = report.SoakRows(res.soak)
+	}
 	sum, err := s.writeResults(cfg, w, rows, ran, infos)
 	if err != nil {
 		return err

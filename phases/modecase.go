@@ -15,6 +15,7 @@ type modeCase struct {
 	want  []float64     // the output's expected value per chunk of chunk elements
 	chunk int
 	run   func() error      // every step once, prepared (see Preparer)
+	steps []func() error    // each step alone, prepared: steps[i] writes bufs[i+1]
 	loop  func(n int) error // run n times back to back (see LoopPreparer)
 	// writesInput: a step writes into the input (in place), so a sample
 	// leaves it changed.
@@ -66,7 +67,7 @@ func newModeCase(a *arena, sc *scopes, m coll.TimedMode, c coll.Case) (*modeCase
 			return nil, err
 		}
 	}
-	mc.run = chain(calls)
+	mc.run, mc.steps = chain(calls), calls
 	mc.loop = func(n int) error {
 		for range n {
 			if err := mc.run(); err != nil {
@@ -161,22 +162,32 @@ func expectedChunks(m coll.TimedMode, op coll.Op, g *Groups, world, rank, inputC
 		}
 	}
 	for _, s := range m.Steps {
-		done := make([]bool, world)
-		for r := range world {
-			if done[r] {
-				continue
-			}
-			members, _ := g.members(s.Scope, r, world)
-			in := make([][]float64, len(members))
-			for i, q := range members {
-				in[i], done[q] = held[q], true
-			}
-			for i, out := range s.Reference(in, op) {
-				held[members[i]] = out
-			}
-		}
+		held = stepChunks(s, op, g, held)
 	}
 	return held[rank]
+}
+
+// stepChunks runs step s on the host, at the granularity of chunks, within
+// every group of its scope: held[r] is what world rank r holds before it,
+// and the result what each holds after it.
+func stepChunks(s coll.Step, op coll.Op, g *Groups, held [][]float64) [][]float64 {
+	world := len(held)
+	after := make([][]float64, world)
+	done := make([]bool, world)
+	for r := range world {
+		if done[r] {
+			continue
+		}
+		members, _ := g.members(s.Scope, r, world)
+		in := make([][]float64, len(members))
+		for i, q := range members {
+			in[i], done[q] = held[q], true
+		}
+		for i, out := range s.Reference(in, op) {
+			after[members[i]] = out
+		}
+	}
+	return after
 }
 
 // checkView is a part of a mode's output to check: a view of at most

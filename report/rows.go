@@ -134,6 +134,10 @@ type Rows struct {
 	Timings   []TimingRow
 	Memory    []MemoryRow
 	Numerics  []NumericsRow
+	// Soak is the soak phase's, the same on every rank: rank 0's rows
+	// alone carry it (SoakRows).
+	Soak        []SoakRow
+	SoakSummary *SummarySoak
 }
 
 // FromResults turns one rank's phase results into rows.

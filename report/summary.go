@@ -71,6 +71,8 @@ type Summary struct {
 	// ChecksPassed is whether every contract, timing check and memory check
 	// held on every rank.
 	ChecksPassed bool `json:"checks_passed"`
+	// Soak is the soak phase; absent when it did not run.
+	Soak *SummarySoak `json:"soak,omitempty"`
 }
 
 // SummaryBuild names the rsag binary that ran.
@@ -276,6 +278,7 @@ func NewSummary(in SummaryInput) Summary {
 	s.Memory = summaryMemory(in.Rows.Memory)
 	s.Numerics = summaryNumerics(in.Rows.Numerics)
 	s.ChecksPassed = allCorrect(in.Rows)
+	s.Soak = in.Rows.SoakSummary
 	return s
 }
 
@@ -350,6 +353,9 @@ func allCorrect(rows Rows) bool {
 		if !r.WithinBound {
 			return false
 		}
+	}
+	if s := rows.SoakSummary; s != nil && s.FailedIterations > 0 {
+		return false
 	}
 	return true
 }
@@ -534,6 +540,24 @@ func normalized(s Summary) Summary {
 		if s.Memory[i].Ranks == nil {
 			s.Memory[i].Ranks = []SummaryMemoryRank{}
 		}
+	}
+	if s.Soak != nil {
+		soak := *s.Soak
+		if soak.SuspectRanks == nil {
+			soak.SuspectRanks = []int{}
+		}
+		if soak.Faults == nil {
+			soak.Faults = []phases.SoakFault{}
+		}
+		if soak.Failures == nil {
+			soak.Failures = []SummarySoakFailed{}
+		}
+		for i := range soak.Faults {
+			if soak.Faults[i].Chunks == nil {
+				soak.Faults[i].Chunks = []int{}
+			}
+		}
+		s.Soak = &soak
 	}
 	return s
 }

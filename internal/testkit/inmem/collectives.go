@@ -173,7 +173,7 @@ func (be *Backend) allGather(send, recv coll.Buffer, _ coll.Op) error {
 		copy(recvMem[at*len(sendMem):], p.([]byte))
 	}
 	if hit && !f.Send {
-		flip(recvMem, f.Element, send.DType().Size())
+		flip(recvMem, f.Chunk*send.Count()+f.Element, send.DType().Size())
 	}
 	return nil
 }

@@ -48,11 +48,14 @@ type Faults struct {
 // collective that Calls picks (counted from 1 on that rank, over every
 // communicator), the lowest bit of element Element of its output flips.
 // With Send, an AllGather call corrupts instead what the rank sends, so
-// that every rank receives that chunk wrong: a bad transfer from its owner.
+// that every rank receives that chunk wrong: a bad transfer from its owner;
+// without it, the element is counted from the start of the output's chunk
+// Chunk (what rank Chunk sent).
 type Flip struct {
 	Collective string // coll.AllReduce.Name, ...
 	Rank       int
 	Element    int
+	Chunk      int
 	Send       bool
 	Calls      func(n int) bool
 }

@@ -180,7 +180,7 @@ type SoakIteration struct {
 	Elapsed    time.Duration
 	Wrong      int // elements wrong over every rank, mode and step
 	Verdict    string
-	First      *SoakFault // the first fault, in rank, mode and step order
+	First      *SoakFault // the first fault, in mode, step and rank order
 }
 
 // SoakResult is the soak phase on every rank (the same on each).
@@ -188,7 +188,7 @@ type SoakResult struct {
 	Seed       uint64
 	Iterations []SoakIteration
 	Failed     int         // iterations that found a wrong element
-	Faults     []SoakFault // every rank's, in order, at most maxSoakFaults
+	Faults     []SoakFault // every rank's, in iteration, mode, step and rank order, at most maxSoakFaults
 	Verdict    string      // the first failed iteration's
 	Suspects   []int       // its suspect ranks
 	Elapsed    time.Duration
@@ -277,6 +277,19 @@ func RunSoak(be coll.Backend, comm coll.Comm, spec SoakSpec, groups *Groups, pro
 			stop = stop || (r == 0 && n.Stop)
 		}
 		if len(every) > 0 {
+			// In mode, then step, then rank order: the first is the first
+			// wrong step's.
+			slices.SortStableFunc(every, func(a, b SoakFault) int {
+				ma := slices.IndexFunc(modes, func(m coll.TimedMode) bool { return m.Name == a.Mode })
+				mb := slices.IndexFunc(modes, func(m coll.TimedMode) bool { return m.Name == b.Mode })
+				if ma != mb {
+					return ma - mb
+				}
+				if a.Step != b.Step {
+					return a.Step - b.Step
+				}
+				return a.Rank - b.Rank
+			})
 			verdict, suspects := diagnose(iter, c, modes, every, hosts)
 			it.Verdict, it.First = verdict, &every[0]
 			for _, f := range every {
@@ -328,8 +341,21 @@ func soakProgress(res SoakResult, took time.Duration, spec SoakSpec) string {
 	if spec.Duration > 0 {
 		of = fmt.Sprintf("in %.1f s of %.0f s", took.Seconds(), spec.Duration.Seconds())
 	}
-	return fmt.Sprintf("soak: %d iterations %s, %.3f GB moved by rank 0, %d failed (seed %d)",
-		len(res.Iterations), of, float64(res.BytesMoved)/1e9, res.Failed, spec.Seed)
+	return fmt.Sprintf("soak: %d iterations %s, %s moved by rank 0, %d failed (seed %d)",
+		len(res.Iterations), of, bytesText(res.BytesMoved), res.Failed, spec.Seed)
+}
+
+// bytesText is a byte count in decimal units: "512 B", "3.4 MB".
+func bytesText(n int64) string {
+	switch {
+	case n < 1e3:
+		return fmt.Sprintf("%d B", n)
+	case n < 1e6:
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	case n < 1e9:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.2f GB", float64(n)/1e9)
 }
 
 // soakCaseText names a drawn case: "1.2M int32 sum in-place +64 B".

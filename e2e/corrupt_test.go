@@ -25,11 +25,17 @@ import (
 // temporary dir and returns its path.
 func preload(t *testing.T, name string) string {
 	t.Helper()
+	return preloadIn(t, name, t.TempDir())
+}
+
+// preloadIn is preload into dir (one every emulated host sees).
+func preloadIn(t *testing.T, name, dir string) string {
+	t.Helper()
 	mpicc, err := exec.LookPath("mpicc")
 	if err != nil {
 		t.Fatalf("mpicc not found, to build testdata/%s.c: install Open MPI's development files (make deps)", name)
 	}
-	lib := filepath.Join(t.TempDir(), "lib"+name+".so")
+	lib := filepath.Join(dir, "lib"+name+".so")
 	if out, err := exec.Command(mpicc, "-shared", "-fPIC", "-Wall", "-Werror", "-o", lib, filepath.Join("testdata", name+".c")).CombinedOutput(); err != nil {
 		t.Fatalf("building testdata/%s.c: %v\n%s", name, err, out)
 	}

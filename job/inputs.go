@@ -26,6 +26,7 @@ func (s *session) loadConfig() (config.Config, error) {
 		}
 	}
 	s.tr.Arm("config broadcast", -1)
+	defer s.tr.Leave()
 	msg, err := s.comm.BcastBlob(msg, 0)
 	if err != nil {
 		return config.Config{}, err
@@ -64,6 +65,7 @@ func (s *session) agreeInputs() error {
 		mine = append(mine, sum[:]...)
 	}
 	s.tr.Arm("agreement between ranks", -1)
+	defer s.tr.Leave()
 	all, err := s.comm.AllGather(mine)
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -62,7 +63,7 @@ type session struct {
 	opts Options
 	comm *mpi.Comm
 	wd   *watchdog.Watchdog
-	tr   *watchdog.Tracker
+	tr   *watchdog.Steps
 	end  *watchdog.Ender
 	out  io.Writer // rank 0's tables and progress; nothing elsewhere
 
@@ -98,11 +99,15 @@ func Main(o Options) int {
 	// passes fails on its own: it leaves rank 0 a note first.
 	var s *session
 	wd := watchdog.New(config.DefaultTimeoutS*time.Second, func(msg string) {
+		// Rank 0 names every rank's part, from their heartbeats.
+		if h := s.hang(); h != "" && comm.Rank() == 0 {
+			msg = strings.TrimSuffix(msg, "; aborting the job") + "; hang: " + h + "; aborting the job"
+		}
 		s.leaveNote(msg)
 		end.End(ExitWatchdog, msg, "")
 	})
 	s = &session{opts: o, comm: comm, wd: wd, end: end, out: io.Discard,
-		tr: watchdog.NewTracker(wd, comm.Rank(), comm.Host(), o.Stderr)}
+		tr: watchdog.NewSteps(watchdog.NewTracker(wd, comm.Rank(), comm.Host(), o.Stderr))}
 	wd.Start()
 	if comm.Rank() == 0 {
 		s.out = o.Stdout
@@ -118,6 +123,7 @@ func Main(o Options) int {
 		end.WaitForEnd() // the watchdog or a signal is ending the process
 	}
 	if err == nil {
+		endBeats(fmt.Sprintf("exit %d", ExitOK))
 		end.Leaving(ExitOK)
 		st.releaseLock(o.Stderr)
 		s.finalize()
@@ -130,6 +136,7 @@ func Main(o Options) int {
 			fmt.Fprintf(o.Stderr, "rsag: %v\n", err)
 		}
 		st.log.fail(err.Error())
+		endBeats(fmt.Sprintf("exit %d: %v", sh.code, err))
 		end.Leaving(sh.code)
 		st.releaseLock(o.Stderr)
 		s.finalize()
@@ -138,6 +145,7 @@ func Main(o Options) int {
 	fmt.Fprintf(o.Stderr, "rsag: rank %d (%s): %v\n", comm.Rank(), comm.Host(), err)
 	st.log.fail(fmt.Sprintf("rank %d (%s): %v", comm.Rank(), comm.Host(), err))
 	s.leaveNote(err.Error())
+	endBeats(fmt.Sprintf("exit %d: %v", ExitFailed, err))
 	st.releaseLock(o.Stderr)
 	// Only this rank knows: the others may be waiting in a collective, so
 	// end the whole job rather than let it hang.
@@ -237,6 +245,9 @@ func (s *session) execute(st *state) error {
 	ran := report.Phases{Contracts: cfg.Contracts.Enabled, Timing: cfg.Timing.Enabled, Memory: cfg.Memory.Enabled,
 		Numerics: cfg.Numerics.Enabled, Sweep: !cfg.IsSeedCase(), Soak: cfg.Soak.Enabled}
 	if st.log, err = s.startRunLog(backendName, earlier, ran, st.lock); err != nil {
+		return err
+	}
+	if err := s.startBeats(); err != nil {
 		return err
 	}
 	res, phaseErr := s.runPhases(cfg, w, watched)

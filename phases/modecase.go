@@ -24,6 +24,11 @@ type modeCase struct {
 	// every sample, and joining the step names there made garbage a GC
 	// could collect inside a later timed sample.
 	watchOp string
+	// watchCycle and watchWarmup say which mode a sample is of, and what
+	// its round counts, for a hang's diagnosis ("direct, cycle"); stepOps
+	// name each step alone (the soak's); all named once, as watchOp is.
+	watchCycle, watchWarmup string
+	stepOps                 []string
 	// checks and host are what checking the output needs (prepareChecks),
 	// made at the first check.
 	checks []checkView
@@ -48,7 +53,10 @@ func newModeCase(a *arena, sc *scopes, m coll.TimedMode, c coll.Case) (*modeCase
 		return nil, err
 	}
 	mc := &modeCase{mode: m, bufs: make([]coll.Buffer, len(counts)), chunk: full / l.World, writesInput: p == coll.InPlace,
-		watchOp: m.Op()}
+		watchOp: m.Op(), watchCycle: string(m.Name) + ", cycle", watchWarmup: string(m.Name) + ", warm-up"}
+	for _, s := range m.Steps {
+		mc.stepOps = append(mc.stepOps, s.Name)
+	}
 	if p == coll.InPlace {
 		err = placeInside(a, sc, m, mc.bufs, counts, c)
 	} else {

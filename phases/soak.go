@@ -377,10 +377,13 @@ func soakMode(sc *scopes, m coll.TimedMode, plan []stepPlan, c coll.Case, in soa
 	if err := in.fill(be, mc.input(), be.Rank()); err != nil {
 		return nil, 0, err
 	}
+	context := string(m.Name) + ", iteration"
 	for i, s := range m.Steps {
 		send, recv := mc.bufs[i], mc.bufs[i+1]
-		armStep(be, s.Name, coll.Payload(send, recv))
-		if err := mc.steps[i](); err != nil {
+		armSample(be, &mc.stepOps[i], coll.Payload(send, recv), &context, iter)
+		err := mc.steps[i]()
+		leaveStep(be)
+		if err != nil {
 			return faults, moved, fmt.Errorf("%s: %w", s.Name, err)
 		}
 		moved += coll.Payload(send, recv)

@@ -199,7 +199,7 @@ func timeCase(be coll.Backend, modes []*modeCase, method timingMethod, c coll.Ca
 		}
 	}()
 	filled := make(map[*modeCase]bool, len(modes))
-	take := func(m *modeCase) (float64, error) {
+	take := func(m *modeCase, cycle int, warmup bool) (float64, error) {
 		if method.refillAlways || m.writesInput || !filled[m] {
 			if err := be.Fill(m.input(), fill); err != nil {
 				return 0, err
@@ -208,8 +208,14 @@ func timeCase(be coll.Backend, modes []*modeCase, method timingMethod, c coll.Ca
 		}
 		// The prepared calls bypass the watch: the sample as a whole is
 		// the step the watchdog gives a deadline.
-		armStep(be, m.watchOp, c.SizeBytes)
-		return sample(m)
+		context := &m.watchCycle
+		if warmup {
+			context = &m.watchWarmup
+		}
+		armSample(be, &m.watchOp, c.SizeBytes, context, cycle)
+		us, err := sample(m)
+		leaveStep(be)
+		return us, err
 	}
 	// verify checks what a sample (or warm-up) of m left, after its clock
 	// stopped and before the next refill; the first mismatch on this rank
@@ -224,8 +230,10 @@ func timeCase(be coll.Backend, modes []*modeCase, method timingMethod, c coll.Ca
 			if err := be.Fill(m.input(), fill); err != nil {
 				return false, err
 			}
-			armStep(be, m.watchOp, c.SizeBytes)
-			if err := m.run(); err != nil {
+			armSample(be, &m.watchOp, c.SizeBytes, &m.watchCycle, cycle)
+			err := m.run()
+			leaveStep(be)
+			if err != nil {
 				return false, fmt.Errorf("validation %s: %w", m.mode.Name, err)
 			}
 		}
@@ -252,7 +260,7 @@ func timeCase(be coll.Backend, modes []*modeCase, method timingMethod, c coll.Ca
 	every := !sw.CheckLast
 	for w := range sw.Warmups {
 		for _, m := range modes {
-			if _, err := take(m); err != nil {
+			if _, err := take(m, w, true); err != nil {
 				return nil, fmt.Errorf("warmup %s: %w", m.mode.Name, err)
 			}
 			if every {
@@ -269,7 +277,7 @@ func timeCase(be coll.Backend, modes []*modeCase, method timingMethod, c coll.Ca
 			order[i] = modes[(i+cycle)%len(modes)]
 		}
 		for _, m := range order {
-			us, err := take(m)
+			us, err := take(m, cycle, false)
 			if err != nil {
 				return samples, fmt.Errorf("%s cycle %d: %w", m.mode.Name, cycle, err)
 			}

@@ -13,6 +13,15 @@ type Tracker interface {
 	Kick()
 }
 
+// SampleTracker is a Tracker that also keeps, for a hang's diagnosis, the
+// mode and cycle of each timed sample and when each step ends
+// (watchdog.Steps). ArmSample keeps its strings, so that a sample
+// allocates nothing: they must stay as they are.
+type SampleTracker interface {
+	ArmSample(op *string, bytes int64, context *string, round int)
+	Leave()
+}
+
 // Watch returns be with every collective armed on t (named by the
 // collective, sized by its full payload, see Payload) and every other call
 // that may wait for the device kicking it. The phases run over the watched backend; nothing else
@@ -26,7 +35,16 @@ type watched struct {
 
 func (w *watched) Run(c coll.Collective, send, recv coll.Buffer, op coll.Op) error {
 	w.t.Arm(c.Name, coll.Payload(send, recv))
+	defer leave(w.t)
 	return w.Backend.Run(c, send, recv, op)
+}
+
+// leave tells t that the step it armed last has ended, when it keeps
+// such things (SampleTracker).
+func leave(t Tracker) {
+	if st, ok := t.(SampleTracker); ok {
+		st.Leave()
+	}
 }
 
 // The calls below wait for what is queued on the device (a collective that
@@ -70,17 +88,20 @@ type watchedComm struct {
 
 func (w *watchedComm) Barrier() error {
 	w.t.Arm("barrier", -1)
+	defer leave(w.t)
 	return w.Comm.Barrier()
 }
 
 func (w *watchedComm) AllTrue(ok bool) (bool, []int, error) {
 	w.t.Arm("agreement between ranks", -1)
+	defer leave(w.t)
 	return w.Comm.AllTrue(ok)
 }
 
 // AllGather gathers every rank's data, armed on t.
 func (w *watchedGatherer) AllGather(data []byte) ([][]byte, error) {
 	w.t.Arm("gather between ranks", -1)
+	defer leave(w.t)
 	return w.g.AllGather(data)
 }
 
@@ -92,6 +113,28 @@ func (w *watched) Arm(op string, bytes int64) { w.t.Arm(op, bytes) }
 func armStep(be coll.Backend, op string, bytes int64) {
 	if a, ok := be.(*watched); ok {
 		a.Arm(op, bytes)
+	}
+}
+
+// armSample arms one sample (or soak step) on be's tracker, when be is
+// watched: with its mode and cycle (SampleTracker), allocating nothing,
+// when the tracker keeps them.
+func armSample(be coll.Backend, op *string, bytes int64, context *string, round int) {
+	a, ok := be.(*watched)
+	if !ok {
+		return
+	}
+	if st, ok := a.t.(SampleTracker); ok {
+		st.ArmSample(op, bytes, context, round)
+		return
+	}
+	a.t.Arm(*op, bytes)
+}
+
+// leaveStep says the step armed last on be's tracker has ended.
+func leaveStep(be coll.Backend) {
+	if a, ok := be.(*watched); ok {
+		leave(a.t)
 	}
 }
 

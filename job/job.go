@@ -100,8 +100,10 @@ func Main(o Options) int {
 	var s *session
 	wd := watchdog.New(config.DefaultTimeoutS*time.Second, func(msg string) {
 		// Rank 0 names every rank's part, from their heartbeats.
-		if h := s.hang(); h != "" && comm.Rank() == 0 {
-			msg = strings.TrimSuffix(msg, "; aborting the job") + "; hang: " + h + "; aborting the job"
+		if comm.Rank() == 0 {
+			if h := s.hang(); h != "" {
+				msg = strings.TrimSuffix(msg, "; aborting the job") + "; hang: " + h + "; aborting the job"
+			}
 		}
 		s.leaveNote(msg)
 		end.End(ExitWatchdog, msg, "")

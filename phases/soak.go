@@ -244,13 +244,14 @@ func RunSoak(be coll.Backend, comm coll.Comm, spec SoakSpec, groups *Groups, pro
 		plans[i] = planOf(m, groups, world, rank)
 	}
 	start, lastSaid := time.Now(), time.Now()
+	scratch := &soakScratch{}
 	for iter := 0; spec.Iterations == 0 || iter < spec.Iterations; iter++ {
 		c := spec.Draw(iter, world)
 		in := newSoakInput(spec.Seed, iter, world, c.DType, c.Op)
 		var faults []SoakFault
 		var moved int64
 		for i, m := range modes {
-			f, n, err := soakMode(sc, m, plans[i], c, in, iter, host)
+			f, n, err := soakMode(sc, m, plans[i], c, in, iter, host, scratch)
 			if err != nil {
 				return res, fmt.Errorf("soak iteration %d (%s) %s on rank %d: %w", iter, soakCaseText(c), m.Name, rank, err)
 			}
@@ -366,7 +367,7 @@ func soakCaseText(c coll.Case) string {
 // soakMode runs mode m of case c on input in, one step at a time, and
 // checks each step's output on this rank; it returns what it found wrong
 // and the bytes its collectives moved.
-func soakMode(sc *scopes, m coll.TimedMode, plan []stepPlan, c coll.Case, in soakInput, iter int, host string) (faults []SoakFault, moved int64, err error) {
+func soakMode(sc *scopes, m coll.TimedMode, plan []stepPlan, c coll.Case, in soakInput, iter int, host string, scratch *soakScratch) (faults []SoakFault, moved int64, err error) {
 	be := sc.be[coll.World]
 	a := &arena{be: be}
 	defer a.release(&err)
@@ -374,7 +375,7 @@ func soakMode(sc *scopes, m coll.TimedMode, plan []stepPlan, c coll.Case, in soa
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := in.fill(be, mc.input(), be.Rank()); err != nil {
+	if err := in.fill(be, mc.input(), be.Rank(), scratch); err != nil {
 		return nil, 0, err
 	}
 	context := string(m.Name) + ", iteration"
@@ -390,7 +391,7 @@ func soakMode(sc *scopes, m coll.TimedMode, plan []stepPlan, c coll.Case, in soa
 		if err := be.Synchronize(); err != nil {
 			return faults, moved, err
 		}
-		f, err := in.check(be, recv, plan[i], mc.chunk)
+		f, err := in.check(be, recv, plan[i], mc.chunk, scratch)
 		if err != nil {
 			return faults, moved, err
 		}
@@ -523,9 +524,12 @@ func newSoakInput(seed uint64, iter, world int, d coll.DType, op coll.Op) soakIn
 func (in soakInput) at(r, i int) float64 { return float64(1 + in.streams[r].Uint64(i)%in.limit) }
 
 // fill writes rank's input into b, checkChunk elements at a time.
-func (in soakInput) fill(be coll.Backend, b coll.Buffer, rank int) error {
+func (in soakInput) fill(be coll.Backend, b coll.Buffer, rank int, sc *soakScratch) error {
 	es := in.d.Size()
-	host := make([]byte, min(b.Count(), checkChunk)*es)
+	if n := min(b.Count(), checkChunk) * es; len(sc.host) < n {
+		sc.host, sc.want = make([]byte, n), make([]byte, n)
+	}
+	host := sc.host
 	for off := 0; off < b.Count(); off += checkChunk {
 		k := min(checkChunk, b.Count()-off)
 		for i := range k {
@@ -542,14 +546,23 @@ func (in soakInput) fill(be coll.Backend, b coll.Buffer, rank int) error {
 	return nil
 }
 
+// soakScratch is the host memory the soak's checks reuse from one
+// iteration to the next.
+type soakScratch struct {
+	host, want []byte
+	vals       []float64
+}
+
 // check compares every element of out, a step's output on this rank whose
 // chunks of chunk elements plan describes, with the reduction of the
 // inputs that reach it, and returns what it found wrong, or nil.
-func (in soakInput) check(be coll.Backend, out coll.Buffer, plan stepPlan, chunk int) (*SoakFault, error) {
+func (in soakInput) check(be coll.Backend, out coll.Buffer, plan stepPlan, chunk int, sc *soakScratch) (*SoakFault, error) {
 	es := in.d.Size()
-	n := min(chunk, checkChunk)
-	host, want := make([]byte, n*es), make([]byte, n*es)
-	vals := make([]float64, 0, len(in.streams))
+	n := min(chunk, checkChunk) * es
+	if len(sc.host) < n {
+		sc.host, sc.want = make([]byte, n), make([]byte, n)
+	}
+	host, want, vals := sc.host, sc.want, sc.vals[:0]
 	var f *SoakFault
 	wrongChunks := map[int]string{}
 	for p, q := range plan.chunk {
@@ -569,6 +582,7 @@ func (in soakInput) check(be coll.Backend, out coll.Buffer, plan stepPlan, chunk
 				}
 				in.d.Encode(coll.Reduce(in.op, vals), want[i*es:])
 			}
+			sc.vals = vals
 			if string(host[:k*es]) == string(want[:k*es]) {
 				continue
 			}

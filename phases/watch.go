@@ -109,13 +109,6 @@ func (w *watchedGatherer) AllGather(data []byte) ([][]byte, error) {
 // sample runs prepared calls, which bypass the watch (see Preparer).
 func (w *watched) Arm(op string, bytes int64) { w.t.Arm(op, bytes) }
 
-// armStep arms op on be's tracker, when be is watched.
-func armStep(be coll.Backend, op string, bytes int64) {
-	if a, ok := be.(*watched); ok {
-		a.Arm(op, bytes)
-	}
-}
-
 // armSample arms one sample (or soak step) on be's tracker, when be is
 // watched: with its mode and cycle (SampleTracker), allocating nothing,
 // when the tracker keeps them.

@@ -43,9 +43,10 @@ type beater struct {
 	peers []outdir.Peer // the other ranks on this host
 	last  atomic.Int64  // Unix nanoseconds of the last beat written
 
-	mu    sync.Mutex // one write at a time
-	ended string
-	stop  chan struct{}
+	mu     sync.Mutex // one write at a time
+	ended  string
+	frozen time.Duration // the longest gap between beats beyond BeatEvery: this process did not run
+	stop   chan struct{}
 }
 
 // startBeats starts every rank's heartbeat, once the output dir is this
@@ -89,11 +90,16 @@ func (s *session) startBeats() error {
 	return err // a rank that cannot write its heartbeat fails on its own
 }
 
-// now is this rank's heartbeat as of now.
+// now is this rank's heartbeat as of now (b.mu is held).
 func (b *beater) now() outdir.Beat {
 	beat := b.me
 	snap := b.state.Snapshot()
 	beat.Written = time.Now()
+	// Beats that come seconds late mean this process did not run.
+	if gap := beat.Written.Sub(time.Unix(0, b.last.Load())) - outdir.BeatEvery; b.last.Load() > 0 && gap > frozenAfter {
+		b.frozen = max(b.frozen, gap)
+	}
+	beat.Frozen = b.frozen.Seconds()
 	beat.Step = outdir.BeatStep{Seq: snap.Seq, Phase: snap.Phase, Op: snap.Op, Bytes: snap.Bytes, Context: snap.Context,
 		Round: snap.Round, In: snap.In, At: snap.At}
 	for _, p := range b.peers {
@@ -130,18 +136,26 @@ func (b *beater) loop() {
 }
 
 // end writes the last beat, saying how the rank ended, once.
-func (b *beater) end(how string) {
+func (b *beater) end(how string) { b.endAs(how, false) }
+
+// endAs is end; timedOut says the rank's watchdog ends it, in the step
+// its State holds.
+func (b *beater) endAs(how string, timedOut bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.ended != "" {
 		return
 	}
 	beat := b.now()
-	beat.Ended = how
+	beat.Ended, beat.TimedOut = how, timedOut
 	b.ended = how
 	close(b.stop)
 	_ = outdir.WriteBeat(b.dir, beat)
 }
+
+// frozenAfter is how late a beat may come before this process is said not
+// to have run: far more than a scheduler's delay on a loaded node.
+const frozenAfter = 2 * time.Second
 
 // endBeats ends this rank's heartbeat with how, when it beats.
 func endBeats(how string) {
@@ -152,49 +166,59 @@ func endBeats(how string) {
 
 // hang names every rank's part in a hang from their heartbeats (this
 // rank's own fresh), or "" when none waits and none is silent or before
-// the heartbeats start.
-func (s *session) hang() string {
+// the heartbeats start; done says whether every other rank's part is
+// known: it has ended, saying how, or gone silent.
+func (s *session) hang() (text string, done bool) {
 	b := beats.Load()
 	if b == nil {
-		return ""
+		return "", true
 	}
 	all := outdir.ReadBeats(b.dir, b.me.Run)
 	now := time.Now()
+	b.mu.Lock()
 	all[b.me.Rank] = b.now()
-	frozen := now.Sub(time.Unix(0, b.last.Load()))
-	return outdir.Hang{World: s.comm.Size(), Beats: all, Now: now, Host: s.comm.Host(), State: outdir.ProcState,
-		Frozen: frozen, Self: b.me.Rank}.Text()
+	b.mu.Unlock()
+	h := outdir.Hang{World: s.comm.Size(), Beats: all, Now: now, Host: s.comm.Host(), State: outdir.ProcState,
+		Frozen: now.Sub(time.Unix(0, b.last.Load())), Self: b.me.Rank}
+	done = true
+	for r := range h.World {
+		if beat, ok := all[r]; r != h.Self && (!ok || beat.Ended == "") && !h.Silent(r) {
+			done = false
+		}
+	}
+	return h.Text(), done
 }
 
-// settle is rank 0's last word on a run a signal ended: it waits a moment
-// (at most settleFor) for every other rank's last beat, which each writes
-// as the same signal ends it, names every rank's part in run.json's
-// reason and returns it to be said.
+// settle is rank 0's last word on a run a signal ended: it puts every
+// rank's part in run.json's reason at once, then waits a moment (at most
+// settleFor) for the other ranks' last beats, which each writes as the
+// same signal ends it, puts what it then knows there instead, and returns
+// it to be said. The launcher may kill rank 0 at any moment of it.
 func (s *session) settle(log *runLog) func() string {
-	return func() string {
-		b := beats.Load()
-		if b == nil {
-			return ""
-		}
-		for deadline := time.Now().Add(settleFor); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			all := outdir.ReadBeats(b.dir, b.me.Run)
-			done := true
-			for r := 1; r < s.comm.Size(); r++ {
-				beat, ok := all[r]
-				done = done && ok && (beat.Ended != "" || time.Since(beat.Written) > outdir.SilentAfter)
-			}
-			if done {
-				break
-			}
-		}
-		h := s.hang()
+	say := func(h string) {
 		if h != "" {
-			log.amend(func(reason string) string { return strings.TrimSuffix(reason, ".") + "; hang: " + h })
+			log.amend(func(reason string) string {
+				base, _, _ := strings.Cut(reason, "; hang: ")
+				return strings.TrimSuffix(base, ".") + "; hang: " + h
+			})
+		}
+	}
+	return func() string {
+		h, done := s.hang()
+		said := h
+		say(h)
+		for deadline := time.Now().Add(settleFor); !done && time.Now().Before(deadline); {
+			time.Sleep(25 * time.Millisecond)
+			h, done = s.hang()
+		}
+		if h != said {
+			say(h)
 		}
 		return h
 	}
 }
 
 // settleFor bounds settle's wait: less than a launcher's grace between
-// its SIGTERM and its SIGKILL, more than the other ranks take to write.
-const settleFor = 600 * time.Millisecond
+// its SIGTERM and its SIGKILL, more than the other ranks take to write
+// their last beats when the same signal reaches them.
+const settleFor = 400 * time.Millisecond

@@ -101,9 +101,12 @@ func Main(o Options) int {
 	wd := watchdog.New(config.DefaultTimeoutS*time.Second, func(msg string) {
 		// Rank 0 names every rank's part, from their heartbeats.
 		if comm.Rank() == 0 {
-			if h := s.hang(); h != "" {
+			if h, _ := s.hang(); h != "" {
 				msg = strings.TrimSuffix(msg, "; aborting the job") + "; hang: " + h + "; aborting the job"
 			}
+		}
+		if b := beats.Load(); b != nil {
+			b.endAs(msg, true) // its last beat holds the step that overran
 		}
 		s.leaveNote(msg)
 		end.End(ExitWatchdog, msg, "")

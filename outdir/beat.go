@@ -46,6 +46,13 @@ type Beat struct {
 	// watchdog's message, "signal SIGTERM"; "" while it runs. A rank whose
 	// beat stops without it ended without a word.
 	Ended string `json:"ended,omitempty"`
+	// TimedOut says the last beat was written as the rank's watchdog fired:
+	// Step is the one it waited too long in.
+	TimedOut bool `json:"timed_out,omitempty"`
+	// Frozen is the longest stretch the rank noticed it did not run at all
+	// (its beats stopped: SIGSTOP, a frozen VM), in seconds; a stopped rank
+	// that its launcher wakes to end it says so here.
+	Frozen float64 `json:"frozen_s,omitempty"`
 	// Peers are the other ranks on this rank's host, as /proc shows them
 	// when it wrote: what another host cannot see of them.
 	Peers []Peer `json:"peers,omitempty"`
@@ -158,16 +165,24 @@ func (h Hang) Text() string {
 		op  string
 	}
 	waiting := map[key][]int{}
-	silent := h.silent
+	silent := h.Silent
+	timedOut := map[key]int{}
 	for r := range h.World {
 		if b, ok := h.Beats[r]; ok && !silent(r) && b.Step.In {
 			k := key{b.Step.Seq, b.Step.Op}
 			waiting[k] = append(waiting[k], r)
+			if b.TimedOut {
+				timedOut[k]++
+			}
 		}
 	}
+	// The step the most ranks timed out in, then the most wait in: a
+	// launcher that wakes a stopped rank to end the job can let the
+	// others move on a step before rank 0 looks.
 	var most key
 	for k, rs := range waiting {
-		if n := len(waiting[most]); len(rs) > n || (len(rs) == n && k.seq < most.seq) {
+		n := len(waiting[most])
+		if t := timedOut[k]; t > timedOut[most] || (t == timedOut[most] && (len(rs) > n || (len(rs) == n && k.seq < most.seq))) {
 			most = k
 		}
 	}
@@ -183,9 +198,18 @@ func (h Hang) Text() string {
 		}
 		parts = append(parts, fmt.Sprintf("%s in %s for %.1f s", waitText(group), stepText(b.Step, true), h.Now.Sub(began).Seconds()))
 	}
-	if b, ok := h.Beats[h.Self]; ok && h.Frozen > SilentAfter && slices.Contains(group, h.Self) {
-		parts = append(parts, fmt.Sprintf("rank %d on %s (pid %d) itself did not run for %.1f s before (stopped, e.g. by SIGSTOP, or frozen): the others waited for it",
-			h.Self, b.Host, b.PID, h.Frozen.Seconds()))
+	// A waiter that did not run for a while held the others up: say so
+	// first, whether it noticed (its beat) or is the reader.
+	for _, r := range group {
+		b := h.Beats[r]
+		frozen := time.Duration(b.Frozen * float64(time.Second))
+		if r == h.Self {
+			frozen = max(frozen, h.Frozen)
+		}
+		if frozen > SilentAfter {
+			parts = append(parts, fmt.Sprintf("rank %d on %s (pid %d) did not run for %.1f s (stopped, e.g. by SIGSTOP, or frozen) until it was woken: the others waited for it",
+				r, b.Host, b.PID, frozen.Seconds()))
+		}
 	}
 	for r := range h.World {
 		if slices.Contains(group, r) {
@@ -201,10 +225,10 @@ func (h Hang) Text() string {
 	return strings.Join(parts, "; ")
 }
 
-// silent says whether rank r has gone quiet: no beat, or none for
+// Silent says whether rank r has gone quiet: no beat, or none for
 // SilentAfter, or its process gone, without a last beat that says how it
 // ended. The reader itself is never silent.
-func (h Hang) silent(r int) bool {
+func (h Hang) Silent(r int) bool {
 	b, ok := h.Beats[r]
 	switch {
 	case r == h.Self:
@@ -228,14 +252,19 @@ func (h Hang) rankText(r int, seq uint64, group []int, began time.Time) string {
 		return fmt.Sprintf("rank %d wrote no heartbeat in this run", r)
 	}
 	who := fmt.Sprintf("rank %d on %s (pid %d)", r, b.Host, b.PID)
-	if r == h.Self && h.Frozen > SilentAfter {
-		return fmt.Sprintf("%s itself did not run for %.1f s (stopped, e.g. by SIGSTOP, or frozen) and %s", who, h.Frozen.Seconds(), positionText(b, seq, group, began))
+	frozen := time.Duration(b.Frozen * float64(time.Second))
+	if r == h.Self {
+		frozen = max(frozen, h.Frozen)
+	}
+	if frozen > SilentAfter {
+		return fmt.Sprintf("%s did not run for %.1f s (stopped, e.g. by SIGSTOP, or frozen) until it was woken: the others waited for it; its last heartbeat, %.1f s ago, %s",
+			who, frozen.Seconds(), h.Now.Sub(b.Written).Seconds(), positionText(b, seq, group, began))
 	}
 	if b.Ended != "" {
 		return fmt.Sprintf("%s had ended (%s) and %s", who, b.Ended, positionText(b, seq, group, began))
 	}
 	age := h.Now.Sub(b.Written)
-	if !h.silent(r) {
+	if !h.Silent(r) {
 		if b.Step.In {
 			return fmt.Sprintf("%s waits in %s instead", who, stepText(b.Step, true))
 		}

@@ -57,6 +57,17 @@ func TestHangText(t *testing.T) {
 		}(), nil,
 			[]string{"ranks 0,2 wait in timing all-reduce #1834", "rank 1 on a (pid 101) waits in timing barrier #1700 (4096 bytes, direct, cycle 7) instead"}},
 		{"a rank that never beat", []Beat{waiting(0, "a")}, nil, []string{"rank 0 waits in", "rank 1 wrote no heartbeat in this run"}},
+		// A launcher that wakes a stopped rank to end the job lets the others
+		// move on: the step ranks timed out in is the one, and the woken
+		// rank says it did not run.
+		{"a stopped rank the launcher woke", func() []Beat {
+			woken, timedOut := waiting(2, "b"), waiting(3, "b")
+			woken.Frozen, woken.Ended, woken.TimedOut = 5.2, "watchdog: ...", true
+			timedOut.Ended, timedOut.TimedOut = "watchdog: ...", true
+			return []Beat{beat(0, "a", 1835, "all-reduce", true, 0, 100*time.Millisecond), beat(1, "a", 1835, "all-reduce", true, 0, 100*time.Millisecond), woken, timedOut}
+		}(), nil,
+			[]string{"ranks 2,3 wait in timing all-reduce #1834", "rank 2 on b (pid 102) did not run for 5.2 s (stopped, e.g. by SIGSTOP, or frozen) until it was woken: the others waited for it",
+				"rank 0 on a (pid 100) waits in timing all-reduce #1835"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := Hang{World: len(c.beats), Beats: map[int]Beat{}, Now: t0, Host: "a", State: states(c.procs), Self: 0}
@@ -84,7 +95,7 @@ func TestHangText(t *testing.T) {
 	h.Beats[0] = beat(0, "a", 10, "all-reduce", true, 0, 9*time.Second)
 	h.Frozen = 9 * time.Second
 	h.Beats[1] = beat(1, "a", 11, "all-reduce", true, 0, 8*time.Second)
-	if got := h.Text(); !strings.Contains(got, "rank 0 on a (pid 100) itself did not run for 9.0 s before (stopped, e.g. by SIGSTOP, or frozen)") {
+	if got := h.Text(); !strings.Contains(got, "rank 0 on a (pid 100) did not run for 9.0 s (stopped, e.g. by SIGSTOP, or frozen) until it was woken: the others waited for it") {
 		t.Errorf("a frozen reader: %q", got)
 	}
 }

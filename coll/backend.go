@@ -118,6 +118,14 @@ type Comm interface {
 	AllTrue(ok bool) (bool, []int, error)
 }
 
+// Gatherer is a Comm that can also give every rank what each rank said
+// (MPI_Allgatherv of bytes), in rank order: a check that failed on some
+// ranks names what each found, and the soak phase diagnoses a wrong
+// result from every rank's findings.
+type Gatherer interface {
+	AllGather(data []byte) ([][]byte, error)
+}
+
 // Variants is a backend with fast paths beyond plain buffers on a default
 // communicator (NCCL's registered buffers, symmetric windows and CTA
 // policies). A backend that does not implement it runs Baseline only.

@@ -219,6 +219,11 @@ type Sweep struct {
 	Batch       int    // operations per batched or graph sample
 	Warmups     int
 	Cycles      int
+	// CheckLast checks only the last sample of each mode of a case (and,
+	// for batched and graph samples in place, one validation operation
+	// after them), as the seed and nccl-tests do (timing.check = "last");
+	// false, the default, checks every sample's output.
+	CheckLast bool
 }
 
 // Cases lists the sweep's cases, without a mode, in the order the timing

@@ -79,6 +79,31 @@ func (d DType) Elem(v float64) []byte {
 	return b
 }
 
+// Encode writes the element of value v into b (len(b) >= d.Size()), as
+// Elem does, without allocating.
+func (d DType) Encode(v float64, b []byte) { d.info().encode(v, b) }
+
+// MaxExact is the largest integer n such that d holds 0..n exactly: what
+// bounds a check's values so that their reduction stays exact.
+func (d DType) MaxExact() float64 { return d.info().maxExact }
+
+// Value reads one element of d from its bytes (len(b) >= d.Size()), as a
+// float64: exact for the floats and for integers up to 2^53.
+func (d DType) Value(b []byte) float64 {
+	if ft, ok := FloatTypeOf(d); ok {
+		return ft.Decode(b)
+	}
+	var u uint64
+	for i := d.Size() - 1; i >= 0; i-- {
+		u = u<<8 | uint64(b[i])
+	}
+	if d.IsFloat() || d == Uint8 || d == Uint32 || d == Uint64 {
+		return float64(u)
+	}
+	shift := 64 - 8*uint(d.Size()) // sign-extend the signed ones
+	return float64(int64(u<<shift) >> shift)
+}
+
 // ParseDType reads a dtype name as configs spell it.
 func ParseDType(s string) (DType, bool) {
 	for d, in := range dtypes {

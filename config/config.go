@@ -38,6 +38,7 @@ type Config struct {
 	Numerics  Numerics  `toml:"numerics"`
 	Hierarchy Hierarchy `toml:"hierarchy"`
 	Locate    Locate    `toml:"locate"`
+	Soak      Soak      `toml:"soak"`
 	// RunTables are the [[run]] tables, each a set of timing keys (and a
 	// name) that override [timing]; Runs holds them resolved.
 	RunTables []toml.Primitive `toml:"run" json:"-"`
@@ -69,10 +70,11 @@ func Default() Config {
 			DTypes:     []coll.DType{coll.Float32}, Ops: []coll.Op{coll.Sum},
 			Placements: []coll.Placement{coll.OutOfPlace}, Methods: []coll.Method{coll.PerOp},
 			Modes: append([]coll.Mode(nil), coll.DefaultModes...), Buffers: []coll.BufferKind{coll.PlainBuffers},
-			CTAPolicies: []coll.CTAPolicy{coll.DefaultCTAPolicy}, Offsets: []Size{0}, Batch: 20},
+			CTAPolicies: []coll.CTAPolicy{coll.DefaultCTAPolicy}, Offsets: []Size{0}, Batch: 20, Check: "every"},
 		Memory:   Memory{Enabled: true, PayloadBytes: 268435456, Modes: phases.DefaultMemoryModes()},
 		Numerics: defaultNumerics(),
 		Locate:   defaultLocate(),
+		Soak:     defaultSoak(),
 	}
 }
 
@@ -336,9 +338,34 @@ func unknownKey(source, key string) error {
 			msg += " (keys are case-sensitive)"
 		}
 	} else {
-		msg += "; known keys: " + strings.Join(KnownKeys(), ", ")
+		msg += "; " + knownNear(key) + " (every key: docs/config.md)"
 	}
 	return &Error{Source: source, Key: key, Msg: msg}
+}
+
+// knownNear lists what may stand where key does: its table's keys when
+// its table is known, else the top-level keys and the tables (the whole
+// list of keys, some 70, is too long to read in a message).
+func knownNear(key string) string {
+	table, _, dotted := strings.Cut(key, ".")
+	var top, tables, inTable []string
+	for _, k := range KnownKeys() {
+		t, _, ok := strings.Cut(k, ".")
+		switch {
+		case ok && t == table && dotted:
+			inTable = append(inTable, k)
+		case ok:
+			if n := "[" + t + "]"; !slices.Contains(tables, n) {
+				tables = append(tables, n)
+			}
+		default:
+			top = append(top, k)
+		}
+	}
+	if len(inTable) > 0 {
+		return "[" + table + "] takes " + strings.Join(inTable, ", ")
+	}
+	return "known top-level keys: " + strings.Join(top, ", ") + "; tables: " + strings.Join(tables, ", ")
 }
 
 // runTables checks each [[run]] table's keys against what a run takes and
@@ -482,8 +509,13 @@ func (c *Config) check(source string) error {
 			return err
 		}
 	}
-	if !c.Contracts.Enabled && !c.Timing.Enabled && !c.Memory.Enabled && !c.Numerics.Enabled && !c.Locate.Enabled {
-		return bad("enabled", "every phase is disabled: enable at least one of contracts, timing, memory, numerics, locate")
+	if c.Soak.Enabled {
+		if err := c.Soak.check(bad); err != nil {
+			return err
+		}
+	}
+	if !c.Contracts.Enabled && !c.Timing.Enabled && !c.Memory.Enabled && !c.Numerics.Enabled && !c.Locate.Enabled && !c.Soak.Enabled {
+		return bad("enabled", "every phase is disabled: enable at least one of contracts, timing, memory, numerics, locate, soak")
 	}
 	return nil
 }
@@ -541,6 +573,11 @@ func (c *Config) Validate(world int) error {
 	}
 	if c.Numerics.Enabled {
 		if err := divisible("config", "numerics.sizes_bytes", int64s(c.Numerics.SizesBytes), c.Numerics.DTypes, world); err != nil {
+			return err
+		}
+	}
+	if c.Soak.Enabled {
+		if err := c.Soak.validate(world); err != nil {
 			return err
 		}
 	}

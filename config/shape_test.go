@@ -96,7 +96,7 @@ func TestErrorsClipWhatTheyEcho(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %.1000v\nwant %q", err, c.want)
 			}
-			// The longest message names every known key: about 900 bytes.
+			// The longest message names a table's keys: a few hundred bytes.
 			if len(err.Error()) > 1200 {
 				t.Errorf("the message is %d bytes: %.1000s", len(err.Error()), err)
 			}

@@ -46,7 +46,13 @@ type Timing struct {
 	// MinBusBWGBps, when positive, fails the run when the direct
 	// AllReduce's bus bandwidth at the largest size falls below it.
 	MinBusBWGBps float64 `toml:"min_busbw_gbps"`
+	// Check is which samples' outputs are checked: "every" (the default),
+	// or "last", the last of each mode of a case only, as the seed did.
+	Check string `toml:"check"`
 }
+
+// CheckPolicies are the values of timing.check.
+var CheckPolicies = []string{"every", "last"}
 
 // RunTable is one [[run]] table resolved: [timing] with the table's keys
 // over it (or [timing] alone, named "default", when there is no table).
@@ -228,6 +234,9 @@ func (c *Config) checkRuns(source string) error {
 		if t.Discard < 0 || t.Discard >= t.Cycles {
 			return bad("discard", "%d: drop from 0 to cycles-1 (%d) leading samples", t.Discard, t.Cycles-1)
 		}
+		if !contains(CheckPolicies, t.Check) {
+			return bad("check", "%q is not a check policy: use \"every\" (every sample's output, the default) or \"last\" (only the last sample of each mode, as the seed did)", t.Check)
+		}
 		if msg := floatOutOfRange(t.MinBusBWGBps, 0, MaxBusBWGBps, "GB/s",
 			"the bus bandwidth in GB/s the largest size must reach, or 0 for no gate"); msg != "" {
 			return bad("min_busbw_gbps", "%s", msg)
@@ -248,7 +257,7 @@ func (c *Config) checkRuns(source string) error {
 		c.Sweeps = append(c.Sweeps, coll.Sweep{Name: r.Name, SizesBytes: sizes,
 			DTypes: t.DTypes, Ops: t.Ops, Placements: t.Placements, Methods: t.Methods,
 			Modes: t.Modes, Buffers: t.Buffers, CTAPolicies: t.CTAPolicies, Offsets: int64s(t.Offsets),
-			Batch: t.Batch, Warmups: t.Warmups, Cycles: t.Cycles})
+			Batch: t.Batch, Warmups: t.Warmups, Cycles: t.Cycles, CheckLast: t.Check == "last"})
 	}
 	return nil
 }

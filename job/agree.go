@@ -75,6 +75,7 @@ func (s *session) gatherSaid(msg string) (messages, error) {
 		s.agreed = true
 	}
 	s.tr.Arm(op, -1)
+	defer s.tr.Leave()
 	all, err := s.comm.AllGather([]byte(msg))
 	if err != nil {
 		return messages{}, err
@@ -98,6 +99,7 @@ func (s *session) hosts() ([]string, error) {
 		return s.hostsOf, nil
 	}
 	s.tr.Arm("agreement between ranks", -1)
+	defer s.tr.Leave()
 	all, err := s.comm.AllGather([]byte(s.comm.Host()))
 	if err != nil {
 		return nil, err
@@ -140,6 +142,7 @@ func gatherJSON[T any](s *session, what string, v T) ([]T, error) {
 		return nil, err
 	}
 	s.tr.Arm("gather of "+what, -1)
+	defer s.tr.Leave()
 	all, err := s.comm.Gather(data, 0)
 	if err != nil || s.comm.Rank() != 0 {
 		return nil, err

@@ -63,6 +63,7 @@ func (s *session) openBackend(name string) (coll.Backend, error) {
 		return nil, shared(ExitBadArgs, fmt.Errorf("backend %q is unknown: use auto, nccl or mpi", name))
 	}
 	s.tr.Arm("start of the "+name+" backend", -1)
+	defer s.tr.Leave()
 	be, err := open(s)
 	if err != nil {
 		return nil, fmt.Errorf("starting the %s backend: %w", name, err)

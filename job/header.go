@@ -51,6 +51,9 @@ func (s *session) preflight(cfg config.Config, w work, be coll.Backend) error {
 	if err == nil && w.locate != nil {
 		err = checkLocate(be, w.locate)
 	}
+	if err == nil && cfg.Soak.Enabled {
+		err = phases.CheckSoak(be, cfg.Soak.Spec(), w.groups)
+	}
 	if err := s.agree(err, ExitBadArgs, "the config asks for what this backend cannot do"); err != nil {
 		return err
 	}
@@ -64,6 +67,9 @@ func (s *session) preflight(cfg config.Config, w work, be coll.Backend) error {
 	}
 	if err == nil && cfg.Numerics.Enabled {
 		err = phases.CheckFits(be, phases.NumericsFootprint(world, cfg.Numerics.Spec()), "the numerics phase at its largest size")
+	}
+	if err == nil && cfg.Soak.Enabled {
+		err = phases.CheckFits(be, phases.SoakFootprint(world, cfg.Soak.Spec(), w.groups), "the soak at its largest size")
 	}
 	return s.agree(err, ExitBadArgs, "payload too large")
 }

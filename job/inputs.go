@@ -29,6 +29,7 @@ func (s *session) loadConfig() (config.Config, error) {
 		}
 	}
 	s.tr.Arm("config broadcast (rank 0 reads "+s.opts.ConfigPath+")", -1)
+	defer s.tr.Leave()
 	msg, err := s.comm.BcastBlob(msg, 0)
 	if err != nil {
 		return config.Config{}, err
@@ -67,6 +68,7 @@ func (s *session) agreeInputs() error {
 		mine = append(mine, sum[:]...)
 	}
 	s.tr.Arm("agreement between ranks", -1)
+	defer s.tr.Leave()
 	all, err := s.comm.AllGather(mine)
 	if err != nil {
 		return err

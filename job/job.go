@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -63,7 +64,7 @@ type session struct {
 	opts Options
 	comm *mpi.Comm
 	wd   *watchdog.Watchdog
-	tr   *watchdog.Tracker
+	tr   *watchdog.Steps
 	end  *watchdog.Ender
 	out  io.Writer // rank 0's tables and progress; nothing elsewhere
 
@@ -101,11 +102,20 @@ func Main(o Options) int {
 	// deadline passes fails on its own: it leaves rank 0 a note first.
 	var s *session
 	wd := watchdog.New(startup, func(msg string) {
+		// Rank 0 names every rank's part, from their heartbeats.
+		if comm.Rank() == 0 {
+			if h, _ := s.hang(); h != "" {
+				msg = strings.TrimSuffix(msg, "; aborting the job") + "; hang: " + h + "; aborting the job"
+			}
+		}
+		if b := beats.Load(); b != nil {
+			b.endAs(msg, true) // its last beat holds the step that overran
+		}
 		s.leaveNote(msg)
 		end.End(ExitWatchdog, msg, "")
 	})
 	s = &session{opts: o, comm: comm, wd: wd, end: end, out: io.Discard,
-		tr: watchdog.NewTracker(wd)}
+		tr: watchdog.NewSteps(watchdog.NewTracker(wd))}
 	wd.Start()
 	if comm.Rank() == 0 {
 		s.out = o.Stdout
@@ -121,6 +131,7 @@ func Main(o Options) int {
 		end.WaitForEnd() // the watchdog or a signal is ending the process
 	}
 	if err == nil {
+		endBeats(fmt.Sprintf("exit %d", ExitOK))
 		end.Leaving(ExitOK)
 		st.releaseLock(o.Stderr)
 		s.finalize()
@@ -134,6 +145,7 @@ func Main(o Options) int {
 		}
 		st.log.fail(err.Error())
 		s.printEnd(report.Rows{}, nil, err, st.log)
+		endBeats(fmt.Sprintf("exit %d: %v", sh.code, err))
 		end.Leaving(sh.code)
 		st.releaseLock(o.Stderr)
 		st.removeMade()
@@ -144,6 +156,7 @@ func Main(o Options) int {
 	st.log.fail(fmt.Sprintf("rank %d (%s): %v", comm.Rank(), comm.Host(), err))
 	s.printEnd(report.Rows{}, nil, err, st.log)
 	s.leaveNote(err.Error())
+	endBeats(fmt.Sprintf("exit %d: %v", ExitFailed, err))
 	st.releaseLock(o.Stderr)
 	st.removeMade()
 	// Only this rank knows: the others may be waiting in a collective, so
@@ -261,7 +274,7 @@ func (s *session) execute(st *state) error {
 		return err
 	}
 	ran := report.Phases{Contracts: cfg.Contracts.Enabled, Timing: cfg.Timing.Enabled, Memory: cfg.Memory.Enabled,
-		Numerics: cfg.Numerics.Enabled, Sweep: !cfg.IsSeedCase(), Locate: cfg.Locate.Enabled}
+		Numerics: cfg.Numerics.Enabled, Sweep: !cfg.IsSeedCase(), Locate: cfg.Locate.Enabled, Soak: cfg.Soak.Enabled}
 	if err := s.checkPaths(cfg, ran); err != nil {
 		return err
 	}
@@ -300,6 +313,9 @@ func (s *session) execute(st *state) error {
 	if st.log, err = s.startRunLog(backendName, earlier, ran, st.lock); err != nil {
 		return err
 	}
+	if err := s.startBeats(); err != nil {
+		return err
+	}
 	res, phaseErr := s.runPhases(cfg, w, watched)
 	var shErr *sharedError
 	if phaseErr != nil && !errors.As(phaseErr, &shErr) {
@@ -308,6 +324,9 @@ func (s *session) execute(st *state) error {
 	s.phase("results")
 	rows := report.FromResults(s.comm.Rank(), s.comm.Host(), res.contracts, res.timings, res.memory, res.numerics)
 	rows.Locate, rows.LocateComms, rows.LocateRanks = report.LocateRows(s.comm.Rank(), s.comm.Host(), res.locate)
+	if s.comm.Rank() == 0 { // every rank has the same soak: rank 0 reports it
+		rows.Soak, rows.SoakSummary = report.SoakRows(res.soak)
+	}
 	sum, err := s.writeResults(cfg, w, rows, ran, infos)
 	if err != nil {
 		return err

@@ -84,6 +84,7 @@ func (s *session) checkOutputDir(st *state) (outdir.Earlier, error) {
 	}
 	// One directory for every rank: a node-local one would scatter the files.
 	s.tr.Arm("output dir check between ranks", -1)
+	defer s.tr.Leave()
 	if err := outdir.CheckShared(s.comm, dir); err != nil {
 		var mpiErr *mpi.Error
 		if errors.As(err, &mpiErr) {

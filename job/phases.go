@@ -17,6 +17,7 @@ type results struct {
 	memory    []phases.MemoryResult
 	numerics  []phases.NumericsResult
 	locate    phases.LocateResult
+	soak      phases.SoakResult
 }
 
 // work is what the phases run, resolved against the job: the config's
@@ -124,6 +125,12 @@ func (s *session) runPhases(cfg config.Config, w work, be coll.Backend) (res res
 		for _, r := range res.numerics {
 			progress(fmt.Sprintf("numerics %-8s %-6s %s (rank 0; largest error %.3g of its bound)",
 				r.DType, coll.SizeText(r.SizeBytes), r.Verdict(), r.MaxBoundRatio))
+		}
+	}
+	if cfg.Soak.Enabled {
+		s.phase("soak")
+		if res.soak, err = phases.RunSoak(be, comm, cfg.Soak.Spec(), w.groups, progress); err != nil {
+			return res, checkShared(err)
 		}
 	}
 	return res, nil

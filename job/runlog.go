@@ -115,6 +115,22 @@ func (l *runLog) end(status, reason string) error {
 	return l.write()
 }
 
+// amend rewrites the reason of a run already marked failed with what
+// more is known (what the other ranks left as they ended); nothing else
+// changes, and nothing happens to a run that is not failed.
+func (l *runLog) amend(f func(reason string) string) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rec.Status != outdir.StatusFailed {
+		return
+	}
+	l.rec.Reason = f(l.rec.Reason)
+	_ = l.write()
+}
+
 // commit ends the run in one step that a full disk cannot stop half way:
 // the final record is written to run.json's temporary first, so that its
 // space is taken; then writeLast writes the Last outputs (summary.json and
@@ -207,6 +223,7 @@ func (s *session) startRunLog(backend string, earlier outdir.Earlier, ran report
 		// and the guard marks it if rank 0 is killed outright.
 		s.end.SetExplain(s.explainSignal(pids))
 		s.end.SetMarkFailed(l.fail)
+		s.end.SetSettle(s.settle(l))
 		s.startGuard(lock)
 		err = l.start()
 	}

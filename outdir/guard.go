@@ -33,6 +33,9 @@ func StartGuard(exe string, lock *Lock, dir, host string, pid int) (*os.File, er
 	defer r.Close()
 	cmd := exec.Command(exe, GuardCommand, dir, host, strconv.Itoa(pid))
 	cmd.Stdin = r
+	// Rank 0's stderr: when rank 0 dies first, the guard says what it
+	// found where rank 0 would have.
+	cmd.Stderr = os.Stderr
 	cmd.ExtraFiles = []*os.File{lock.f} // fd 3
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -61,7 +64,7 @@ func Guard(args []string) int {
 		return 2
 	}
 	lock := os.NewFile(3, "lock")
-	if err := guard(os.Stdin, lock, args[0], args[1], pid); err != nil {
+	if err := guard(os.Stdin, os.Stderr, lock, args[0], args[1], pid); err != nil {
 		return 1
 	}
 	return 0
@@ -70,7 +73,7 @@ func Guard(args []string) int {
 // guard waits for stdin's end, then marks dir's run.json failed if rank 0
 // (pid on host) left it running, and removes the lock file if lock is
 // still it.
-func guard(stdin io.Reader, lock *os.File, dir, host string, pid int) error {
+func guard(stdin io.Reader, stderr io.Writer, lock *os.File, dir, host string, pid int) error {
 	_, _ = io.Copy(io.Discard, stdin)
 	defer func() {
 		if lock != nil {
@@ -86,6 +89,13 @@ func guard(stdin io.Reader, lock *os.File, dir, host string, pid int) error {
 	}
 	run.Status, run.Ended = StatusFailed, time.Now().UTC().Format(time.RFC3339)
 	run.Reason = KilledReason(host, pid, Notes(dir))
+	// What every rank was doing, from their heartbeats: rank 0 cannot say.
+	h := Hang{World: run.WorldSize, Beats: ReadBeats(dir, RunID(run.Host, run.PID, run.Started)), Now: time.Now(),
+		Host: host, State: ProcState, Self: -1}
+	if text := h.Text(); text != "" {
+		run.Reason += "; hang: " + text
+		fmt.Fprintf(stderr, "rsag: guard of rank 0 (%s, pid %d): rank 0 ended before it could say; hang: %s\n", host, pid, text)
+	}
 	return WriteRecord(dir, run)
 }
 

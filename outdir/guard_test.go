@@ -2,6 +2,7 @@ package outdir
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +39,7 @@ func TestGuardMarksOnlyItsOwnRunningRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			LeaveNote(dir, 1, "rank 1 (node1): watchdog: stuck")
-			if err := guard(strings.NewReader(""), nil, dir, "node1", 42); err != nil {
+			if err := guard(strings.NewReader(""), io.Discard, nil, dir, "node1", 42); err != nil {
 				t.Fatal(err)
 			}
 			run, err := ReadRecord(dir)
@@ -57,6 +58,36 @@ func TestGuardMarksOnlyItsOwnRunningRun(t *testing.T) {
 				t.Errorf("%+v", run)
 			}
 		})
+	}
+}
+
+// When rank 0 dies first, its guard names every rank's part from their
+// heartbeats, in run.json and on stderr: here rank 0 itself, gone with no
+// last beat, and rank 1 waiting for it.
+func TestGuardNamesTheHang(t *testing.T) {
+	dir := t.TempDir()
+	started := "2026-12-01T12:00:00Z"
+	if err := WriteRecord(dir, Record{Status: StatusRunning, Host: "node1", PID: 42, Started: started, WorldSize: 2}); err != nil {
+		t.Fatal(err)
+	}
+	run := RunID("node1", 42, started)
+	now := time.Now()
+	for _, b := range []Beat{
+		{Run: run, Rank: 0, Host: "node1", PID: 42, Written: now.Add(-10 * time.Second), Step: BeatStep{Seq: 9, Op: "barrier", In: true, At: now.Add(-10 * time.Second)}},
+		{Run: run, Rank: 1, Host: "node2", PID: 7, Written: now, Step: BeatStep{Seq: 10, Op: "all-reduce", Bytes: 64, In: true, At: now.Add(-8 * time.Second)}},
+	} {
+		if err := WriteBeat(dir, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stderr strings.Builder
+	if err := guard(strings.NewReader(""), &stderr, nil, dir, "node1", 42); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := ReadRecord(dir)
+	want := "hang: rank 1 waits in all-reduce #10 (64 bytes) for 8.0 s; rank 0 on node1 (pid 42) "
+	if err != nil || rec.Status != StatusFailed || !strings.Contains(rec.Reason, want) || !strings.Contains(stderr.String(), want) {
+		t.Errorf("%+v, %v\nstderr: %s\nwant %q", rec, err, stderr.String(), want)
 	}
 }
 

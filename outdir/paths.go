@@ -30,14 +30,14 @@ import (
 const WriteTestPrefix = ".rsag-write-test"
 
 // Ours reports whether name (a base name) is one that rsag may create in
-// an output dir: run.json, the lock, a note, a probe, a write test, an
-// output (isOutput: report.IsOutput), or a temporary of any of these.
+// an output dir: run.json, the lock, a note, a heartbeat, a probe, a
+// write test, an output (isOutput: report.IsOutput), or a temporary of any of these.
 func Ours(name string, isOutput func(string) bool) bool {
 	if t, ok := atomicfile.TargetOf(name); ok {
 		name = t
 	}
 	return name == RunFile || name == LockFile || isOutput(name) ||
-		strings.HasPrefix(name, notePrefix) || strings.HasPrefix(name, ProbePrefix) || strings.HasPrefix(name, WriteTestPrefix)
+		strings.HasPrefix(name, notePrefix) || strings.HasPrefix(name, BeatPrefix) || strings.HasPrefix(name, ProbePrefix) || strings.HasPrefix(name, WriteTestPrefix)
 }
 
 // notRegular is the refusal of an entry of dir that is not a regular

@@ -345,6 +345,7 @@ func runBlock(be coll.Backend, sp coll.Splitter, comm coll.Comm, plan LocatePlan
 			armStep(be, "freeing a locate sub-communicator", -1)
 			t0 := time.Now()
 			cerr := h.be.Close()
+			leaveStep(be)
 			comms[h.round-from].FreeUS = float64(time.Since(t0).Microseconds())
 			if cerr != nil && err == nil {
 				err = cerr
@@ -362,6 +363,7 @@ func runBlock(be coll.Backend, sp coll.Splitter, comm coll.Comm, plan LocatePlan
 		armStep(be, fmt.Sprintf("split for locate %s round %d", st.Name, r), -1)
 		t0 := time.Now()
 		sub, err := sp.Split(color, key)
+		leaveStep(be)
 		comms = append(comms, LocateComm{Step: st.Name, Round: r, Member: color != coll.NoColor, SplitUS: float64(time.Since(t0).Microseconds())})
 		if err != nil {
 			return samples, comms, fmt.Errorf("round %d: %w", r, err)
@@ -421,6 +423,7 @@ func measureProbe(be coll.Backend, rc *roundComm, spec LocateSpec, pr int, probe
 				return LocateSample{}, fmt.Errorf("%s warm-up: %w", c.Name, err)
 			}
 		}
+		leaveStep(rc.be)
 	}
 	// The prepared calls bypass the watch: the measurement as a whole is
 	// the step the watchdog gives a deadline.
@@ -433,6 +436,7 @@ func measureProbe(be coll.Backend, rc *roundComm, spec LocateSpec, pr int, probe
 		}
 		return nil
 	})
+	leaveStep(rc.be)
 	if err != nil {
 		return LocateSample{}, fmt.Errorf("%s at %d bytes: %w", c.Name, rc.sizes[pr], err)
 	}

@@ -383,7 +383,7 @@ func measure(sc *scopes, mode memoryMode, payloadBytes int64) (r MemoryResult, e
 	}
 	r.Correct = bad == nil
 	if bad != nil {
-		return r, &CheckError{Phase: "memory", What: fmt.Sprintf("mode %s: %s", mode.name, bad)}
+		return r, &CheckError{Phase: "memory", What: fmt.Sprintf("rank %d (%s): mode %s: %s", be.Rank(), be.Info().Host, mode.name, bad)}
 	}
 	return r, nil
 }

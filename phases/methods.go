@@ -27,9 +27,12 @@ type sampler func(m *modeCase) (float64, error)
 // separate validation pass.
 type timingMethod struct {
 	name coll.Method
-	// validateAfter: the samples ran many operations over one input (in
-	// place, over its own output), so, as nccl-tests does, a separate pass
-	// after timing refills, runs each mode once and checks that.
+	// validateAfter: a sample runs many operations over one input, which
+	// in place is also their output: what such a sample leaves holds no
+	// value to check, so, as nccl-tests does, a separate validation
+	// operation, untimed, on a fresh input is checked for it (see
+	// timeCase). Out of place every operation of the batch writes the same
+	// output, and what the sample left is checked.
 	validateAfter bool
 	// refillAlways: the input is refilled before every sample (the seed's
 	// per-op method). Otherwise, as nccl-tests leaves its buffers alone, it

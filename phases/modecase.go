@@ -1,6 +1,7 @@
 package phases
 
 import (
+	"bytes"
 	"slices"
 
 	"rsag/coll"
@@ -14,6 +15,7 @@ type modeCase struct {
 	want  []float64     // the output's expected value per chunk of chunk elements
 	chunk int
 	run   func() error      // every step once, prepared (see Preparer)
+	steps []func() error    // each step alone, prepared: steps[i] writes bufs[i+1]
 	loop  func(n int) error // run n times back to back (see LoopPreparer)
 	// writesInput: a step writes into the input (in place), so a sample
 	// leaves it changed.
@@ -22,6 +24,15 @@ type modeCase struct {
 	// every sample, and joining the step names there made garbage a GC
 	// could collect inside a later timed sample.
 	watchOp string
+	// watchCycle and watchWarmup say which mode a sample is of, and what
+	// its round counts, for a hang's diagnosis ("direct, cycle"); stepOps
+	// name each step alone (the soak's); all named once, as watchOp is.
+	watchCycle, watchWarmup string
+	stepOps                 []string
+	// checks and host are what checking the output needs (prepareChecks),
+	// made at the first check.
+	checks []checkView
+	host   []byte
 }
 
 func (m *modeCase) input() coll.Buffer  { return m.bufs[0] }
@@ -42,7 +53,10 @@ func newModeCase(a *arena, sc *scopes, m coll.TimedMode, c coll.Case) (*modeCase
 		return nil, err
 	}
 	mc := &modeCase{mode: m, bufs: make([]coll.Buffer, len(counts)), chunk: full / l.World, writesInput: p == coll.InPlace,
-		watchOp: m.Op()}
+		watchOp: m.Op(), watchCycle: string(m.Name) + ", cycle", watchWarmup: string(m.Name) + ", warm-up"}
+	for _, s := range m.Steps {
+		mc.stepOps = append(mc.stepOps, s.Name)
+	}
 	if p == coll.InPlace {
 		err = placeInside(a, sc, m, mc.bufs, counts, c)
 	} else {
@@ -61,7 +75,7 @@ func newModeCase(a *arena, sc *scopes, m coll.TimedMode, c coll.Case) (*modeCase
 			return nil, err
 		}
 	}
-	mc.run = chain(calls)
+	mc.run, mc.steps = chain(calls), calls
 	mc.loop = func(n int) error {
 		for range n {
 			if err := mc.run(); err != nil {
@@ -156,45 +170,107 @@ func expectedChunks(m coll.TimedMode, op coll.Op, g *Groups, world, rank, inputC
 		}
 	}
 	for _, s := range m.Steps {
-		done := make([]bool, world)
-		for r := range world {
-			if done[r] {
-				continue
-			}
-			members, _ := g.members(s.Scope, r, world)
-			in := make([][]float64, len(members))
-			for i, q := range members {
-				in[i], done[q] = held[q], true
-			}
-			for i, out := range s.Reference(in, op) {
-				held[members[i]] = out
-			}
-		}
+		held = stepChunks(s, op, g, held)
 	}
 	return held[rank]
 }
 
-// check compares every element of the output with the expected chunk
-// values, a run of equal chunks at a time, and returns the first mismatch.
-func (m *modeCase) check(be coll.Backend, dtype coll.DType) (*Mismatch, error) {
-	out := m.output()
+// stepChunks runs step s on the host, at the granularity of chunks, within
+// every group of its scope: held[r] is what world rank r holds before it,
+// and the result what each holds after it.
+func stepChunks(s coll.Step, op coll.Op, g *Groups, held [][]float64) [][]float64 {
+	world := len(held)
+	after := make([][]float64, world)
+	done := make([]bool, world)
+	for r := range world {
+		if done[r] {
+			continue
+		}
+		members, _ := g.members(s.Scope, r, world)
+		in := make([][]float64, len(members))
+		for i, q := range members {
+			in[i], done[q] = held[q], true
+		}
+		for i, out := range s.Reference(in, op) {
+			after[members[i]] = out
+		}
+	}
+	return after
+}
+
+// checkView is a part of a mode's output to check: a view of at most
+// checkChunk elements, where the output starts it, and the bytes it must
+// hold (its expected element repeated, shared by the views of one value).
+type checkView struct {
+	view  coll.Buffer
+	start int
+	want  []byte
+}
+
+// prepareChecks splits the output into views of at most checkChunk
+// elements of one expected value each, with a host buffer to read them
+// into, once per mode and buffers: checking every sample then allocates
+// nothing.
+func (m *modeCase) prepareChecks(be coll.Backend, dtype coll.DType) error {
+	if m.checks != nil {
+		return nil
+	}
+	out, size := m.output(), dtype.Size()
+	most := map[float64]int{} // the largest view of each value, in elements
+	var views []checkView
+	var values []float64
 	for c := 0; c < len(m.want); {
 		end := c + 1
 		for end < len(m.want) && m.want[end] == m.want[c] {
 			end++
 		}
-		view, err := be.View(out, c*m.chunk, (end-c)*m.chunk)
-		if err != nil {
-			return nil, err
-		}
-		bad, err := checkConst(be, view, dtype.Elem(m.want[c]))
-		if err != nil || bad != nil {
-			if bad != nil {
-				bad.Index += c * m.chunk
+		for off := c * m.chunk; off < end*m.chunk; off += checkChunk {
+			k := min(checkChunk, end*m.chunk-off)
+			view, err := be.View(out, off, k)
+			if err != nil {
+				return err
 			}
-			return bad, err
+			views, values = append(views, checkView{view: view, start: off}), append(values, m.want[c])
+			most[m.want[c]] = max(most[m.want[c]], k)
 		}
 		c = end
+	}
+	patterns := map[float64][]byte{}
+	longest := 0
+	for v, k := range most {
+		patterns[v] = bytes.Repeat(dtype.Elem(v), k)
+		longest = max(longest, k)
+	}
+	for i := range views {
+		views[i].want = patterns[values[i]]
+	}
+	m.checks, m.host = views, make([]byte, longest*size)
+	return nil
+}
+
+// check compares every element of the output with the expected chunk
+// values, one memcmp per view of at most checkChunk elements (an
+// element-wise loop in Go took longer than the collectives it checks at
+// 256 MiB), and returns the first mismatch.
+func (m *modeCase) check(be coll.Backend, dtype coll.DType) (*Mismatch, error) {
+	if err := m.prepareChecks(be, dtype); err != nil {
+		return nil, err
+	}
+	size := dtype.Size()
+	for _, v := range m.checks {
+		host := m.host[:v.view.Count()*size]
+		if err := be.Read(v.view, host); err != nil {
+			return nil, err
+		}
+		if bytes.Equal(host, v.want[:len(host)]) {
+			continue
+		}
+		for i := 0; i < len(host); i += size {
+			if !bytes.Equal(host[i:i+size], v.want[i:i+size]) {
+				return &Mismatch{Index: v.start + i/size, Got: append([]byte(nil), host[i:i+size]...),
+					Want: append([]byte(nil), v.want[i:i+size]...)}, nil
+			}
+		}
 	}
 	return nil, nil
 }

@@ -180,7 +180,7 @@ func numericsCase(be coll.Backend, d coll.DType, size int64, seed uint64) (r Num
 	}
 	c.fill(&r)
 	if c.first != nil {
-		return r, &CheckError{Phase: "numerics", What: fmt.Sprintf("%s %s (%d bytes), %s", d, coll.SizeText(size), size, c.first)}
+		return r, &CheckError{Phase: "numerics", What: fmt.Sprintf("rank %d (%s): %s %s (%d bytes), %s", rank, be.Info().Host, d, coll.SizeText(size), size, c.first)}
 	}
 	return r, nil
 }

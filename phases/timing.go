@@ -11,21 +11,27 @@ import (
 )
 
 // TimingSample is one timed sample on one rank: its case (with the mode
-// timed), its cycle, its time per operation and whether its output was
-// checked correct.
+// timed), its cycle, its time per operation and what the check of its
+// output found.
 type TimingSample struct {
 	coll.Case
 	Cycle      int
 	DurationUS float64 // per operation
-	Correct    bool
+	// Checked says whether the sample's output was checked: every sample's
+	// by default, only the last of each mode with timing.check = "last".
+	// Correct says it held; an unchecked sample is never Correct.
+	Checked, Correct bool
 }
 
 // RunTiming times every mode of every case of every sweep: per case,
 // warmups, then cycles in which the modes take turns going first (the order
 // rotates by one each cycle: for the seed's two modes, direct first on even
-// cycles), inputs refilled before each sample; then every element of every
-// mode's output is checked. A wrong element on any rank fails the run with
-// the case named. groups are the hierarchy's, for the modes that run
+// cycles), inputs refilled before each sample. Every element of what every
+// sample and warm-up left in its mode's output is checked after its clock
+// stopped (or, with the sweep's CheckLast, what the last sample of each
+// mode left). A wrong element on any rank fails the run, once every rank
+// has finished the case, naming the rank, its host, the case, the mode and
+// the cycle. groups are the hierarchy's, for the modes that run
 // within and across them (nil when [hierarchy] is off). progress, if not
 // nil, gets one line per completed case.
 func RunTiming(be coll.Backend, comm coll.Comm, sweeps []coll.Sweep, groups *Groups, progress func(string)) ([]TimingSample, error) {
@@ -193,7 +199,7 @@ func timeCase(be coll.Backend, modes []*modeCase, method timingMethod, c coll.Ca
 		}
 	}()
 	filled := make(map[*modeCase]bool, len(modes))
-	take := func(m *modeCase) (float64, error) {
+	take := func(m *modeCase, cycle int, warmup bool) (float64, error) {
 		if method.refillAlways || m.writesInput || !filled[m] {
 			if err := be.Fill(m.input(), fill); err != nil {
 				return 0, err
@@ -202,13 +208,65 @@ func timeCase(be coll.Backend, modes []*modeCase, method timingMethod, c coll.Ca
 		}
 		// The prepared calls bypass the watch: the sample as a whole is
 		// the step the watchdog gives a deadline.
-		armStep(be, m.watchOp, c.SizeBytes)
-		return sample(m)
+		context := &m.watchCycle
+		if warmup {
+			context = &m.watchWarmup
+		}
+		armSample(be, &m.watchOp, c.SizeBytes, context, cycle)
+		us, err := sample(m)
+		leaveStep(be)
+		return us, err
 	}
-	for range sw.Warmups {
+	// verify checks what a sample (or warm-up) of m left, after its clock
+	// stopped and before the next refill; the first mismatch on this rank
+	// is kept, named by mode and cycle. A batched or graph sample in place
+	// ran its operations over their own output, which then holds no value
+	// to check: one more operation of the mode, untimed, on a fresh input,
+	// stands for it (method.validateAfter). It allocates nothing unless it
+	// finds a mismatch.
+	var first *CheckError
+	verify := func(m *modeCase, cycle int, warmup bool) (bool, error) {
+		if method.validateAfter && m.writesInput {
+			if err := be.Fill(m.input(), fill); err != nil {
+				return false, err
+			}
+			armSample(be, &m.watchOp, c.SizeBytes, &m.watchCycle, cycle)
+			err := m.run()
+			leaveStep(be)
+			if err != nil {
+				return false, fmt.Errorf("validation %s: %w", m.mode.Name, err)
+			}
+		}
+		if err := be.Synchronize(); err != nil {
+			return false, err
+		}
+		bad, err := m.check(be, c.DType)
+		if err != nil {
+			return false, err
+		}
+		if bad != nil && first == nil {
+			when := fmt.Sprintf("cycle %d", cycle)
+			if warmup {
+				when = fmt.Sprintf("warm-up %d", cycle)
+			}
+			if method.validateAfter && m.writesInput {
+				when = "the validation operation after " + when
+			}
+			first = &CheckError{Phase: "timing", What: fmt.Sprintf("rank %d (%s): %s, %s output at %s: %s",
+				be.Rank(), be.Info().Host, c, m.mode.Name, when, bad)}
+		}
+		return bad == nil, nil
+	}
+	every := !sw.CheckLast
+	for w := range sw.Warmups {
 		for _, m := range modes {
-			if _, err := take(m); err != nil {
+			if _, err := take(m, w, true); err != nil {
 				return nil, fmt.Errorf("warmup %s: %w", m.mode.Name, err)
+			}
+			if every {
+				if _, err := verify(m, w, true); err != nil {
+					return nil, fmt.Errorf("warmup %s: %w", m.mode.Name, err)
+				}
 			}
 		}
 	}
@@ -219,40 +277,50 @@ func timeCase(be coll.Backend, modes []*modeCase, method timingMethod, c coll.Ca
 			order[i] = modes[(i+cycle)%len(modes)]
 		}
 		for _, m := range order {
-			us, err := take(m)
+			us, err := take(m, cycle, false)
 			if err != nil {
 				return samples, fmt.Errorf("%s cycle %d: %w", m.mode.Name, cycle, err)
 			}
 			sc := c
 			sc.Mode = m.mode.Name
-			samples = append(samples, TimingSample{Case: sc, Cycle: cycle, DurationUS: us, Correct: true})
+			s := TimingSample{Case: sc, Cycle: cycle, DurationUS: us}
+			if every {
+				if s.Correct, err = verify(m, cycle, false); err != nil {
+					return samples, fmt.Errorf("%s cycle %d: %w", m.mode.Name, cycle, err)
+				}
+				s.Checked = true
+			}
+			samples = append(samples, s)
 		}
 	}
-	if method.validateAfter {
+	if !every {
+		// timing.check = "last": what the last sample of each mode left (or
+		// the validation operation after it) is checked; the rows of the
+		// samples before it say nothing (Checked false).
 		for _, m := range modes {
-			if err := be.Fill(m.input(), fill); err != nil {
+			ok, err := verify(m, sw.Cycles-1, false)
+			if err != nil {
 				return samples, err
 			}
-			armStep(be, m.watchOp, c.SizeBytes)
-			if err := m.run(); err != nil {
-				return samples, fmt.Errorf("validation %s: %w", m.mode.Name, err)
+			for i := len(samples) - 1; i >= 0; i-- {
+				if samples[i].Mode == m.mode.Name {
+					// The validation operation is not the sample: its row
+					// stays unchecked when it held.
+					samples[i].Checked = !ok || !(method.validateAfter && m.writesInput)
+					samples[i].Correct = ok && samples[i].Checked
+					break
+				}
 			}
 		}
 	}
-	if err := be.Synchronize(); err != nil {
-		return samples, err
-	}
-	for _, m := range modes {
-		bad, err := m.check(be, c.DType)
-		if err != nil {
-			return samples, err
-		}
-		if bad != nil {
+	if first != nil {
+		if !every {
+			// One check stands for the case: none of its samples is vouched for.
 			for i := range samples {
-				samples[i].Correct = false
+				samples[i].Checked, samples[i].Correct = true, false
 			}
-			return samples, &CheckError{Phase: "timing", What: fmt.Sprintf("%s, %s output: %s", c, m.mode.Name, bad)}
 		}
+		return samples, first
 	}
 	return samples, nil
 }
@@ -268,7 +336,9 @@ func medianOf(samples []TimingSample, mode coll.Mode) float64 {
 }
 
 // CheckError is a correctness check that failed: on this rank (Ranks nil)
-// or, after the ranks compared notes, on the ranks listed.
+// or, after the ranks compared notes, on the ranks listed, What then
+// saying what each of them found when the ranks could tell each other
+// (coll.Gatherer).
 type CheckError struct {
 	Phase string
 	What  string
@@ -277,13 +347,15 @@ type CheckError struct {
 
 func (e *CheckError) Error() string {
 	if e.Ranks != nil {
-		return fmt.Sprintf("%s check failed at %s on rank(s) %v", e.Phase, e.What, e.Ranks)
+		return fmt.Sprintf("%s check failed on rank(s) %v: %s", e.Phase, e.Ranks, e.What)
 	}
 	return fmt.Sprintf("%s check failed at %s", e.Phase, e.What)
 }
 
 // agree tells every rank whether the check passed on all ranks. local is
-// this rank's failure, or nil.
+// this rank's failure, or nil. When some rank failed, every rank returns
+// the same error, with what every failing rank found when the comm can
+// gather it, and else with what this rank found (or what was checked).
 func agree(comm coll.Comm, phase, what string, local *CheckError) error {
 	ok, bad, err := comm.AllTrue(local == nil)
 	if err != nil {
@@ -294,6 +366,23 @@ func agree(comm coll.Comm, phase, what string, local *CheckError) error {
 	}
 	if local != nil {
 		what = local.What
+	}
+	if g, can := comm.(coll.Gatherer); can {
+		mine := ""
+		if local != nil {
+			mine = local.What
+		}
+		all, err := g.AllGather([]byte(mine))
+		if err != nil {
+			return err
+		}
+		var said []string
+		for _, s := range all {
+			if len(s) > 0 {
+				said = append(said, string(s))
+			}
+		}
+		what = strings.Join(said, "; ")
 	}
 	return &CheckError{Phase: phase, What: what, Ranks: bad}
 }

@@ -13,6 +13,15 @@ type Tracker interface {
 	Kick()
 }
 
+// SampleTracker is a Tracker that also keeps, for a hang's diagnosis, the
+// mode and cycle of each timed sample and when each step ends
+// (watchdog.Steps). ArmSample keeps its strings, so that a sample
+// allocates nothing: they must stay as they are.
+type SampleTracker interface {
+	ArmSample(op *string, bytes int64, context *string, round int)
+	Leave()
+}
+
 // Watch returns be with every collective armed on t (named by the
 // collective, sized by its full payload, see Payload) and every other call
 // that may wait for the device kicking it. The phases run over the watched backend; nothing else
@@ -26,7 +35,16 @@ type watched struct {
 
 func (w *watched) Run(c coll.Collective, send, recv coll.Buffer, op coll.Op) error {
 	w.t.Arm(c.Name, coll.Payload(send, recv))
+	defer leave(w.t)
 	return w.Backend.Run(c, send, recv, op)
+}
+
+// leave tells t that the step it armed last has ended, when it keeps
+// such things (SampleTracker).
+func leave(t Tracker) {
+	if st, ok := t.(SampleTracker); ok {
+		st.Leave()
+	}
 }
 
 // The calls below wait for what is queued on the device (a collective that
@@ -48,8 +66,20 @@ func (w *watched) Write(b coll.Buffer, src []byte) error { w.t.Kick(); return w.
 func (w *watched) Read(b coll.Buffer, dst []byte) error  { w.t.Kick(); return w.Backend.Read(b, dst) }
 func (w *watched) Free(b coll.Buffer) error              { w.t.Kick(); return w.Backend.Free(b) }
 
-// WatchComm returns c with its barriers and agreements armed on t.
-func WatchComm(c coll.Comm, t Tracker) coll.Comm { return &watchedComm{Comm: c, t: t} }
+// WatchComm returns c with its barriers, agreements and gathers armed on
+// t; it is a coll.Gatherer when c is.
+func WatchComm(c coll.Comm, t Tracker) coll.Comm {
+	w := &watchedComm{Comm: c, t: t}
+	if g, ok := c.(coll.Gatherer); ok {
+		return &watchedGatherer{watchedComm: w, g: g}
+	}
+	return w
+}
+
+type watchedGatherer struct {
+	*watchedComm
+	g coll.Gatherer
+}
 
 type watchedComm struct {
 	coll.Comm
@@ -58,22 +88,54 @@ type watchedComm struct {
 
 func (w *watchedComm) Barrier() error {
 	w.t.Arm("barrier", -1)
+	defer leave(w.t)
 	return w.Comm.Barrier()
 }
 
 func (w *watchedComm) AllTrue(ok bool) (bool, []int, error) {
 	w.t.Arm("agreement between ranks", -1)
+	defer leave(w.t)
 	return w.Comm.AllTrue(ok)
+}
+
+// AllGather gathers every rank's data, armed on t.
+func (w *watchedGatherer) AllGather(data []byte) ([][]byte, error) {
+	w.t.Arm("gather between ranks", -1)
+	defer leave(w.t)
+	return w.g.AllGather(data)
 }
 
 // Arm lets the phases arm a step of their own on the tracker: a timed
 // sample runs prepared calls, which bypass the watch (see Preparer).
 func (w *watched) Arm(op string, bytes int64) { w.t.Arm(op, bytes) }
 
-// armStep arms op on be's tracker, when be is watched.
+// armSample arms one sample (or soak step) on be's tracker, when be is
+// watched: with its mode and cycle (SampleTracker), allocating nothing,
+// when the tracker keeps them.
+func armSample(be coll.Backend, op *string, bytes int64, context *string, round int) {
+	a, ok := be.(*watched)
+	if !ok {
+		return
+	}
+	if st, ok := a.t.(SampleTracker); ok {
+		st.ArmSample(op, bytes, context, round)
+		return
+	}
+	a.t.Arm(*op, bytes)
+}
+
+// armStep arms a step of the phase's own (a split, a measurement of
+// prepared calls) on be's tracker, when be is watched; leaveStep ends it.
 func armStep(be coll.Backend, op string, bytes int64) {
 	if a, ok := be.(*watched); ok {
-		a.Arm(op, bytes)
+		a.t.Arm(op, bytes)
+	}
+}
+
+// leaveStep says the step armed last on be's tracker has ended.
+func leaveStep(be coll.Backend) {
+	if a, ok := be.(*watched); ok {
+		leave(a.t)
 	}
 }
 

@@ -56,7 +56,7 @@ func TestPerRankFilesMatchTheSeedByteForByte(t *testing.T) {
 				t.Fatal(err)
 			}
 			timings = append(timings, TimingRow{Case: coll.Case{SizeBytes: atoi(t, r[1]), Mode: coll.Mode(r[2])}, Rank: int(atoi(t, r[0])),
-				Cycle: int(atoi(t, r[3])), DurationUS: d, Correct: r[5] == "True", Host: "ignored"})
+				Cycle: int(atoi(t, r[3])), DurationUS: d, Correct: VerdictOf(true, r[5] == "True"), Host: "ignored"})
 		}
 		assertSame(t, "timings", raw, timings)
 
@@ -123,7 +123,7 @@ func TestTimingsTableAndGate(t *testing.T) {
 	for cycle, d := range []float64{10, 30, 20, 40} {
 		for rank := range 2 {
 			// Rank 1 is slower by 1 us: each sample is rank 1's time.
-			common := TimingRow{Case: coll.Case{SizeBytes: 1 << 20, Run: "default", DType: coll.Float32, Op: coll.Sum, Placement: "out-of-place", Method: "per-op", Batch: 1}, Rank: rank, Cycle: cycle, Correct: true}
+			common := TimingRow{Case: coll.Case{SizeBytes: 1 << 20, Run: "default", DType: coll.Float32, Op: coll.Sum, Placement: "out-of-place", Method: "per-op", Batch: 1}, Rank: rank, Cycle: cycle, Correct: Right}
 			direct, decomp := common, common
 			direct.Mode, direct.DurationUS = "direct", d+float64(rank)
 			decomp.Mode, decomp.DurationUS = "decomposed", 2*d+float64(rank)

@@ -11,7 +11,7 @@ import (
 // Phases says which phases ran, so that a disabled phase leaves no file,
 // and whether the timing phase swept beyond the seed's single case, so that
 // the per-rank timing files say which case each row is.
-type Phases struct{ Contracts, Timing, Memory, Numerics, Sweep, Locate bool }
+type Phases struct{ Contracts, Timing, Memory, Numerics, Sweep, Locate, Soak bool }
 
 // csvFile is one kind of CSV: its name, the phase whose rows it holds, and
 // how to write those rows with some columns.
@@ -85,6 +85,10 @@ func Merge(all []Rows) Rows {
 		merged.Locate = append(merged.Locate, r.Locate...)
 		merged.LocateComms = append(merged.LocateComms, r.LocateComms...)
 		merged.LocateRanks = append(merged.LocateRanks, r.LocateRanks...)
+		merged.Soak = append(merged.Soak, r.Soak...)
+		if r.SoakSummary != nil {
+			merged.SoakSummary = r.SoakSummary
+		}
 	}
 	return merged
 }

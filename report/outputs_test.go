@@ -66,7 +66,7 @@ func sweepRows() report.Rows {
 			for _, mode := range coll.DefaultModes {
 				c := coll.Case{Run: run, SizeBytes: size, DType: coll.Float32, Op: coll.Sum, Placement: coll.OutOfPlace,
 					Method: coll.PerOp, Batch: 1, Buffers: coll.PlainBuffers, CTAPolicy: coll.DefaultCTAPolicy, Mode: mode}
-				rows.Timings = append(rows.Timings, report.TimingRow{Case: c, DurationUS: float64(size) / 1e3, Correct: true})
+				rows.Timings = append(rows.Timings, report.TimingRow{Case: c, DurationUS: float64(size) / 1e3, Correct: report.Right})
 			}
 		}
 	}

@@ -5,7 +5,9 @@
 //
 //	rank{r}_contracts.csv, contracts.csv: rank,name,correct,detail[,host]
 //	rank{r}_timings.csv, timings.csv:     rank,size_bytes,mode,cycle,duration_us,correct[,run,dtype,op,
-//	                                      placement,method,batch,buffers,cta_policy][,host]
+//	                                      placement,method,batch,buffers,cta_policy,offset_bytes][,host]
+//	                                      (correct: True, False, or empty for a sample whose output was
+//	                                      not checked, with timing.check = "last"; see Verdict)
 //	rank{r}_memory.csv, memory.csv:       rank,mode,payload_bytes,baseline_bytes,steady_delta_bytes,
 //	                                      peak_delta_bytes,correct[,host,analytic_steady_bytes,
 //	                                      analytic_peak_bytes,device_steady_delta_bytes,device_peak_delta_bytes]
@@ -24,6 +26,8 @@
 package report
 
 import (
+	"fmt"
+
 	"rsag/coll"
 	"rsag/phases"
 )
@@ -45,8 +49,47 @@ type TimingRow struct {
 	coll.Case
 	Cycle      int     `csv:"cycle"`
 	DurationUS float64 `csv:"duration_us"` // per operation: batched and graph samples are divided by Batch
-	Correct    bool    `csv:"correct"`
+	Correct    Verdict `csv:"correct"`
 	Host       string  `csv:"host,extra"`
+}
+
+// Verdict is what the check of a timing sample's output found. The seed's
+// correct column spells Right and Wrong True and False, as it did, and
+// leaves the cell empty for Unchecked: a sample whose output nobody looked
+// at (timing.check = "last") is never said to be correct.
+type Verdict int8
+
+const (
+	Unchecked Verdict = iota
+	Wrong
+	Right
+)
+
+// VerdictOf is a sample's verdict from whether it was checked and held.
+func VerdictOf(checked, correct bool) Verdict {
+	switch {
+	case !checked:
+		return Unchecked
+	case correct:
+		return Right
+	}
+	return Wrong
+}
+
+var verdictText = map[Verdict]string{Unchecked: "", Wrong: "False", Right: "True"}
+
+// MarshalText spells v as the correct column does.
+func (v Verdict) MarshalText() ([]byte, error) { return []byte(verdictText[v]), nil }
+
+// UnmarshalText reads what MarshalText wrote (rows cross ranks as JSON).
+func (v *Verdict) UnmarshalText(b []byte) error {
+	for k, t := range verdictText {
+		if t == string(b) {
+			*v = k
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not a check's verdict: want True, False or nothing", b)
 }
 
 // MemoryRow is one buffer-lifetime strategy on one rank.
@@ -97,6 +140,10 @@ type Rows struct {
 	Locate      []LocateRow
 	LocateComms []LocateCommRow
 	LocateRanks []LocateRankRow
+	// Soak is the soak phase's, the same on every rank: rank 0's rows
+	// alone carry it (SoakRows).
+	Soak        []SoakRow
+	SoakSummary *SummarySoak
 }
 
 // FromResults turns one rank's phase results into rows.
@@ -107,7 +154,7 @@ func FromResults(rank int, host string, c []phases.ContractResult, t []phases.Ti
 	}
 	for _, x := range t {
 		r.Timings = append(r.Timings, TimingRow{Rank: rank, Case: x.Case, Cycle: x.Cycle, DurationUS: x.DurationUS,
-			Correct: x.Correct, Host: host})
+			Correct: VerdictOf(x.Checked, x.Correct), Host: host})
 	}
 	for _, x := range m {
 		r.Memory = append(r.Memory, MemoryRow{Rank: rank, Mode: x.Mode, PayloadBytes: x.PayloadBytes,

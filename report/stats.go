@@ -46,9 +46,12 @@ type TimingStat struct {
 	SlowestRank int    `json:"slowest_rank"`
 	SlowestHost string `json:"slowest_host"`
 
-	// Correct is whether every sample of the case, on every rank and
-	// including the discarded ones, was checked correct.
-	Correct bool `json:"correct"`
+	// Correct is whether every sample of the case that was checked, on
+	// every rank and including the discarded ones, held; Unchecked counts
+	// the samples (over ranks) whose output was not checked, 0 (left out)
+	// unless timing.check = "last".
+	Correct   bool `json:"correct"`
+	Unchecked int  `json:"unchecked_samples,omitempty"`
 }
 
 // BusFactor is nccl-tests' bus-bandwidth factor of a timing mode on world
@@ -100,12 +103,15 @@ func timingStats(rows []TimingRow, l coll.Layout, discardOf func(run string) int
 func caseStat(k coll.Case, rows []TimingRow, l coll.Layout, discard int) (TimingStat, bool) {
 	// The slowest rank's duration of each cycle.
 	cycleMax := map[int]float64{}
-	correct := true
+	correct, unchecked := true, 0
 	for _, r := range rows {
 		if d, ok := cycleMax[r.Cycle]; !ok || r.DurationUS > d {
 			cycleMax[r.Cycle] = r.DurationUS
 		}
-		correct = correct && r.Correct
+		correct = correct && r.Correct != Wrong
+		if r.Correct == Unchecked {
+			unchecked++
+		}
 	}
 	cycles := make([]int, 0, len(cycleMax))
 	for c := range cycleMax {
@@ -123,7 +129,7 @@ func caseStat(k coll.Case, rows []TimingRow, l coll.Layout, discard int) (Timing
 		samples[i] = cycleMax[c]
 	}
 
-	s := TimingStat{Case: k, Samples: len(samples), Discarded: discard, Correct: correct}
+	s := TimingStat{Case: k, Samples: len(samples), Discarded: discard, Correct: correct, Unchecked: unchecked}
 	s.MinUS, s.MaxUS = slices.Min(samples), slices.Max(samples)
 	s.P10US = quantile.Of(samples, 0.10)
 	s.MedianUS = quantile.Of(samples, 0.50)

@@ -13,7 +13,7 @@ import (
 // 90 (discarded), 30, 30, 33.
 func statRows() []TimingRow {
 	row := func(rank, cycle int, mode string, us float64, ok bool) TimingRow {
-		return TimingRow{Case: coll.Case{SizeBytes: 1 << 20, Mode: coll.Mode(mode), Run: "default", DType: coll.Float32, Op: coll.Sum, Placement: "out-of-place", Method: "per-op", Batch: 1, Buffers: "plain", CTAPolicy: "default"}, Rank: rank, Cycle: cycle, DurationUS: us, Correct: ok,
+		return TimingRow{Case: coll.Case{SizeBytes: 1 << 20, Mode: coll.Mode(mode), Run: "default", DType: coll.Float32, Op: coll.Sum, Placement: "out-of-place", Method: "per-op", Batch: 1, Buffers: "plain", CTAPolicy: "default"}, Rank: rank, Cycle: cycle, DurationUS: us, Correct: VerdictOf(true, ok),
 			Host: []string{"a", "b"}[rank]}
 	}
 	var rows []TimingRow

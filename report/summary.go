@@ -82,6 +82,8 @@ type Summary struct {
 	// Locate is the locate phase: its figures and suspects; absent when
 	// it did not run.
 	Locate *SummaryLocate `json:"locate,omitempty"`
+	// Soak is the soak phase; absent when it did not run.
+	Soak *SummarySoak `json:"soak,omitempty"`
 }
 
 // SummaryBuild names the rsag binary that ran.
@@ -294,6 +296,7 @@ func NewSummary(in SummaryInput) Summary {
 	if in.Locate != nil {
 		s.Locate = summaryLocate(*in.Locate, in.Rows)
 	}
+	s.Soak = in.Rows.SoakSummary
 	return s
 }
 
@@ -355,7 +358,7 @@ func allCorrect(rows Rows) bool {
 		}
 	}
 	for _, r := range rows.Timings {
-		if !r.Correct {
+		if r.Correct == Wrong {
 			return false
 		}
 	}
@@ -368,6 +371,9 @@ func allCorrect(rows Rows) bool {
 		if !r.WithinBound {
 			return false
 		}
+	}
+	if s := rows.SoakSummary; s != nil && s.FailedIterations > 0 {
+		return false
 	}
 	return true
 }
@@ -556,6 +562,24 @@ func normalized(s Summary) Summary {
 	if s.Locate != nil {
 		l := normalizedLocate(*s.Locate)
 		s.Locate = &l
+	}
+	if s.Soak != nil {
+		soak := *s.Soak
+		if soak.SuspectRanks == nil {
+			soak.SuspectRanks = []int{}
+		}
+		if soak.Faults == nil {
+			soak.Faults = []phases.SoakFault{}
+		}
+		if soak.Failures == nil {
+			soak.Failures = []SummarySoakFailed{}
+		}
+		for i := range soak.Faults {
+			if soak.Faults[i].Chunks == nil {
+				soak.Faults[i].Chunks = []int{}
+			}
+		}
+		s.Soak = &soak
 	}
 	return s
 }

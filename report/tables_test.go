@@ -52,7 +52,7 @@ func TestTimingsTableEveryModeGolden(t *testing.T) {
 			for cycle := range 3 {
 				for rank := range 2 {
 					rows = append(rows, TimingRow{Case: coll.Case{SizeBytes: size, Mode: coll.Mode(mode), Run: "default", DType: coll.Float32, Op: coll.Sum, Placement: "out-of-place", Method: "batched", Batch: 20}, Rank: rank, Cycle: cycle,
-						DurationUS: float64(size)/1e3*float64(i+1) + float64(cycle+rank), Correct: true})
+						DurationUS: float64(size)/1e3*float64(i+1) + float64(cycle+rank), Correct: Right})
 				}
 			}
 		}
@@ -85,7 +85,7 @@ func TestFastestTableGolden(t *testing.T) {
 			}
 			for cycle := range 3 {
 				rows = append(rows, TimingRow{Case: coll.Case{SizeBytes: 1 << 20, Mode: coll.Mode(mode), Run: "default", DType: coll.Float32, Op: coll.Sum, Placement: "out-of-place", Method: coll.Method(c.method), Batch: c.batch, Buffers: coll.BufferKind(c.buffers), CTAPolicy: coll.CTAPolicy(c.policy)}, Rank: 0, Cycle: cycle, DurationUS: us,
-					Correct: true})
+					Correct: Right})
 			}
 		}
 	}
@@ -113,7 +113,7 @@ func hockneyRows() []TimingRow {
 			for cycle := range 3 {
 				for rank := range 2 {
 					rows = append(rows, TimingRow{Case: coll.Case{SizeBytes: size, Mode: coll.Mode(mode), Run: "default", DType: coll.Float32, Op: coll.Sum, Placement: "out-of-place", Method: "batched", Batch: 20, Buffers: "plain", CTAPolicy: "default"}, Rank: rank, Cycle: cycle,
-						DurationUS: m[0] + float64(size)/(m[1]*1e3), Correct: true})
+						DurationUS: m[0] + float64(size)/(m[1]*1e3), Correct: Right})
 				}
 			}
 		}
@@ -191,7 +191,7 @@ func TestCrossoverTableIsNarrowAndNamesEachMode(t *testing.T) {
 			for rank := range 4 {
 				rows = append(rows, TimingRow{Case: coll.Case{SizeBytes: size, Mode: mode, Run: "default", DType: coll.Float32, Op: coll.Sum,
 					Placement: "out-of-place", Method: "per-op", Batch: 1, Buffers: "plain", CTAPolicy: "default"}, Rank: rank,
-					DurationUS: slower * (10 + float64(size)/20e3), Correct: true})
+					DurationUS: slower * (10 + float64(size)/20e3), Correct: Right})
 			}
 		}
 	}

@@ -39,6 +39,8 @@ type Ender struct {
 	atEnd      []func()                   // last, before exiting: releasing the output dir
 	linger     time.Duration              // how long a rank a signal ends waits before it exits
 	abort      func() <-chan struct{}     // once the backend can abort; nil channel: nothing to abort
+	onEnd      []func(how string)         // first, with what ends the process: the last heartbeat
+	settle     func() string              // rank 0, after a signal: what it learns from the others' ends
 
 	once    sync.Once
 	ending  atomic.Bool
@@ -84,6 +86,16 @@ func (e *Ender) SetExplain(f func(signal string) string) {
 // there until the backend is aborted).
 func (e *Ender) AtEnd(f func()) { e.mu.Lock(); e.atEnd = append(e.atEnd, f); e.mu.Unlock() }
 
+// OnEnd adds a function that End calls first, with the message that ends
+// the process (a rank's last heartbeat says how it ended).
+func (e *Ender) OnEnd(f func(how string)) { e.mu.Lock(); e.onEnd = append(e.onEnd, f); e.mu.Unlock() }
+
+// SetSettle gives rank 0 a function that a signal's End calls once
+// run.json is marked and the signal said: it may wait a moment for what
+// the other ranks leave as the same signal ends them, and returns what it
+// learnt, which End prints ("" for nothing).
+func (e *Ender) SetSettle(f func() string) { e.mu.Lock(); e.settle = f; e.mu.Unlock() }
+
 // SetLinger makes a rank that a signal ends wait d before it exits, so
 // that rank 0, which looks at that moment for a rank that had already gone
 // (the one whose end made the launcher signal the others), still finds
@@ -108,7 +120,7 @@ func (e *Ender) end(code int, msg, reason string, bySignal bool) {
 	e.once.Do(func() {
 		e.ending.Store(true)
 		e.mu.Lock()
-		who, mark, atEnd, abort, linger := e.who, e.markFailed, e.atEnd, e.abort, e.linger
+		who, mark, atEnd, abort, linger, onEnd, settle := e.who, e.markFailed, e.atEnd, e.abort, e.linger, e.onEnd, e.settle
 		e.mu.Unlock()
 		line := msg
 		if who != "" {
@@ -117,10 +129,18 @@ func (e *Ender) end(code int, msg, reason string, bySignal bool) {
 		if reason == "" {
 			reason = line
 		}
+		for _, f := range onEnd {
+			f(msg)
+		}
 		if mark != nil {
 			mark(reason)
 		}
 		fmt.Fprintf(e.stderr, "rsag: %s\n", line)
+		if bySignal && settle != nil {
+			if more := settle(); more != "" {
+				fmt.Fprintf(e.stderr, "rsag: %s: hang: %s\n", who, more)
+			}
+		}
 		if abort != nil {
 			if done := abort(); done != nil {
 				select {

@@ -13,6 +13,7 @@ package watchdog
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -121,7 +122,9 @@ func interval(timeout time.Duration) time.Duration {
 func (w *Watchdog) loop() {
 	defer close(w.done)
 	for {
-		t := time.NewTimer(interval(w.Timeout()))
+		every := interval(w.Timeout())
+		slept := time.Now()
+		t := time.NewTimer(every)
 		select {
 		case <-w.stop:
 			t.Stop()
@@ -129,11 +132,22 @@ func (w *Watchdog) loop() {
 		case <-t.C:
 		}
 		if msg, ok := w.check(); ok {
+			// A timer that fires seconds late means this process did not
+			// run (SIGSTOP, a frozen VM): then it held the job up, not the
+			// others, though its step overran too.
+			if late := time.Since(slept) - every; late > frozenAfter {
+				msg = strings.TrimSuffix(msg, "; aborting the job") + fmt.Sprintf("; this process itself did not run for %.1f s "+
+					"(stopped, e.g. by SIGSTOP, or frozen): the other ranks waited for it; aborting the job", late.Seconds())
+			}
 			w.fire(msg)
 			return
 		}
 	}
 }
+
+// frozenAfter is how late a check may come before the process is said to
+// have not run: far more than any scheduler's delay on a loaded node.
+const frozenAfter = 2 * time.Second
 
 // check returns the message for an overdue step, once.
 func (w *Watchdog) check() (string, bool) {

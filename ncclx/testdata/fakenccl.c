@@ -27,6 +27,18 @@
  *                               symmetric memory support
  *   RSAG_FAKE_CUDA_GRANULARITY  what ncclMemAlloc rounds up to (2 MiB)
  *   RSAG_FAKE_NCCL_TIMEOUT      seconds a rank waits for the others (10)
+ * and, to prove from outside rsag that a wrong result is caught and
+ * localized, the faults e2e/testdata/corrupt.c makes in MPI: the lowest bit
+ * of one element flips in one collective's result on one rank,
+ *   RSAG_FAKE_NCCL_CORRUPT_COLL     ncclAllReduce (its output), ncclReduceScatter
+ *                                   (the rank's shard) or ncclAllGather (what
+ *                                   the rank sends: every rank receives that
+ *                                   chunk wrong); unset: none
+ *   RSAG_FAKE_NCCL_CORRUPT_RANK     the communicator rank it strikes (default 0)
+ *   RSAG_FAKE_NCCL_CORRUPT_AT       only that rank's Nth call of it, counted
+ *                                   from 1; or
+ *   RSAG_FAKE_NCCL_CORRUPT_EVERY    its every Nth call (default 1)
+ *   RSAG_FAKE_NCCL_CORRUPT_ELEMENT  the element (default 0)
  */
 #include <errno.h>
 #include <limits.h>
@@ -71,6 +83,7 @@ struct slot {
 	size_t count;
 	int coll, type, redop;
 	long a, b;
+	int corrupt; /* an AllGather whose sent chunk arrives corrupted */
 };
 
 struct clique {
@@ -512,6 +525,22 @@ static void reduce(const struct clique *q, int type, int op, size_t k, char *out
 	}
 }
 
+/* corrupted counts rank's runs of collective coll and says whether the
+ * RSAG_FAKE_NCCL_CORRUPT_* fault strikes this one (mu is held). */
+static long corrupt_calls[MAXR];
+static int corrupted(int coll, int rank) {
+	const char *want = getenv("RSAG_FAKE_NCCL_CORRUPT_COLL");
+	if (!want || strcmp(want, coll_names[coll]) != 0 || rank != env_int("RSAG_FAKE_NCCL_CORRUPT_RANK", 0)) return 0;
+	long n = ++corrupt_calls[rank], at = env_int("RSAG_FAKE_NCCL_CORRUPT_AT", -1), every = env_int("RSAG_FAKE_NCCL_CORRUPT_EVERY", 1);
+	return at > 0 ? n == at : every > 0 && n % every == 0;
+}
+
+/* flip flips the lowest bit of element e of the count elements of size ts at buf. */
+static void flip(char *buf, size_t count, size_t ts) {
+	long e = env_int("RSAG_FAKE_NCCL_CORRUPT_ELEMENT", 0);
+	if (e >= 0 && (size_t)e < count) buf[(size_t)e * ts] ^= 1;
+}
+
 /* run_coll runs a queued collective: every rank posts its input, each
  * computes its output into a scratch buffer, and writes it only once every
  * rank has read every input (an in-place output is someone's input). */
@@ -526,7 +555,9 @@ static void run_coll(const struct fake_op *o) {
 	size_t outn = o->coll == allGather ? n * (size_t)c->nranks : n;
 	char *tmp = malloc(outn * ts + 1);
 	pthread_mutex_lock(&mu);
-	q->slots[c->rank] = (struct slot){.send = o->src, .count = n, .coll = o->coll, .type = o->type, .redop = o->redop};
+	int corrupt = corrupted(o->coll, c->rank);
+	q->slots[c->rank] = (struct slot){.send = o->src, .count = n, .coll = o->coll, .type = o->type, .redop = o->redop,
+	                                  .corrupt = corrupt && o->coll == allGather};
 	int bad = barrier(q);
 	for (int r = 0; !bad && r < q->nranks; r++) {
 		const struct slot *s = &q->slots[r];
@@ -535,10 +566,15 @@ static void run_coll(const struct fake_op *o) {
 	pthread_mutex_unlock(&mu);
 	if (!bad) {
 		if (o->coll == allGather)
-			for (int r = 0; r < q->nranks; r++) memcpy(tmp + (size_t)r * n * ts, q->slots[r].send, n * ts);
-		else
+			for (int r = 0; r < q->nranks; r++) {
+				memcpy(tmp + (size_t)r * n * ts, q->slots[r].send, n * ts);
+				if (q->slots[r].corrupt) flip(tmp + (size_t)r * n * ts, n, ts);
+			}
+		else {
 			for (size_t i = 0; i < n; i++)
 				reduce(q, o->type, o->redop, (o->coll == reduceScatter ? (size_t)c->rank * n : 0) + i, tmp + i * ts);
+			if (corrupt) flip(tmp, n, ts);
+		}
 	}
 	pthread_mutex_lock(&mu);
 	if (barrier(q) && !bad) bad = 1;

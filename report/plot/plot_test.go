@@ -76,7 +76,7 @@ func realRows(t *testing.T) ([]report.TimingRow, []report.MemoryRow) {
 			batch = num[int](t, m["batch"])
 		}
 		timings = append(timings, report.TimingRow{Case: coll.Case{SizeBytes: num[int64](t, m["size_bytes"]), Mode: coll.Mode(m["mode"]), Run: or(m["run"], "default"), DType: mustDType(or(m["dtype"], "float32")), Op: mustOp(or(m["op"], "sum")), Placement: coll.Placement(or(m["placement"], "out-of-place")), Method: coll.Method(or(m["method"], "per-op")), Batch: batch}, Rank: num[int](t, m["rank"]), Cycle: num[int](t, m["cycle"]), DurationUS: num[float64](t, m["duration_us"]),
-			Correct: m["correct"] == "True", Host: m["host"]})
+			Correct: report.VerdictOf(true, m["correct"] == "True"), Host: m["host"]})
 	}
 	var memory []report.MemoryRow
 	for _, m := range readCSV(t, filepath.Join(realRun, "memory.csv")) {

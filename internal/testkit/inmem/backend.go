@@ -36,6 +36,7 @@ type heap struct {
 	liveBytes int64
 	peakBytes int64
 	closed    bool
+	calls     int // of Faults.Flip's collective
 }
 
 func newHeap(rank int) *heap { return &heap{rank: rank, live: map[*region]struct{}{}} }

@@ -113,7 +113,13 @@ func (be *Backend) allReduce(send, recv coll.Buffer, op coll.Op) error {
 	if err != nil {
 		return err
 	}
-	return be.reduce(send.DType(), op, recvMem, m.payloads, 0, be.order(false))
+	if err := be.reduce(send.DType(), op, recvMem, m.payloads, 0, be.order(false)); err != nil {
+		return err
+	}
+	if f := be.job.faults.Flip; f.hits(be.heap, coll.AllReduce.Name) {
+		flip(recvMem, f.Element, send.DType().Size())
+	}
+	return nil
 }
 
 // reduceScatter reduces rank r's shard of every rank's send into recv on
@@ -131,7 +137,13 @@ func (be *Backend) reduceScatter(send, recv coll.Buffer, op coll.Op) error {
 	if err != nil {
 		return err
 	}
-	return be.reduce(send.DType(), op, recvMem, m.payloads, be.rank*len(recvMem), be.order(be.job.faults.ReversedReduceScatter))
+	if err := be.reduce(send.DType(), op, recvMem, m.payloads, be.rank*len(recvMem), be.order(be.job.faults.ReversedReduceScatter)); err != nil {
+		return err
+	}
+	if f := be.job.faults.Flip; f.hits(be.heap, coll.ReduceScatter.Name) {
+		flip(recvMem, f.Element, send.DType().Size())
+	}
+	return nil
 }
 
 // allGather puts rank r's send at r x send.Count() of recv on every rank
@@ -142,7 +154,13 @@ func (be *Backend) allGather(send, recv coll.Buffer, _ coll.Op) error {
 		return err
 	}
 	call := fmt.Sprintf("%s of %d %s", coll.AllGather.Name, send.Count(), send.DType())
-	m, err := be.job.meet(be.group, be.rank, call, slices.Clone(sendMem))
+	mine := slices.Clone(sendMem)
+	f := be.job.faults.Flip
+	hit := f.hits(be.heap, coll.AllGather.Name)
+	if hit && f.Send {
+		flip(mine, f.Element, send.DType().Size())
+	}
+	m, err := be.job.meet(be.group, be.rank, call, mine)
 	if err != nil {
 		return err
 	}
@@ -153,6 +171,9 @@ func (be *Backend) allGather(send, recv coll.Buffer, _ coll.Op) error {
 			at = (r + 1) % w
 		}
 		copy(recvMem[at*len(sendMem):], p.([]byte))
+	}
+	if hit && !f.Send {
+		flip(recvMem, f.Chunk*send.Count()+f.Element, send.DType().Size())
 	}
 	return nil
 }

@@ -38,6 +38,44 @@ type Faults struct {
 	// DropLastRank makes every reduction (AllReduce and ReduceScatter)
 	// leave out rank W-1's contribution.
 	DropLastRank bool
+	// Flip flips one bit of one element of one collective's output on one
+	// rank, at the calls it names: what e2e/testdata/corrupt.c does to MPI,
+	// in memory.
+	Flip *Flip
+}
+
+// Flip is an intermittent fault on one world rank: at the calls of one
+// collective that Calls picks (counted from 1 on that rank, over every
+// communicator), the lowest bit of element Element of its output flips.
+// With Send, an AllGather call corrupts instead what the rank sends, so
+// that every rank receives that chunk wrong: a bad transfer from its owner;
+// without it, the element is counted from the start of the output's chunk
+// Chunk (what rank Chunk sent).
+type Flip struct {
+	Collective string // coll.AllReduce.Name, ...
+	Rank       int
+	Element    int
+	Chunk      int
+	Send       bool
+	Calls      func(n int) bool
+}
+
+// hits counts a call of c on the rank that owns h and says whether the
+// fault strikes it.
+func (f *Flip) hits(h *heap, c string) bool {
+	if f == nil || f.Collective != c || f.Rank != h.rank {
+		return false
+	}
+	h.calls++
+	return f.Calls(h.calls)
+}
+
+// flip flips the lowest bit of element e (of size bytes) of mem, when it
+// has one.
+func flip(mem []byte, e, size int) {
+	if (e+1)*size <= len(mem) {
+		mem[e*size] ^= 1
+	}
 }
 
 // DefaultTimeout is how long Launch lets a rank wait in one collective for the
@@ -298,4 +336,19 @@ func (c *Comm) AllTrue(ok bool) (bool, []int, error) {
 		}
 	}
 	return len(bad) == 0, bad, nil
+}
+
+var _ coll.Gatherer = (*Comm)(nil)
+
+// AllGather gives every rank what each rank brought, in rank order.
+func (c *Comm) AllGather(data []byte) ([][]byte, error) {
+	m, err := c.job.meet(c.group, c.rank, "gather", append([]byte(nil), data...))
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(m.payloads))
+	for r, p := range m.payloads {
+		out[r] = append([]byte(nil), p.([]byte)...)
+	}
+	return out, nil
 }

@@ -1,0 +1,175 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"rsag/outdir"
+)
+
+// A hang names who it waits for: every rank keeps its step in memory and
+// writes it to a heartbeat file in the output dir about once a second;
+// when the watchdog fires or the launcher's signal comes, rank 0 reads
+// them all and says, once, what every rank is doing. The faults come from
+// outside: SIGSTOP, and testdata/vanish.c, which makes a rank exit inside
+// MPI_Allreduce without a word.
+
+// hangTiming is a long timing phase with a 5 s deadline.
+func hangTiming(dir string) []string {
+	return append([]string{"-output-dir", dir, "-set", "timeout_s=5"}, longTiming...)
+}
+
+// hangSaid asserts what rank 0 said, once, and what run.json's reason
+// says: the same hang, matching re.
+func hangSaid(t *testing.T, stderr, dir string, re *regexp.Regexp) {
+	t.Helper()
+	var said []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.Contains(l, "hang: ") {
+			said = append(said, l)
+		}
+	}
+	if len(said) != 1 || !strings.HasPrefix(said[0], "rsag: rank 0 (") || !re.MatchString(said[0]) {
+		t.Errorf("rank 0 said the hang %d times, want once matching %s:\n%s", len(said), re, stderr)
+	}
+	run := notComplete(t, dir)
+	if run.Status != outdir.StatusFailed || !re.MatchString(run.Reason) {
+		t.Errorf("%s: %s %q; want failed, matching %s", outdir.RunFile, run.Status, run.Reason, re)
+	}
+	if t.Failed() {
+		beats, _ := filepath.Glob(filepath.Join(dir, outdir.BeatPrefix+"*"))
+		for _, b := range beats {
+			data, _ := os.ReadFile(b)
+			t.Logf("%s: %s", filepath.Base(b), data)
+		}
+	}
+}
+
+// endedSoon asserts that a job whose rank was struck at ` at ` ended
+// within limit of it, non-zero.
+func endedSoon(t *testing.T, j *job, at time.Time, limit time.Duration) {
+	t.Helper()
+	code := j.wait(t, time.Minute)
+	if took := time.Since(at); code == 0 || took > limit {
+		_, stderr := j.output()
+		t.Errorf("exit %d %.1f s after the fault, want non-zero within %v\n%s", code, took.Seconds(), limit, stderr)
+	}
+	t.Logf("ended %.1f s after the fault", time.Since(at).Seconds())
+}
+
+// keepStopped SIGSTOPs pid and, at the test's end, lets it go and kills
+// it, should the launcher not have.
+func keepStopped(t *testing.T, pid int) time.Time {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if outdir.ProcState(pid) == "T" {
+			syscall.Kill(pid, syscall.SIGKILL)
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	})
+	return time.Now()
+}
+
+// stoppedWithin bounds how long a job with a stopped rank takes to end:
+// timeout_s (5 s), the watchdog's check (0.5 s) and a few seconds.
+const stoppedWithin = 15 * time.Second
+
+// A rank stopped mid-timing on one host: the job ends within timeout_s
+// and a few seconds, and rank 0 names the rank, its host and pid, says it
+// is stopped (its state, read from /proc), and what rank 0 waits in.
+func TestAStoppedRankIsNamed(t *testing.T) {
+	dir := t.TempDir()
+	j := startJob(t, 2, nil, hangTiming(dir)...)
+	j.waitLine(t, "contracts: 5 held on every rank", time.Minute)
+	time.Sleep(1500 * time.Millisecond) // into the timing phase, a beat or more
+	pid := rankPID(t, 1)
+	at := keepStopped(t, pid)
+	endedSoon(t, j, at, stoppedWithin)
+	_, stderr := j.output()
+	host := regexp.QuoteMeta(hostname(t))
+	// Stopped, as /proc says, or, when the launcher woke it before rank 0
+	// looked, as it says itself.
+	hangSaid(t, stderr, dir, regexp.MustCompile(`hang: ranks? [0-9,]+ waits? in timing (all-reduce|reduce-scatter \+ all-gather) #\d+ \(4096 bytes, (direct|decomposed), cycle \d+\) for [0-9.]+ s; `+
+		fmt.Sprintf(`rank 1 on %s \(pid %d\) (is stopped \(state T\)|did not run for [0-9.]+ s \(stopped, e.g. by SIGSTOP, or frozen\)); its last heartbeat, [0-9.]+ s ago, `, host, pid)))
+}
+
+// A rank that exits inside MPI_Allreduce without a word (status 0, no
+// message, no note, no last heartbeat: testdata/vanish.c) is named the
+// same way once the launcher ends the job.
+func TestARankThatExitsWithoutAWordIsNamed(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"-x", "LD_PRELOAD=" + preload(t, "vanish"), "-x", "VANISH_RANK=1", "-x", "VANISH_CALL=Allreduce",
+		"-x", "VANISH_BYTES=4096", "-x", "VANISH_AFTER=3000"}
+	at := time.Now()
+	r := launchWith(t, 2, time.Minute, args, hangTiming(dir)...)
+	if r.code == 0 || !strings.Contains(r.stderr, "vanish.c: rank 1 exits in MPI_Allreduce (4096 bytes), call 3001") {
+		t.Fatalf("exit %d; the fault was not injected:\n%s", r.code, r.stderr)
+	}
+	host := regexp.QuoteMeta(hostname(t))
+	hangSaid(t, r.stderr, dir, regexp.MustCompile(`hang: rank 0 waits in timing all-reduce #\d+ \(4096 bytes, direct, cycle 2999\) for [0-9.]+ s; `+
+		`rank 1 on `+host+` \(pid \d+\) exited without a word: its process is gone and it wrote no last heartbeat; its last heartbeat`))
+	t.Logf("ended %.1f s after it started", time.Since(at).Seconds())
+}
+
+// Across two emulated hosts (TestMultiNode's), ranks 0,1 on node1 and
+// 2,3 on node2: rank 2 stopped mid-timing is named by rank 0 on node1,
+// which cannot see node2's processes, through rank 3's heartbeat, which
+// can; and a rank that exits without a word there is named too.
+func (m *multi) testHangsAcrossHosts(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		mpirun []string
+		fault  func(t *testing.T) time.Time
+		want   string
+	}{
+		{"a stopped rank", nil, func(t *testing.T) time.Time { return keepStopped(t, m.rankPIDOn(t, "node2", 2, "hang-a-stopped-rank")) },
+			`rank 2 on node2 \(pid \d+\) (is stopped \(state T, seen by rank 3 on node2 [0-9.]+ s ago\)|did not run for [0-9.]+ s \(stopped, e.g. by SIGSTOP, or frozen\) until it was woken)`},
+		{"a rank that exits without a word", []string{"-x", "LD_PRELOAD=" + preloadIn(t, "vanish", m.shared), "-x", "VANISH_RANK=2",
+			"-x", "VANISH_CALL=Allreduce", "-x", "VANISH_BYTES=4096", "-x", "VANISH_AFTER=50"}, nil,
+			`rank 2 on node2 \(pid \d+\) exited without a word: its process is gone, seen by rank 3 on node2 [0-9.]+ s ago and it wrote no last heartbeat`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(m.shared, "hang-"+strings.ReplaceAll(c.name, " ", "-"))
+			cmd := m.command(context.Background(), nil, append([]string{"--host", "node1:2,node2:2", "--map-by", "slot"}, c.mpirun...),
+				append([]string{"-output-dir", dir, "-set", "timeout_s=5"}, longTiming[4:]...)...)
+			j := startCmd(t, cmd)
+			at, limit := time.Now(), time.Minute // from its start: the rank exits at its 51st AllReduce
+			if c.fault != nil {
+				j.waitLine(t, "contracts: 5 held on every rank", time.Minute)
+				time.Sleep(1500 * time.Millisecond)
+				at, limit = c.fault(t), stoppedWithin
+			}
+			endedSoon(t, j, at, limit)
+			_, stderr := j.output()
+			hangSaid(t, stderr, dir, regexp.MustCompile(`hang: ranks? [0-9,]+ waits? in timing .*`+c.want))
+		})
+	}
+}
+
+// rankPIDOn finds rank's rsag process among host's, of the job whose
+// output dir's name is dir.
+func (m *multi) rankPIDOn(t *testing.T, host string, rank int, dir string) int {
+	t.Helper()
+	want := []byte(fmt.Sprintf("OMPI_COMM_WORLD_RANK=%d\x00", rank))
+	for _, pid := range m.h.PIDs(t, host) {
+		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		args, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if filepath.Base(exe) == filepath.Base(rsagBin) && bytes.Contains(env, want) && bytes.Contains(args, []byte(dir)) {
+			return pid
+		}
+	}
+	t.Fatalf("no rsag process of rank %d on %s", rank, host)
+	return 0
+}

@@ -1,0 +1,224 @@
+package job
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"rsag/outdir"
+	"rsag/report"
+	"rsag/watchdog"
+)
+
+// beats is this process's heartbeat writer, once the run has started.
+var beats atomic.Pointer[beater]
+
+// Each rank's heartbeat file is one of its outputs: run.json lists it, so
+// that -overwrite removes it and a survey knows it for rsag's; its writing
+// at the end of the phases is one more beat.
+func init() {
+	report.Register(report.Output{Stage: report.EachRank, Patterns: []string{outdir.BeatPrefix + "[0-9]*"},
+		Plan: func(in report.Input) ([]string, func(string) error) {
+			return []string{outdir.BeatName(in.Rank)}, func(string) error {
+				if b := beats.Load(); b != nil {
+					return b.write()
+				}
+				return nil
+			}
+		}})
+}
+
+// beater writes this rank's heartbeat (outdir.Beat) about once a second,
+// on a goroutine of its own, from the State the main goroutine keeps, so
+// that what this rank is doing can be read while MPI is stuck; once the
+// rank ends, a last beat says how.
+type beater struct {
+	dir   string
+	me    outdir.Beat // what every beat repeats: run, rank, host, pid
+	state *watchdog.State
+	peers []outdir.Peer // the other ranks on this host
+	last  atomic.Int64  // Unix nanoseconds of the last beat written
+
+	mu     sync.Mutex // one write at a time
+	ended  string
+	frozen time.Duration // the longest gap between beats beyond BeatEvery: this process did not run
+	stop   chan struct{}
+}
+
+// startBeats starts every rank's heartbeat, once the output dir is this
+// run's and run.json lists the files: the ranks exchange their pids and
+// hosts (so that each can look at the others on its host) and rank 0's
+// start, which names the run.
+func (s *session) startBeats() error {
+	type whoami struct {
+		PID     int    `json:"pid"`
+		Host    string `json:"host"`
+		Started string `json:"started"`
+	}
+	mine, err := json.Marshal(whoami{os.Getpid(), s.comm.Host(), s.opts.Started.UTC().Format(time.RFC3339)})
+	if err != nil {
+		return err
+	}
+	s.tr.Arm("gather of process ids", -1)
+	all, err := s.comm.AllGather(mine)
+	s.tr.Leave()
+	if err != nil {
+		return err
+	}
+	ranks := make([]whoami, len(all))
+	for r, d := range all {
+		if err := json.Unmarshal(d, &ranks[r]); err != nil {
+			return fmt.Errorf("rank %d's process id: %w", r, err)
+		}
+	}
+	b := &beater{dir: s.opts.OutputDir, state: &s.tr.State, stop: make(chan struct{}),
+		me: outdir.Beat{Run: outdir.RunID(ranks[0].Host, ranks[0].PID, ranks[0].Started), Rank: s.comm.Rank(),
+			Host: s.comm.Host(), PID: os.Getpid()}}
+	for r, w := range ranks {
+		if r != s.comm.Rank() && w.Host == s.comm.Host() {
+			b.peers = append(b.peers, outdir.Peer{Rank: r, PID: w.PID})
+		}
+	}
+	err = b.write()
+	beats.Store(b)
+	s.end.OnEnd(b.end)
+	go b.loop()
+	return err // a rank that cannot write its heartbeat fails on its own
+}
+
+// now is this rank's heartbeat as of now (b.mu is held).
+func (b *beater) now() outdir.Beat {
+	beat := b.me
+	snap := b.state.Snapshot()
+	beat.Written = time.Now()
+	// Beats that come seconds late mean this process did not run.
+	if gap := beat.Written.Sub(time.Unix(0, b.last.Load())) - outdir.BeatEvery; b.last.Load() > 0 && gap > frozenAfter {
+		b.frozen = max(b.frozen, gap)
+	}
+	beat.Frozen = b.frozen.Seconds()
+	beat.Step = outdir.BeatStep{Seq: snap.Seq, Phase: snap.Phase, Op: snap.Op, Bytes: snap.Bytes, Context: snap.Context,
+		Round: snap.Round, In: snap.In, At: snap.At}
+	for _, p := range b.peers {
+		p.State = outdir.ProcState(p.PID)
+		beat.Peers = append(beat.Peers, p)
+	}
+	return beat
+}
+
+// write writes a beat now, unless the rank has ended (its last beat
+// stays).
+func (b *beater) write() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ended != "" {
+		return nil
+	}
+	beat := b.now()
+	b.last.Store(beat.Written.UnixNano())
+	return outdir.WriteBeat(b.dir, beat)
+}
+
+func (b *beater) loop() {
+	t := time.NewTicker(outdir.BeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			_ = b.write() // a missed beat only ages it
+		}
+	}
+}
+
+// end writes the last beat, saying how the rank ended, once.
+func (b *beater) end(how string) { b.endAs(how, false) }
+
+// endAs is end; timedOut says the rank's watchdog ends it, in the step
+// its State holds.
+func (b *beater) endAs(how string, timedOut bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ended != "" {
+		return
+	}
+	beat := b.now()
+	beat.Ended, beat.TimedOut = how, timedOut
+	b.ended = how
+	close(b.stop)
+	_ = outdir.WriteBeat(b.dir, beat)
+}
+
+// frozenAfter is how late a beat may come before this process is said not
+// to have run: far more than a scheduler's delay on a loaded node.
+const frozenAfter = 2 * time.Second
+
+// endBeats ends this rank's heartbeat with how, when it beats.
+func endBeats(how string) {
+	if b := beats.Load(); b != nil {
+		b.end(how)
+	}
+}
+
+// hang names every rank's part in a hang from their heartbeats (this
+// rank's own fresh), or "" when none waits and none is silent or before
+// the heartbeats start; done says whether every other rank's part is
+// known: it has ended, saying how, or gone silent.
+func (s *session) hang() (text string, done bool) {
+	b := beats.Load()
+	if b == nil {
+		return "", true
+	}
+	all := outdir.ReadBeats(b.dir, b.me.Run)
+	now := time.Now()
+	b.mu.Lock()
+	all[b.me.Rank] = b.now()
+	b.mu.Unlock()
+	h := outdir.Hang{World: s.comm.Size(), Beats: all, Now: now, Host: s.comm.Host(), State: outdir.ProcState,
+		Frozen: now.Sub(time.Unix(0, b.last.Load())), Self: b.me.Rank}
+	done = true
+	for r := range h.World {
+		if beat, ok := all[r]; r != h.Self && (!ok || beat.Ended == "") && !h.Silent(r) {
+			done = false
+		}
+	}
+	return h.Text(), done
+}
+
+// settle is rank 0's last word on a run a signal ended: it puts every
+// rank's part in run.json's reason at once, then waits a moment (at most
+// settleFor) for the other ranks' last beats, which each writes as the
+// same signal ends it, puts what it then knows there instead, and returns
+// it to be said. The launcher may kill rank 0 at any moment of it.
+func (s *session) settle(log *runLog) func() string {
+	say := func(h string) {
+		if h != "" {
+			log.amend(func(reason string) string {
+				base, _, _ := strings.Cut(reason, "; hang: ")
+				return strings.TrimSuffix(base, ".") + "; hang: " + h
+			})
+		}
+	}
+	return func() string {
+		h, done := s.hang()
+		said := h
+		say(h)
+		for deadline := time.Now().Add(settleFor); !done && time.Now().Before(deadline); {
+			time.Sleep(25 * time.Millisecond)
+			h, done = s.hang()
+		}
+		if h != said {
+			say(h)
+		}
+		return h
+	}
+}
+
+// settleFor bounds settle's wait: less than a launcher's grace between
+// its SIGTERM and its SIGKILL, more than the other ranks take to write
+// their last beats when the same signal reaches them.
+const settleFor = 400 * time.Millisecond

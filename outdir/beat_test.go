@@ -1,0 +1,132 @@
+package outdir
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+// beat is rank r's heartbeat on host, written ago before t0, in step seq
+// (entered, or left when in is false) since at before t0.
+func beat(r int, host string, seq uint64, op string, in bool, ago, since time.Duration) Beat {
+	return Beat{Run: "run", Rank: r, Host: host, PID: 100 + r, Written: t0.Add(-ago),
+		Step: BeatStep{Seq: seq, Phase: "timing", Op: op, Bytes: 4096, Context: "direct, cycle", Round: 7, In: in, At: t0.Add(-since)}}
+}
+
+// states is ProcState on a made-up host: pid -> state.
+func states(m map[int]string) func(int) string { return func(pid int) string { return m[pid] } }
+
+// The hang names the ranks that wait in the same collective and, apart,
+// each rank that does not: stopped (seen from this host, or by a rank on
+// its own), exited without a word, silent with no one to say why,
+// elsewhere, or ended with a last heartbeat.
+func TestHangText(t *testing.T) {
+	waiting := func(r int, host string) Beat {
+		return beat(r, host, 1834, "all-reduce", true, 200*time.Millisecond, 5*time.Second)
+	}
+	for _, c := range []struct {
+		name  string
+		beats []Beat
+		procs map[int]string
+		want  []string
+	}{
+		{"a stopped rank on this host", []Beat{waiting(0, "a"), waiting(1, "a"), beat(2, "a", 1833, "all-gather", false, 6*time.Second, 6*time.Second), waiting(3, "a")},
+			map[int]string{102: "T"},
+			[]string{"ranks 0,1,3 wait in timing all-reduce #1834 (4096 bytes, direct, cycle 7) for 5.0 s",
+				"rank 2 on a (pid 102) is stopped (state T); its last heartbeat, 6.0 s ago, written 1.0 s before ranks 0,1,3 began to wait, had it past timing all-gather #1833 (4096 bytes, direct, cycle 7), which it left 0.0 s before"}},
+		{"a stopped rank on another host, seen by its neighbour", func() []Beat {
+			b := waiting(3, "b")
+			b.Peers = []Peer{{Rank: 2, PID: 102, State: "T"}}
+			return []Beat{waiting(0, "a"), waiting(1, "a"), beat(2, "b", 1834, "all-reduce", true, 4*time.Second, 5*time.Second), b}
+		}(), nil,
+			[]string{"ranks 0,1,3 wait in timing all-reduce #1834", "rank 2 on b (pid 102) is stopped (state T, seen by rank 3 on b 0.2 s ago); its last heartbeat, 4.0 s ago, had it in that one too"}},
+		{"a rank gone without a word, its beat still fresh", []Beat{waiting(0, "a"), beat(1, "a", 1830, "barrier", false, 500*time.Millisecond, time.Second)},
+			map[int]string{101: "gone"},
+			[]string{"rank 0 waits in timing all-reduce #1834", "rank 1 on a (pid 101) exited without a word: its process is gone and it wrote no last heartbeat; its last heartbeat, 0.5 s ago, had it short of that one: past timing barrier #1830"}},
+		{"a silent rank no one can see", []Beat{waiting(0, "a"), beat(1, "b", 1834, "all-reduce", true, 10*time.Second, 10*time.Second)}, nil,
+			[]string{"rank 1 on b (pid 101) has written no heartbeat for 10.0 s, and no rank on b can say why (stopped, killed, or its node gone)"}},
+		{"a rank elsewhere and one ended", func() []Beat {
+			e := waiting(2, "a")
+			e.Ended = "watchdog: timing all-reduce at 4096 bytes did not finish within 5s"
+			return []Beat{waiting(0, "a"), beat(1, "a", 1700, "barrier", true, 100*time.Millisecond, 3*time.Second), e}
+		}(), nil,
+			[]string{"ranks 0,2 wait in timing all-reduce #1834", "rank 1 on a (pid 101) waits in timing barrier #1700 (4096 bytes, direct, cycle 7) instead"}},
+		{"a rank that never beat", []Beat{waiting(0, "a")}, nil, []string{"rank 0 waits in", "rank 1 wrote no heartbeat in this run"}},
+		// A launcher that wakes a stopped rank to end the job lets the others
+		// move on: the step ranks timed out in is the one, and the woken
+		// rank says it did not run.
+		{"a stopped rank the launcher woke", func() []Beat {
+			woken, timedOut := waiting(2, "b"), waiting(3, "b")
+			woken.Frozen, woken.Ended, woken.TimedOut = 5.2, "watchdog: ...", true
+			timedOut.Ended, timedOut.TimedOut = "watchdog: ...", true
+			return []Beat{beat(0, "a", 1835, "all-reduce", true, 0, 100*time.Millisecond), beat(1, "a", 1835, "all-reduce", true, 0, 100*time.Millisecond), woken, timedOut}
+		}(), nil,
+			[]string{"ranks 2,3 wait in timing all-reduce #1834", "rank 2 on b (pid 102) did not run for 5.2 s (stopped, e.g. by SIGSTOP, or frozen) until it was woken: the others waited for it",
+				"rank 0 on a (pid 100) waits in timing all-reduce #1835"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := Hang{World: len(c.beats), Beats: map[int]Beat{}, Now: t0, Host: "a", State: states(c.procs), Self: 0}
+			if c.name == "a rank that never beat" {
+				h.World = 2
+			}
+			for _, b := range c.beats {
+				h.Beats[b.Rank] = b
+			}
+			got := h.Text()
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("%q\ndoes not say %q", got, w)
+				}
+			}
+		})
+	}
+	// Every rank running, none silent: nothing to say.
+	h := Hang{World: 2, Now: t0, Host: "a", State: states(nil), Beats: map[int]Beat{
+		0: beat(0, "a", 10, "all-reduce", false, 0, 0), 1: beat(1, "a", 10, "all-reduce", false, 0, 0)}}
+	if got := h.Text(); got != "" {
+		t.Errorf("a run with no hang: %q", got)
+	}
+	// The reader itself did not run: it says so.
+	h.Beats[0] = beat(0, "a", 10, "all-reduce", true, 0, 9*time.Second)
+	h.Frozen = 9 * time.Second
+	h.Beats[1] = beat(1, "a", 11, "all-reduce", true, 0, 8*time.Second)
+	if got := h.Text(); !strings.Contains(got, "rank 0 on a (pid 100) did not run for 9.0 s (stopped, e.g. by SIGSTOP, or frozen) until it was woken: the others waited for it") {
+		t.Errorf("a frozen reader: %q", got)
+	}
+}
+
+// Beats are read back by rank, only this run's: a stale file of another
+// run, a rank's file under another's name, or a broken one is left out.
+func TestReadBeats(t *testing.T) {
+	dir := t.TempDir()
+	for _, b := range []Beat{{Run: "this", Rank: 0}, {Run: "this", Rank: 1}, {Run: "earlier", Rank: 2}} {
+		if err := WriteBeat(dir, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, BeatName(3)), []byte("{"), 0o644)
+	os.WriteFile(filepath.Join(dir, BeatName(4)), []byte(`{"run":"this","rank":1}`), 0o644)
+	got := ReadBeats(dir, "this")
+	if len(got) != 2 || got[0].Rank != 0 || got[1].Rank != 1 {
+		t.Errorf("%+v, want ranks 0 and 1 of this run", got)
+	}
+}
+
+// ProcState reads a live process's state and says when one is gone.
+func TestProcState(t *testing.T) {
+	if s := ProcState(os.Getpid()); s != "R" && s != "S" {
+		t.Errorf("this process: %q", s)
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if s := ProcState(cmd.Process.Pid); s != "gone" {
+		t.Errorf("an ended, reaped process: %q", s)
+	}
+}

@@ -1,0 +1,70 @@
+package slurm_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"rsag/outdir"
+)
+
+// testStoppedRank stops rank 2 (on node2) of a job that times for minutes
+// under srun on 2+2 ranks with a 5 s deadline: the job ends within the
+// deadline and a few seconds, and rank 0, on node1, names rank 2, its host
+// and pid, says it is stopped (seen by rank 3, its neighbour on node2),
+// and what the others wait in, in the job's log and in run.json.
+func (c *cluster) testStoppedRank(t *testing.T) {
+	dir := c.submitDir(t)
+	id := c.start(t, dir, "configs/smoke.toml", []string{"-N", "2", "--ntasks-per-node=2"},
+		[]string{"RSAG_ARGS=-set timing.cycles=50000000 -set timing.sizes_bytes=[4096] -set memory.enabled=false -set timeout_s=5"})
+	logFile := filepath.Join(dir, "rsag-ch7-"+id+".out")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if b, _ := os.ReadFile(logFile); bytes.Contains(b, []byte("contracts: 5 held on every rank")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			c.dumpJob(t, dir, id)
+			t.Fatalf("job %s did not reach the timing phase within a minute", id)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // into the timing phase, a beat or more
+	pid := 0
+	for _, p := range c.hosts.PIDs(t, "node2") {
+		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", p))
+		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p))
+		if filepath.Base(exe) == filepath.Base(c.rsagBin) && bytes.Contains(env, []byte("SLURM_PROCID=2\x00")) {
+			pid = p
+		}
+	}
+	if pid == 0 || syscall.Kill(pid, syscall.SIGSTOP) != nil {
+		t.Fatalf("no rank 2 to stop on node2 (pid %d)", pid)
+	}
+	t.Cleanup(func() {
+		if outdir.ProcState(pid) == "T" {
+			syscall.Kill(pid, syscall.SIGKILL)
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	})
+	at := time.Now()
+	j := c.waitJob(t, dir, id, time.Minute)
+	if took := time.Since(at); j.fields["JobState"] != "FAILED" || took > 20*time.Second {
+		t.Errorf("JobState=%s %.1f s after the stop, want FAILED within timeout_s (5 s) and a few seconds", j.fields["JobState"], took.Seconds())
+	}
+	// Stopped, as rank 3 sees it in /proc, or, when slurmstepd woke it
+	// before rank 0 looked, as it says itself.
+	re := regexp.MustCompile(fmt.Sprintf(`hang: ranks? [0-9,]+ waits? in timing .*rank 2 on node2 \(pid %d\) `+
+		`(is stopped \(state T, seen by rank 3 on node2 [0-9.]+ s ago\)|did not run for [0-9.]+ s \(stopped, e.g. by SIGSTOP, or frozen\) until it was woken)`, pid))
+	if n := len(re.FindAllString(j.log, -1)); n != 1 || !strings.Contains(j.log, "rsag: rank 0 (node1): ") {
+		t.Errorf("the log says the hang %d times, want once, by rank 0, matching %s", n, re)
+	}
+	run, err := outdir.ReadRecord(filepath.Join(dir, "results", id))
+	if err != nil || run.Status != outdir.StatusFailed || !re.MatchString(run.Reason) {
+		t.Errorf("%s: %+v, %v; want failed, matching %s", outdir.RunFile, run, err, re)
+	}
+}

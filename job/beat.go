@@ -87,7 +87,10 @@ func (s *session) startBeats() error {
 	beats.Store(b)
 	s.end.OnEnd(b.end)
 	go b.loop()
-	return err // a rank that cannot write its heartbeat fails on its own
+	// A rank that cannot write its heartbeat (a full disk) would fail on
+	// its own and leave run.json to a launcher's signal: the ranks agree,
+	// so that run.json names the cause.
+	return s.agree(err, ExitFailed, "writing the heartbeat file")
 }
 
 // now is this rank's heartbeat as of now (b.mu is held).

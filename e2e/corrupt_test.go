@@ -225,6 +225,7 @@ func TestASoakWithoutAFaultFindsNothing(t *testing.T) {
 	}
 	for _, np := range []int{2, 4} {
 		t.Run(fmt.Sprintf("np%d", np), func(t *testing.T) {
+			t.Parallel() // the two soaks at once: only their checks matter, not their speed
 			dir := t.TempDir()
 			r := mpirun(t, np, 2*time.Minute, "-config", "../configs/soak.toml", "-backend", "mpi", "-output-dir", dir,
 				"-set", "soak.duration_s=30")

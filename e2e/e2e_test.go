@@ -176,6 +176,7 @@ func TestBadInputsFailOnEveryRank(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // refusals, before any collective: nothing here is timed
 			out := t.TempDir()
 			args := c.args
 			if !slices.Contains(args, "-output-dir") { // given twice it is a contradiction of its own

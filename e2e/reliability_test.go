@@ -318,6 +318,7 @@ func TestBadFlagsFailOnEveryRank(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // refusals, before any collective: nothing here is timed
 			out := t.TempDir()
 			args := append([]string{"-config", "../configs/smoke.toml", "-output-dir", out}, c.args...)
 			j := startJob(t, 2, c.env, args...)

@@ -74,6 +74,7 @@ func TestHostileInputsAreRefusedOnEveryRank(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // refusals, before any collective: nothing here is timed
 			out := filepath.Join(t.TempDir(), "out")
 			args := append([]string{"-output-dir", out}, smoke...)
 			if slices.Contains(c.args, "-config") { // given twice it is a contradiction of its own

@@ -44,14 +44,50 @@ const soakProgressEvery = 5 * time.Second
 // iteration of a long soak with fail_after = 0); it counts them all.
 const maxSoakFaults = 1000
 
+// SoakPair is a dtype and op the soak draws together.
+type SoakPair struct {
+	DType coll.DType
+	Op    coll.Op
+}
+
+func (p SoakPair) String() string { return fmt.Sprintf("%s %s", p.DType, p.Op) }
+
+// Pairs are the dtype and op pairs the soak draws on world ranks, in the
+// spec's order, and those it cannot: a pair whose reduction of world
+// inputs is exact only when every input is 1 (int8 products on 8 ranks or
+// more), where no check could tell one rank's chunk from another's. A
+// soak, unlike a timing case, skips such a pair and says so: the shipped
+// config then runs on any width.
+func (s SoakSpec) Pairs(world int) (drawn, skipped []SoakPair) {
+	for _, d := range s.DTypes {
+		for _, o := range s.Ops {
+			if p := (SoakPair{d, o}); soakLimit(world, d, o) >= 2 {
+				drawn = append(drawn, p)
+			} else {
+				skipped = append(skipped, p)
+			}
+		}
+	}
+	return drawn, skipped
+}
+
 // Draw is the case of iteration iter on world ranks: its size, element
-// type, op, placement and buffer offset, drawn from the spec's lists with
-// integer arithmetic only (the same on every machine).
+// type and op (one of Pairs), placement and buffer offset, drawn from the
+// spec's lists with integer arithmetic only (the same on every machine).
 func (s SoakSpec) Draw(iter, world int) coll.Case {
+	return s.draw(iter, world, nil)
+}
+
+// draw is Draw over pairs, when the caller has them (Pairs), else its own.
+func (s SoakSpec) draw(iter, world int, pairs []SoakPair) coll.Case {
+	if pairs == nil {
+		pairs, _ = s.Pairs(world)
+	}
 	r := NewRNG(s.Seed, iter)
 	pick := func(k, n int) int { return int(r.Uint64(k) % uint64(n)) }
-	d := s.DTypes[pick(1, len(s.DTypes))]
-	c := coll.Case{Run: SoakRun, DType: d, Op: s.Ops[pick(2, len(s.Ops))],
+	p := pairs[pick(1, len(pairs))]
+	d := p.DType
+	c := coll.Case{Run: SoakRun, DType: d, Op: p.Op,
 		Placement: s.Placements[pick(3, len(s.Placements))], Method: coll.PerOp, Batch: 1,
 		Buffers: coll.PlainBuffers, CTAPolicy: coll.DefaultCTAPolicy}
 	if len(s.Offsets) > 0 {
@@ -113,18 +149,19 @@ func SoakFootprint(world int, spec SoakSpec, g *Groups) int64 {
 }
 
 // CheckSoak returns an error, before any collective, for a spec this
-// backend cannot run on its world: a dtype and op it cannot reduce, or
-// whose reduction on this many ranks could not be checked exactly.
+// backend cannot run on its world: a dtype and op it cannot reduce, or no
+// pair at all that can be checked on this many ranks (Pairs).
 func CheckSoak(be coll.Backend, spec SoakSpec, g *Groups) error {
 	for _, d := range spec.DTypes {
 		for _, o := range spec.Ops {
 			if err := be.Supports(d, o); err != nil {
 				return fmt.Errorf("soak: %w", err)
 			}
-			if err := coll.CheckExact(d, o, be.WorldSize()); err != nil {
-				return fmt.Errorf("soak: %w", err)
-			}
 		}
+	}
+	if drawn, skipped := spec.Pairs(be.WorldSize()); len(drawn) == 0 {
+		return fmt.Errorf("soak: no dtype and op of soak.dtypes and soak.ops can be checked on %d ranks (%s: %s): add a wider dtype (int32, float64) or an op other than prod, or use fewer ranks",
+			be.WorldSize(), pairsText(skipped), skippedWhy(be.WorldSize()))
 	}
 	if _, ok := coll.Find[coll.Splitter](be); g != nil && !ok {
 		return fmt.Errorf("soak: the hierarchical form needs sub-communicators, which the %s backend has not", be.Info().Backend)
@@ -193,6 +230,21 @@ type SoakResult struct {
 	Suspects   []int       // its suspect ranks
 	Elapsed    time.Duration
 	BytesMoved int64
+	Skipped    []SoakPair // the spec's pairs not drawn on this many ranks (Pairs)
+}
+
+// pairsText lists pairs: "int8 prod, uint8 prod".
+func pairsText(ps []SoakPair) string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.String())
+	}
+	return strings.Join(out, ", ")
+}
+
+// skippedWhy says why a pair is not drawn on world ranks.
+func skippedWhy(world int) string {
+	return fmt.Sprintf("a reduction of %d of its inputs is exact only when every input is 1, and inputs all alike could not tell one rank's data from another's", world)
 }
 
 // soakNote is what each rank tells the others after every iteration.
@@ -243,10 +295,15 @@ func RunSoak(be coll.Backend, comm coll.Comm, spec SoakSpec, groups *Groups, pro
 	for i, m := range modes {
 		plans[i] = planOf(m, groups, world, rank)
 	}
+	pairs, skipped := spec.Pairs(world)
+	res.Skipped = skipped
+	if progress != nil && len(skipped) > 0 {
+		progress(fmt.Sprintf("soak: not drawn on %d ranks: %s (%s)", world, pairsText(skipped), skippedWhy(world)))
+	}
 	start, lastSaid := time.Now(), time.Now()
 	scratch := &soakScratch{}
 	for iter := 0; spec.Iterations == 0 || iter < spec.Iterations; iter++ {
-		c := spec.Draw(iter, world)
+		c := spec.draw(iter, world, pairs)
 		in := newSoakInput(spec.Seed, iter, world, c.DType, c.Op)
 		var faults []SoakFault
 		var moved int64
@@ -498,9 +555,16 @@ func newSoakInput(seed uint64, iter, world int, d coll.DType, op coll.Op) soakIn
 	for r := range in.streams {
 		in.streams[r] = NewRNG(key, r)
 	}
+	in.limit = soakLimit(world, d, op)
+	return in
+}
+
+// soakLimit is the largest input that keeps op's reduction, and the sum,
+// of world inputs of at most it exact in d.
+func soakLimit(world int, d coll.DType, op coll.Op) uint64 {
 	top := min(d.MaxExact(), 1<<53)
+	v := make([]float64, world)
 	fits := func(l uint64) bool {
-		v := make([]float64, world)
 		for i := range v {
 			v[i] = float64(l)
 		}
@@ -517,8 +581,7 @@ func newSoakInput(seed uint64, iter, world int, d coll.DType, op coll.Op) soakIn
 			hi = mid - 1
 		}
 	}
-	in.limit = lo
-	return in
+	return lo
 }
 
 func (in soakInput) at(r, i int) float64 { return float64(1 + in.streams[r].Uint64(i)%in.limit) }

@@ -191,3 +191,41 @@ func TestSoakLocalizesInTheHierarchy(t *testing.T) {
 		t.Errorf("a reduction wrong everywhere: %v", errs[0])
 	}
 }
+
+// On a width where a pair's reduction is exact only for inputs all 1 (int8
+// products on 16 ranks), the soak skips that pair, says so, and draws the
+// others; int8 sums, whose inputs shrink to 1..7, are still drawn and
+// hold. A spec of such pairs alone is refused before any collective.
+func TestSoakSkipsWhatItCannotCheckAtWidth(t *testing.T) {
+	spec := phases.SoakSpec{Iterations: 40, MinBytes: 16, MaxBytes: 4 << 10, Seed: 3, FailAfter: 1,
+		DTypes: []coll.DType{coll.Int8, coll.Int32}, Ops: []coll.Op{coll.Sum, coll.Prod},
+		Placements: []coll.Placement{coll.OutOfPlace}}
+	drawn, skipped := spec.Pairs(16)
+	if fmt.Sprint(drawn) != "[int8 sum int32 sum int32 prod]" || fmt.Sprint(skipped) != "[int8 prod]" {
+		t.Fatalf("on 16 ranks: drawn %v, skipped %v; want int8 prod alone skipped", drawn, skipped)
+	}
+	if _, skipped := spec.Pairs(2); len(skipped) != 0 {
+		t.Errorf("on 2 ranks: skipped %v, want none", skipped)
+	}
+	kinds := map[string]bool{}
+	for i := range 200 {
+		c := spec.Draw(i, 16)
+		kinds[fmt.Sprint(c.DType, " ", c.Op)] = true
+	}
+	if kinds["int8 prod"] || !kinds["int8 sum"] || !kinds["int32 prod"] {
+		t.Errorf("200 draws on 16 ranks drew %v", kinds)
+	}
+	res, errs := soakOn(16, inmem.Faults{}, spec, nil)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Failed != 0 || len(res[0].Iterations) != 40 || fmt.Sprint(res[0].Skipped) != "[int8 prod]" {
+		t.Errorf("16 ranks: %d of %d iterations failed, skipped %v", res[0].Failed, len(res[0].Iterations), res[0].Skipped)
+	}
+	only := spec
+	only.DTypes, only.Ops = []coll.DType{coll.Int8}, []coll.Op{coll.Prod}
+	_, errs = soakOn(16, inmem.Faults{}, only, nil)
+	if err := errors.Join(errs...); err == nil || !strings.Contains(err.Error(), "no dtype and op of soak.dtypes and soak.ops can be checked on 16 ranks (int8 prod: ") {
+		t.Errorf("int8 prod alone on 16 ranks: %v; want refused", err)
+	}
+}

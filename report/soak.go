@@ -64,6 +64,9 @@ type SummarySoak struct {
 	SuspectRanks []int               `json:"suspect_ranks"`
 	Faults       []phases.SoakFault  `json:"faults"` // every rank's, in order; at most 1000
 	Failures     []SummarySoakFailed `json:"failures"`
+	// NotDrawn are the config's dtype and op pairs the soak skipped on
+	// this many ranks (phases.SoakSpec.Pairs): "int8 prod".
+	NotDrawn []string `json:"not_drawn"`
 }
 
 // SummarySoakFailed is one failed iteration: its draw and verdict.
@@ -82,7 +85,10 @@ func SoakRows(r phases.SoakResult) ([]SoakRow, *SummarySoak) {
 	}
 	sum := &SummarySoak{Seed: r.Seed, Iterations: len(r.Iterations), FailedIterations: r.Failed,
 		FailureRate: float64(r.Failed) / float64(len(r.Iterations)), ElapsedS: r.Elapsed.Seconds(),
-		BytesMoved: r.BytesMoved, Verdict: r.Verdict, SuspectRanks: slices.Clone(r.Suspects), Faults: r.Faults}
+		BytesMoved: r.BytesMoved, Verdict: r.Verdict, SuspectRanks: slices.Clone(r.Suspects), Faults: r.Faults, NotDrawn: []string{}}
+	for _, p := range r.Skipped {
+		sum.NotDrawn = append(sum.NotDrawn, p.String())
+	}
 	rows := make([]SoakRow, len(r.Iterations))
 	for i, it := range r.Iterations {
 		row := SoakRow{Iteration: it.Iteration, Case: it.Case, BytesMoved: it.BytesMoved, ElapsedS: it.Elapsed.Seconds(),

@@ -574,6 +574,9 @@ func normalized(s Summary) Summary {
 		if soak.Failures == nil {
 			soak.Failures = []SummarySoakFailed{}
 		}
+		if soak.NotDrawn == nil {
+			soak.NotDrawn = []string{}
+		}
 		for i := range soak.Faults {
 			if soak.Faults[i].Chunks == nil {
 				soak.Faults[i].Chunks = []int{}

@@ -2,6 +2,10 @@ package config
 
 import (
 	"fmt"
+	"os"
+	"rsag/coll"
+	"rsag/phases"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -140,7 +144,7 @@ var hostileInputs = []struct {
 	{"soak misaligned offset", "[timing]\nenabled = false\n[memory]\nenabled = false\n[soak]\nenabled = true\niterations = 5\noffsets = [0, 4]\n", nil, 2, "soak.offsets", "4 bytes is not a multiple of int64's 8-byte elements"},
 	{"soak offset past the bound", "[soak]\nenabled = true\niterations = 5\noffsets = [\"2M\"]\n", nil, 2, "soak.offsets", "give offsets from 0 to rsag's bound of 1048576 bytes"},
 	{"soak size does not divide", "[timing]\nenabled = false\n[memory]\nenabled = false\n[soak]\nenabled = true\niterations = 5\nsizes_bytes = [100]\n", nil, 3, "soak.sizes_bytes", "100 bytes does not divide by 3 ranks x 1 bytes (int8)"},
-	{"soak inexact on many ranks", "[timing]\nenabled = false\n[memory]\nenabled = false\n[soak]\nenabled = true\niterations = 5\n", nil, 16, "soak.dtypes", "int8 with sum on 16 ranks reaches 136, beyond the largest integer int8 holds exactly"},
+	{"soak with nothing checkable on many ranks", "[timing]\nenabled = false\n[memory]\nenabled = false\n[soak]\nenabled = true\niterations = 5\ndtypes = [\"int8\", \"uint8\"]\nops = [\"prod\"]\n", nil, 16, "soak.dtypes", "no pair of soak.dtypes and soak.ops (int8 prod, uint8 prod) can be checked on 16 ranks"},
 	{"soak unknown key", "[soak]\nenabled = true\niterations = 5\nfail_afer = 2\n", nil, 2, "soak.fail_afer", `did you mean "soak.fail_after"?`},
 	{"numerics not divisible", "[timing]\nsizes_bytes = [1536]\n[memory]\nenabled = false\n[numerics]\nenabled = true\n", nil, 3, "numerics.sizes_bytes", "4096 bytes does not divide by 3 ranks x 4 bytes (float32) = 12"},
 }
@@ -206,5 +210,33 @@ func TestBoundsAreInclusive(t *testing.T) {
 	}
 	if s, err := ParseSize("-9007199254740992K"); err != nil || s != -1<<63 {
 		t.Errorf("ParseSize(-2^53 K) = %d, %v: the one value at the edge must parse exactly", s, err)
+	}
+}
+
+// The shipped soak config runs on any width: on 16 and 64 ranks the pairs
+// it cannot check there (int8 and uint8 products on 16; every product and
+// int8's sums, maxima and minima on 64) are skipped, not refused, and the
+// rest are drawn.
+func TestTheSoakConfigRunsAtWidth(t *testing.T) {
+	data, err := os.ReadFile("../configs/soak.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse("soak.toml", data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, world := range []int{16, 64} {
+		if err := cfg.Validate(world); err != nil {
+			t.Errorf("%d ranks: %v", world, err)
+		}
+		drawn, skipped := cfg.Soak.Spec().Pairs(world)
+		t.Logf("%d ranks: %d pairs drawn, %v skipped", world, len(drawn), skipped)
+		if len(drawn)+len(skipped) != 32 || len(drawn) < 20 || !slices.Contains(drawn, phases.SoakPair{DType: coll.Float64, Op: coll.Sum}) {
+			t.Errorf("%d ranks: %v drawn, %v skipped", world, drawn, skipped)
+		}
+		if world == 16 && fmt.Sprint(skipped) != "[int8 prod uint8 prod]" {
+			t.Errorf("16 ranks: %v skipped, want the int8 and uint8 products alone", skipped)
+		}
 	}
 }

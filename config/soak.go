@@ -118,7 +118,7 @@ func (s Soak) sizeRange() (lo, hi Size) {
 
 // validate checks the soak against the world size: listed sizes divide
 // into whole elements per rank of every dtype, offsets keep every dtype
-// aligned, and every dtype/op's check can be exact on this many ranks.
+// aligned, and some dtype/op's check can be exact on this many ranks.
 func (s Soak) validate(world int) error {
 	if err := divisible("config", "soak.sizes_bytes", int64s(s.SizesBytes), s.DTypes, world); err != nil {
 		return err
@@ -131,13 +131,23 @@ func (s Soak) validate(world int) error {
 					o, d, d.Size(), d.Size())}
 			}
 		}
-		for _, o := range s.Ops {
-			if err := coll.CheckExact(d, o, world); err != nil {
-				return &Error{Source: "config", Key: "soak.dtypes", Msg: err.Error() + " (soak.ops: " + strings.Join(coll.Names(s.Ops), ", ") + ")"}
-			}
-		}
+	}
+	// A pair that cannot be checked on this many ranks is skipped, not
+	// refused (phases.SoakSpec.Pairs); nothing at all to draw is refused.
+	if drawn, skipped := s.Spec().Pairs(world); len(drawn) == 0 {
+		return &Error{Source: "config", Key: "soak.dtypes", Msg: fmt.Sprintf(
+			"no pair of soak.dtypes and soak.ops (%s) can be checked on %d ranks: inputs small enough that the reduction and the sum of %d of them stay exact could only all be 1, which could not tell one rank's data from another's: add a wider dtype (int32, float64) or an op other than prod, or use fewer ranks",
+			strings.Join(pairNames(skipped), ", "), world, world)}
 	}
 	return nil
+}
+
+func pairNames(ps []phases.SoakPair) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.String())
+	}
+	return out
 }
 
 // Spec is the soak phase's spec.

@@ -112,6 +112,13 @@ func Main(o Options) int {
 			b.endAs(msg, true) // its last beat holds the step that overran
 		}
 		s.leaveNote(msg)
+		if comm.Rank() != 0 && beats.Load() != nil {
+			// Rank 0 names the hang once, from every rank's heartbeat, and
+			// its deadline passes about now too (it may wait one step
+			// later than this rank): exiting at once would let the
+			// launcher kill it first (seen on 16 ranks).
+			time.Sleep(watchdogLinger)
+		}
 		end.End(ExitWatchdog, msg, "")
 	})
 	s = &session{opts: o, comm: comm, wd: wd, end: end, out: io.Discard,
@@ -220,6 +227,13 @@ func (s *session) finalize() {
 // on a loaded node), less than a launcher's grace between its SIGTERM and
 // its SIGKILL (Open MPI's: a second; Slurm's KillWait: 30 s).
 const signalLinger = 500 * time.Millisecond
+
+// watchdogLinger is how long a rank other than 0 whose deadline passed
+// waits before it exits, so that rank 0, whose deadline passes about then
+// too, can read every rank's heartbeat and name the hang before the
+// launcher ends the job: far more than the milliseconds rank 0 takes,
+// a small part of any timeout_s.
+const watchdogLinger = time.Second
 
 // state is what a run holds that the end of Run must release or mark: the
 // backend to abort, the run.json to mark failed and the output dir's lock.

@@ -244,7 +244,7 @@ func pairsText(ps []SoakPair) string {
 
 // skippedWhy says why a pair is not drawn on world ranks.
 func skippedWhy(world int) string {
-	return fmt.Sprintf("a reduction of %d of its inputs is exact only when every input is 1, and inputs all alike could not tell one rank's data from another's", world)
+	return fmt.Sprintf("inputs small enough that the reduction and the sum of %d of them stay exact could only all be 1, which could not tell one rank's data from another's", world)
 }
 
 // soakNote is what each rank tells the others after every iteration.

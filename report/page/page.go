@@ -100,8 +100,8 @@ type verdict struct {
 	Reason   string   // why the run failed, from run.json's reason
 	Checks   []check
 	Findings []string // the model's headline, the numerics
-	// Suspects are the nodes and links that the locate and soak phases
-	// name, one sentence each, for the banner; nothing fills them yet.
+	// Suspects are the nodes, links and ranks that the locate and soak
+	// phases name, one phrase each, for the banner (suspectsOf).
 	Suspects []string
 }
 

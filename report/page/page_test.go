@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"rsag/outdir"
+	"rsag/phases"
 	"rsag/report"
 	"rsag/report/plot"
 )
@@ -236,5 +238,50 @@ func TestOlderSummaryIsCompleted(t *testing.T) {
 	cur := load(t, "smoke-summary.json")
 	if again := Complete(cur); len(again.Fits) != len(cur.Fits) || len(again.Nodes) != len(cur.Nodes) {
 		t.Error("Complete changed a current summary")
+	}
+}
+
+// The locate phase's suspects and the soak's suspect ranks reach the
+// banner: a slow node on a run that held is said in the headline and in
+// the Suspects list; a soak that found a wrong element fails the banner
+// and names the rank and its host. A run with neither has no such lines.
+func TestBannerNamesTheCulprits(t *testing.T) {
+	held := load(t, "smoke-summary.json")
+	for _, c := range verdictOf(held).Checks {
+		if c.Name == "Soak" || c.Name == "Locate" {
+			t.Errorf("a run without soak or locate has a %s line", c.Name)
+		}
+	}
+	if strings.Contains(pageOf(t, held), `id="suspects"`) {
+		t.Error("a run without suspects lists some")
+	}
+
+	slow := load(t, "smoke-summary.json")
+	slow.Locate = &report.SummaryLocate{Threshold: 0.8, Suspects: []report.SummaryLocateSuspect{
+		{Kind: "node", Nodes: []string{"node3"}, Text: "node3 (bandwidth 0.31x median)"}}}
+	v := verdictOf(slow)
+	if !v.Held || v.Headline != "Held: AllReduce equals ReduceScatter + AllGather; but the locate phase found the collectives slow on node3 (bandwidth 0.31x median)" {
+		t.Errorf("a slow node on a run that held: %q (held %v)", v.Headline, v.Held)
+	}
+	page := pageOf(t, slow)
+	for _, want := range []string{`<div id="suspects">`, "<li>node3 (bandwidth 0.31x median)</li>", `data-check="Locate"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("a slow node: the page lacks %q", want)
+		}
+	}
+
+	wrong := load(t, "smoke-summary.json")
+	wrong.Status, wrong.ChecksPassed, wrong.Reason = outdir.StatusFailed, false, "soak check failed on rank(s) [1]"
+	wrong.Soak = &report.SummarySoak{Seed: 1, Iterations: 40, FailedIterations: 1, Verdict: "suspect rank 1 on node2: a reduction fault",
+		SuspectRanks: []int{1}, Faults: []phases.SoakFault{{Rank: 0, Host: "node1"}, {Rank: 1, Host: "node2"}}}
+	v = verdictOf(wrong)
+	if v.Held || v.Headline != "FAILED: soak" || fmt.Sprint(v.Suspects) != "[rank 1 on node2 (a wrong result in the soak)]" {
+		t.Errorf("a wrong soak: %q, suspects %v", v.Headline, v.Suspects)
+	}
+	if c := soakCheck(*wrong.Soak); c.State != "bad" || !strings.Contains(c.Text, "1 of 40 iterations found a wrong element: suspect rank 1 on node2") {
+		t.Errorf("a wrong soak's line: %+v", c)
+	}
+	if c := soakCheck(report.SummarySoak{Seed: 3, Iterations: 1}); c.State != "ok" || c.Text != "1 iteration, every output of every path right (seed 3)" {
+		t.Errorf("a right soak's line: %+v", c)
 	}
 }

@@ -104,7 +104,17 @@ func checkAbsent(s report.Summary, phase string) string {
 
 func verdictOf(s report.Summary) verdict {
 	v := verdict{Held: s.Status == outdir.StatusComplete && s.ChecksPassed, Reason: s.Reason}
-	v.Checks = []check{runCheck(s), contractsCheck(s), timingCheck(s), memoryCheck(s), numericsCheck(s), gateCheck(s)}
+	v.Checks = []check{runCheck(s), contractsCheck(s), timingCheck(s), memoryCheck(s), numericsCheck(s)}
+	// The soak and locate lines are there only when those phases ran:
+	// both are off by default, and the banner lists what a run checks.
+	if s.Soak != nil {
+		v.Checks = append(v.Checks, soakCheck(*s.Soak))
+	}
+	if s.Locate != nil {
+		v.Checks = append(v.Checks, locateCheck(*s.Locate))
+	}
+	v.Checks = append(v.Checks, gateCheck(s))
+	v.Suspects = suspectsOf(s)
 	notRun := 0
 	for _, c := range v.Checks {
 		if c.State == "none" && c.Name != gateName {
@@ -112,6 +122,9 @@ func verdictOf(s report.Summary) verdict {
 		}
 	}
 	switch {
+	case v.Held && len(v.Suspects) > 0:
+		v.Headline = "Held: AllReduce equals ReduceScatter + AllGather; but the locate phase found the collectives slow on " +
+			strings.Join(v.Suspects, ", ")
 	case v.Held && notRun == 0:
 		v.Headline = "Held: AllReduce equals ReduceScatter + AllGather; every check passed"
 	case v.Held:
@@ -257,6 +270,56 @@ func numericsCheck(s report.Summary) check {
 }
 
 const gateName = "Bus-bandwidth gate"
+
+// soakCheck is the soak's line: how many iterations, and the verdict of
+// the first wrong one.
+func soakCheck(k report.SummarySoak) check {
+	if k.FailedIterations == 0 {
+		return check{"Soak", fmt.Sprintf("%s, every output of every path right (seed %d)",
+			plural(k.Iterations, "iteration", "iterations"), k.Seed), "ok"}
+	}
+	return check{"Soak", fmt.Sprintf("%d of %s found a wrong element: %s", k.FailedIterations,
+		plural(k.Iterations, "iteration", "iterations"), k.Verdict), "bad"}
+}
+
+// locateCheck is the locate phase's line: a suspect is a finding about the
+// cluster, marked as a failed check so that it is seen.
+func locateCheck(l report.SummaryLocate) check {
+	if len(l.Suspects) == 0 {
+		return check{"Locate", fmt.Sprintf("no node, link or rank below %.2gx the median in every repeat", l.Threshold), "ok"}
+	}
+	return check{"Locate", plural(len(l.Suspects), "suspect", "suspects") + ": " + strings.Join(locateTexts(l), "; "), "bad"}
+}
+
+func locateTexts(l report.SummaryLocate) []string {
+	var out []string
+	for _, x := range l.Suspects {
+		out = append(out, x.Text)
+	}
+	return out
+}
+
+// suspectsOf is the banner's list of culprits: the locate phase's
+// suspects, and the ranks the soak's verdict names, with their hosts.
+func suspectsOf(s report.Summary) []string {
+	var out []string
+	if s.Locate != nil {
+		out = append(out, locateTexts(*s.Locate)...)
+	}
+	if k := s.Soak; k != nil && k.FailedIterations > 0 {
+		for _, r := range k.SuspectRanks {
+			host := ""
+			for _, f := range k.Faults {
+				if f.Rank == r {
+					host = " on " + f.Host
+					break
+				}
+			}
+			out = append(out, fmt.Sprintf("rank %d%s (a wrong result in the soak)", r, host))
+		}
+	}
+	return out
+}
 
 // gateCheck is the busbw gate: each run's min_busbw_gbps against its
 // direct AllReduce at its largest size.

@@ -24,12 +24,23 @@ func memoryCgroup(t *testing.T, limit int64) string {
 	default:
 		t.Skip("no memory cgroup hierarchy to make a child in")
 	}
-	dir := filepath.Join(parent, fmt.Sprintf("rsag-e2e-%d", os.Getpid()))
+	dir := childCgroup(t, parent, "rsag-e2e", "memory")
+	if err := os.WriteFile(filepath.Join(dir, limitFile), []byte(fmt.Sprint(limit)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// childCgroup makes the cgroup name-PID under parent (of controller, for
+// the messages), or skips, and removes it when the test ends, once the
+// job's processes, which leave it as they exit, are gone.
+func childCgroup(t *testing.T, parent, name, controller string) string {
+	t.Helper()
+	dir := filepath.Join(parent, fmt.Sprintf("%s-%d", name, os.Getpid()))
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Skipf("cannot make a memory cgroup: %v", err)
+		t.Skipf("cannot make a %s cgroup: %v", controller, err)
 	}
 	t.Cleanup(func() {
-		// The job's processes leave the cgroup as they exit; wait for the last.
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 			err := os.Remove(dir)
 			if err == nil || os.IsNotExist(err) {
@@ -41,9 +52,6 @@ func memoryCgroup(t *testing.T, limit int64) string {
 			}
 		}
 	})
-	if err := os.WriteFile(filepath.Join(dir, limitFile), []byte(fmt.Sprint(limit)), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	return dir
 }
 

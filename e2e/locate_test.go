@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"rsag/internal/testkit/hosts"
+	"rsag/internal/testkit/outcheck"
 	"rsag/internal/testkit/schemacheck"
 	"rsag/outdir"
 	"rsag/report"
@@ -205,7 +206,7 @@ func (l *locateRun) runWith(t *testing.T, per int, mpiArgs, wrap []string, tr *t
 	if s.Locate == nil {
 		t.Fatalf("summary.json has no locate section\nstdout:\n%s", r.stdout)
 	}
-	if err := manifestComplete(dir); err != nil {
+	if err := outcheck.CheckManifest(dir); err != nil {
 		t.Error(err)
 	}
 	return r, s
@@ -313,45 +314,6 @@ func cpuCgroup(t *testing.T) (string, func(quota, period int) error) {
 	default:
 		t.Skip("no cpu cgroup controller to make a child in")
 	}
-	dir := filepath.Join(parent, fmt.Sprintf("rsag-e2e-locate-%d", os.Getpid()))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Skipf("cannot make a cpu cgroup: %v", err)
-	}
-	t.Cleanup(func() {
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			err := os.Remove(dir)
-			if err == nil || os.IsNotExist(err) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("removing the test's cgroup: %v (processes: %q)", err, readText(filepath.Join(dir, "cgroup.procs")))
-				return
-			}
-		}
-	})
+	dir := childCgroup(t, parent, "rsag-e2e-locate", "cpu")
 	return dir, func(quota, period int) error { return limit(dir, quota, period) }
-}
-
-// manifestComplete: run.json says complete and lists exactly the files
-// in dir.
-func manifestComplete(dir string) error {
-	run, err := outdir.ReadRecord(dir)
-	if err != nil {
-		return err
-	}
-	if run.Status != outdir.StatusComplete {
-		return fmt.Errorf("%s says %q (%s), want complete", outdir.RunFile, run.Status, run.Reason)
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	var present []string
-	for _, e := range entries {
-		present = append(present, e.Name())
-	}
-	if listed := slices.Sorted(slices.Values(run.Files)); !slices.Equal(listed, present) {
-		return fmt.Errorf("%s lists %v, but the directory holds %v", outdir.RunFile, listed, present)
-	}
-	return nil
 }

@@ -278,8 +278,20 @@ func TestBannerNamesTheCulprits(t *testing.T) {
 	if v.Held || v.Headline != "FAILED: soak" || fmt.Sprint(v.Suspects) != "[rank 1 on node2 (a wrong result in the soak)]" {
 		t.Errorf("a wrong soak: %q, suspects %v", v.Headline, v.Suspects)
 	}
-	if c := soakCheck(*wrong.Soak); c.State != "bad" || !strings.Contains(c.Text, "1 of 40 iterations found a wrong element: suspect rank 1 on node2") {
+	if c := soakCheck(*wrong.Soak); c.State != "bad" || c.Text != "1 of 40 iterations found a wrong element; the first names rank 1 on node2 (the Soak section lists every wrong output)" {
 		t.Errorf("a wrong soak's line: %+v", c)
+	}
+	page = pageOf(t, wrong)
+	for _, want := range []string{`<section id="soak"`, "every wrong output, in iteration, mode, step and rank order", "<td>node2</td>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("a wrong soak: the page lacks %q", want)
+		}
+	}
+	if strings.Contains(pageOf(t, held), `id="soak"`) || strings.Contains(pageOf(t, held), `id="locate"`) {
+		t.Error("a run without soak or locate has their sections")
+	}
+	if !strings.Contains(pageOf(t, slow), `<section id="locate"`) {
+		t.Error("a run with locate has no Locate section")
 	}
 	if c := soakCheck(report.SummarySoak{Seed: 3, Iterations: 1}); c.State != "ok" || c.Text != "1 iteration, every output of every path right (seed 3)" {
 		t.Errorf("a right soak's line: %+v", c)

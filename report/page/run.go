@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,10 +40,19 @@ func runView(s report.Summary) (view, error) {
 		breakdownSection(s),
 		memorySection(s, figs),
 		numericsSection(s),
+	}
+	// The soak's and locate's sections are there when those phases ran,
+	// as their banner lines are.
+	if s.Soak != nil {
+		v.Sections = append(v.Sections, soakSection(*s.Soak))
+	}
+	if s.Locate != nil {
+		v.Sections = append(v.Sections, locateSection(*s.Locate, figs))
+	}
+	v.Sections = append(v.Sections,
 		nodesSection(s),
 		fastestSection(s),
-		environmentSection(s),
-	}
+		environmentSection(s))
 	v.Footer = fmt.Sprintf("Written from summary.json (schema_version %d) of a run of rsag %s (commit %s). "+
 		"rsag report DIR writes this page again from it; the figures are in the run's directory as SVG and PNG too.",
 		s.SchemaVersion, s.RSAG.Version, s.RSAG.Commit)
@@ -278,8 +288,9 @@ func soakCheck(k report.SummarySoak) check {
 		return check{"Soak", fmt.Sprintf("%s, every output of every path right (seed %d)",
 			plural(k.Iterations, "iteration", "iterations"), k.Seed), "ok"}
 	}
-	return check{"Soak", fmt.Sprintf("%d of %s found a wrong element: %s", k.FailedIterations,
-		plural(k.Iterations, "iteration", "iterations"), k.Verdict), "bad"}
+	// The verdict itself is the run's reason, said above the checks.
+	return check{"Soak", fmt.Sprintf("%d of %s found a wrong element; the first names %s (the Soak section lists every wrong output)",
+		k.FailedIterations, plural(k.Iterations, "iteration", "iterations"), soakSuspectText(k)), "bad"}
 }
 
 // locateCheck is the locate phase's line: a suspect is a finding about the
@@ -307,18 +318,35 @@ func suspectsOf(s report.Summary) []string {
 		out = append(out, locateTexts(*s.Locate)...)
 	}
 	if k := s.Soak; k != nil && k.FailedIterations > 0 {
-		for _, r := range k.SuspectRanks {
-			host := ""
-			for _, f := range k.Faults {
-				if f.Rank == r {
-					host = " on " + f.Host
-					break
-				}
-			}
-			out = append(out, fmt.Sprintf("rank %d%s (a wrong result in the soak)", r, host))
+		for _, r := range soakSuspects(*k) {
+			out = append(out, r+" (a wrong result in the soak)")
 		}
 	}
 	return out
+}
+
+// soakSuspects are the ranks the soak's verdict names, with their hosts:
+// "rank 1 on node2".
+func soakSuspects(k report.SummarySoak) []string {
+	var out []string
+	for _, r := range k.SuspectRanks {
+		host := ""
+		for _, f := range k.Faults {
+			if f.Rank == r {
+				host = " on " + f.Host
+				break
+			}
+		}
+		out = append(out, fmt.Sprintf("rank %d%s", r, host))
+	}
+	return out
+}
+
+func soakSuspectText(k report.SummarySoak) string {
+	if who := soakSuspects(k); len(who) > 0 {
+		return strings.Join(who, ", ")
+	}
+	return "no one rank"
 }
 
 // gateCheck is the busbw gate: each run's min_busbw_gbps against its
@@ -864,6 +892,65 @@ func numericsSection(s report.Summary) section {
 		t.Rows = append(t.Rows, r)
 	}
 	sec.Blocks = []block{{Table: t}}
+	return sec
+}
+
+// soakSection is the soak: what it ran, and every wrong output it found,
+// the first wrong element of each.
+func soakSection(k report.SummarySoak) section {
+	sec := section{ID: "soak", Title: "Soak",
+		How: "Iteration after iteration, a case drawn from the seed: AllReduce and ReduceScatter + AllGather (and the hierarchical form " +
+			"with groups) on the same exactly checkable input, every element of every step's output checked. Chunk q is the part rank q " +
+			"holds after ReduceScatter: one rank wrong in the chunk it reduced is a reduction fault on it; every rank wrong in one chunk " +
+			"after AllGather is a transfer from that chunk's owner."}
+	notDrawn := "none"
+	if len(k.NotDrawn) > 0 {
+		notDrawn = strings.Join(k.NotDrawn, ", ")
+	}
+	runs := &table{Head: heads("seed", "iterations", "failed", "failure rate", "bytes moved (rank 0)", "seconds", "not drawn at this width"),
+		Rows: []row{{Cells: []cell{plain(fmt.Sprint(k.Seed)), num("%.0f", float64(k.Iterations)), num("%.0f", float64(k.FailedIterations)),
+			num("%.3g", k.FailureRate), size(k.BytesMoved), num("%.1f", k.ElapsedS), plain(notDrawn)}}}}
+	sec.Blocks = []block{{Table: runs}}
+	if len(k.Faults) == 0 {
+		return sec
+	}
+	faults := &table{Sortable: true, Caption: "every wrong output, in iteration, mode, step and rank order",
+		Head: heads("iteration", "rank", "host", "mode", "step", "wrong / elements", "chunks", "first element", "expected", "got")}
+	for _, f := range k.Faults {
+		faults.Rows = append(faults.Rows, row{Class: "bad", Cells: []cell{num("%.0f", float64(f.Iteration)), num("%.0f", float64(f.Rank)),
+			plain(f.Host), plain(text(f.Mode)), plain(f.Collective), plain(fmt.Sprintf("%d / %d", f.Wrong, f.Elements)), plain(listText(f.Chunks)),
+			num("%.0f", float64(f.Index)), plain(valueBits(f.Expected, f.ExpectedBits)), plain(valueBits(f.Got, f.GotBits))}})
+	}
+	sec.Blocks = append(sec.Blocks, block{Table: faults})
+	return sec
+}
+
+// valueBits is an element's value in full, not in an exponent (the soak's
+// values are integers or exact sums), and its bits: "837648698 (0x31ed813a)".
+func valueBits(v float64, bits string) string {
+	return strconv.FormatFloat(v, 'f', -1, 64) + " (" + bits + ")"
+}
+
+// locateSection is the locate phase: every node's verdict, and the pair
+// matrix.
+func locateSection(l report.SummaryLocate, figs map[string][]plot.Inline) section {
+	sec := section{ID: "locate", Title: "Locate",
+		How: fmt.Sprintf("Each unit (a node inside, a pair of nodes, a pair of ranks of a node) on its own sub-communicator; its figure is its "+
+			"bus bandwidth over the median of its step's units at the same collective and size. A suspect is below %.2gx in all %d repeats "+
+			"and beyond the healthy units' spread; a node slow with most of its partners is the node's fault, a pair slow while neither node "+
+			"is, the link's (docs/locate.md).", l.Threshold, l.Repeats)}
+	nodes := &table{Sortable: true, Caption: plural(len(l.Nodes), "node", "nodes"), Head: heads("host", "ranks", "verdict")}
+	for _, n := range l.Nodes {
+		r := row{Cells: []cell{plain(n.Host), plain(listText(n.Ranks)), plain(n.Verdict)}}
+		if n.Suspect {
+			r.Class = "bad"
+		}
+		nodes.Rows = append(nodes.Rows, r)
+	}
+	sec.Blocks = []block{{Table: nodes}}
+	for _, f := range figs[plot.LocatePairs] {
+		sec.Blocks = append(sec.Blocks, figureBlock(f))
+	}
 	return sec
 }
 

@@ -48,7 +48,7 @@ func locatePairs(l report.SummaryLocate) figure {
 	for _, p := range l.Probes {
 		sizes[p.SizeBytes] = true
 	}
-	f := figure{name: LocatePairs, cols: max(1, len(sizes)),
+	f := figure{name: LocatePairs, kind: LocatePairs, cols: max(1, len(sizes)),
 		title:  "Node pairs: bus bandwidth / the median (diagonal: inside each node); suspects outlined",
 		xLabel: "node", yLabel: "node"}
 	for pr, probe := range l.Probes {

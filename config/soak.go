@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"rsag/coll"
@@ -136,18 +135,10 @@ func (s Soak) validate(world int) error {
 	// refused (phases.SoakSpec.Pairs); nothing at all to draw is refused.
 	if drawn, skipped := s.Spec().Pairs(world); len(drawn) == 0 {
 		return &Error{Source: "config", Key: "soak.dtypes", Msg: fmt.Sprintf(
-			"no pair of soak.dtypes and soak.ops (%s) can be checked on %d ranks: inputs small enough that the reduction and the sum of %d of them stay exact could only all be 1, which could not tell one rank's data from another's: add a wider dtype (int32, float64) or an op other than prod, or use fewer ranks",
-			strings.Join(pairNames(skipped), ", "), world, world)}
+			"no pair of soak.dtypes and soak.ops (%s) can be checked on %d ranks: %s: add a wider dtype (int32, float64) or an op other than prod, or use fewer ranks",
+			phases.PairsText(skipped), world, phases.SkippedWhy(world))}
 	}
 	return nil
-}
-
-func pairNames(ps []phases.SoakPair) []string {
-	var out []string
-	for _, p := range ps {
-		out = append(out, p.String())
-	}
-	return out
 }
 
 // Spec is the soak phase's spec.

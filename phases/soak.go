@@ -161,7 +161,7 @@ func CheckSoak(be coll.Backend, spec SoakSpec, g *Groups) error {
 	}
 	if drawn, skipped := spec.Pairs(be.WorldSize()); len(drawn) == 0 {
 		return fmt.Errorf("soak: no dtype and op of soak.dtypes and soak.ops can be checked on %d ranks (%s: %s): add a wider dtype (int32, float64) or an op other than prod, or use fewer ranks",
-			be.WorldSize(), pairsText(skipped), skippedWhy(be.WorldSize()))
+			be.WorldSize(), PairsText(skipped), SkippedWhy(be.WorldSize()))
 	}
 	if _, ok := coll.Find[coll.Splitter](be); g != nil && !ok {
 		return fmt.Errorf("soak: the hierarchical form needs sub-communicators, which the %s backend has not", be.Info().Backend)
@@ -233,8 +233,8 @@ type SoakResult struct {
 	Skipped    []SoakPair // the spec's pairs not drawn on this many ranks (Pairs)
 }
 
-// pairsText lists pairs: "int8 prod, uint8 prod".
-func pairsText(ps []SoakPair) string {
+// PairsText lists pairs: "int8 prod, uint8 prod".
+func PairsText(ps []SoakPair) string {
 	var out []string
 	for _, p := range ps {
 		out = append(out, p.String())
@@ -242,8 +242,8 @@ func pairsText(ps []SoakPair) string {
 	return strings.Join(out, ", ")
 }
 
-// skippedWhy says why a pair is not drawn on world ranks.
-func skippedWhy(world int) string {
+// SkippedWhy says why a pair is not drawn on world ranks.
+func SkippedWhy(world int) string {
 	return fmt.Sprintf("inputs small enough that the reduction and the sum of %d of them stay exact could only all be 1, which could not tell one rank's data from another's", world)
 }
 
@@ -298,7 +298,7 @@ func RunSoak(be coll.Backend, comm coll.Comm, spec SoakSpec, groups *Groups, pro
 	pairs, skipped := spec.Pairs(world)
 	res.Skipped = skipped
 	if progress != nil && len(skipped) > 0 {
-		progress(fmt.Sprintf("soak: not drawn on %d ranks: %s (%s)", world, pairsText(skipped), skippedWhy(world)))
+		progress(fmt.Sprintf("soak: not drawn on %d ranks: %s (%s)", world, PairsText(skipped), SkippedWhy(world)))
 	}
 	start, lastSaid := time.Now(), time.Now()
 	scratch := &soakScratch{}

@@ -12,7 +12,6 @@ import (
 
 	"rsag/internal/testkit/hosts"
 	"rsag/internal/testkit/outcheck"
-	"rsag/internal/testkit/schemacheck"
 	"rsag/outdir"
 	"rsag/report"
 )
@@ -202,7 +201,7 @@ func (l *locateRun) runWith(t *testing.T, per int, mpiArgs, wrap []string, tr *t
 	r := located{dir: dir, result: result{code: code, took: time.Since(start)}}
 	r.stdout, r.stderr = j.output()
 	t.Logf("%d ranks took %.1f s:\n%s", per*len(l.h.Nodes), r.took.Seconds(), locateOutput(r.stdout))
-	s := locateSummary(t, filepath.Join(dir, report.SummaryFile))
+	s := completeSummary(t, filepath.Join(dir, report.SummaryFile))
 	if s.Locate == nil {
 		t.Fatalf("summary.json has no locate section\nstdout:\n%s", r.stdout)
 	}
@@ -264,28 +263,6 @@ func (l *locateRun) tc(t *testing.T, host, args string) {
 	if out, err := l.h.Output(host, 10*time.Second, "tc", strings.Fields(args)...); err != nil {
 		t.Fatalf("tc %s on %s: %v\n%s", args, host, err, out)
 	}
-}
-
-// locateSummary reads a summary.json that follows the schema, of a run
-// that completed with every check passed.
-func locateSummary(t *testing.T, path string) report.Summary {
-	t.Helper()
-	sch, err := schemacheck.Load("../docs/summary.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sch.Validate(data); err != nil {
-		t.Errorf("%s does not validate against docs/summary.schema.json: %v", path, err)
-	}
-	s, err := report.ReadSummary(path, data)
-	if err != nil || s.Status != outdir.StatusComplete || !s.ChecksPassed {
-		t.Errorf("%s: status %q, checks passed %v, %v", path, s.Status, s.ChecksPassed, err)
-	}
-	return s
 }
 
 // cpuCgroup makes a child cgroup, without a limit, removed when the test

@@ -116,6 +116,8 @@ type Comm interface {
 	// AllTrue returns whether ok is true on every rank, and the ranks where
 	// it is false.
 	AllTrue(ok bool) (bool, []int, error)
+	// MaxFloat64 returns the largest v over all ranks.
+	MaxFloat64(v float64) (float64, error)
 }
 
 // Gatherer is a Comm that can also give every rank what each rank said

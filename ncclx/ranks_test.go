@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -92,6 +93,14 @@ func (r fakeRank) AllTrue(ok bool) (bool, []int, error) {
 		}
 	}
 	return len(bad) == 0, bad, nil
+}
+
+func (r fakeRank) MaxFloat64(v float64) (float64, error) {
+	most := math.Inf(-1)
+	for _, x := range r.w.exchange(r.rank, v) {
+		most = max(most, x.(float64))
+	}
+	return most, nil
 }
 
 // rankBody is what one rank runs on its Backend; New and Close are around it.

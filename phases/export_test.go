@@ -18,3 +18,11 @@ func SetNumericsChunk(n int) (restore func()) {
 	numericsChunk = n
 	return func() { numericsChunk = old }
 }
+
+// SetYield replaces the timed loop's yield to Go's scheduler and returns a
+// function that restores it.
+func SetYield(f func()) (restore func()) {
+	old := yield
+	yield = f
+	return func() { yield = old }
+}

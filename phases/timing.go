@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"rsag/coll"
 	"rsag/internal/quantile"
@@ -31,7 +32,8 @@ type TimingSample struct {
 // stopped (or, with the sweep's CheckLast, what the last sample of each
 // mode left). A wrong element on any rank fails the run, once every rank
 // has finished the case, naming the rank, its host, the case, the mode and
-// the cycle. groups are the hierarchy's, for the modes that run
+// the cycle. Between samples every rank yields to Go's scheduler after
+// the same samples (pace.go). groups are the hierarchy's, for the modes that run
 // within and across them (nil when [hierarchy] is off). progress, if not
 // nil, gets one line per completed case.
 func RunTiming(be coll.Backend, comm coll.Comm, sweeps []coll.Sweep, groups *Groups, progress func(string)) ([]TimingSample, error) {
@@ -155,7 +157,7 @@ func timeBuffers(sc *scopes, comm coll.Comm, sw coll.Sweep, modes []coll.TimedMo
 		if !ok {
 			return samples, fmt.Errorf("run %s: timing method %q is unknown", sw.Name, c.Method)
 		}
-		got, err := timeCase(be, bufs, method, c, sw)
+		got, err := timeCase(be, comm, bufs, method, c, sw)
 		samples = append(samples, got...)
 		var local *CheckError
 		if err != nil && !errors.As(err, &local) {
@@ -187,7 +189,7 @@ func progressLine(c coll.Case, modes []coll.TimedMode, got []TimingSample, cycle
 	return b.String()
 }
 
-func timeCase(be coll.Backend, modes []*modeCase, method timingMethod, c coll.Case, sw coll.Sweep) (samples []TimingSample, err error) {
+func timeCase(be coll.Backend, comm coll.Comm, modes []*modeCase, method timingMethod, c coll.Case, sw coll.Sweep) (samples []TimingSample, err error) {
 	fill := c.DType.Elem(coll.Input(c.Op, be.Rank()))
 	sample, release, err := method.sampler(be, modes, c.Batch)
 	if err != nil {
@@ -258,8 +260,10 @@ func timeCase(be coll.Backend, modes []*modeCase, method timingMethod, c coll.Ca
 		return bad == nil, nil
 	}
 	every := !sw.CheckLast
+	spent := make([]float64, 0, sw.Warmups*len(modes)) // each warm-up's turn, in seconds
 	for w := range sw.Warmups {
 		for _, m := range modes {
+			start := time.Now()
 			if _, err := take(m, w, true); err != nil {
 				return nil, fmt.Errorf("warmup %s: %w", m.mode.Name, err)
 			}
@@ -268,7 +272,12 @@ func timeCase(be coll.Backend, modes []*modeCase, method timingMethod, c coll.Ca
 					return nil, fmt.Errorf("warmup %s: %w", m.mode.Name, err)
 				}
 			}
+			spent = append(spent, time.Since(start).Seconds())
 		}
+	}
+	pace, err := agreePace(comm, spent)
+	if err != nil {
+		return nil, err
 	}
 	order := make([]*modeCase, len(modes))
 	samples = make([]TimingSample, 0, sw.Cycles*len(modes)) // no regrowth between samples
@@ -291,6 +300,7 @@ func timeCase(be coll.Backend, modes []*modeCase, method timingMethod, c coll.Ca
 				s.Checked = true
 			}
 			samples = append(samples, s)
+			pace.between()
 		}
 	}
 	if !every {

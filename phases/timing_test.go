@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"rsag/coll"
 	"rsag/internal/testkit/inmem"
@@ -154,4 +156,43 @@ func TestTimingGraphNeedsCapture(t *testing.T) {
 		return nil
 	})
 	noErrors(t, errs)
+}
+
+// slowSamples is a backend whose timed samples each take at least pause
+// longer.
+type slowSamples struct {
+	coll.Backend
+	pause time.Duration
+}
+
+func (s slowSamples) Time(op func() error) (float64, error) {
+	time.Sleep(s.pause)
+	return s.Backend.Time(op)
+}
+
+func (s slowSamples) Unwrap() coll.Backend { return s.Backend }
+
+// TestTimingYieldsOnEveryRankAlike: the timed loop yields to Go's
+// scheduler between timed samples, never after a warm-up, as paced: here
+// rank 2's samples take 3 ms (the others wait for it in each collective),
+// more than half the pace's slice, so every rank yields after every timed
+// sample. (That the ranks agree on the pace is TestAgreePace's.)
+func TestTimingYieldsOnEveryRankAlike(t *testing.T) {
+	var yields atomic.Int64
+	defer phases.SetYield(func() { yields.Add(1) })()
+	sw := []coll.Sweep{{Name: "paced", SizesBytes: []int64{1536}, DTypes: []coll.DType{coll.Float32},
+		Ops: []coll.Op{coll.Sum}, Placements: []coll.Placement{coll.OutOfPlace}, Methods: []coll.Method{coll.Batched},
+		Batch: 2, Warmups: 2, Cycles: 4}}
+	const world = 3
+	errs := inmem.Launch(world, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+		if be.Rank() == 2 {
+			be = slowSamples{be, 3 * time.Millisecond}
+		}
+		_, err := phases.RunTiming(be, comm, sw, nil, nil)
+		return err
+	})
+	noErrors(t, errs)
+	if want := world * sw[0].Cycles * len(coll.DefaultModes); yields.Load() != int64(want) {
+		t.Errorf("%d yields, want %d: one per timed sample of each mode on each of %d ranks", yields.Load(), want, world)
+	}
 }

@@ -98,6 +98,12 @@ func (w *watchedComm) AllTrue(ok bool) (bool, []int, error) {
 	return w.Comm.AllTrue(ok)
 }
 
+func (w *watchedComm) MaxFloat64(v float64) (float64, error) {
+	w.t.Arm("agreement between ranks", -1)
+	defer leave(w.t)
+	return w.Comm.MaxFloat64(v)
+}
+
 // AllGather gathers every rank's data, armed on t.
 func (w *watchedGatherer) AllGather(data []byte) ([][]byte, error) {
 	w.t.Arm("gather between ranks", -1)

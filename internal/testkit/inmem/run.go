@@ -14,6 +14,7 @@ package inmem
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -336,6 +337,19 @@ func (c *Comm) AllTrue(ok bool) (bool, []int, error) {
 		}
 	}
 	return len(bad) == 0, bad, nil
+}
+
+// MaxFloat64 gives every rank the largest v brought.
+func (c *Comm) MaxFloat64(v float64) (float64, error) {
+	m, err := c.job.meet(c.group, c.rank, "maximum", v)
+	if err != nil {
+		return 0, err
+	}
+	most := math.Inf(-1)
+	for _, p := range m.payloads {
+		most = max(most, p.(float64))
+	}
+	return most, nil
 }
 
 var _ coll.Gatherer = (*Comm)(nil)

@@ -36,10 +36,14 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"image/png"
+	"io"
 	"math"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -160,17 +164,42 @@ func (fs Figures) Names() []string {
 }
 
 // Write writes every figure into dir (which must exist), each as .png and
-// .svg, and returns the paths written.
+// .svg, and returns the paths written. The figures are drawn at once, one
+// goroutine each, as many at a time as Go has processors (drawing them
+// took rank 0 0.2 to 0.36 s at the end of every run, the largest fixed
+// cost after MPI's own), and written in order.
 func (fs Figures) Write(dir string) ([]string, error) {
-	var written []string
-	for _, f := range fs {
-		for _, format := range formats {
-			path := filepath.Join(dir, f.name+"."+format)
-			data, err := f.render(format)
-			if err == nil {
-				err = atomicfile.Write(path, data)
+	type drawn struct {
+		data [][]byte // by format
+		err  error
+	}
+	all := make([]drawn, len(fs))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0)) // a canvas each: bound the memory too
+	for i, f := range fs {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			// One figure's formats in turn: drawing sets its panels' titles.
+			for _, format := range formats {
+				data, err := f.render(format)
+				if err != nil {
+					all[i].err = fmt.Errorf("plot %s: %w", filepath.Join(dir, f.name+"."+format), err)
+					return
+				}
+				all[i].data = append(all[i].data, data)
 			}
-			if err != nil {
+		})
+	}
+	wg.Wait()
+	var written []string
+	for i, f := range fs {
+		if all[i].err != nil {
+			return written, all[i].err
+		}
+		for j, format := range formats {
+			path := filepath.Join(dir, f.name+"."+format)
+			if err := atomicfile.Write(path, all[i].data[j]); err != nil {
 				return written, fmt.Errorf("plot %s: %w", path, err)
 			}
 			written = append(written, path)
@@ -401,7 +430,7 @@ func (f figure) render(format string) ([]byte, error) {
 	var c vg.CanvasWriterTo
 	switch format {
 	case "png":
-		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi))}
+		c = fastPNG{vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi))}
 	case "svg":
 		c = vgsvg.New(w, h)
 	default:
@@ -473,6 +502,19 @@ func (f figure) render(format string) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// fastPNG writes its image as a PNG compressed for speed: the default
+// compression took 60% of a figure's drawing (0.77 of 1.26 s for five
+// runs of smoke's five figures) for files a few percent smaller.
+type fastPNG struct{ *vgimg.Canvas }
+
+func (c fastPNG) WriteTo(w io.Writer) (int64, error) {
+	var b bytes.Buffer
+	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&b, c.Image()); err != nil {
+		return 0, err
+	}
+	return b.WriteTo(w)
 }
 
 // newPlot is a plot with rsag's fonts and grid; its title and axis

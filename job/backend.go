@@ -2,6 +2,8 @@ package job
 
 import (
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 
 	"rsag/coll"
@@ -40,20 +42,66 @@ func (s *session) chooseBackend(name string) (string, error) {
 
 // probeNCCL asks every rank whether NCCL can run there and returns the
 // distinct reasons why not, each naming its ranks; none means it can.
+// Ranks that would find the same ask once, through the lowest of them:
+// the ranks of one host with the same environment for the CUDA driver,
+// NCCL and their loader (probeKey). Every rank loading and starting the
+// CUDA driver queued behind the others on one node, about 16 ms a rank:
+// 255 ms of a 16-rank start-up on one host (docs/PERFORMANCE.md).
 func (s *session) probeNCCL() ([]string, error) {
+	cwd, _ := os.Getwd()
+	key := probeKey(s.comm.Host(), cwd, os.Environ())
+	alike, err := s.gatherSaid(key)
+	if err != nil {
+		return nil, err
+	}
 	why := ""
-	if err := ncclx.Probe(s.comm.LocalSize()); err != nil {
-		why = err.Error()
+	if alike.ranks[key][0] == s.comm.Rank() {
+		if err := ncclx.Probe(s.comm.LocalSize()); err != nil {
+			why = err.Error()
+		}
 	}
 	said, err := s.gatherSaid(why)
 	if err != nil {
 		return nil, err
 	}
-	var reasons []string
-	for _, w := range said.order {
-		reasons = append(reasons, fmt.Sprintf("%s (rank(s) %v)", w, said.ranks[w]))
+	return probeReasons(alike, said), nil
+}
+
+// probeKey is what decides a probe's answer on this rank: its host, its
+// working directory (a relative RSAG_NCCL_LIBRARY) and the variables the
+// CUDA driver, NCCL and the dynamic loader read, which a launcher may set
+// per rank (CUDA_VISIBLE_DEVICES above all).
+func probeKey(host, cwd string, environ []string) string {
+	var vars []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		for _, p := range []string{"CUDA_", "NCCL_", "NVIDIA_", "RSAG_", "LD_"} {
+			if strings.HasPrefix(name, p) {
+				vars = append(vars, kv)
+				break
+			}
+		}
 	}
-	return reasons, nil
+	slices.Sort(vars)
+	return strings.Join(append([]string{host, cwd}, vars...), "\x00")
+}
+
+// probeReasons gives each reason a probing rank said (in said) to every
+// rank that probes alike with it (in alike: each key's ranks, the first
+// its prober), in the order of the first rank that said it.
+func probeReasons(alike, said messages) []string {
+	var reasons []string
+	for _, why := range said.order {
+		var ranks []int
+		for _, key := range alike.order {
+			if group := alike.ranks[key]; slices.Contains(said.ranks[why], group[0]) {
+				ranks = append(ranks, group...)
+			}
+		}
+		slices.Sort(ranks)
+		reasons = append(reasons, fmt.Sprintf("%s (rank(s) %v)", why, ranks))
+	}
+	return reasons
 }
 
 // openBackend starts the backend chooseBackend chose.

@@ -20,9 +20,19 @@
 # Environment: IMB (the IMB-MPI1 path, if not given as the argument), RSAG
 # (the rsag binary, default ./rsag from `make build`), ROUNDS (default 5),
 # CONFIG (default configs/bench-imb.toml: one case per size), IMB_ITER
-# (IMB's repetitions per size, default 1000), MPIRUN_ARGS (more mpirun
-# arguments for both tools, e.g. "-x GOMAXPROCS=2"), KEEP (a directory:
-# each round's rsag output and both tools' logs are kept there).
+# (IMB's repetitions per size; default as many operations as rsag times
+# and keeps, (cycles - discard) x batch, read from the first rsag run),
+# IMB_LEVELS (the thread levels IMB runs at, default "single funneled"),
+# MPIRUN_ARGS (more mpirun arguments for both tools, e.g. "-x
+# GOMAXPROCS=2"), KEEP (a directory: each round's rsag output and both
+# tools' logs are kept there).
+#
+# Why as many operations: a machine stalls every rank at once now and
+# then (a few per second on 16 ranks of 16 cores, 2 to 4 ms each, seen in
+# a plain C loop as in both tools), and a mean (t_avg) takes in every
+# stall its run spans. A tool that runs a quarter as long escapes them in
+# most rounds, and the median of per-round ratios then favours it; with
+# the same operations both are exposed alike.
 #
 # Both time float32 sums out of place on a hot buffer, and the two reduce
 # their samples differently:
@@ -88,6 +98,8 @@ summarize() {
       n = 0; for (r = 1; r <= rounds; r++) if ((r, t, s) in v4) a[++n] = (c == 4 ? v4[r, t, s] : c == 5 ? v5[r, t, s] : v6[r, t, s])
       return n ? median(a, n) : -1
     }
+    # f(x, p): x with p decimals, or "-" for a figure that is not there.
+    function f(x, p) { return x < 0 ? "-" : sprintf("%." p "f", x) }
     function ratio(t, s, c,    r, a, n) {
       n = 0
       for (r = 1; r <= rounds; r++) if ((r, t, s) in v4 && (r, "rsag", s) in v4)
@@ -102,9 +114,10 @@ summarize() {
       median(order, n)  # sorts
       for (i = 1; i <= n; i++) {
         s = order[i]
-        printf "%-8d | %8.2f %8.2f %8.2f | %8.2f %8.2f | %8.2f %8.2f | %11.3f %11.3f | %11.3f %11.3f\n", s,
-          med("rsag", s, 4), med("rsag", s, 5), med("rsag", s, 6), med("imb", s, 4), med("imb", s, 5),
-          med("imbf", s, 4), med("imbf", s, 5), ratio("imb", s, 4), ratio("imb", s, 5), ratio("imbf", s, 4), ratio("imbf", s, 5)
+        printf "%-8d | %8s %8s %8s | %8s %8s | %8s %8s | %11s %11s | %11s %11s\n", s,
+          f(med("rsag", s, 4), 2), f(med("rsag", s, 5), 2), f(med("rsag", s, 6), 2), f(med("imb", s, 4), 2), f(med("imb", s, 5), 2),
+          f(med("imbf", s, 4), 2), f(med("imbf", s, 5), 2), f(ratio("imb", s, 4), 3), f(ratio("imb", s, 5), 3),
+          f(ratio("imbf", s, 4), 3), f(ratio("imbf", s, 5), 3)
       }
       printf "(medians over %d rounds; each ratio is the median of the per-round ratios)\n", rounds
     }'
@@ -173,7 +186,8 @@ imb=${1:-${IMB:-}}
 rsag=${RSAG:-./rsag}
 rounds=${ROUNDS:-5}
 config=${CONFIG:-configs/bench-imb.toml}
-iter=${IMB_ITER:-1000}
+iter=${IMB_ITER:-}
+levels=${IMB_LEVELS:-single funneled}
 sizes=(1024 1048576)
 
 [[ $np =~ ^[0-9]+$ ]] && [ "$np" -ge 2 ] || { echo "bench-imb.sh: -n $np: give at least 2 ranks" >&2; exit 2; }
@@ -202,6 +216,7 @@ run_rsag() {
     -set "timing.sizes_bytes=[$list]" -output-dir "$work/rsag" >"$work/rsag.log" 2>&1 ||
     { cat "$work/rsag.log" >&2; echo "bench-imb.sh: rsag failed" >&2; exit 1; }
   reduce "$work/rsag" | awk -v r="$1" '{print r, "rsag", $0}' >>"$work/rows"
+  [ -n "$iter" ] || iter=$(jq -r '.config.timing | (.cycles - .discard) * .batch' "$work/rsag/summary.json")
   keep "round$1" "$work/rsag" "$work/rsag.log"
 }
 # run_imb ROUND TOOL THREAD_LEVEL
@@ -212,9 +227,18 @@ run_imb() {
   imb_rows "$2" <"$work/$2.log" | awk -v r="$1" '{print r, $1, $2, $3, $4, "-"}' >>"$work/rows"
   keep "round$1" "$work/$2.log"
 }
-run_both_imb() { run_imb "$1" imb single; run_imb "$1" imbf funneled; }
+run_both_imb() {
+  local level
+  for level in $levels; do
+    case $level in
+      single) run_imb "$1" imb single ;;
+      funneled) run_imb "$1" imbf funneled ;;
+      *) echo "bench-imb.sh: IMB_LEVELS: $level: use single, funneled or both" >&2; exit 2 ;;
+    esac
+  done
+}
 
-echo "bench-imb.sh: $np ranks, binding ${bind:-"mpirun's default"}, $rounds rounds" >&2
+echo "bench-imb.sh: $np ranks, binding ${bind:-"mpirun's default"}, $rounds rounds, IMB at ${levels// /, }, ${iter:-"as many as rsag keeps"} operations per size" >&2
 : >"$work/rows"
 for round in $(seq 1 "$rounds"); do
   if [ $((round % 2)) = 1 ]; then run_rsag "$round"; run_both_imb "$round"; else run_both_imb "$round"; run_rsag "$round"; fi

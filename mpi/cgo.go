@@ -8,6 +8,7 @@ package mpi
 /*
 #include <mpi.h>
 #include <string.h>
+#include <time.h>
 
 // MPI_IN_PLACE is a sentinel pointer (1 in Open MPI, -1 in MPICH) that Go
 // cannot hold as an unsafe.Pointer, so C substitutes it.
@@ -32,42 +33,82 @@ static int rsag_gather(MPI_Comm comm, void *send, int count, void *recv, MPI_Dat
 static int rsag_gatherv(MPI_Comm comm, void *send, int count, void *recv, int *counts, int *displs, int root) {
 	return MPI_Gatherv(send, count, MPI_BYTE, recv, counts, displs, MPI_BYTE, root, comm);
 }
-// The collectives run n times back to back (the timed loops), and stop at
-// the first call that fails; rsag's own host-side calls pass n = 1.
-static int rsag_allgather(MPI_Comm comm, void *send, int count, void *recv, MPI_Datatype dt, int in_place, int n) {
+// The collectives rsag times, one case each: rsag_times runs one n times
+// back to back (the timed loops; rsag's own host-side calls pass n = 1)
+// and stops at the first call that fails; rsag_samples times many batches
+// of one. In place, NCCL's layout keeps a ReduceScatter's block at rank x
+// block of the buffer, where MPI_IN_PLACE leaves it at the start: the
+// moved kind moves it to offset after each call, in the same loop
+// (nothing when offset is 0).
+enum { RSAG_ALLREDUCE, RSAG_REDUCE_SCATTER, RSAG_REDUCE_SCATTER_MOVED, RSAG_ALLGATHER };
+static int rsag_times(int kind, MPI_Comm comm, void *send, void *recv, int count, MPI_Datatype dt, MPI_Op op, int in_place,
+		long offset, long bytes, int n) {
 	for (int i = 0; i < n; i++) {
-		int rc = MPI_Allgather(rsag_send(send, in_place), count, dt, recv, count, dt, comm);
+		int rc = MPI_ERR_OTHER;
+		switch (kind) {
+		case RSAG_ALLREDUCE:
+			rc = MPI_Allreduce(rsag_send(send, in_place), recv, count, dt, op, comm);
+			break;
+		case RSAG_REDUCE_SCATTER:
+			rc = MPI_Reduce_scatter_block(rsag_send(send, in_place), recv, count, dt, op, comm);
+			break;
+		case RSAG_REDUCE_SCATTER_MOVED:
+			rc = MPI_Reduce_scatter_block(MPI_IN_PLACE, recv, count, dt, op, comm);
+			if (rc == MPI_SUCCESS && offset > 0) memmove((char *)recv + offset, recv, bytes);
+			break;
+		case RSAG_ALLGATHER:
+			rc = MPI_Allgather(rsag_send(send, in_place), count, dt, recv, count, dt, comm);
+			break;
+		}
 		if (rc != MPI_SUCCESS) return rc;
+	}
+	return MPI_SUCCESS;
+}
+static long long rsag_clock(clockid_t id) {
+	struct timespec t;
+	clock_gettime(id, &t);
+	return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+// rsag_samples takes samples of batch calls back to back, each between two
+// reads of the monotonic clock (ns[s]). After each sample's clock stops it
+// compares out with want, span by span (nspans triples of a byte offset in
+// out, a length and a byte offset in want): ok[s] says whether all held,
+// and the first element that did not is named in first (its sample and
+// element) with its bytes in got. Before sample s starts, progress[1]
+// takes the wall clock and progress[0] s, for a watcher on another thread.
+static int rsag_samples(int kind, MPI_Comm comm, void *send, void *recv, int count, MPI_Datatype dt, MPI_Op op,
+		int in_place, long offset, long bytes, int batch, int samples, long long *ns,
+		const char *out, const long long *spans, int nspans, const char *want, int elem,
+		char *ok, long long *first, char *got, long long *progress) {
+	first[0] = first[1] = -1;
+	for (int s = 0; s < samples; s++) {
+		__atomic_store_n(&progress[1], rsag_clock(CLOCK_REALTIME), __ATOMIC_RELAXED);
+		__atomic_store_n(&progress[0], (long long)s, __ATOMIC_RELEASE);
+		long long start = rsag_clock(CLOCK_MONOTONIC);
+		int rc = rsag_times(kind, comm, send, recv, count, dt, op, in_place, offset, bytes, batch);
+		ns[s] = rsag_clock(CLOCK_MONOTONIC) - start;
+		if (rc != MPI_SUCCESS) return rc;
+		ok[s] = 1;
+		for (int i = 0; i < nspans; i++) {
+			const char *o = out + spans[3 * i], *w = want + spans[3 * i + 2];
+			long long len = spans[3 * i + 1];
+			if (memcmp(o, w, len) == 0) continue;
+			ok[s] = 0;
+			if (first[0] < 0) {
+				long long b = 0;
+				while (o[b] == w[b]) b++;
+				b -= b % elem;
+				first[0] = s;
+				first[1] = (spans[3 * i] + b) / elem;
+				memcpy(got, o + b, elem);
+			}
+			break;
+		}
 	}
 	return MPI_SUCCESS;
 }
 static int rsag_allgatherv(MPI_Comm comm, void *send, int count, void *recv, int *counts, int *displs) {
 	return MPI_Allgatherv(send, count, MPI_BYTE, recv, counts, displs, MPI_BYTE, comm);
-}
-static int rsag_allreduce(MPI_Comm comm, void *send, void *recv, int count, MPI_Datatype dt, MPI_Op op, int in_place, int n) {
-	for (int i = 0; i < n; i++) {
-		int rc = MPI_Allreduce(rsag_send(send, in_place), recv, count, dt, op, comm);
-		if (rc != MPI_SUCCESS) return rc;
-	}
-	return MPI_SUCCESS;
-}
-static int rsag_reduce_scatter_block(MPI_Comm comm, void *send, void *recv, int count, MPI_Datatype dt, MPI_Op op, int in_place, int n) {
-	for (int i = 0; i < n; i++) {
-		int rc = MPI_Reduce_scatter_block(rsag_send(send, in_place), recv, count, dt, op, comm);
-		if (rc != MPI_SUCCESS) return rc;
-	}
-	return MPI_SUCCESS;
-}
-// In place, NCCL's layout keeps a rank's block at rank x block of the
-// buffer, where MPI_IN_PLACE leaves it at the start: after each call the
-// block is moved to offset, in the same loop (nothing when offset is 0).
-static int rsag_reduce_scatter_block_moved(MPI_Comm comm, char *buf, long offset, long bytes, int count, MPI_Datatype dt, MPI_Op op, int n) {
-	for (int i = 0; i < n; i++) {
-		int rc = MPI_Reduce_scatter_block(MPI_IN_PLACE, buf, count, dt, op, comm);
-		if (rc != MPI_SUCCESS) return rc;
-		if (offset > 0) memmove(buf + offset, buf, bytes);
-	}
-	return MPI_SUCCESS;
 }
 static int rsag_abort(int code) { return MPI_Abort(MPI_COMM_WORLD, code); }
 static MPI_Comm rsag_world(void) { return MPI_COMM_WORLD; }
@@ -300,26 +341,43 @@ func (cm *Comm) gatherv(send []byte, recv []byte, counts, displs []int32, root i
 	return check("MPI_Gatherv", C.rsag_gatherv(cm.h, ptr(send), C.int(len(send)), ptr(recv), c, d, C.int(root)))
 }
 
-func (c *Comm) allgather(send unsafe.Pointer, count int, recv unsafe.Pointer, dt Datatype, inPlace bool, n int) error {
-	return check("MPI_Allgather", C.rsag_allgather(c.h, send, C.int(count), recv, datatypes[dt].handle, flag(inPlace), C.int(n)))
-}
-
 func (c *Comm) allgatherv(send []byte, recv []byte, counts, displs []int32) error {
 	return check("MPI_Allgatherv", C.rsag_allgatherv(c.h, ptr(send), C.int(len(send)), ptr(recv),
 		(*C.int)(unsafe.Pointer(&counts[0])), (*C.int)(unsafe.Pointer(&displs[0]))))
 }
 
+func (c *Comm) allgather(send unsafe.Pointer, count int, recv unsafe.Pointer, dt Datatype, inPlace bool, n int) error {
+	k := Call{c: c, mpiName: "MPI_Allgather", kind: allgatherKind, send: send, recv: recv, count: count, dt: dt, inPlace: inPlace}
+	return k.times(n)
+}
+
 func (c *Comm) allreduce(send, recv unsafe.Pointer, count int, dt Datatype, op Op, inPlace bool, n int) error {
-	return check("MPI_Allreduce", C.rsag_allreduce(c.h, send, recv, C.int(count),
-		datatypes[dt].handle, ops[op].handle, flag(inPlace), C.int(n)))
+	k := Call{c: c, mpiName: "MPI_Allreduce", kind: allreduceKind, send: send, recv: recv, count: count, dt: dt, op: op, inPlace: inPlace}
+	return k.times(n)
 }
 
-func (c *Comm) reduceScatterBlockMoved(buf []byte, offset, bytes, recvCount int, dt Datatype, op Op, n int) error {
-	return check("MPI_Reduce_scatter_block", C.rsag_reduce_scatter_block_moved(c.h, (*C.char)(ptr(buf)), C.long(offset), C.long(bytes),
-		C.int(recvCount), datatypes[dt].handle, ops[op].handle, C.int(n)))
+// kinds are rsag_times' cases, by Call kind.
+var kinds = [...]C.int{
+	allreduceKind:          C.RSAG_ALLREDUCE,
+	reduceScatterKind:      C.RSAG_REDUCE_SCATTER,
+	reduceScatterMovedKind: C.RSAG_REDUCE_SCATTER_MOVED,
+	allgatherKind:          C.RSAG_ALLGATHER,
 }
 
-func (c *Comm) reduceScatterBlock(send, recv unsafe.Pointer, recvCount int, dt Datatype, op Op, inPlace bool, n int) error {
-	return check("MPI_Reduce_scatter_block", C.rsag_reduce_scatter_block(c.h, send, recv, C.int(recvCount),
-		datatypes[dt].handle, ops[op].handle, flag(inPlace), C.int(n)))
+func (k *Call) times(n int) error {
+	return check(k.mpiName, C.rsag_times(kinds[k.kind], k.c.h, k.send, k.recv, C.int(k.count), datatypes[k.dt].handle,
+		ops[k.op].handle, flag(k.inPlace), C.long(k.offset), C.long(k.bytes), C.int(n)))
+}
+
+func (k *Call) samples(batch int, ns []int64, chk SampleCheck, ok []byte, first *[2]int64, got []byte, p *Progress) error {
+	var sp *C.longlong
+	if len(chk.Spans) > 0 {
+		sp = (*C.longlong)(unsafe.Pointer(&chk.Spans[0]))
+	}
+	return check(k.mpiName, C.rsag_samples(kinds[k.kind], k.c.h, k.send, k.recv, C.int(k.count), datatypes[k.dt].handle,
+		ops[k.op].handle, flag(k.inPlace), C.long(k.offset), C.long(k.bytes), C.int(batch), C.int(len(ns)),
+		(*C.longlong)(unsafe.Pointer(&ns[0])), (*C.char)(ptr(chk.Out)), sp, C.int(len(chk.Spans)/3),
+		(*C.char)(ptr(chk.Want)), C.int(chk.Elem), (*C.char)(unsafe.Pointer(&ok[0])),
+		(*C.longlong)(unsafe.Pointer(&first[0])), (*C.char)(unsafe.Pointer(&got[0])),
+		(*C.longlong)(unsafe.Pointer(&p.v[0]))))
 }

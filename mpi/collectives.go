@@ -67,21 +67,7 @@ func (c *Comm) Allreduce(send, recv []byte, count int, dt Datatype, op Op) error
 // and nccl-tests time): the arguments are checked once, and no Go runs
 // between the calls. It stops at the first call that fails.
 func (c *Comm) AllreduceTimes(send, recv []byte, count int, dt Datatype, op Op, n int) error {
-	const name = "Allreduce"
-	if err := cInt(name, "repetitions", n); err != nil {
-		return err
-	}
-	if err := c.hostArgs(name, dt, count, count); err != nil {
-		return err
-	}
-	if err := checkOp(name, op); err != nil {
-		return err
-	}
-	es := dt.Size()
-	if err := buffers(name, send, count*es, recv, count*es); err != nil {
-		return err
-	}
-	return c.allreduce(ptr(send), ptr(recv), count, dt, op, send == nil, n)
+	return times(c.AllreduceCall(send, recv, count, dt, op))(n)
 }
 
 // ReduceScatterBlock reduces recvCount x world elements of send over all
@@ -95,50 +81,18 @@ func (c *Comm) ReduceScatterBlock(send, recv []byte, recvCount int, dt Datatype,
 // ReduceScatterBlockTimes is ReduceScatterBlock n times back to back, the
 // loop in C.
 func (c *Comm) ReduceScatterBlockTimes(send, recv []byte, recvCount int, dt Datatype, op Op, n int) error {
-	const name = "ReduceScatterBlock"
-	total, err := c.reduceScatterArgs(name, recvCount, dt, op, n)
-	if err != nil {
-		return err
-	}
-	es := dt.Size()
-	recvBytes := recvCount * es
-	if send == nil {
-		recvBytes = total * es
-	}
-	if err := buffers(name, send, total*es, recv, recvBytes); err != nil {
-		return err
-	}
-	return c.reduceScatterBlock(ptr(send), ptr(recv), recvCount, dt, op, send == nil, n)
+	return times(c.ReduceScatterBlockCall(send, recv, recvCount, dt, op))(n)
 }
 
-// ReduceScatterBlockMovedTimes is ReduceScatterBlock in place on buf n
-// times back to back, the loop in C, each call followed by moving this
-// rank's block from the start of buf, where MPI_IN_PLACE leaves it, to
-// offset bytes in: NCCL's in-place layout, where the block stays at rank x
-// block. The rest of buf is left as MPI left it.
+// ReduceScatterBlockMovedTimes is ReduceScatterBlockMovedCall run n times
+// back to back, the loop in C.
 func (c *Comm) ReduceScatterBlockMovedTimes(buf []byte, offset, recvCount int, dt Datatype, op Op, n int) error {
-	const name = "ReduceScatterBlock"
-	total, err := c.reduceScatterArgs(name, recvCount, dt, op, n)
-	if err != nil {
-		return err
-	}
-	es := dt.Size()
-	if err := buffers(name, nil, 0, buf, total*es); err != nil {
-		return err
-	}
-	if offset < 0 || offset%es != 0 || offset+recvCount*es > total*es {
-		return fmt.Errorf("mpi: %s: the block's place %d is not an element of the %d-byte buffer with room for its %d bytes",
-			name, offset, total*es, recvCount*es)
-	}
-	return c.reduceScatterBlockMoved(buf, offset, recvCount*es, recvCount, dt, op, n)
+	return times(c.ReduceScatterBlockMovedCall(buf, offset, recvCount, dt, op))(n)
 }
 
-// reduceScatterArgs checks a ReduceScatterBlock's repetitions, counts,
-// type and op, and returns its input's element count.
-func (c *Comm) reduceScatterArgs(name string, recvCount int, dt Datatype, op Op, n int) (total int, err error) {
-	if err := cInt(name, "repetitions", n); err != nil {
-		return 0, err
-	}
+// reduceScatterArgs checks a ReduceScatterBlock's counts, type and op,
+// and returns its input's element count.
+func (c *Comm) reduceScatterArgs(name string, recvCount int, dt Datatype, op Op) (total int, err error) {
 	total = recvCount * c.size
 	if err := c.hostArgs(name, dt, recvCount, total); err != nil {
 		return 0, err
@@ -155,20 +109,15 @@ func (c *Comm) Allgather(send, recv []byte, sendCount int, dt Datatype) error {
 
 // AllgatherTimes is Allgather n times back to back, the loop in C.
 func (c *Comm) AllgatherTimes(send, recv []byte, sendCount int, dt Datatype, n int) error {
-	const name = "Allgather"
-	if err := cInt(name, "repetitions", n); err != nil {
-		return err
+	return times(c.AllgatherCall(send, recv, sendCount, dt))(n)
+}
+
+// times is k.Times, or a function that returns err.
+func times(k *Call, err error) func(n int) error {
+	if err != nil {
+		return func(int) error { return err }
 	}
-	total := sendCount * c.size
-	if err := c.hostArgs(name, dt, sendCount, total); err != nil {
-		return err
-	}
-	es := dt.Size()
-	if err := buffers(name, send, sendCount*es, recv, total*es); err != nil {
-		return err
-	}
-	// MPI ignores the send count and type with MPI_IN_PLACE.
-	return c.allgather(ptr(send), sendCount, ptr(recv), dt, send == nil, n)
+	return k.Times
 }
 
 // hostArgs checks what the host collectives share. total is the largest

@@ -45,6 +45,7 @@ func main() {
 		}
 		k.allgather(dt)
 	}
+	k.samples()
 	k.sweep()
 	k.split()
 	k.argErrors()
@@ -391,6 +392,50 @@ func (k *checker) allreduce(dt mpi.Datatype, op mpi.Op) {
 
 	k.must(c.Allreduce(nil, nil, 0, dt, op), what+" of 0 elements")
 	k.must(c.Allreduce([]byte{}, []byte{}, 0, dt, op), what+" of 0 elements out of place")
+}
+
+// samples takes timed samples of a prepared Allreduce in one C call: with
+// the right pattern every sample holds; with one element of it wrong,
+// every sample fails and the first is named by that element and what it
+// held; with no spans nothing is checked; a span outside the output is
+// refused before any collective.
+func (k *checker) samples() {
+	c := k.c
+	const count, batch, n = 5, 3, 4
+	dt := mpi.Int64
+	sum := int64(c.Size() * (c.Size() + 1) / 2)
+	send, recv := encode(dt, slices.Repeat([]int64{int64(c.Rank() + 1)}, count)), make([]byte, count*8)
+	call, err := c.AllreduceCall(send, recv, count, dt, mpi.Sum)
+	k.must(err, "AllreduceCall")
+	right := encode(dt, slices.Repeat([]int64{sum}, count))
+	ns, ok := make([]int64, n), make([]bool, n)
+	var p mpi.Progress
+	f, err := call.Samples(batch, ns, ok, mpi.SampleCheck{Out: recv, Spans: []int64{0, 16, 0, 16, 24, 16}, Want: right, Elem: 8}, &p)
+	k.must(err, "Samples")
+	if at, _ := p.Sample(); f.Sample != -1 || !slices.Equal(ok, []bool{true, true, true, true}) || at != n-1 {
+		k.fail("Samples of a right Allreduce: fault %+v, held %v, progress at %d", f, ok, at)
+	}
+	for s, t := range ns {
+		if t <= 0 {
+			k.fail("Samples: sample %d took %d ns", s, t)
+		}
+	}
+	wrong := encode(dt, []int64{sum, sum, sum + 1, sum, sum})
+	f, err = call.Samples(batch, ns, ok, mpi.SampleCheck{Out: recv, Spans: []int64{0, 40, 0}, Want: wrong, Elem: 8}, &p)
+	k.must(err, "Samples")
+	if f.Sample != 0 || f.Element != 2 || !bytes.Equal(f.Got, right[16:24]) || slices.Contains(ok, true) {
+		k.fail("Samples against a wrong pattern: fault %+v, held %v; want sample 0, element 2 holding %d, none held", f, ok, sum)
+	}
+	held := []bool{true, false, true, false}
+	f, err = call.Samples(batch, ns, held, mpi.SampleCheck{}, &p)
+	k.must(err, "Samples unchecked")
+	if f.Sample != -1 || !slices.Equal(held, []bool{true, false, true, false}) {
+		k.fail("Samples without spans: fault %+v, checks %v changed", f, held)
+	}
+	if _, err := call.Samples(batch, ns, ok, mpi.SampleCheck{Out: recv, Spans: []int64{32, 16, 0}, Want: right, Elem: 8}, &p); err == nil {
+		k.fail("Samples with a span past the output's end: no error")
+	}
+	k.expectBytes("Allreduce after Samples", recv, right)
 }
 
 func (k *checker) reduceScatterBlock(dt mpi.Datatype, op mpi.Op) {

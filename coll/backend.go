@@ -1,5 +1,7 @@
 package coll
 
+import "time"
+
 // Buffer is memory a Backend allocated (device memory for NCCL, host memory
 // for MPI), or a view into such memory.
 type Buffer interface {
@@ -189,6 +191,47 @@ type Preparer interface {
 // method uses it for the modes of one collective.
 type LoopPreparer interface {
 	PrepareLoop(c Collective, send, recv Buffer, op Op) (func(n int) error, error)
+}
+
+// SampleTimer is a backend that can also take a run of timed samples of
+// a prepared collective in one call, its loop, clock and checks in the
+// library's own language (a C loop): with no Go between the samples, Go's
+// scheduler has nothing to take from the rank while it runs (see
+// phases/pace.go). The batched method uses it for a case that times one
+// mode of one collective out of place, what IMB and nccl-tests time.
+type SampleTimer interface {
+	PrepareSamples(c Collective, send, recv Buffer, op Op) (Sampler, error)
+}
+
+// Sampler takes timed samples of one prepared collective.
+type Sampler interface {
+	// Samples takes len(us) samples of batch operations back to back, each
+	// timed alone: us[i] is sample i's microseconds for the batch. After
+	// each sample's clock stops it compares the output with check, when
+	// check has spans: held[i] says whether sample i's output held, and
+	// the first wrong element is returned (Sample -1: none was).
+	Samples(batch int, us []float64, held []bool, check OutputCheck) (SampleFault, error)
+	// Progress is the sample being taken (or last taken) and when it
+	// began; any goroutine may ask while Samples runs.
+	Progress() (sample int, began time.Time)
+}
+
+// OutputCheck is what a collective's output must hold: at each span, the
+// bytes of Want from the span's WantAt.
+type OutputCheck struct {
+	Spans []OutputSpan
+	Want  []byte
+}
+
+// OutputSpan is a part of an output, in bytes from its start, and where
+// in OutputCheck.Want its expected bytes begin.
+type OutputSpan struct{ Offset, Len, WantAt int }
+
+// SampleFault is the first wrong element a Sampler found: in sample
+// Sample (-1: none), element Element of the output, holding Got.
+type SampleFault struct {
+	Sample, Element int
+	Got             []byte
 }
 
 // Aborter is a backend that can tear its communication down at once,

@@ -2,6 +2,8 @@ package mpibackend
 
 import (
 	"fmt"
+	"slices"
+	"time"
 	"unsafe"
 
 	"rsag/coll"
@@ -104,38 +106,38 @@ type call struct {
 	op         mpi.Op
 }
 
-// mpiCollective is how one of coll's collectives runs on MPI, n times
-// back to back, given its resolved arguments; one record per collective, so
-// that the three collectives share one preparation.
-type mpiCollective func(comm *mpi.Comm, c call, recvCount, sendCount, n int) error
+// mpiCollective is how one of coll's collectives runs on MPI: the MPI
+// call it makes, prepared from its resolved arguments; one record per
+// collective, so that the three collectives share one preparation.
+type mpiCollective func(comm *mpi.Comm, c call, recvCount, sendCount int) (*mpi.Call, error)
 
 var mpiCollectives = map[string]mpiCollective{
 	// MPI_Allreduce; in place (send is recv, or the view of all of it) it
 	// is MPI_IN_PLACE.
-	coll.AllReduce.Name: func(comm *mpi.Comm, c call, count, _, n int) error {
+	coll.AllReduce.Name: func(comm *mpi.Comm, c call, count, _ int) (*mpi.Call, error) {
 		if c.inPlace {
-			return comm.AllreduceTimes(nil, c.recv, count, c.dt, c.op, n)
+			return comm.AllreduceCall(nil, c.recv, count, c.dt, c.op)
 		}
-		return comm.AllreduceTimes(c.send, c.recv, count, c.dt, c.op, n)
+		return comm.AllreduceCall(c.send, c.recv, count, c.dt, c.op)
 	},
 	// MPI_Reduce_scatter_block. In place, recv is the view of send at rank
 	// x recv count (NCCL's layout), while MPI_IN_PLACE leaves the result at
 	// the start of the buffer: the C loop moves the result to its place
 	// after each call, within the buffer and without allocating. The rest
 	// of the input is left undefined, as MPI may use it as scratch space.
-	coll.ReduceScatter.Name: func(comm *mpi.Comm, c call, count, _, n int) error {
+	coll.ReduceScatter.Name: func(comm *mpi.Comm, c call, count, _ int) (*mpi.Call, error) {
 		if !c.inPlace {
-			return comm.ReduceScatterBlockTimes(c.send, c.recv, count, c.dt, c.op, n)
+			return comm.ReduceScatterBlockCall(c.send, c.recv, count, c.dt, c.op)
 		}
-		return comm.ReduceScatterBlockMovedTimes(c.send, c.recvOffset, count, c.dt, c.op, n)
+		return comm.ReduceScatterBlockMovedCall(c.send, c.recvOffset, count, c.dt, c.op)
 	},
 	// MPI_Allgather; in place, send is the view of recv at rank x send
 	// count, which is MPI_IN_PLACE's own layout.
-	coll.AllGather.Name: func(comm *mpi.Comm, c call, _, count, n int) error {
+	coll.AllGather.Name: func(comm *mpi.Comm, c call, _, count int) (*mpi.Call, error) {
 		if c.inPlace {
-			return comm.AllgatherTimes(nil, c.recv, count, c.dt, n)
+			return comm.AllgatherCall(nil, c.recv, count, c.dt)
 		}
-		return comm.AllgatherTimes(c.send, c.recv, count, c.dt, n)
+		return comm.AllgatherCall(c.send, c.recv, count, c.dt)
 	},
 }
 
@@ -153,7 +155,46 @@ func (be *Backend) Prepare(c coll.Collective, send, recv coll.Buffer, op coll.Op
 // PrepareLoop is Prepare for n calls back to back, looped in C
 // (coll.LoopPreparer).
 func (be *Backend) PrepareLoop(c coll.Collective, send, recv coll.Buffer, op coll.Op) (func(n int) error, error) {
-	run, ok := mpiCollectives[c.Name]
+	p, err := be.prepare(c, send, recv, op)
+	if err != nil {
+		return nil, err
+	}
+	return func(n int) error { return p.wrap(p.call.Times(n)) }, nil
+}
+
+// PrepareSamples is Prepare for timed samples of many calls each, taken
+// and checked in one C call (coll.SampleTimer).
+func (be *Backend) PrepareSamples(c coll.Collective, send, recv coll.Buffer, op coll.Op) (coll.Sampler, error) {
+	p, err := be.prepare(c, send, recv, op)
+	if err != nil {
+		return nil, err
+	}
+	return &sampler{prepared: p}, nil
+}
+
+// prepared is a collective ready to run: its MPI call, the memory of its
+// output, and what its errors say.
+type prepared struct {
+	call  *mpi.Call
+	out   []byte
+	elem  int
+	name  string
+	count int
+	dt    mpi.Datatype
+}
+
+func (p *prepared) wrap(err error) error {
+	if err != nil {
+		return fmt.Errorf("mpibackend: %s of %d %s elements: %w", p.name, p.count, p.dt, err)
+	}
+	return nil
+}
+
+// prepare checks c's shapes (returning CheckShapes' error unchanged),
+// finds the memory of both buffers, whether the call is in place, and the
+// MPI type and op, once.
+func (be *Backend) prepare(c coll.Collective, send, recv coll.Buffer, op coll.Op) (*prepared, error) {
+	makeCall, ok := mpiCollectives[c.Name]
 	if !ok {
 		return nil, fmt.Errorf("mpibackend: no MPI call for the %s collective", c.Name)
 	}
@@ -187,14 +228,36 @@ func (be *Backend) PrepareLoop(c coll.Collective, send, recv coll.Buffer, op col
 		}
 		args.op = ops[op]
 	}
-	comm, recvCount, sendCount := be.comm, recv.Count(), send.Count()
-	return func(n int) error {
-		if err := run(comm, args, recvCount, sendCount, n); err != nil {
-			return fmt.Errorf("mpibackend: %s of %d %s elements: %w", c.Name, max(recvCount, sendCount), args.dt, err)
-		}
-		return nil
-	}, nil
+	recvCount, sendCount := recv.Count(), send.Count()
+	p := &prepared{out: recvMem, elem: s.dtype.Size(), name: c.Name, count: max(recvCount, sendCount), dt: args.dt}
+	if p.call, err = makeCall(be.comm, args, recvCount, sendCount); err != nil {
+		return nil, p.wrap(err)
+	}
+	return p, nil
 }
+
+// sampler is a prepared collective's timed samples (coll.Sampler).
+type sampler struct {
+	*prepared
+	progress mpi.Progress
+	ns       []int64
+	spans    []int64
+}
+
+func (s *sampler) Samples(batch int, us []float64, held []bool, check coll.OutputCheck) (coll.SampleFault, error) {
+	s.ns = slices.Grow(s.ns[:0], len(us))[:len(us)]
+	s.spans = s.spans[:0]
+	for _, sp := range check.Spans {
+		s.spans = append(s.spans, int64(sp.Offset), int64(sp.Len), int64(sp.WantAt))
+	}
+	f, err := s.call.Samples(batch, s.ns, held, mpi.SampleCheck{Out: s.out, Spans: s.spans, Want: check.Want, Elem: s.elem}, &s.progress)
+	for i, ns := range s.ns {
+		us[i] = float64(ns) / 1e3
+	}
+	return coll.SampleFault{Sample: f.Sample, Element: f.Element, Got: f.Got}, s.wrap(err)
+}
+
+func (s *sampler) Progress() (int, time.Time) { return s.progress.Sample() }
 
 // spanOf takes the address only to compare it; the memory is a mapping the
 // garbage collector does not move.

@@ -40,6 +40,11 @@ import (
 //     reduce their members alone; a rank that passes coll.NoColor takes
 //     part and gets no group while the others' works; a color below
 //     NoColor is refused; the backend works after its groups close;
+//   - timed samples, when the backend takes them in one call
+//     (coll.SampleTimer): each collective out of place, float32 sum, every
+//     sample timed and its output checked, the progress at the last; a
+//     check that expects one element wrong fails every sample, naming the
+//     first by that element and what it held;
 //   - abort, when the backend can (coll.Aborter): after it, a collective
 //     fails instead of waiting, and Close still releases everything.
 //
@@ -56,6 +61,7 @@ func Check(be coll.Backend) error {
 		}
 	}
 	s.split()
+	s.samples()
 	s.abort()
 	return errors.Join(s.failures...)
 }
@@ -370,6 +376,57 @@ func (s *suite) collectiveAt(c coll.Collective, d coll.DType, o coll.Op, inPlace
 		return
 	}
 	s.expectBytes(what, recv, encode(d, want))
+}
+
+// samples checks a SampleTimer's runs of samples, collective by
+// collective: right, then against a pattern with one element wrong.
+func (s *suite) samples() {
+	st, ok := coll.Find[coll.SampleTimer](s.be)
+	if !ok {
+		return
+	}
+	const d, o, n, batch = coll.Float32, coll.Sum, 3, 2
+	for _, c := range coll.Collectives {
+		what := c.Name + " samples in one call"
+		full := 3 * s.world
+		sendN := c.SendCount(full, s.world)
+		recvN, _ := c.RecvCount(sendN, s.world)
+		in := inputs(c, o, s.world, sendN)
+		right := encode(d, c.Reference(in, o)[s.rank])
+		send, recv := s.alloc(d, sendN), s.alloc(d, recvN)
+		if send == nil || recv == nil || !s.must(s.be.Write(send, encode(d, in[s.rank])), what+": Write") {
+			s.free(send, recv)
+			continue
+		}
+		sampler, err := st.PrepareSamples(c, send, recv, o)
+		if !s.must(err, what+": PrepareSamples") {
+			s.free(send, recv)
+			continue
+		}
+		size := d.Size()
+		check := coll.OutputCheck{Want: right, Spans: []coll.OutputSpan{{Offset: 0, Len: size, WantAt: 0},
+			{Offset: size, Len: len(right) - size, WantAt: size}}}
+		us, held := make([]float64, n), make([]bool, n)
+		f, err := sampler.Samples(batch, us, held, check)
+		if s.must(err, what) {
+			if at, began := sampler.Progress(); f.Sample != -1 || slices.Contains(held, false) || at != n-1 || began.IsZero() {
+				s.fail("%s: fault %+v, held %v, progress at %d (%v); want none, all, %d", what, f, held, at, began, n-1)
+			}
+			if slices.ContainsFunc(us, func(t float64) bool { return !(t > 0) }) {
+				s.fail("%s: sample times %v", what, us)
+			}
+		}
+		bad := recvN - 1 // the last element: a check that stops early misses it
+		wrong := bytes.Clone(right)
+		copy(wrong[bad*size:], d.Elem(1234))
+		f, err = sampler.Samples(batch, us, held, coll.OutputCheck{Want: wrong, Spans: check.Spans})
+		if s.must(err, what+" against a wrong pattern") &&
+			(f.Sample != 0 || f.Element != bad || !bytes.Equal(f.Got, right[bad*size:][:size]) || slices.Contains(held, true)) {
+			s.fail("%s against a pattern wrong at element %d: fault %+v, held %v", what, bad, f, held)
+		}
+		s.expectBytes(what+": the output after", recv, right)
+		s.free(send, recv)
+	}
 }
 
 // split checks groups: by parity with the keys reversed, then everyone

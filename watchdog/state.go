@@ -25,7 +25,15 @@ type State struct {
 	round   atomic.Int64
 	in      atomic.Bool
 	at      atomic.Int64 // Unix nanoseconds of the last enter or leave
+	// parts, for a step of many parts (EnterParts), says which part runs
+	// and since when: a snapshot counts each part as a step of its own.
+	parts atomic.Pointer[Parts]
 }
+
+// Parts says which part of a step of many runs (from 0) and when it began
+// (Unix nanoseconds; 0 before the first): a run of timed samples taken in
+// one C call, which says so as it goes.
+type Parts = func() (part, began int64)
 
 // Snapshot is a State read at one moment.
 type Snapshot struct {
@@ -55,12 +63,27 @@ func (s *State) Enter(op *string, bytes int64, context *string, round int, now t
 	s.round.Store(int64(round))
 	s.in.Store(true)
 	s.at.Store(now.UnixNano())
+	s.parts.Store(nil)
 	s.ver.Add(1)
 }
 
-// Leave records that the step entered last has ended.
+// EnterParts is Enter for a step of many parts, each as one step would
+// be: part k is step seq+1+k, in round+k, entered when parts says it
+// began. parts is read by any goroutine while the step runs.
+func (s *State) EnterParts(op *string, bytes int64, context *string, round int, parts Parts, now time.Time) {
+	s.Enter(op, bytes, context, round, now)
+	s.parts.Store(&parts)
+}
+
+// Leave records that the step entered last has ended (after a step of
+// parts, its last part).
 func (s *State) Leave(now time.Time) {
 	s.ver.Add(1)
+	if p := s.parts.Load(); p != nil {
+		part, _ := (*p)()
+		s.seq.Add(uint64(part))
+		s.parts.Store(nil)
+	}
 	s.in.Store(false)
 	s.at.Store(now.UnixNano())
 	s.ver.Add(1)
@@ -78,9 +101,19 @@ func (s *State) Snapshot() Snapshot {
 		snap := Snapshot{Seq: s.seq.Load(), Bytes: s.bytes.Load(), Round: int(s.round.Load()), In: s.in.Load(),
 			At: time.Unix(0, s.at.Load())}
 		snap.Phase, snap.Op, snap.Context = text(s.phase.Load()), text(s.op.Load()), text(s.context.Load())
-		if s.ver.Load() == v {
-			return snap
+		p := s.parts.Load()
+		if s.ver.Load() != v {
+			continue
 		}
+		if p != nil {
+			part, began := (*p)()
+			snap.Seq += uint64(part)
+			snap.Round += int(part)
+			if began > snap.At.UnixNano() {
+				snap.At = time.Unix(0, began)
+			}
+		}
+		return snap
 	}
 }
 
@@ -122,6 +155,14 @@ func (s *Steps) Arm(op string, bytes int64) {
 func (s *Steps) ArmSample(op *string, bytes int64, context *string, round int) {
 	s.State.Enter(op, bytes, context, round, time.Now())
 	s.Tracker.Arm(*op, bytes)
+}
+
+// ArmSamples enters a run of timed samples taken in one call (a step of
+// parts: see State.EnterParts), starting at round; the watchdog gives
+// each sample the whole timeout.
+func (s *Steps) ArmSamples(op *string, bytes int64, context *string, round int, parts Parts) {
+	s.State.EnterParts(op, bytes, context, round, parts, time.Now())
+	s.Tracker.ArmProgress(*op, bytes, func() int64 { part, _ := parts(); return part })
 }
 
 // Leave records that the step entered last has ended.

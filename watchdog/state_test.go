@@ -62,3 +62,30 @@ func TestArmSampleAllocatesNothing(t *testing.T) {
 		t.Errorf("%+v", got)
 	}
 }
+
+// A step of parts reads as one step per part, entered when its part
+// began; leaving it leaves the sequence after its last part, as steps of
+// their own would have.
+func TestStateParts(t *testing.T) {
+	var s State
+	op, ctx := "all-reduce", "direct, cycle"
+	at := time.Unix(100, 0)
+	s.Enter(&op, 64, nil, 0, at) // step 1
+	part, began := int64(0), int64(0)
+	s.EnterParts(&op, 4096, &ctx, 0, func() (int64, int64) { return part, began }, at) // parts are steps 2, 3, ...
+	if got := s.Snapshot(); got.Seq != 2 || got.Round != 0 || !got.In || !got.At.Equal(at) {
+		t.Errorf("before its first part began: %+v", got)
+	}
+	part, began = 5, at.Add(3*time.Second).UnixNano()
+	if got := s.Snapshot(); got.Seq != 7 || got.Round != 5 || !got.In || !got.At.Equal(at.Add(3*time.Second)) {
+		t.Errorf("in part 5: %+v; want step 7, round 5, entered when the part began", got)
+	}
+	s.Leave(at.Add(4 * time.Second))
+	if got := s.Snapshot(); got.Seq != 7 || got.In || got.Round != 0 {
+		t.Errorf("after the last part: %+v", got)
+	}
+	s.Enter(&op, 64, nil, 0, at)
+	if got := s.Snapshot(); got.Seq != 8 {
+		t.Errorf("the step after: %d, want 8", got.Seq)
+	}
+}

@@ -16,5 +16,11 @@ func (t *Tracker) SetPhase(name string) { t.wd.Phase(name) }
 // Arm starts the deadline of a step.
 func (t *Tracker) Arm(op string, bytes int64) { t.wd.Arm(op, bytes) }
 
+// ArmProgress starts the deadline of a step of many parts, which
+// progress counts (Watchdog.ArmProgress).
+func (t *Tracker) ArmProgress(op string, bytes int64, progress func() int64) {
+	t.wd.ArmProgress(op, bytes, progress)
+}
+
 // Kick restarts the current step's deadline.
 func (t *Tracker) Kick() { t.wd.Kick() }

@@ -31,6 +31,11 @@ type Watchdog struct {
 	op      string
 	bytes   int64 // < 0: the step has no size
 	fired   bool
+	// progress, when the step has it, counts the parts of a step that runs
+	// many (a run of timed samples in one C call): each new count restarts
+	// the deadline, as a Kick would, so that every part has its own.
+	progress func() int64
+	seen     int64
 
 	stop chan struct{}
 	done chan struct{}
@@ -83,10 +88,19 @@ func (w *Watchdog) Phase(name string) {
 
 // Arm starts the deadline of a step: op is what the process is about to wait
 // for ("all-reduce", "barrier"), bytes its payload (-1 when it has none).
-func (w *Watchdog) Arm(op string, bytes int64) {
+func (w *Watchdog) Arm(op string, bytes int64) { w.ArmProgress(op, bytes, nil) }
+
+// ArmProgress is Arm for a step of many parts, which progress counts (it
+// is read from the watchdog's goroutine): the deadline restarts whenever
+// the count moves, so that each part has the whole timeout.
+func (w *Watchdog) ArmProgress(op string, bytes int64, progress func() int64) {
 	t := w.now()
+	var seen int64
+	if progress != nil {
+		seen = progress()
+	}
 	w.mu.Lock()
-	w.armed, w.since, w.op, w.bytes = true, t, op, bytes
+	w.armed, w.since, w.op, w.bytes, w.progress, w.seen = true, t, op, bytes, progress, seen
 	w.mu.Unlock()
 }
 
@@ -102,7 +116,7 @@ func (w *Watchdog) Kick() {
 // Disarm stops the deadline until the next Arm or Kick.
 func (w *Watchdog) Disarm() {
 	w.mu.Lock()
-	w.armed = false
+	w.armed, w.progress = false, nil
 	w.mu.Unlock()
 }
 
@@ -156,6 +170,11 @@ func (w *Watchdog) check() (string, bool) {
 	defer w.mu.Unlock()
 	if !w.armed || w.fired {
 		return "", false
+	}
+	if w.progress != nil {
+		if n := w.progress(); n != w.seen {
+			w.seen, w.since = n, now
+		}
 	}
 	waited := now.Sub(w.since)
 	if waited < w.timeout {

@@ -3,6 +3,7 @@ package watchdog
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -62,5 +63,35 @@ func TestArmAllocatesNothing(t *testing.T) {
 	w := New(time.Hour, func(string) {})
 	if n := testing.AllocsPerRun(100, func() { w.Arm("all-reduce", 1024); w.Kick() }); n != 0 {
 		t.Errorf("Arm+Kick allocate %v times; they sit next to the timed collectives", n)
+	}
+}
+
+// A step of many parts has a deadline per part: while its progress moves,
+// a run of parts far longer than the timeout never fires; once it stops,
+// the watchdog fires within the timeout.
+func TestProgressRestartsTheDeadline(t *testing.T) {
+	got := make(chan string, 1)
+	w := New(100*time.Millisecond, func(msg string) { got <- msg })
+	w.Start()
+	defer w.Stop()
+	var part atomic.Int64
+	w.ArmProgress("all-reduce", 1024, part.Load)
+	for range 20 { // 400 ms of parts of 20 ms each
+		time.Sleep(20 * time.Millisecond)
+		part.Add(1)
+	}
+	select {
+	case msg := <-got:
+		t.Fatalf("fired while its parts moved on: %s", msg)
+	default:
+	}
+	stopped := time.Now()
+	select {
+	case <-got:
+		if waited := time.Since(stopped); waited < 100*time.Millisecond {
+			t.Errorf("fired %v after the last part, within the 100 ms timeout", waited)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a part that never ended did not fire within 5 s of a 100 ms deadline")
 	}
 }

@@ -104,6 +104,22 @@ func TestAStoppedRankIsNamed(t *testing.T) {
 		fmt.Sprintf(`rank 1 on %s \(pid %d\) (is stopped \(state T\)|did not run for [0-9.]+ s \(stopped, e.g. by SIGSTOP, or frozen\)); its last heartbeat, [0-9.]+ s ago, `, host, pid)))
 }
 
+// The same, for samples taken in one C call (configs/bench-imb.toml):
+// every sample is a step of its own, and the hang names the cycle.
+func TestAStoppedRankIsNamedInSamplesTakenInOneCall(t *testing.T) {
+	dir := t.TempDir()
+	j := startJob(t, 2, nil, "-output-dir", dir, "-set", "timeout_s=5", "-config", "../configs/bench-imb.toml",
+		"-set", "timing.sizes_bytes=[4096]", "-set", "timing.cycles=1000000")
+	time.Sleep(3 * time.Second) // into the timing phase, a beat or more
+	pid := rankPID(t, 1)
+	at := keepStopped(t, pid)
+	endedSoon(t, j, at, stoppedWithin)
+	_, stderr := j.output()
+	host := regexp.QuoteMeta(hostname(t))
+	hangSaid(t, stderr, dir, regexp.MustCompile(`hang: rank 0 waits in timing all-reduce #\d+ \(4096 bytes, direct, cycle [1-9]\d*\) for [0-9.]+ s; `+
+		fmt.Sprintf(`rank 1 on %s \(pid %d\) (is stopped \(state T\)|did not run for [0-9.]+ s \(stopped, e.g. by SIGSTOP, or frozen\)); its last heartbeat, [0-9.]+ s ago, `, host, pid)))
+}
+
 // A rank that exits inside MPI_Allreduce without a word (status 0, no
 // message, no note, no last heartbeat: testdata/vanish.c) is named the
 // same way once the launcher ends the job.

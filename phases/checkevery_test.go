@@ -143,3 +143,95 @@ func TestAFailedCheckNamesEveryRank(t *testing.T) {
 		}
 	}
 }
+
+// directAlone is oneCase timing direct AllReduce alone, batched out of
+// place: what a backend that takes samples in one call (the in-memory
+// one here, MPI in C) takes so.
+func directAlone(checkLast bool) []coll.Sweep {
+	runs := oneCase(coll.Batched, coll.OutOfPlace, checkLast)
+	runs[0].Modes = []coll.Mode{coll.Direct}
+	return runs
+}
+
+// Samples taken in one call are checked as those taken one by one: a bit
+// flipped in what a batch left fails the run naming its cycle, and rank
+// 1's row of it alone says wrong; a flip the batch's next operation
+// overwrote is not what it left, and passes. With check = "last" only the
+// last sample is checked.
+func TestSamplesInOneCallAreChecked(t *testing.T) {
+	// 1 warm-up of 3 operations, then cycle k's last is call 3(k+2).
+	for _, c := range []struct {
+		call, cycle int // cycle -1: none fails
+		checkLast   bool
+	}{{6, 0, false}, {12, 2, false}, {7, -1, false}, {9, -1, true}, {15, 3, true}} {
+		samples, errs := timeWith(flipAt(c.call), directAlone(c.checkLast))
+		for rank, err := range errs {
+			if c.cycle < 0 {
+				if err != nil {
+					t.Errorf("flip at call %d: rank %d: %v", c.call, rank, err)
+				}
+				continue
+			}
+			want := fmt.Sprintf("timing check failed on rank(s) [1]: rank 1 (inmem): one 1536 float32 sum out-of-place batched, direct output at cycle %d: element 5 is ", c.cycle)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("flip at call %d: rank %d: %v, want %q", c.call, rank, err, want)
+			}
+		}
+		for rank, s := range samples {
+			if len(s) != 4 {
+				t.Fatalf("flip at call %d: rank %d: %d samples, want 4", c.call, rank, len(s))
+			}
+			for _, x := range s {
+				// With check = "last", a failed case vouches for none of the
+				// failing rank's rows.
+				failed := c.cycle >= 0 && rank == 1
+				checked := !c.checkLast || x.Cycle == 3 || failed
+				wrong := failed && (x.Cycle == c.cycle || c.checkLast)
+				if x.Checked != checked || x.Correct != (checked && !wrong) || !(x.DurationUS > 0) {
+					t.Errorf("flip at call %d, check last %v: rank %d cycle %d: checked %v correct %v, %v us",
+						c.call, c.checkLast, rank, x.Cycle, x.Checked, x.Correct, x.DurationUS)
+				}
+			}
+		}
+	}
+}
+
+// parts records a watch over samples taken in one call.
+type parts struct {
+	armed []string
+	last  func() (int64, int64)
+}
+
+func (p *parts) Arm(op string, bytes int64) { p.armed = append(p.armed, op) }
+func (p *parts) Kick()                      {}
+func (p *parts) ArmSample(op *string, bytes int64, context *string, round int) {
+	p.armed = append(p.armed, *op+" sample")
+}
+func (p *parts) Leave() {}
+func (p *parts) ArmSamples(op *string, bytes int64, context *string, round int, progress func() (int64, int64)) {
+	p.armed = append(p.armed, fmt.Sprintf("%s samples from %s %d", *op, *context, round))
+	p.last = progress
+}
+
+// The watch sees the run of samples as one step of parts, whose progress
+// ends at the last cycle: the watchdog and a hang's diagnosis count each
+// sample, as they would one by one.
+func TestSamplesInOneCallAreWatched(t *testing.T) {
+	trackers := []*parts{{}, {}}
+	errs := inmem.Launch(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+		_, err := phases.RunTiming(phases.Watch(be, trackers[be.Rank()]), comm, directAlone(false), nil, nil)
+		return err
+	})
+	noErrors(t, errs)
+	for rank, p := range trackers {
+		if !slices.Contains(p.armed, "all-reduce samples from direct, cycle 0") || p.last == nil {
+			t.Fatalf("rank %d armed %q, want one run of samples from cycle 0", rank, p.armed)
+		}
+		if part, began := p.last(); part != 3 || began <= 0 {
+			t.Errorf("rank %d: the run's progress ended at sample %d (began %d), want 3", rank, part, began)
+		}
+		if n := strings.Count(strings.Join(p.armed, ";"), "all-reduce sample;"); n != 1 {
+			t.Errorf("rank %d armed %d samples alone (%q), want its warm-up's alone", rank, n, p.armed)
+		}
+	}
+}

@@ -40,6 +40,12 @@ type timingMethod struct {
 	// place): rewriting an input the collectives only read made every other
 	// 1 MiB batch of MPI_Allreduce 10% slower here (docs/PERFORMANCE.md).
 	refillAlways bool
+	// oneCall: a case that times one mode of one collective out of place
+	// takes all its cycles' samples in one call where the backend can
+	// (coll.SampleTimer), each checked after its clock stopped, as this
+	// method's samples are: the batch's loop and clock in C, nothing of
+	// Go's between them.
+	oneCall bool
 	// sampler returns how to take a sample of each of modes with batch
 	// operations, and what releases what it set up.
 	sampler func(be coll.Backend, modes []*modeCase, batch int) (sampler, func() error, error)
@@ -59,7 +65,7 @@ var timingMethods = []timingMethod{
 		},
 	},
 	{
-		name: coll.Batched, validateAfter: true, missing: always,
+		name: coll.Batched, validateAfter: true, oneCall: true, missing: always,
 		sampler: func(be coll.Backend, modes []*modeCase, batch int) (sampler, func() error, error) {
 			// One closure per mode, made here: a sample then allocates nothing.
 			runs := make(map[*modeCase]func() error, len(modes))

@@ -17,6 +17,9 @@ type modeCase struct {
 	run   func() error      // every step once, prepared (see Preparer)
 	steps []func() error    // each step alone, prepared: steps[i] writes bufs[i+1]
 	loop  func(n int) error // run n times back to back (see LoopPreparer)
+	// sampler takes a run of timed samples in one call (coll.SampleTimer):
+	// a mode of one collective out of place, on a backend that can.
+	sampler coll.Sampler
 	// writesInput: a step writes into the input (in place), so a sample
 	// leaves it changed.
 	writesInput bool
@@ -33,6 +36,8 @@ type modeCase struct {
 	// made at the first check.
 	checks []checkView
 	host   []byte
+	// outCheck is checks as a Sampler takes them, made at its first run.
+	outCheck *coll.OutputCheck
 }
 
 func (m *modeCase) input() coll.Buffer  { return m.bufs[0] }
@@ -87,6 +92,11 @@ func newModeCase(a *arena, sc *scopes, m coll.TimedMode, c coll.Case) (*modeCase
 	if s := m.Steps[0]; len(m.Steps) == 1 {
 		if lp, ok := coll.Find[coll.LoopPreparer](sc.be[s.Scope]); ok {
 			if mc.loop, err = lp.PrepareLoop(s.Collective, mc.bufs[0], mc.bufs[1], op); err != nil {
+				return nil, err
+			}
+		}
+		if st, ok := coll.Find[coll.SampleTimer](sc.be[s.Scope]); ok && p == coll.OutOfPlace {
+			if mc.sampler, err = st.PrepareSamples(s.Collective, mc.bufs[0], mc.bufs[1], op); err != nil {
 				return nil, err
 			}
 		}
@@ -273,4 +283,44 @@ func (m *modeCase) check(be coll.Backend, dtype coll.DType) (*Mismatch, error) {
 		}
 	}
 	return nil, nil
+}
+
+// outputCheck is the checks of prepareChecks as a Sampler compares them:
+// each view's bytes in the output, and the patterns they must hold, each
+// once.
+func (m *modeCase) outputCheck(be coll.Backend, dtype coll.DType) (coll.OutputCheck, error) {
+	if m.outCheck != nil {
+		return *m.outCheck, nil
+	}
+	if err := m.prepareChecks(be, dtype); err != nil {
+		return coll.OutputCheck{}, err
+	}
+	var oc coll.OutputCheck
+	at := map[*byte]int{} // where each pattern starts in oc.Want
+	size := dtype.Size()
+	for _, v := range m.checks {
+		n := v.view.Count() * size
+		key := &v.want[0]
+		from, ok := at[key]
+		if !ok {
+			from = len(oc.Want)
+			at[key] = from
+			oc.Want = append(oc.Want, v.want...)
+		}
+		oc.Spans = append(oc.Spans, coll.OutputSpan{Offset: v.start * size, Len: n, WantAt: from})
+	}
+	m.outCheck = &oc
+	return oc, nil
+}
+
+// mismatchAt is what a Sampler found wrong, with the value element
+// index must hold.
+func (m *modeCase) mismatchAt(index int, got []byte, dtype coll.DType) *Mismatch {
+	size := dtype.Size()
+	for _, v := range m.checks {
+		if index >= v.start && index < v.start+v.view.Count() {
+			return &Mismatch{Index: index, Got: got, Want: v.want[:size]}
+		}
+	}
+	return &Mismatch{Index: index, Got: got}
 }

@@ -281,26 +281,43 @@ func timeCase(be coll.Backend, comm coll.Comm, modes []*modeCase, method timingM
 	}
 	order := make([]*modeCase, len(modes))
 	samples = make([]TimingSample, 0, sw.Cycles*len(modes)) // no regrowth between samples
-	for cycle := range sw.Cycles {
-		for i := range modes {
-			order[i] = modes[(i+cycle)%len(modes)]
-		}
-		for _, m := range order {
-			us, err := take(m, cycle, false)
-			if err != nil {
-				return samples, fmt.Errorf("%s cycle %d: %w", m.mode.Name, cycle, err)
+	if m := modes[0]; method.oneCall && len(modes) == 1 && m.sampler != nil {
+		if !filled[m] { // no warm-up filled it
+			if err := be.Fill(m.input(), fill); err != nil {
+				return nil, err
 			}
-			sc := c
-			sc.Mode = m.mode.Name
-			s := TimingSample{Case: sc, Cycle: cycle, DurationUS: us}
-			if every {
-				if s.Correct, err = verify(m, cycle, false); err != nil {
+		}
+		got, bad, err := m.inOneCall(be, c, sw.Cycles, every)
+		samples = append(samples, got...)
+		if err != nil {
+			return samples, fmt.Errorf("%s: %w", m.mode.Name, err)
+		}
+		if bad != nil && first == nil {
+			first = &CheckError{Phase: "timing", What: fmt.Sprintf("rank %d (%s): %s, %s output at cycle %d: %s",
+				be.Rank(), be.Info().Host, c, m.mode.Name, bad.cycle, bad.Mismatch)}
+		}
+	} else {
+		for cycle := range sw.Cycles {
+			for i := range modes {
+				order[i] = modes[(i+cycle)%len(modes)]
+			}
+			for _, m := range order {
+				us, err := take(m, cycle, false)
+				if err != nil {
 					return samples, fmt.Errorf("%s cycle %d: %w", m.mode.Name, cycle, err)
 				}
-				s.Checked = true
+				sc := c
+				sc.Mode = m.mode.Name
+				s := TimingSample{Case: sc, Cycle: cycle, DurationUS: us}
+				if every {
+					if s.Correct, err = verify(m, cycle, false); err != nil {
+						return samples, fmt.Errorf("%s cycle %d: %w", m.mode.Name, cycle, err)
+					}
+					s.Checked = true
+				}
+				samples = append(samples, s)
+				pace.between()
 			}
-			samples = append(samples, s)
-			pace.between()
 		}
 	}
 	if !every {
@@ -333,6 +350,46 @@ func timeCase(be coll.Backend, comm coll.Comm, modes []*modeCase, method timingM
 		return samples, first
 	}
 	return samples, nil
+}
+
+// oneCallFault is the first wrong element a run of samples in one call
+// found, and its cycle.
+type oneCallFault struct {
+	cycle int
+	*Mismatch
+}
+
+// inOneCall takes cycles samples of m in one call of its sampler, Batch
+// operations each, and checks each sample's output after its clock stopped
+// when every is set: the rows are those take and verify make one sample at
+// a time, and the watchdog and a hang's diagnosis see each sample as a
+// step of its own.
+func (m *modeCase) inOneCall(be coll.Backend, c coll.Case, cycles int, every bool) ([]TimingSample, *oneCallFault, error) {
+	var check coll.OutputCheck
+	if every {
+		var err error
+		if check, err = m.outputCheck(be, c.DType); err != nil {
+			return nil, nil, err
+		}
+	}
+	us, held := make([]float64, cycles), make([]bool, cycles)
+	armSamples(be, &m.watchOp, c.SizeBytes, &m.watchCycle, 0, m.sampler)
+	f, err := m.sampler.Samples(c.Batch, us, held, check)
+	leaveStep(be)
+	if err != nil {
+		return nil, nil, err
+	}
+	sc := c
+	sc.Mode = m.mode.Name
+	samples := make([]TimingSample, cycles)
+	for cycle := range samples {
+		samples[cycle] = TimingSample{Case: sc, Cycle: cycle, DurationUS: us[cycle] / float64(c.Batch), Checked: every,
+			Correct: every && held[cycle]}
+	}
+	if f.Sample < 0 {
+		return samples, nil, nil
+	}
+	return samples, &oneCallFault{cycle: f.Sample, Mismatch: m.mismatchAt(f.Element, f.Got, c.DType)}, nil
 }
 
 func medianOf(samples []TimingSample, mode coll.Mode) float64 {

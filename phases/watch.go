@@ -19,6 +19,11 @@ type Tracker interface {
 // allocates nothing: they must stay as they are.
 type SampleTracker interface {
 	ArmSample(op *string, bytes int64, context *string, round int)
+	// ArmSamples arms a run of samples taken in one call, from round on:
+	// parts says which sample runs and when it began (coll.Sampler's
+	// Progress), and each sample is kept, and given a deadline, as one
+	// step of its own.
+	ArmSamples(op *string, bytes int64, context *string, round int, parts func() (part, began int64))
 	Leave()
 }
 
@@ -125,6 +130,26 @@ func armSample(be coll.Backend, op *string, bytes int64, context *string, round 
 	}
 	if st, ok := a.t.(SampleTracker); ok {
 		st.ArmSample(op, bytes, context, round)
+		return
+	}
+	a.t.Arm(*op, bytes)
+}
+
+// armSamples arms a run of samples taken in one call by s on be's
+// tracker, when be is watched (see SampleTracker.ArmSamples).
+func armSamples(be coll.Backend, op *string, bytes int64, context *string, round int, s coll.Sampler) {
+	a, ok := be.(*watched)
+	if !ok {
+		return
+	}
+	if st, ok := a.t.(SampleTracker); ok {
+		st.ArmSamples(op, bytes, context, round, func() (int64, int64) {
+			part, began := s.Progress()
+			if began.IsZero() {
+				return int64(part), 0
+			}
+			return int64(part), began.UnixNano()
+		})
 		return
 	}
 	a.t.Arm(*op, bytes)

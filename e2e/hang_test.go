@@ -81,6 +81,19 @@ func keepStopped(t *testing.T, pid int) time.Time {
 	return time.Now()
 }
 
+// stopRankOne stops j's rank 1 after a while, asserts that the job ends
+// within stoppedWithin of it, and returns the rank's pid and what the job
+// said.
+func stopRankOne(t *testing.T, j *job, after time.Duration) (pid int, stderr string) {
+	t.Helper()
+	time.Sleep(after)
+	pid = rankPID(t, 1)
+	at := keepStopped(t, pid)
+	endedSoon(t, j, at, stoppedWithin)
+	_, stderr = j.output()
+	return pid, stderr
+}
+
 // stoppedWithin bounds how long a job with a stopped rank takes to end:
 // timeout_s (5 s), the watchdog's check (0.5 s) and a few seconds.
 const stoppedWithin = 15 * time.Second
@@ -92,11 +105,7 @@ func TestAStoppedRankIsNamed(t *testing.T) {
 	dir := t.TempDir()
 	j := startJob(t, 2, nil, hangTiming(dir)...)
 	j.waitLine(t, "contracts: 5 held on every rank", time.Minute)
-	time.Sleep(1500 * time.Millisecond) // into the timing phase, a beat or more
-	pid := rankPID(t, 1)
-	at := keepStopped(t, pid)
-	endedSoon(t, j, at, stoppedWithin)
-	_, stderr := j.output()
+	pid, stderr := stopRankOne(t, j, 1500*time.Millisecond) // into the timing phase, a beat or more
 	host := regexp.QuoteMeta(hostname(t))
 	// Stopped, as /proc says, or, when the launcher woke it before rank 0
 	// looked, as it says itself.
@@ -110,11 +119,7 @@ func TestAStoppedRankIsNamedInSamplesTakenInOneCall(t *testing.T) {
 	dir := t.TempDir()
 	j := startJob(t, 2, nil, "-output-dir", dir, "-set", "timeout_s=5", "-config", "../configs/bench-imb.toml",
 		"-set", "timing.sizes_bytes=[4096]", "-set", "timing.cycles=1000000")
-	time.Sleep(3 * time.Second) // into the timing phase, a beat or more
-	pid := rankPID(t, 1)
-	at := keepStopped(t, pid)
-	endedSoon(t, j, at, stoppedWithin)
-	_, stderr := j.output()
+	pid, stderr := stopRankOne(t, j, 3*time.Second) // into the timing phase, a beat or more
 	host := regexp.QuoteMeta(hostname(t))
 	hangSaid(t, stderr, dir, regexp.MustCompile(`hang: rank 0 waits in timing all-reduce #\d+ \(4096 bytes, direct, cycle [1-9]\d*\) for [0-9.]+ s; `+
 		fmt.Sprintf(`rank 1 on %s \(pid %d\) (is stopped \(state T\)|did not run for [0-9.]+ s \(stopped, e.g. by SIGSTOP, or frozen\)); its last heartbeat, [0-9.]+ s ago, `, host, pid)))

@@ -20,9 +20,10 @@ import (
 // more, and the goroutine's return from C woke it again. Measured on 16
 // ranks of 16 cores, 1 KiB AllReduce in batches of 100 (docs/PERFORMANCE.md):
 // each rank's main thread was preempted about 900 times a second and its
-// other threads switched about 1500 times, and the loop was 11% slower in
-// t_avg than the same loop in C; every such wake-up takes a core from some
-// rank, and every rank's collective waits for it.
+// other threads switched about 1500 times, and the loop was 1.12x the
+// same loop in C in t_avg; every such wake-up takes a core from some rank,
+// and every rank's collective waits for it. (A case whose samples run in
+// one C call, coll.SampleTimer, has none of this and needs no pace.)
 //
 // Yielding between samples, outside the timed region, before sysmon's
 // 10 ms is up leaves it nothing to take: then it wakes about 100 times a

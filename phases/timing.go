@@ -32,8 +32,11 @@ type TimingSample struct {
 // stopped (or, with the sweep's CheckLast, what the last sample of each
 // mode left). A wrong element on any rank fails the run, once every rank
 // has finished the case, naming the rank, its host, the case, the mode and
-// the cycle. Between samples every rank yields to Go's scheduler after
-// the same samples (pace.go). groups are the hierarchy's, for the modes that run
+// the cycle. A case that times one mode of one collective out of place,
+// batched, takes its samples in one call where the backend can
+// (coll.SampleTimer); otherwise every rank yields to Go's scheduler
+// between samples, after the same ones (pace.go). Either keeps Go's
+// runtime out of the timed loop. groups are the hierarchy's, for the modes that run
 // within and across them (nil when [hierarchy] is off). progress, if not
 // nil, gets one line per completed case.
 func RunTiming(be coll.Backend, comm coll.Comm, sweeps []coll.Sweep, groups *Groups, progress func(string)) ([]TimingSample, error) {
@@ -275,10 +278,6 @@ func timeCase(be coll.Backend, comm coll.Comm, modes []*modeCase, method timingM
 			spent = append(spent, time.Since(start).Seconds())
 		}
 	}
-	pace, err := agreePace(comm, spent)
-	if err != nil {
-		return nil, err
-	}
 	order := make([]*modeCase, len(modes))
 	samples = make([]TimingSample, 0, sw.Cycles*len(modes)) // no regrowth between samples
 	if m := modes[0]; method.oneCall && len(modes) == 1 && m.sampler != nil {
@@ -297,6 +296,10 @@ func timeCase(be coll.Backend, comm coll.Comm, modes []*modeCase, method timingM
 				be.Rank(), be.Info().Host, c, m.mode.Name, bad.cycle, bad.Mismatch)}
 		}
 	} else {
+		pace, err := agreePace(comm, spent)
+		if err != nil {
+			return nil, err
+		}
 		for cycle := range sw.Cycles {
 			for i := range modes {
 				order[i] = modes[(i+cycle)%len(modes)]

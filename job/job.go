@@ -155,7 +155,7 @@ func Main(o Options) int {
 		endBeats(fmt.Sprintf("exit %d: %v", sh.code, err))
 		end.Leaving(sh.code)
 		st.releaseLock(o.Stderr)
-		st.removeMade()
+		s.removeMadeTogether(&st)
 		s.finalize()
 		return sh.code
 	}
@@ -253,6 +253,22 @@ func (st *state) removeMade() {
 	if st.log == nil {
 		outdir.RemoveMade(st.made)
 	}
+}
+
+// removeMadeTogether removes the directories this rank made for the
+// output dir once every rank has let go of it: the rank that made a
+// directory is not always the one with files in it (rank 0's probe and
+// lock), and rmdir(2) fails on a directory that still holds them, leaving
+// it behind (seen with ranks 0 and 1 on one node). Every rank ends a
+// refusal here, so the barrier is one more collective of a run that
+// agreed to stop.
+func (s *session) removeMadeTogether(st *state) {
+	s.wd.Arm("ranks letting go of the output dir", -1)
+	if err := s.comm.Barrier(); err != nil {
+		fmt.Fprintf(s.opts.Stderr, "rsag: rank %d (%s): %v\n", s.comm.Rank(), s.comm.Host(), err)
+		return
+	}
+	st.removeMade()
 }
 
 // releaseLock releases the output dir, once run.json is final.

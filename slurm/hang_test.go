@@ -21,18 +21,7 @@ import (
 // and what the others wait in, in the job's log and in run.json.
 func (c *cluster) testStoppedRank(t *testing.T) {
 	dir := c.submitDir(t)
-	id := c.start(t, dir, "configs/smoke.toml", []string{"-N", "2", "--ntasks-per-node=2"},
-		[]string{"RSAG_ARGS=-set timing.cycles=50000000 -set timing.sizes_bytes=[4096] -set memory.enabled=false -set timeout_s=5"})
-	logFile := filepath.Join(dir, "rsag-ch7-"+id+".out")
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		if b, _ := os.ReadFile(logFile); bytes.Contains(b, []byte("contracts: 5 held on every rank")) {
-			break
-		}
-		if time.Now().After(deadline) {
-			c.dumpJob(t, dir, id)
-			t.Fatalf("job %s did not reach the timing phase within a minute", id)
-		}
-	}
+	id := c.startTiming(t, dir, "timeout_s=5")
 	time.Sleep(1500 * time.Millisecond) // into the timing phase, a beat or more
 	pid := 0
 	for _, p := range c.hosts.PIDs(t, "node2") {

@@ -210,9 +210,19 @@ func TestSlurmTwoNodes(t *testing.T) {
 	t.Run("srun", func(t *testing.T) {
 		dir := c.submitDir(t)
 		out := filepath.Join(dir, "out")
-		r, err := c.clientRun(dir, 2*time.Minute, "srun", "--mpi=pmix", "--kill-on-bad-exit=1", "-N", "2",
-			"--ntasks-per-node=2", "--gpus-per-node=0", c.rsagBin, "-config", "configs/smoke.toml", "-backend", "mpi",
-			"-output-dir", out)
+		srun := func() (string, error) {
+			return c.clientRun(dir, 2*time.Minute, "srun", "--mpi=pmix", "--kill-on-bad-exit=1", "-N", "2",
+				"--ntasks-per-node=2", "--gpus-per-node=0", c.rsagBin, "-config", "configs/smoke.toml", "-backend", "mpi",
+				"-output-dir", out)
+		}
+		r, err := srun()
+		if err != nil && mpiInitCrash(r) {
+			t.Logf("a rank crashed inside MPI_Init (Open MPI's, see mpiInitCrash): launching once more; its output:\n%s", r)
+			if err := os.RemoveAll(out); err != nil {
+				t.Fatal(err)
+			}
+			r, err = srun()
+		}
 		if err != nil {
 			t.Fatalf("srun: %v\n%s", err, r)
 		}
@@ -282,21 +292,7 @@ func TestSlurmTwoNodes(t *testing.T) {
 // and that run.json says failed.
 func (c *cluster) testNodeDies(t *testing.T, what string, kill func(*testing.T), limit time.Duration, states []string, logSays *regexp.Regexp) {
 	dir := c.submitDir(t)
-	id := c.start(t, dir, "configs/smoke.toml", []string{"-N", "2", "--ntasks-per-node=2"},
-		[]string{"RSAG_ARGS=-set timing.cycles=50000000 -set timing.sizes_bytes=[4096] -set memory.enabled=false -set timeout_s=600"})
-	logFile := filepath.Join(dir, "rsag-ch7-"+id+".out")
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if b, _ := os.ReadFile(logFile); bytes.Contains(b, []byte("contracts: 5 held on every rank")) {
-			break
-		}
-		if time.Now().After(deadline) {
-			c.dumpJob(t, dir, id)
-			c.clientRun("", 10*time.Second, "scancel", id)
-			t.Fatalf("job %s did not reach the timing phase within a minute", id)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	id := c.startTiming(t, dir, "timeout_s=600")
 	time.Sleep(time.Second) // into the timing phase
 	kill(t)
 	at := time.Now()
@@ -363,6 +359,16 @@ func (c *cluster) jobEnv(config string, extra []string) []string {
 // returns the finished job. Everything useful for debugging is logged.
 func (c *cluster) submit(t *testing.T, dir, config string, sbatchArgs, extraEnv []string) job {
 	t.Helper()
+	j := c.submitOnce(t, dir, config, sbatchArgs, extraEnv)
+	if j.fields["JobState"] != "COMPLETED" && mpiInitCrash(j.log) {
+		t.Logf("job %s: a rank crashed inside MPI_Init (Open MPI's, see mpiInitCrash): submitting once more", j.id)
+		j = c.submitOnce(t, dir, config, sbatchArgs, extraEnv)
+	}
+	return j
+}
+
+func (c *cluster) submitOnce(t *testing.T, dir, config string, sbatchArgs, extraEnv []string) job {
+	t.Helper()
 	args := append([]string{"--parsable", "--wait", "--gpus-per-node=0"}, sbatchArgs...)
 	args = append(args, c.sbatch)
 	t0 := time.Now()
@@ -412,6 +418,47 @@ func (c *cluster) start(t *testing.T, dir, config string, sbatchArgs, extraEnv [
 	return id
 }
 
+// startTiming starts ch7.sbatch on 2+2 ranks for a timing phase of
+// minutes (4 KiB, 50 million cycles, with -set timeoutSet) and returns its
+// id once its log says it is timing; a job whose rank crashed inside
+// MPI_Init is started once more.
+func (c *cluster) startTiming(t *testing.T, dir, timeoutSet string) string {
+	t.Helper()
+	args := []string{"RSAG_ARGS=-set timing.cycles=50000000 -set timing.sizes_bytes=[4096] -set memory.enabled=false -set " + timeoutSet}
+	for launch := 1; ; launch++ {
+		id := c.start(t, dir, "configs/smoke.toml", []string{"-N", "2", "--ntasks-per-node=2"}, args)
+		logFile := filepath.Join(dir, "rsag-ch7-"+id+".out")
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+			b, _ := os.ReadFile(logFile)
+			if bytes.Contains(b, []byte("contracts: 5 held on every rank")) {
+				return id
+			}
+			if launch == 1 && mpiInitCrash(string(b)) {
+				c.waitJob(t, dir, id, time.Minute)
+				t.Logf("job %s: a rank crashed inside MPI_Init (Open MPI's, see mpiInitCrash): starting once more", id)
+				break
+			}
+			if time.Now().After(deadline) {
+				c.dumpJob(t, dir, id)
+				c.clientRun("", 10*time.Second, "scancel", id)
+				t.Fatalf("job %s did not reach the timing phase within a minute", id)
+			}
+		}
+	}
+}
+
+// mpiInitCrash says whether a launch failed because a rank crashed inside
+// MPI_Init, before a line of rsag's own ran. Open MPI 4.1.4 under Slurm
+// 22.05's srun --mpi=pmix does so about once in 40 to 150 launches on a
+// loaded machine, and a plain C program that only starts MPI does too:
+// inside MPI_Init's progress loop, the TCP BTL hands a peer's first
+// message (ob1's MATCH) to a callback ob1 has not registered yet, at
+// address 0 (docs/multi-node.md). The job then fails as it should; the
+// tests launch such a job once more, and say so.
+func mpiInitCrash(log string) bool {
+	return strings.Contains(log, "SIGSEGV") && strings.Contains(log, "rsag/mpi._Cfunc_rsag_init")
+}
+
 // waitJob waits up to limit for the job to have ended (the controller may
 // show COMPLETING for a moment after sbatch --wait returns) and returns it.
 func (c *cluster) waitJob(t *testing.T, dir, id string, limit time.Duration) job {
@@ -446,8 +493,16 @@ func (c *cluster) waitJob(t *testing.T, dir, id string, limit time.Duration) job
 func (c *cluster) showJob(t *testing.T, id string) map[string]string {
 	t.Helper()
 	out, err := c.clientRun("", 10*time.Second, "scontrol", "show", "job", "-o", id)
+	// Once in many CI runs the controller answered "Invalid job id" for a
+	// job it had just failed (NODE_FAIL; MinJobAge=0 never purges): ask
+	// again for a few seconds, and log it when it happens.
+	for try := 0; err != nil && strings.Contains(out, "Invalid job id") && try < 6; try++ {
+		t.Logf("scontrol show job %s: %v: %s; asking again in 0.5 s", id, err, strings.TrimSpace(out))
+		time.Sleep(500 * time.Millisecond)
+		out, err = c.clientRun("", 10*time.Second, "scontrol", "show", "job", "-o", id)
+	}
 	if err != nil {
-		t.Fatalf("scontrol show job %s: %v\n%s", id, err, out)
+		t.Fatalf("scontrol show job %s: %v\n%s\nwhat slurmctld logged of it:\n%s", id, err, out, c.controllerLog(id))
 	}
 	fields := map[string]string{}
 	for _, f := range strings.Fields(out) {
@@ -458,6 +513,23 @@ func (c *cluster) showJob(t *testing.T, id string) map[string]string {
 		}
 	}
 	return fields
+}
+
+// controllerLog is what slurmctld logged of job id, and its last lines:
+// enough to say why the controller no longer knows a job.
+func (c *cluster) controllerLog(id string) string {
+	b, err := os.ReadFile(filepath.Join(c.slurmDir, "log", "slurmctld.log"))
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	var of []string
+	for _, l := range lines {
+		if strings.Contains(l, "JobId="+id+" ") || strings.HasSuffix(l, "JobId="+id) {
+			of = append(of, l)
+		}
+	}
+	return strings.Join(of, "\n") + "\n... its last lines:\n" + strings.Join(lines[max(len(lines)-20, 0):], "\n")
 }
 
 func (c *cluster) dumpJob(t *testing.T, dir, id string) {

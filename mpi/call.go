@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -183,7 +184,15 @@ func (k *Call) Samples(batch int, ns []int64, ok []bool, check SampleCheck, p *P
 	held := make([]byte, len(ns))
 	var first [2]int64
 	got := make([]byte, maxElem)
+	// One scheduler slot for the length of the call: with two (job.Main's
+	// floor), Go's monitor thread leaves the call's slot alone for 10 ms
+	// and wakes every 20 us to 10 ms all the while, on the core the rank
+	// polls from when mpirun binds it to one; with one, it takes the slot
+	// at its next wake-up, finds nothing to run, and sleeps until the next
+	// timer (docs/PERFORMANCE.md).
+	slots := runtime.GOMAXPROCS(1)
 	err := k.samples(batch, ns, check, held, &first, got, p)
+	runtime.GOMAXPROCS(slots)
 	if len(check.Spans) > 0 {
 		for s := range ok {
 			ok[s] = held[s] == 1

@@ -602,3 +602,37 @@ func TestEveryTypeAndOpSingleton(t *testing.T) {
 		}
 	}
 }
+
+// Samples times its samples in one C call with one Go scheduler slot (so
+// that Go's monitor thread sleeps through it, docs/PERFORMANCE.md) and
+// gives the process its slots back after, whatever the call found: later
+// phases (the plots) run on all of them.
+func TestSamplesGiveSchedulerSlotsBack(t *testing.T) {
+	be := newTest(t)
+	send, recv := alloc(t, be, coll.Int64, 4), alloc(t, be, coll.Int64, 4)
+	defer free(t, be, send)
+	defer free(t, be, recv)
+	if err := be.Fill(send, int64s(7)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := be.PrepareSamples(coll.AllReduce, send, recv, coll.Sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
+	for _, want := range [][]byte{int64s(7), int64s(8)} { // a singleton's sum is its input; 8 is wrong
+		us, held := make([]float64, 5), make([]bool, 5)
+		f, err := s.Samples(20, us, held, coll.OutputCheck{Spans: []coll.OutputSpan{{Offset: 0, Len: 32, WantAt: 0}},
+			Want: bytes.Repeat(want, 4)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := runtime.GOMAXPROCS(0); n != 3 {
+			t.Errorf("GOMAXPROCS %d after Samples, want the 3 it had before", n)
+		}
+		right := bytes.Equal(want, int64s(7))
+		if (f.Sample == -1) != right || held[4] != right || us[4] <= 0 {
+			t.Errorf("want %d: fault %+v, held %v, us %v", want[0], f, held, us)
+		}
+	}
+}

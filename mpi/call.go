@@ -189,8 +189,11 @@ func (k *Call) Samples(batch int, ns []int64, ok []bool, check SampleCheck, p *P
 	// and wakes every 20 us to 10 ms all the while, on the core the rank
 	// polls from when mpirun binds it to one; with one, it takes the slot
 	// at its next wake-up, finds nothing to run, and sleeps until the next
-	// timer (docs/PERFORMANCE.md).
+	// timer (docs/PERFORMANCE.md). Goroutines that are runnable now (a
+	// heartbeat's tick) run first, so that the monitor finds nothing to
+	// hand the slot to in the call, on this core.
 	slots := runtime.GOMAXPROCS(1)
+	runtime.Gosched()
 	err := k.samples(batch, ns, check, held, &first, got, p)
 	runtime.GOMAXPROCS(slots)
 	if len(check.Spans) > 0 {

@@ -42,7 +42,7 @@ type job struct {
 func startJob(t *testing.T, np int, env []string, args ...string) *job {
 	t.Helper()
 	cmd := exec.Command("../scripts/mpirun.sh", append([]string{strconv.Itoa(np), rsagBin}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), jobSessionDir(t)), env...)
 	return startCmd(t, cmd)
 }
 

@@ -279,7 +279,6 @@ func timeCase(be coll.Backend, comm coll.Comm, modes []*modeCase, method timingM
 		}
 	}
 	order := make([]*modeCase, len(modes))
-	samples = make([]TimingSample, 0, sw.Cycles*len(modes)) // no regrowth between samples
 	if m := modes[0]; method.oneCall && len(modes) == 1 && m.sampler != nil {
 		if !filled[m] { // no warm-up filled it
 			if err := be.Fill(m.input(), fill); err != nil {
@@ -287,7 +286,7 @@ func timeCase(be coll.Backend, comm coll.Comm, modes []*modeCase, method timingM
 			}
 		}
 		got, bad, err := m.inOneCall(be, c, sw.Cycles, every)
-		samples = append(samples, got...)
+		samples = got // made after the call: nothing to hold room for before it
 		if err != nil {
 			return samples, fmt.Errorf("%s: %w", m.mode.Name, err)
 		}
@@ -296,6 +295,7 @@ func timeCase(be coll.Backend, comm coll.Comm, modes []*modeCase, method timingM
 				be.Rank(), be.Info().Host, c, m.mode.Name, bad.cycle, bad.Mismatch)}
 		}
 	} else {
+		samples = make([]TimingSample, 0, sw.Cycles*len(modes)) // no regrowth between samples
 		pace, err := agreePace(comm, spent)
 		if err != nil {
 			return nil, err

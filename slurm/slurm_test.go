@@ -601,3 +601,24 @@ func runCmd(ctx context.Context, timeout time.Duration, dir string, env []string
 	}
 	return string(out), err
 }
+
+// Only a crash inside MPI_Init earns a second launch: a crash anywhere
+// else, or any other failure, is rsag's to answer for.
+func TestOnlyACrashInsideMPIInitIsLaunchedAgain(t *testing.T) {
+	trace := func(frame string) string {
+		return "SIGSEGV: segmentation violation\nPC=0x0 m=0 sigcode=1 addr=0x0\nsignal arrived during cgo execution\n\n" +
+			"goroutine 1 gp=0xc000002380 m=0 mp=0x14bcc40 [syscall, locked to thread]:\n" +
+			"runtime.cgocall(0xa20d00, 0xc00019f9e8)\n\t/usr/local/go/src/runtime/cgocall.go:167 +0x4b\n" +
+			frame + "(0xc0001801b8)\n\t_cgo_gotypes.go:456 +0x45\n"
+	}
+	for log, want := range map[string]bool{
+		trace("rsag/mpi._Cfunc_rsag_init"):    true,
+		trace("rsag/mpi._Cfunc_rsag_samples"): false, // in the timed loop: rsag's run, not start-up
+		"rsag: rank 2 (node2): MPI_Init_thread: MPI_ERR_OTHER (code 16)\nsrun: error: node2: task 2: Exited with exit code 1": false,
+		"rsag: timing check failed on rank(s) [1]: rank 1 (node1): 1024 B": false,
+	} {
+		if got := mpiInitCrash(log); got != want {
+			t.Errorf("mpiInitCrash = %v, want %v, for:\n%s", got, want, log)
+		}
+	}
+}

@@ -73,25 +73,12 @@ func launch(t *testing.T, limit time.Duration, argv ...string) result {
 	t.Helper()
 	return runWithin(t, limit, fmt.Sprintf("%q", argv), func(ctx context.Context) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-		cmd.Env = append(os.Environ(), jobSessionDir(t))
+		// Parallel subtests' jobs would race creating Open MPI's session
+		// directory under the package's one (seen in CI).
+		cmd.Env = append(os.Environ(), mpitesting.JobSessionDir(t))
 		cmd.WaitDelay = 10 * time.Second
 		return cmd
 	})
-}
-
-// jobSessionDir gives one job an Open MPI session directory of its own,
-// inside the package's (TestMain's): jobs that start at once under one, as
-// parallel subtests' do, race in orte_init creating ompi.<host>.<uid> in
-// it and one fails with "mkdir ... File exists" (seen in CI). Inside the
-// package's, rankPID still tells this package's jobs by it.
-func jobSessionDir(t *testing.T) string {
-	t.Helper()
-	const v = "OMPI_MCA_orte_tmpdir_base"
-	dir, err := os.MkdirTemp(os.Getenv(v), "job-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v + "=" + dir
 }
 
 // runWithin runs the command newCmd makes and collects its output and exit

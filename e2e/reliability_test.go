@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"rsag/internal/testkit/mpitesting"
 	"rsag/internal/testkit/outcheck"
 	"rsag/outdir"
 )
@@ -42,7 +43,7 @@ type job struct {
 func startJob(t *testing.T, np int, env []string, args ...string) *job {
 	t.Helper()
 	cmd := exec.Command("../scripts/mpirun.sh", append([]string{strconv.Itoa(np), rsagBin}, args...)...)
-	cmd.Env = append(append(os.Environ(), jobSessionDir(t)), env...)
+	cmd.Env = append(append(os.Environ(), mpitesting.JobSessionDir(t)), env...)
 	return startCmd(t, cmd)
 }
 

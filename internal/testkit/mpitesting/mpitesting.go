@@ -41,6 +41,22 @@ func IsolateSessionDir() (remove func(), err error) {
 	return func() { _ = os.RemoveAll(dir) }, nil
 }
 
+// JobSessionDir is the environment entry that gives one MPI job started
+// from a test a session directory of its own (see sessionDirVar): inside
+// the process's own (IsolateSessionDir's) when it has one, so that its
+// jobs can still be told by it, and removed with the test otherwise.
+func JobSessionDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if base := os.Getenv(sessionDirVar); base != "" {
+		var err error
+		if dir, err = os.MkdirTemp(base, "job-"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sessionDirVar + "=" + dir
+}
+
 // Mpirun builds the main package pkg (an import path) and runs it under
 // mpirun on np ranks with args. t fails when the build fails, when the
 // program exits non-zero, or when it is still running after timeout, so
@@ -63,7 +79,7 @@ func Mpirun(t *testing.T, pkg string, np int, timeout time.Duration, args ...str
 	defer cancel()
 	argv := append([]string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(np), bin}, args...)
 	cmd := exec.CommandContext(ctx, mpirun, argv...)
-	cmd.Env = append(os.Environ(), sessionDirVar+"="+t.TempDir())
+	cmd.Env = append(os.Environ(), JobSessionDir(t))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	// On a timeout mpirun gets SIGTERM, which it forwards to the ranks before

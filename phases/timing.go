@@ -278,7 +278,6 @@ func timeCase(be coll.Backend, comm coll.Comm, modes []*modeCase, method timingM
 			spent = append(spent, time.Since(start).Seconds())
 		}
 	}
-	order := make([]*modeCase, len(modes))
 	if m := modes[0]; method.oneCall && len(modes) == 1 && m.sampler != nil {
 		if !filled[m] { // no warm-up filled it
 			if err := be.Fill(m.input(), fill); err != nil {
@@ -296,6 +295,7 @@ func timeCase(be coll.Backend, comm coll.Comm, modes []*modeCase, method timingM
 		}
 	} else {
 		samples = make([]TimingSample, 0, sw.Cycles*len(modes)) // no regrowth between samples
+		order := make([]*modeCase, len(modes))
 		pace, err := agreePace(comm, spent)
 		if err != nil {
 			return nil, err

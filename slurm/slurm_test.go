@@ -215,14 +215,15 @@ func TestSlurmTwoNodes(t *testing.T) {
 				"--ntasks-per-node=2", "--gpus-per-node=0", c.rsagBin, "-config", "configs/smoke.toml", "-backend", "mpi",
 				"-output-dir", out)
 		}
-		r, err := srun()
-		if err != nil && mpiInitCrash(r) {
-			t.Logf("a rank crashed inside MPI_Init (Open MPI's, see mpiInitCrash): launching once more; its output:\n%s", r)
-			if err := os.RemoveAll(out); err != nil {
+		var r string
+		var err error
+		launchAgainAfterMPIInitCrash(t, "srun", func() (string, bool) {
+			if err := os.RemoveAll(out); err != nil { // a crashed launch's
 				t.Fatal(err)
 			}
 			r, err = srun()
-		}
+			return r, err != nil
+		})
 		if err != nil {
 			t.Fatalf("srun: %v\n%s", err, r)
 		}
@@ -359,11 +360,11 @@ func (c *cluster) jobEnv(config string, extra []string) []string {
 // returns the finished job. Everything useful for debugging is logged.
 func (c *cluster) submit(t *testing.T, dir, config string, sbatchArgs, extraEnv []string) job {
 	t.Helper()
-	j := c.submitOnce(t, dir, config, sbatchArgs, extraEnv)
-	if j.fields["JobState"] != "COMPLETED" && mpiInitCrash(j.log) {
-		t.Logf("job %s: a rank crashed inside MPI_Init (Open MPI's, see mpiInitCrash): submitting once more", j.id)
+	var j job
+	launchAgainAfterMPIInitCrash(t, "sbatch --wait", func() (string, bool) {
 		j = c.submitOnce(t, dir, config, sbatchArgs, extraEnv)
-	}
+		return j.log, j.fields["JobState"] != "COMPLETED"
+	})
 	return j
 }
 
@@ -425,18 +426,19 @@ func (c *cluster) start(t *testing.T, dir, config string, sbatchArgs, extraEnv [
 func (c *cluster) startTiming(t *testing.T, dir, timeoutSet string) string {
 	t.Helper()
 	args := []string{"RSAG_ARGS=-set timing.cycles=50000000 -set timing.sizes_bytes=[4096] -set memory.enabled=false -set " + timeoutSet}
-	for launch := 1; ; launch++ {
-		id := c.start(t, dir, "configs/smoke.toml", []string{"-N", "2", "--ntasks-per-node=2"}, args)
+	var id string
+	timing := false
+	launchAgainAfterMPIInitCrash(t, "sbatch", func() (string, bool) {
+		id = c.start(t, dir, "configs/smoke.toml", []string{"-N", "2", "--ntasks-per-node=2"}, args)
 		logFile := filepath.Join(dir, "rsag-ch7-"+id+".out")
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
 			b, _ := os.ReadFile(logFile)
-			if bytes.Contains(b, []byte("contracts: 5 held on every rank")) {
-				return id
+			if timing = bytes.Contains(b, []byte("contracts: 5 held on every rank")); timing {
+				return string(b), false
 			}
-			if launch == 1 && mpiInitCrash(string(b)) {
-				c.waitJob(t, dir, id, time.Minute)
-				t.Logf("job %s: a rank crashed inside MPI_Init (Open MPI's, see mpiInitCrash): starting once more", id)
-				break
+			if mpiInitCrash(string(b)) {
+				c.waitJob(t, dir, id, time.Minute) // ended before another starts
+				return string(b), true
 			}
 			if time.Now().After(deadline) {
 				c.dumpJob(t, dir, id)
@@ -444,6 +446,23 @@ func (c *cluster) startTiming(t *testing.T, dir, timeoutSet string) string {
 				t.Fatalf("job %s did not reach the timing phase within a minute", id)
 			}
 		}
+	})
+	if !timing {
+		c.dumpJob(t, dir, id)
+		t.Fatalf("job %s: a rank crashed inside MPI_Init twice in a row", id)
+	}
+	return id
+}
+
+// launchAgainAfterMPIInitCrash calls launch, which returns its output and
+// whether it failed, and calls it once more, saying so, when it failed
+// because a rank crashed inside MPI_Init (mpiInitCrash). Never a third time:
+// two such crashes in a row are a finding.
+func launchAgainAfterMPIInitCrash(t testing.TB, what string, launch func() (log string, failed bool)) {
+	t.Helper()
+	if log, failed := launch(); failed && mpiInitCrash(log) {
+		t.Logf("%s: a rank crashed inside MPI_Init (Open MPI's, see mpiInitCrash): launching once more; its output:\n%s", what, log)
+		launch()
 	}
 }
 
@@ -615,10 +634,23 @@ func TestOnlyACrashInsideMPIInitIsLaunchedAgain(t *testing.T) {
 		trace("rsag/mpi._Cfunc_rsag_init"):    true,
 		trace("rsag/mpi._Cfunc_rsag_samples"): false, // in the timed loop: rsag's run, not start-up
 		"rsag: rank 2 (node2): MPI_Init_thread: MPI_ERR_OTHER (code 16)\nsrun: error: node2: task 2: Exited with exit code 1": false,
-		"rsag: timing check failed on rank(s) [1]: rank 1 (node1): 1024 B": false,
+		"rsag: timing check failed on rank(s) [1]: rank 1 (node1): 1024 B":                                                    false,
 	} {
 		if got := mpiInitCrash(log); got != want {
 			t.Errorf("mpiInitCrash = %v, want %v, for:\n%s", got, want, log)
 		}
+		// A launch that fails so every time is launched twice if it crashed
+		// inside MPI_Init, never a third time, and once otherwise.
+		launches := 0
+		launchAgainAfterMPIInitCrash(t, "test", func() (string, bool) { launches++; return log, true })
+		if wantLaunches := map[bool]int{true: 2, false: 1}[want]; launches != wantLaunches {
+			t.Errorf("%d launches, want %d, for:\n%s", launches, wantLaunches, log)
+		}
+	}
+	// A launch that succeeded is not repeated, whatever its output says.
+	launches := 0
+	launchAgainAfterMPIInitCrash(t, "test", func() (string, bool) { launches++; return trace("rsag/mpi._Cfunc_rsag_init"), false })
+	if launches != 1 {
+		t.Errorf("a launch that succeeded ran %d times, want 1", launches)
 	}
 }

@@ -427,13 +427,12 @@ func (c *cluster) startTiming(t *testing.T, dir, timeoutSet string) string {
 	t.Helper()
 	args := []string{"RSAG_ARGS=-set timing.cycles=50000000 -set timing.sizes_bytes=[4096] -set memory.enabled=false -set " + timeoutSet}
 	var id string
-	timing := false
-	launchAgainAfterMPIInitCrash(t, "sbatch", func() (string, bool) {
+	crashed := launchAgainAfterMPIInitCrash(t, "sbatch", func() (string, bool) {
 		id = c.start(t, dir, "configs/smoke.toml", []string{"-N", "2", "--ntasks-per-node=2"}, args)
 		logFile := filepath.Join(dir, "rsag-ch7-"+id+".out")
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
 			b, _ := os.ReadFile(logFile)
-			if timing = bytes.Contains(b, []byte("contracts: 5 held on every rank")); timing {
+			if bytes.Contains(b, []byte("contracts: 5 held on every rank")) {
 				return string(b), false
 			}
 			if mpiInitCrash(string(b)) {
@@ -447,7 +446,7 @@ func (c *cluster) startTiming(t *testing.T, dir, timeoutSet string) string {
 			}
 		}
 	})
-	if !timing {
+	if crashed {
 		c.dumpJob(t, dir, id)
 		t.Fatalf("job %s: a rank crashed inside MPI_Init twice in a row", id)
 	}
@@ -457,13 +456,16 @@ func (c *cluster) startTiming(t *testing.T, dir, timeoutSet string) string {
 // launchAgainAfterMPIInitCrash calls launch, which returns its output and
 // whether it failed, and calls it once more, saying so, when it failed
 // because a rank crashed inside MPI_Init (mpiInitCrash). Never a third time:
-// two such crashes in a row are a finding.
-func launchAgainAfterMPIInitCrash(t testing.TB, what string, launch func() (log string, failed bool)) {
+// two such crashes in a row are a finding. It returns whether the last
+// launch failed.
+func launchAgainAfterMPIInitCrash(t testing.TB, what string, launch func() (log string, failed bool)) bool {
 	t.Helper()
-	if log, failed := launch(); failed && mpiInitCrash(log) {
+	log, failed := launch()
+	if failed && mpiInitCrash(log) {
 		t.Logf("%s: a rank crashed inside MPI_Init (Open MPI's, see mpiInitCrash): launching once more; its output:\n%s", what, log)
-		launch()
+		_, failed = launch()
 	}
+	return failed
 }
 
 // mpiInitCrash says whether a launch failed because a rank crashed inside

@@ -377,7 +377,7 @@ func (s *session) execute(st *state) error {
 	// Last: every rank's files and the combined ones are in place. With a
 	// failed check, every file is written too, the failed checks marked
 	// False; the run as a whole failed, and run.json says why.
-	if err := s.writeReport(sum, ran, status, reason, st.log); err != nil {
+	if err := s.agreeOnWriting(s.writeReport(sum, ran, status, reason, st.log)); err != nil {
 		return err
 	}
 	if phaseErr != nil {

@@ -24,13 +24,36 @@ import (
 func (s *session) writeResults(cfg config.Config, w work, rows report.Rows, ran report.Phases, infos []coll.Info) (*report.Summary, error) {
 	dir := s.opts.OutputDir
 	werr := report.Write(report.EachRank, dir, report.Input{Rank: s.comm.Rank(), World: s.comm.Size(), Ran: ran, Rows: rows})
-	if err := s.agree(werr, ExitFailed, "writing results in "+dir+" failed"); err != nil {
+	if err := s.agreeOnWriting(werr); err != nil {
 		return nil, err
 	}
 	all, err := gatherJSON(s, "result rows", rows)
-	if err != nil || s.comm.Rank() != 0 {
+	if err != nil {
 		return nil, err
 	}
+	var sum *report.Summary
+	if s.comm.Rank() == 0 {
+		sum, err = s.combine(cfg, w, all, ran, infos)
+	}
+	if err := s.agreeOnWriting(err); err != nil {
+		return nil, err
+	}
+	return sum, nil
+}
+
+// agreeOnWriting has every rank learn whether each could write its part
+// of the output dir, and end alike when one could not. Rank 0 writes the
+// combined files and the report alone: left to its MPI_Abort, the others
+// would by then be in MPI_Finalize, where Open MPI was seen in CI to keep
+// the job alive for over a minute.
+func (s *session) agreeOnWriting(err error) error {
+	return s.agree(err, ExitFailed, "writing results in "+s.opts.OutputDir+" failed")
+}
+
+// combine merges every rank's rows on rank 0, writes the combined files,
+// builds the summary and prints the tables from it.
+func (s *session) combine(cfg config.Config, w work, all []report.Rows, ran report.Phases, infos []coll.Info) (*report.Summary, error) {
+	dir := s.opts.OutputDir
 	merged := report.Merge(all)
 	if err := report.Write(report.Combined, dir, report.Input{World: s.comm.Size(), Ran: ran, Rows: merged}); err != nil {
 		return nil, err

@@ -513,11 +513,13 @@ func (c *cluster) waitJob(t *testing.T, dir, id string, limit time.Duration) job
 // local cluster does not run; MinJobAge=0 keeps finished jobs visible).
 func (c *cluster) showJob(t *testing.T, id string) map[string]string {
 	t.Helper()
-	out, err := c.clientRun("", 10*time.Second, "scontrol", "show", "job", "-o", id)
 	// Once in many CI runs the controller answered "Invalid job id" for a
-	// job it had just failed (NODE_FAIL; MinJobAge=0 never purges): ask
-	// again for a few seconds, and log it when it happens.
-	for try := 0; err != nil && strings.Contains(out, "Invalid job id") && try < 6; try++ {
+	// job it had just failed (NODE_FAIL; MinJobAge=0 never purges), and on
+	// a loaded CI machine a query can time out: ask again for up to 30 s,
+	// and log each failure, which the last one's message would hide.
+	deadline := time.Now().Add(30 * time.Second)
+	out, err := c.clientRun("", 10*time.Second, "scontrol", "show", "job", "-o", id)
+	for err != nil && time.Now().Before(deadline) {
 		t.Logf("scontrol show job %s: %v: %s; asking again in 0.5 s", id, err, strings.TrimSpace(out))
 		time.Sleep(500 * time.Millisecond)
 		out, err = c.clientRun("", 10*time.Second, "scontrol", "show", "job", "-o", id)

@@ -109,7 +109,8 @@ func TestNoPlantedLinkIsFollowed(t *testing.T) {
 
 // A link planted once the run's checks are past, at a file a rank writes
 // or at summary.json, is refused by the writer itself: the run fails
-// naming it, run.json says failed, and the victim is untouched. The lock
+// naming it, once, on every rank alike, run.json says failed, and the
+// victim is untouched. The lock
 // file swapped for a link while held is neither touched nor removed.
 func TestALinkPlantedMidRunIsNotFollowed(t *testing.T) {
 	// One of each stage's (a rank's, a combined one, a figure, a last one),
@@ -147,6 +148,9 @@ func TestALinkPlantedMidRunIsNotFollowed(t *testing.T) {
 			if code == 0 || !strings.Contains(stderr, want) {
 				t.Errorf("exit %d; want a failure naming %q\nstderr:\n%s", code, want, stderr)
 			}
+			// Every rank learns of rank 0's failed write and ends alike,
+			// rather than by rank 0's abort while the others finalize.
+			saidOnce(t, stderr, want)
 			if err != nil || run.Status != outdir.StatusFailed || !strings.Contains(run.Reason, want) {
 				t.Errorf("%s: %+v, %v; want failed, naming the link", outdir.RunFile, run, err)
 			}

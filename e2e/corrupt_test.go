@@ -88,6 +88,7 @@ func failedWith(t *testing.T, r result, dir string, want ...string) outdir.Recor
 // rank, its host, the case, the mode and the cycle; that sample's row
 // alone says False.
 func TestAFlipInAnyTimingSampleFailsTheRun(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ at, cycle int }{{2, 0}, {4, 2}} {
 		t.Run(fmt.Sprintf("cycle %d", c.cycle), func(t *testing.T) {
 			dir := t.TempDir()
@@ -113,6 +114,7 @@ func TestAFlipInAnyTimingSampleFailsTheRun(t *testing.T) {
 // in what cycle 1's batch left (rank 1's call 500 + 200) fails the run
 // naming that cycle, and its row alone says False.
 func TestAFlipInASampleTakenInOneCallFailsTheRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := launchWith(t, 2, 2*time.Minute, corrupt(t, "RANK=1", "CALL=Allreduce", "BYTES=4096", "AT=700"),
 		"-config", "../configs/bench-imb.toml", "-set", "timing.sizes_bytes=[4096]", "-set", "timing.cycles=4", "-output-dir", dir)

@@ -87,7 +87,7 @@ func keepStopped(t *testing.T, pid int) time.Time {
 func stopRankOne(t *testing.T, j *job, after time.Duration) (pid int, stderr string) {
 	t.Helper()
 	time.Sleep(after)
-	pid = rankPID(t, 1)
+	pid = j.rankPID(t, 1)
 	at := keepStopped(t, pid)
 	endedSoon(t, j, at, stoppedWithin)
 	_, stderr = j.output()

@@ -99,6 +99,7 @@ func TestHierarchyInGroupsOfTwo(t *testing.T) {
 // A world that does not split into equal groups is refused before any
 // collective, with the numbers and the fix, said once.
 func TestHierarchyRefusesUnevenGroups(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	r := mpirun(t, 3, time.Minute, "-config", "../configs/hierarchy.toml", "-backend", "mpi", "-output-dir", out,
 		"-set", "hierarchy.group_size=2", "-set", "timing.sizes_bytes=[3360]", "-set", "memory.payload_bytes=3360")

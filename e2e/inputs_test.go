@@ -28,6 +28,7 @@ func refusedOnce(t *testing.T, r result, out, want string) {
 // opened for reading, it would wait for a writer, rank 0 in the open and
 // every other rank in the config's broadcast, until the watchdog.
 func TestAFIFOConfigIsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "config.toml")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -44,6 +45,7 @@ func TestAFIFOConfigIsRefusedAtOnce(t *testing.T) {
 // shape is bounded by a scan before decoding: refused at once, named, and
 // the value clipped.
 func TestANestedConfigIsRefusedBeforeDecoding(t *testing.T) {
+	t.Parallel()
 	nested := func(n int) string { return strings.Repeat("{a = ", n) + "1" + strings.Repeat("}", n) }
 	dir := t.TempDir()
 	for _, c := range []struct {
@@ -75,6 +77,7 @@ func TestANestedConfigIsRefusedBeforeDecoding(t *testing.T) {
 // found by the memory phase, after the contracts and the timings had run
 // and written their files, with exit 1.
 func TestModesWithoutGroupsAreRefusedUpFront(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ name, set, want string }{
 		{"memory", `memory.modes=["hierarchical-lifetime"]`, `memory.modes: "hierarchical-lifetime" runs within and across the hierarchy's groups, but [hierarchy] is off: set [hierarchy] enabled = true (-set hierarchy.enabled=true), or drop it`},
 		{"timing", `timing.modes=["direct","hierarchical"]`, `timing.modes: "hierarchical" runs within and across the hierarchy's groups, but [hierarchy] is off`},
@@ -95,6 +98,7 @@ func TestModesWithoutGroupsAreRefusedUpFront(t *testing.T) {
 // value but "block" used to mean poll, unseen. One rank alone with a bad
 // value (mpirun -x for one part of an MPMD line) is named.
 func TestABadWaitModeIsRefused(t *testing.T) {
+	t.Parallel()
 	want := `RSAG_WAIT="bogus" is not a way to wait: use poll (the default: poll the device and NCCL's errors, spinning for the first 100 ms) or block (wait in the driver, no core spinning), or unset it`
 	t.Run("every rank", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "out")

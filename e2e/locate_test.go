@@ -119,6 +119,7 @@ func TestLocateFindsTheBadNode(t *testing.T) {
 // (known only once every rank's host is), are refused on every rank before
 // any collective, said once, with nothing written. One host, two ranks.
 func TestLocateBadInputIsRefusedOnEveryRank(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ set, want string }{
 		{"locate.threshold=1.5", "locate.threshold: 1.5 is above rsag's bound of 1"},
 		{`locate.sizes_bytes=[4,4096]`, "locate.sizes_bytes: 4 bytes is less than one float32 for each of the 2 ranks of the largest sub-communicator: use at least 8"},

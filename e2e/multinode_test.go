@@ -16,6 +16,7 @@ import (
 
 	"rsag/coll"
 	"rsag/internal/testkit/hosts"
+	"rsag/internal/testkit/mpitesting"
 	"rsag/internal/testkit/outcheck"
 	"rsag/outdir"
 	"rsag/report"
@@ -70,8 +71,10 @@ func TestMultiNode(t *testing.T) {
 // is N + N/2, the shard of a node's two ranks.
 func (m *multi) testHierarchy(t *testing.T, mapBy string) {
 	dir := filepath.Join(m.shared, "hierarchy-"+mapBy)
+	// Two cycles of the config's four: over the hosts' TCP each takes
+	// seconds, and the checks see every mode in two.
 	r := m.mpirun(t, 2*time.Minute, nil, []string{"--host", "node1:2,node2:2", "--map-by", mapBy},
-		"-config", filepath.Join(m.h.Repo, "configs", "hierarchy.toml"), "-output-dir", dir)
+		"-config", filepath.Join(m.h.Repo, "configs", "hierarchy.toml"), "-output-dir", dir, "-set", "timing.cycles=2")
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -294,6 +297,7 @@ func (m *multi) testKilledNode(t *testing.T) {
 // Ranks given different -output-dir values (an MPMD launch) are refused by
 // the same check, on every rank, saying what each was given. One host.
 func TestRanksGivenDifferentOutputDirsAreRefused(t *testing.T) {
+	t.Parallel()
 	a, b := t.TempDir(), t.TempDir()
 	var args []string
 	if os.Geteuid() == 0 {
@@ -305,6 +309,7 @@ func TestRanksGivenDifferentOutputDirsAreRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "mpirun", args...)
+	cmd.Env = append(os.Environ(), mpitesting.JobSessionDir(t))
 	cmd.WaitDelay = 10 * time.Second
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -83,6 +83,7 @@ func everyName(t *testing.T) []string {
 // naming it and what it points to, on every rank alike; the file it points
 // to is untouched, the link is left, and nothing else is written.
 func TestNoPlantedLinkIsFollowed(t *testing.T) {
+	t.Parallel()
 	for _, name := range everyName(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -113,6 +114,7 @@ func TestNoPlantedLinkIsFollowed(t *testing.T) {
 // victim is untouched. The lock
 // file swapped for a link while held is neither touched nor removed.
 func TestALinkPlantedMidRunIsNotFollowed(t *testing.T) {
+	t.Parallel()
 	// One of each stage's (a rank's, a combined one, a figure, a last one),
 	// and the lock.
 	for _, name := range []string{"rank1_timings.csv", "timings.csv", "time_vs_size.png", report.SummaryFile, outdir.LockFile} {
@@ -163,6 +165,7 @@ func TestALinkPlantedMidRunIsNotFollowed(t *testing.T) {
 // time for minutes here), naming the path and the fix, and the dir is as
 // it was.
 func TestUnwritableOutputPathsAreRefusedFirst(t *testing.T) {
+	t.Parallel()
 	cfgs := t.TempDir()
 	longRun := strings.Repeat("r", 300)
 	long := writeFile(t, cfgs, "long.toml", fmt.Sprintf("[timing]\nsizes_bytes = [4096]\ncycles = 50000000\n[[run]]\nname = %q\n", longRun))
@@ -226,6 +229,7 @@ func TestUnwritableOutputPathsAreRefusedFirst(t *testing.T) {
 // backend's checks or from the path itself. (A dir that is not shared, made
 // by each node for itself, is multinode_test's.)
 func TestARefusedRunLeavesNoDirectory(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		sub  string
@@ -257,6 +261,7 @@ func TestARefusedRunLeavesNoDirectory(t *testing.T) {
 // find run.json still running. A run that fails says so instead, once
 // run.json does.
 func TestClosingLinesComeLast(t *testing.T) {
+	t.Parallel()
 	cfg := "[timing]\nsizes_bytes = [3360, 215040, 1075200]\ncycles = 2\n[memory]\nenabled = false\n"
 	for i := range 6 {
 		cfg += fmt.Sprintf("[[run]]\nname = \"run%d\"\n", i)
@@ -388,6 +393,7 @@ func fullDiskRun(t *testing.T, dir string, args []string) bool {
 // than run.json, nor run.json saying running; and one that fills by bytes
 // at a figure does the same.
 func TestAFullDiskAtEachWrite(t *testing.T) {
+	t.Parallel()
 	// One memory mode alone: every kind of output (a rank's, a combined
 	// one, a figure, summary.json), in few files.
 	args := append(slices.Clone(smoke), "-set", "contracts.enabled=false", "-set", "timing.enabled=false",

@@ -52,6 +52,9 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *job {
 	t.Helper()
 	// Its own process group, so a test that fails can end every process.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if cmd.Env == nil { // a job of its own: see mpitesting.JobSessionDir
+		cmd.Env = append(os.Environ(), mpitesting.JobSessionDir(t))
+	}
 	j := &job{cmd: cmd, lines: make(chan string, 1000), done: make(chan struct{})}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -150,31 +153,43 @@ func (j *job) wait(t *testing.T, limit time.Duration) int {
 	return 0
 }
 
-// rankPID finds the rsag process of a rank among the job's processes by
-// the rank Open MPI puts in each one's environment.
-func rankPID(t *testing.T, rank int) int {
+// rankPID finds the rsag process of one of j's ranks: a child of j's
+// mpirun (not a job another test runs at the same time, nor rank 0's
+// guard, a child of rank 0) whose environment holds the rank Open MPI
+// gives it.
+func (j *job) rankPID(t *testing.T, rank int) int {
 	t.Helper()
 	want := []byte(fmt.Sprintf("OMPI_COMM_WORLD_RANK=%d\x00", rank))
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
 		exe, err := os.Readlink(filepath.Join(p, "exe"))
-		if err != nil || filepath.Base(exe) != filepath.Base(rsagBin) {
+		if err != nil || filepath.Base(exe) != filepath.Base(rsagBin) || parentPID(p) != j.cmd.Process.Pid {
 			continue
 		}
 		env, err := os.ReadFile(filepath.Join(p, "environ"))
 		if err != nil || !bytes.Contains(env, want) {
 			continue
 		}
-		// Only this test's job: the process's own environment names our
-		// session directory.
-		if dir := os.Getenv("OMPI_MCA_orte_tmpdir_base"); dir != "" && !bytes.Contains(env, []byte(dir)) {
-			continue
-		}
 		pid, _ := strconv.Atoi(filepath.Base(p))
 		return pid
 	}
-	t.Fatalf("no rsag process of rank %d found", rank)
+	t.Fatalf("no rsag process of rank %d found among mpirun %d's children", rank, j.cmd.Process.Pid)
 	return 0
+}
+
+// parentPID is the parent of the process at procDir (/proc/PID), 0 when
+// it cannot be read: stat's fourth field, after the name in parentheses.
+func parentPID(procDir string) int {
+	b, err := os.ReadFile(filepath.Join(procDir, "stat"))
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
 }
 
 // notComplete fails t when dir's run.json claims the run completed.
@@ -224,6 +239,7 @@ func TestWatchdogEndsAStalledRank(t *testing.T) {
 // A second run into the same directory refuses to touch the first one's
 // results unless -overwrite, which replaces them and nothing else.
 func TestExistingResultsNeedOverwrite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"-config", "../configs/smoke.toml", "-backend", "mpi", "-output-dir", dir}
 	if r := mpirun(t, 2, time.Minute, args...); r.code != 0 {
@@ -305,6 +321,7 @@ func TestSoak(t *testing.T) {
 // Bad flags, contradictions and a bad environment fail on every rank before
 // any collective, naming the flag, and leave nothing behind.
 func TestBadFlagsFailOnEveryRank(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		env  []string

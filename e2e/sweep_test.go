@@ -153,6 +153,7 @@ func scaleTimes(t *testing.T, from, to string, k float64) {
 // What the MPI backend cannot do is refused on every rank before any
 // collective, with the reason.
 func TestSweepRefusesWhatTheBackendCannotDo(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ set, want string }{
 		{`timing.dtypes=["float16"]`, "MPI has no half-precision type"},
 		{`timing.methods=["graph"]`, "the graph method needs CUDA graphs"},

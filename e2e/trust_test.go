@@ -41,6 +41,7 @@ func writeFile(t *testing.T, dir, name, body string) string {
 // naming the key, said once by rank 0 for every rank (no rank aborts on
 // its own), exit 2, and nothing written.
 func TestHostileInputsAreRefusedOnEveryRank(t *testing.T) {
+	t.Parallel()
 	cfgs := t.TempDir()
 	big := writeFile(t, cfgs, "big.toml", "# "+strings.Repeat("x", config.MaxFileBytes)+"\n")
 	cases := []struct {
@@ -97,6 +98,7 @@ func TestHostileInputsAreRefusedOnEveryRank(t *testing.T) {
 // as one, naming the ranks that differ, before any of them runs a
 // different config.
 func TestRanksWithDifferentInputsAreRefused(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	rank := func(set string) []string {
 		return append(append([]string{rsagBin, "-output-dir", out}, smoke...), "-set", set)
@@ -174,6 +176,7 @@ func sameFiles(t *testing.T, dir string, before map[string]string) {
 // earlier run's run.json does not list; and -overwrite followed by an
 // input that is refused leaves the earlier results as they were.
 func TestNothingIsLost(t *testing.T) {
+	t.Parallel()
 	t.Run("two runs at once", func(t *testing.T) {
 		dir := t.TempDir()
 		j := startJob(t, 2, nil, append([]string{"-output-dir", dir}, longTiming...)...)
@@ -279,6 +282,7 @@ var killedOrSignalled = regexp.MustCompile(`^(signal SIGTERM|rank 0 \([^,]+, pid
 // it can miss it, and its guard marks the run instead: so each try must be
 // marked, and at least one of the five marked by rank 0, naming the rank.)
 func TestRunJSONTellsTheTruthAfterSignals(t *testing.T) {
+	t.Parallel()
 	rankName := regexp.MustCompile(`^signal SIGTERM from the launcher, after rank 1 \([^,]+, pid [0-9]+\) had already ended`)
 	// Every rank got it at once: none is named as having ended first.
 	outside := regexp.MustCompile(`^signal SIGTERM: the job was stopped from outside .*no rank is known to have failed first`)
@@ -288,13 +292,13 @@ func TestRunJSONTellsTheTruthAfterSignals(t *testing.T) {
 		reason *regexp.Regexp // what rank 0's own reason says
 	}{
 		{"SIGTERM to mpirun", func(t *testing.T, j *job) error { return j.cmd.Process.Signal(syscall.SIGTERM) }, outside},
-		{"SIGTERM to one rank", func(t *testing.T, j *job) error { return syscall.Kill(rankPID(t, 1), syscall.SIGTERM) }, rankName},
-		{"SIGKILL to one rank", func(t *testing.T, j *job) error { return syscall.Kill(rankPID(t, 1), syscall.SIGKILL) }, rankName},
+		{"SIGTERM to one rank", func(t *testing.T, j *job) error { return syscall.Kill(j.rankPID(t, 1), syscall.SIGTERM) }, rankName},
+		{"SIGKILL to one rank", func(t *testing.T, j *job) error { return syscall.Kill(j.rankPID(t, 1), syscall.SIGKILL) }, rankName},
 		// Open MPI puts each rank in a process group of its own: the job's
 		// groups are mpirun's and each rank's, all signalled at once (as a
 		// terminal's Ctrl-C or Slurm's scancel reaches every process).
 		{"SIGTERM to every process group of the job", func(t *testing.T, j *job) error {
-			groups := []int{-j.cmd.Process.Pid, -rankPID(t, 0), -rankPID(t, 1)}
+			groups := []int{-j.cmd.Process.Pid, -j.rankPID(t, 0), -j.rankPID(t, 1)}
 			var errs []error
 			for _, g := range groups {
 				errs = append(errs, syscall.Kill(g, syscall.SIGTERM))
@@ -364,6 +368,7 @@ func TestRunJSONTellsTheTruthAfterSignals(t *testing.T) {
 // mpirun sees it twice and kills the ranks about a second later (the
 // failing case of issue 10): rank 0 must have said failed by then.
 func TestUnderTimeout(t *testing.T) {
+	t.Parallel()
 	for i := range 5 {
 		dir := t.TempDir()
 		r := launch(t, time.Minute, append([]string{"timeout", "4", "../scripts/mpirun.sh", "2", rsagBin, "-output-dir", dir}, longTiming...)...)
@@ -396,6 +401,7 @@ func guardPID(t *testing.T, dir string) int {
 // pid, gone, and its heartbeat, stopped, tell a reader it is dead
 // (outdir.Stale); the lock died with them, so the next run goes ahead.
 func TestADeadRunIsToldFromALiveOne(t *testing.T) {
+	t.Parallel()
 	t.Run("rank 0 killed", func(t *testing.T) {
 		dir := t.TempDir()
 		j := startJob(t, 2, nil, append([]string{"-output-dir", dir}, longTiming...)...)
@@ -416,7 +422,7 @@ func TestADeadRunIsToldFromALiveOne(t *testing.T) {
 		dir := t.TempDir()
 		j := startJob(t, 2, nil, append([]string{"-output-dir", dir}, longTiming...)...)
 		live := waitStatus(t, j, dir, outdir.StatusRunning, time.Minute)
-		if live.PID != rankPID(t, 0) || live.Host == "" || outdir.Stale(live, time.Now()) {
+		if live.PID != j.rankPID(t, 0) || live.Host == "" || outdir.Stale(live, time.Now()) {
 			t.Errorf("a live run's %s: %+v; want rank 0's pid and host, not stale", outdir.RunFile, live)
 		}
 		// The heartbeat moves while the run lives.

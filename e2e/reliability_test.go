@@ -141,7 +141,7 @@ func (j *job) wait(t *testing.T, limit time.Duration) int {
 	case <-j.done:
 	case <-time.After(limit):
 		out, errOut := j.output()
-		t.Fatalf("the job did not end within %v\nstdout:\n%s\nstderr:\n%s", limit, out, errOut)
+		t.Fatalf("the job did not end within %v\nits processes:\n%s\nstdout:\n%s\nstderr:\n%s", limit, j.processes(), out, errOut)
 	}
 	var exit *exec.ExitError
 	if errors.As(j.err, &exit) {
@@ -175,6 +175,33 @@ func (j *job) rankPID(t *testing.T, rank int) int {
 	}
 	t.Fatalf("no rsag process of rank %d found among mpirun %d's children", rank, j.cmd.Process.Pid)
 	return 0
+}
+
+// processes lists the job's launcher and every process below it, with
+// its state and where the kernel has it wait: what a job that does not
+// end was doing (a rank stuck in MPI_Finalize, a launcher that never
+// reaped one).
+func (j *job) processes() string {
+	children := map[int][]int{}
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		pid, _ := strconv.Atoi(filepath.Base(p))
+		children[parentPID(p)] = append(children[parentPID(p)], pid)
+	}
+	var b strings.Builder
+	var walk func(pid, depth int)
+	walk = func(pid, depth int) {
+		p := fmt.Sprintf("/proc/%d", pid)
+		comm, _ := os.ReadFile(p + "/comm")
+		wchan, _ := os.ReadFile(p + "/wchan")
+		fmt.Fprintf(&b, "%s%d %s state %s wchan %s\n", strings.Repeat("  ", depth), pid, strings.TrimSpace(string(comm)),
+			outdir.ProcState(pid), wchan)
+		for _, c := range children[pid] {
+			walk(c, depth+1)
+		}
+	}
+	walk(j.cmd.Process.Pid, 0)
+	return b.String()
 }
 
 // parentPID is the parent of the process at procDir (/proc/PID), 0 when

@@ -77,12 +77,18 @@ func launch(t *testing.T, limit time.Duration, argv ...string) result {
 	t.Helper()
 	return runWithin(t, limit, fmt.Sprintf("%q", argv), func(ctx context.Context) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-		// Parallel subtests' jobs would race creating Open MPI's session
-		// directory under the package's one (seen in CI).
-		cmd.Env = append(os.Environ(), mpitesting.JobSessionDir(t))
+		cmd.Env = jobEnv(t)
 		cmd.WaitDelay = 10 * time.Second
 		return cmd
 	})
+}
+
+// jobEnv is the environment of a job a test starts: this process's, a
+// session directory of the job's own (parallel tests' jobs would race
+// creating Open MPI's under the package's one, as seen in CI), and extra.
+func jobEnv(t *testing.T, extra ...string) []string {
+	t.Helper()
+	return append(append(os.Environ(), mpitesting.JobSessionDir(t)), extra...)
 }
 
 // runWithin runs the command newCmd makes and collects its output and exit

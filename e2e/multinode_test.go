@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 
 	"rsag/coll"
 	"rsag/internal/testkit/hosts"
-	"rsag/internal/testkit/mpitesting"
 	"rsag/internal/testkit/outcheck"
 	"rsag/outdir"
 	"rsag/report"
@@ -306,22 +304,12 @@ func TestRanksGivenDifferentOutputDirsAreRefused(t *testing.T) {
 	common := []string{rsagBin, "-config", "../configs/smoke.toml", "-backend", "mpi"}
 	args = append(append(append(args, "-np", "1"), common...), "-output-dir", a, ":", "-np", "1")
 	args = append(append(args, common...), "-output-dir", b)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "mpirun", args...)
-	cmd.Env = append(os.Environ(), mpitesting.JobSessionDir(t))
-	cmd.WaitDelay = 10 * time.Second
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("did not finish within a minute\n%s", stderr.String())
-	}
-	if err == nil {
+	r := launch(t, time.Minute, append([]string{"mpirun"}, args...)...)
+	if r.code == 0 {
 		t.Fatal("exit 0 with two -output-dir values")
 	}
 	// The ranks' inputs are agreed before anything touches a directory.
-	saidOnce(t, stderr.String(), "the ranks were started with different inputs: -output-dir differs from rank 0's on rank 1")
+	saidOnce(t, r.stderr, "the ranks were started with different inputs: -output-dir differs from rank 0's on rank 1")
 	for _, d := range []string{a, b} {
 		if entries, _ := os.ReadDir(d); len(entries) > 0 {
 			t.Errorf("a refused run left files in %s: %v", d, entries)

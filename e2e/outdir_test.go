@@ -111,8 +111,8 @@ func TestNoPlantedLinkIsFollowed(t *testing.T) {
 // A link planted once the run's checks are past, at a file a rank writes
 // or at summary.json, is refused by the writer itself: the run fails
 // naming it, once, on every rank alike, run.json says failed, and the
-// victim is untouched. The lock
-// file swapped for a link while held is neither touched nor removed.
+// victim is untouched. The lock file swapped for a link while held is
+// neither touched nor removed.
 func TestALinkPlantedMidRunIsNotFollowed(t *testing.T) {
 	t.Parallel()
 	// One of each stage's (a rank's, a combined one, a figure, a last one),

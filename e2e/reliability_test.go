@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"rsag/internal/testkit/mpitesting"
 	"rsag/internal/testkit/outcheck"
 	"rsag/outdir"
 )
@@ -43,7 +42,7 @@ type job struct {
 func startJob(t *testing.T, np int, env []string, args ...string) *job {
 	t.Helper()
 	cmd := exec.Command("../scripts/mpirun.sh", append([]string{strconv.Itoa(np), rsagBin}, args...)...)
-	cmd.Env = append(append(os.Environ(), mpitesting.JobSessionDir(t)), env...)
+	cmd.Env = jobEnv(t, env...)
 	return startCmd(t, cmd)
 }
 
@@ -52,8 +51,8 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *job {
 	t.Helper()
 	// Its own process group, so a test that fails can end every process.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if cmd.Env == nil { // a job of its own: see mpitesting.JobSessionDir
-		cmd.Env = append(os.Environ(), mpitesting.JobSessionDir(t))
+	if cmd.Env == nil {
+		cmd.Env = jobEnv(t)
 	}
 	j := &job{cmd: cmd, lines: make(chan string, 1000), done: make(chan struct{})}
 	out, err := cmd.StdoutPipe()
@@ -186,7 +185,8 @@ func (j *job) processes() string {
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
 		pid, _ := strconv.Atoi(filepath.Base(p))
-		children[parentPID(p)] = append(children[parentPID(p)], pid)
+		parent := parentPID(p)
+		children[parent] = append(children[parent], pid)
 	}
 	var b strings.Builder
 	var walk func(pid, depth int)

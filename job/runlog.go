@@ -213,9 +213,13 @@ func (s *session) startRunLog(backend string, earlier outdir.Earlier, ran report
 	if err != nil {
 		return nil, err
 	}
+	hosts, err := s.hosts() // every rank's, for the nodes' files
+	if err != nil {
+		return nil, err
+	}
 	var l *runLog
 	if s.comm.Rank() == 0 {
-		files := append([]string{outdir.RunFile}, report.Planned(s.comm.Size(), ran)...)
+		files := append([]string{outdir.RunFile}, report.PlannedOn(report.NodesOf(hosts), ran)...)
 		l = &runLog{dir: dir, stop: make(chan struct{}), rec: outdir.Record{Version: s.opts.Version, Commit: s.opts.Commit,
 			Backend: backend, WorldSize: s.comm.Size(), Config: s.opts.ConfigPath, Host: s.comm.Host(), PID: os.Getpid(),
 			Started: s.opts.Started.UTC().Format(time.RFC3339), Files: files}}

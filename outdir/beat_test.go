@@ -100,20 +100,82 @@ func TestHangText(t *testing.T) {
 	}
 }
 
-// Beats are read back by rank, only this run's: a stale file of another
-// run, a rank's file under another's name, or a broken one is left out.
+// Beats are read back by rank from the nodes' files, only this run's: a
+// stale file of another run, a node's file under another's name, a beat
+// of another host's, or a broken file is left out; a link planted at a
+// node's file is said, not followed.
 func TestReadBeats(t *testing.T) {
 	dir := t.TempDir()
-	for _, b := range []Beat{{Run: "this", Rank: 0}, {Run: "this", Rank: 1}, {Run: "earlier", Rank: 2}} {
-		if err := WriteBeat(dir, b); err != nil {
+	at := t0.Add(-time.Second)
+	for _, n := range []NodeBeats{
+		{Run: "this", Host: "a", Node: 0, Written: t0, Beats: []Beat{{Run: "this", Rank: 0, Host: "a", Written: at}, {Run: "this", Rank: 1, Host: "a", Written: at}, {Run: "this", Rank: 9, Host: "b"}}},
+		{Run: "this", Host: "b", Node: 1, Written: t0, Beats: []Beat{{Run: "this", Rank: 2, Host: "b", Written: at}}},
+		{Run: "earlier", Host: "c", Node: 2, Beats: []Beat{{Run: "earlier", Rank: 3, Host: "c"}}},
+	} {
+		if err := WriteNodeBeats(dir, n); err != nil {
 			t.Fatal(err)
 		}
 	}
-	os.WriteFile(filepath.Join(dir, BeatName(3)), []byte("{"), 0o644)
-	os.WriteFile(filepath.Join(dir, BeatName(4)), []byte(`{"run":"this","rank":1}`), 0o644)
-	got := ReadBeats(dir, "this")
-	if len(got) != 2 || got[0].Rank != 0 || got[1].Rank != 1 {
-		t.Errorf("%+v, want ranks 0 and 1 of this run", got)
+	os.WriteFile(filepath.Join(dir, NodeBeatName(3)), []byte("{"), 0o644)
+	os.WriteFile(filepath.Join(dir, NodeBeatName(4)), []byte(`{"run":"this","node":1,"host":"b","beats":[{"run":"this","rank":5,"host":"b"}]}`), 0o644)
+	os.Symlink("/etc/passwd", filepath.Join(dir, NodeBeatName(5)))
+	got, unread := ReadBeats(dir, "this")
+	if len(got) != 3 || got[0].Rank != 0 || got[1].Rank != 1 || got[2].Rank != 2 || !got[2].Relayed.Equal(t0) {
+		t.Errorf("%+v, want ranks 0, 1 and 2 of this run, relayed at %v", got, t0)
+	}
+	if len(unread) != 1 || !strings.Contains(unread[0].Error(), "is a symbolic link to /etc/passwd") {
+		t.Errorf("unread %v, want the link named", unread)
+	}
+	// A rank is silent by its beat's age when its node's file was
+	// written, or when that file itself has stopped.
+	h := Hang{World: 3, Beats: got, Now: t0.Add(2 * time.Second), Host: "z", Self: 0}
+	if h.Silent(1) {
+		t.Errorf("rank 1, relayed 2 s ago a second old, is silent")
+	}
+	h.Now = t0.Add(SilentAfter + BeatEvery + time.Millisecond)
+	if !h.Silent(1) {
+		t.Errorf("rank 1, whose node's file stopped %v ago, is not silent", h.Now.Sub(t0))
+	}
+	old := got[2]
+	old.Written = t0.Add(-SilentAfter - time.Millisecond)
+	h.Beats[2], h.Now = old, t0
+	if !h.Silent(2) {
+		t.Errorf("rank 2, relayed with a beat %v old, is not silent", SilentAfter)
+	}
+}
+
+// The rank of a node that writes its file is its first live one; a
+// stopped or ended one is passed over.
+func TestWriter(t *testing.T) {
+	kept := map[int]Beat{4: {Written: t0.Add(-2 * time.Second)}, 5: {Written: t0, Ended: "exit 0"}, 6: {Written: t0}, 7: {Written: t0}}
+	if w := Writer([]int{4, 5, 6, 7}, kept, 7, t0); w != 6 {
+		t.Errorf("writer %d, want 6", w)
+	}
+	if w := Writer([]int{4, 5}, kept, 5, t0); w != 5 {
+		t.Errorf("writer %d, want itself when none is live", w)
+	}
+}
+
+// Beats kept in node-local memory are read back by rank, this run's and
+// host's only.
+func TestLocalBeats(t *testing.T) {
+	l := LocalBeats{Dir: filepath.Join(t.TempDir(), "beats")}
+	for _, b := range []Beat{{Run: "this", Rank: 0, Host: "a"}, {Run: "this", Rank: 1, Host: "a"}, {Run: "this", Rank: 2, Host: "b"}, {Run: "other", Rank: 3, Host: "a"}} {
+		if err := l.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unlock, err := l.Lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	if got := l.Read("this", "a"); len(got) != 2 || got[1].Rank != 1 {
+		t.Errorf("%+v", got)
+	}
+	l.Remove()
+	if _, err := os.Stat(l.Dir); !os.IsNotExist(err) {
+		t.Errorf("%s left: %v", l.Dir, err)
 	}
 }
 

@@ -90,8 +90,10 @@ func guard(stdin io.Reader, stderr io.Writer, lock *os.File, dir, host string, p
 	run.Status, run.Ended = StatusFailed, time.Now().UTC().Format(time.RFC3339)
 	run.Reason = KilledReason(host, pid, Notes(dir))
 	// What every rank was doing, from their heartbeats: rank 0 cannot say.
-	h := Hang{World: run.WorldSize, Beats: ReadBeats(dir, RunID(run.Host, run.PID, run.Started)), Now: time.Now(),
-		Host: host, State: ProcState, Self: -1}
+	id := RunID(run.Host, run.PID, run.Started)
+	beats, unread := ReadBeats(dir, id)
+	Merge(beats, LocalBeatsOf(id).Read(id, host)) // rank 0's node's, fresher than its file
+	h := Hang{World: run.WorldSize, Beats: beats, Now: time.Now(), Host: host, State: ProcState, Self: -1, Unread: unread}
 	if text := h.Text(); text != "" {
 		run.Reason += "; hang: " + text
 		fmt.Fprintf(stderr, "rsag: guard of rank 0 (%s, pid %d): rank 0 ended before it could say; hang: %s\n", host, pid, text)

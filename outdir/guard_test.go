@@ -72,11 +72,11 @@ func TestGuardNamesTheHang(t *testing.T) {
 	}
 	run := RunID("node1", 42, started)
 	now := time.Now()
-	for _, b := range []Beat{
+	for i, b := range []Beat{
 		{Run: run, Rank: 0, Host: "node1", PID: 42, Written: now.Add(-10 * time.Second), Step: BeatStep{Seq: 9, Op: "barrier", In: true, At: now.Add(-10 * time.Second)}},
 		{Run: run, Rank: 1, Host: "node2", PID: 7, Written: now, Step: BeatStep{Seq: 10, Op: "all-reduce", Bytes: 64, In: true, At: now.Add(-8 * time.Second)}},
 	} {
-		if err := WriteBeat(dir, b); err != nil {
+		if err := WriteNodeBeats(dir, NodeBeats{Run: run, Host: b.Host, Node: i, Writer: b.Rank, Written: b.Written, Beats: []Beat{b}}); err != nil {
 			t.Fatal(err)
 		}
 	}

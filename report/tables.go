@@ -6,11 +6,12 @@ import (
 	"slices"
 	"strings"
 
-	"rsag/coll"
-
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"rsag/coll"
+	"rsag/internal/rankset"
 )
 
 // newTable is an ASCII table (job logs are often read in plain terminals
@@ -105,25 +106,8 @@ func groupsText(g []int) string {
 func listText(v []int) string { return ListText(v, ",") }
 
 // ListText writes ascending runs of three or more as a range, the parts
-// joined by sep: "0-3,6,8".
-func ListText(v []int, sep string) string {
-	var parts []string
-	for i := 0; i < len(v); {
-		j := i
-		for j+1 < len(v) && v[j+1] == v[j]+1 {
-			j++
-		}
-		if j-i >= 2 {
-			parts = append(parts, fmt.Sprintf("%d-%d", v[i], v[j]))
-		} else {
-			for k := i; k <= j; k++ {
-				parts = append(parts, fmt.Sprint(v[k]))
-			}
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, sep)
-}
+// joined by sep: "0-3,6,8" (rankset.Join: bounded for any world).
+func ListText(v []int, sep string) string { return rankset.Join(v, sep) }
 
 // WriteTables prints the tables of the phases that ran, from the summary:
 // contracts, timings, memory.

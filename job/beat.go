@@ -105,6 +105,11 @@ func (s *session) startBeats() error {
 	err = b.first()
 	beats.Store(b)
 	s.end.OnEnd(b.end)
+	if s.comm.Rank() != 0 {
+		// Rank 0 (or its guard) names how each rank a signal ended, from
+		// its last heartbeat, ranks as ranges: one line for all.
+		s.end.SetQuietOnSignal()
+	}
 	go b.loop()
 	// A rank that cannot write its heartbeat (a full disk) would fail on
 	// its own and leave run.json to a launcher's signal: the ranks agree,

@@ -88,12 +88,19 @@ func guard(stdin io.Reader, stderr io.Writer, lock *os.File, dir, host string, p
 		return nil // marked, or not the run this guard watches
 	}
 	run.Status, run.Ended = StatusFailed, time.Now().UTC().Format(time.RFC3339)
-	run.Reason = KilledReason(host, pid, Notes(dir))
 	// What every rank was doing, from their heartbeats: rank 0 cannot say.
 	id := RunID(run.Host, run.PID, run.Started)
 	beats, unread := ReadBeats(dir, id)
 	Merge(beats, LocalBeatsOf(id).Read(id, host)) // rank 0's node's, fresher than its file
-	h := Hang{World: run.WorldSize, Beats: beats, Now: time.Now(), Host: host, State: ProcState, Self: -1, Unread: unread}
+	now := time.Now()
+	// Rank 0's own beats stopped long before it died: it was stopped or
+	// frozen, and what the others did then (a watchdog's note) followed.
+	var silent time.Duration
+	if b, ok := beats[0]; ok && b.PID == pid && b.Ended == "" {
+		silent = max(now.Sub(b.Written), time.Duration(b.Frozen*float64(time.Second)))
+	}
+	run.Reason = KilledReason(host, pid, Notes(dir), silent)
+	h := Hang{World: run.WorldSize, Beats: beats, Now: now, Host: host, State: ProcState, Self: -1, Unread: unread}
 	if text := h.Text(); text != "" {
 		run.Reason += "; hang: " + text
 		fmt.Fprintf(stderr, "rsag: guard of rank 0 (%s, pid %d): rank 0 ended before it could say; hang: %s\n", host, pid, text)
@@ -103,7 +110,18 @@ func guard(stdin io.Reader, stderr io.Writer, lock *os.File, dir, host string, p
 
 // KilledReason is run.json's reason for a run whose rank 0 was killed
 // before it could say why, with what ranks that failed on their own said.
-func KilledReason(host string, pid int, notes []Note) string {
+// silent is how long rank 0's heartbeat had stopped when it died: above
+// SilentAfter, rank 0 was stopped (SIGSTOP) or frozen first, and the
+// reason leads with that, the others' failures (waiting for it) after.
+func KilledReason(host string, pid int, notes []Note, silent time.Duration) string {
+	if silent > SilentAfter {
+		reason := fmt.Sprintf("rank 0 (%s, pid %d) was stopped (e.g. by SIGSTOP) or frozen: it wrote no heartbeat for the last %.1f s "+
+			"before it ended, killed while stopped (a launcher forcing the job down, as mpirun does) before it could mark the run; its guard marked it", host, pid, silent.Seconds())
+		if len(notes) > 0 {
+			reason += "; the other ranks waited for it: " + NotesText(notes)
+		}
+		return reason
+	}
 	reason := fmt.Sprintf("rank 0 (%s, pid %d) ended before it could mark the run: killed outright (SIGKILL, the OOM killer, "+
 		"or a launcher forcing the job down, as mpirun does on a second SIGTERM) or crashed; its guard marked it", host, pid)
 	if len(notes) > 0 {

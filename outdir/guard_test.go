@@ -91,6 +91,40 @@ func TestGuardNamesTheHang(t *testing.T) {
 	}
 }
 
+// Rank 0 stopped, then killed by the launcher while rank 1's watchdog
+// gave up on it: the reason leads with the stop, and rank 1's failure
+// follows as what it was, waiting for rank 0 (issue 34 class 6: it said
+// "killed outright or crashed" and "rank 1 failed on its own" first).
+func TestGuardLeadsWithAStoppedRank0(t *testing.T) {
+	dir := t.TempDir()
+	started := "2026-12-01T12:00:00Z"
+	if err := WriteRecord(dir, Record{Status: StatusRunning, Host: "node1", PID: 42, Started: started, WorldSize: 2}); err != nil {
+		t.Fatal(err)
+	}
+	run := RunID("node1", 42, started)
+	now := time.Now()
+	for i, b := range []Beat{
+		{Run: run, Rank: 0, Host: "node1", PID: 42, Written: now.Add(-7 * time.Second), Step: BeatStep{Seq: 10, Op: "all-reduce", In: true, At: now.Add(-7 * time.Second)}},
+		{Run: run, Rank: 1, Host: "node2", PID: 7, Written: now, Ended: "watchdog: all-reduce did not finish within 5s", TimedOut: true,
+			Step: BeatStep{Seq: 10, Op: "all-reduce", Bytes: 64, In: true, At: now.Add(-6 * time.Second)}},
+	} {
+		if err := WriteNodeBeats(dir, NodeBeats{Run: run, Host: b.Host, Node: i, Writer: b.Rank, Written: b.Written, Beats: []Beat{b}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	LeaveNote(dir, 1, "rank 1 (node2): watchdog: all-reduce did not finish within 5s")
+	var stderr strings.Builder
+	if err := guard(strings.NewReader(""), &stderr, nil, dir, "node1", 42); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := ReadRecord(dir)
+	lead := "rank 0 (node1, pid 42) was stopped (e.g. by SIGSTOP) or frozen: it wrote no heartbeat for the last 7."
+	if err != nil || rec.Status != StatusFailed || !strings.HasPrefix(rec.Reason, lead) ||
+		!strings.Contains(rec.Reason, "the other ranks waited for it: rank 1 (node2): watchdog") || strings.Contains(rec.Reason, "failed on its own") {
+		t.Errorf("%+v, %v\nwant a reason that starts %q", rec, err, lead)
+	}
+}
+
 // The real thing: a guard process shares the lock while it waits, and
 // once its rank 0's pipe closes (as it does however rank 0 dies) marks the
 // run failed and frees the directory.

@@ -38,6 +38,7 @@ type Ender struct {
 	explain    func(signal string) string // rank 0: a signal's reason, with what is known of its cause
 	atEnd      []func()                   // last, before exiting: releasing the output dir
 	linger     time.Duration              // how long a rank a signal ends waits before it exits
+	quiet      bool                       // a signal's line is left to rank 0 (SetQuietOnSignal)
 	abort      func() <-chan struct{}     // once the backend can abort; nil channel: nothing to abort
 	onEnd      []func(how string)         // first, with what ends the process: the last heartbeat
 	settle     func() string              // rank 0, after a signal: what it learns from the others' ends
@@ -102,6 +103,11 @@ func (e *Ender) SetSettle(f func() string) { e.mu.Lock(); e.settle = f; e.mu.Unl
 // every rank that the same signal ends.
 func (e *Ender) SetLinger(d time.Duration) { e.mu.Lock(); e.linger = d; e.mu.Unlock() }
 
+// SetQuietOnSignal leaves the line a signal ends this process with
+// unsaid: rank 0 speaks for every rank, whose last heartbeat says it, so
+// that a launcher's SIGTERM to 8,192 ranks prints a line, not 8,192.
+func (e *Ender) SetQuietOnSignal() { e.mu.Lock(); e.quiet = true; e.mu.Unlock() }
+
 // SetAbort gives the function that asks the backend to abort its
 // communicator; its channel is closed once it has (nil: nothing to abort).
 func (e *Ender) SetAbort(f func() <-chan struct{}) { e.mu.Lock(); e.abort = f; e.mu.Unlock() }
@@ -120,7 +126,7 @@ func (e *Ender) end(code int, msg, reason string, bySignal bool) {
 	e.once.Do(func() {
 		e.ending.Store(true)
 		e.mu.Lock()
-		who, mark, atEnd, abort, linger, onEnd, settle := e.who, e.markFailed, e.atEnd, e.abort, e.linger, e.onEnd, e.settle
+		who, mark, atEnd, abort, linger, onEnd, settle, quiet := e.who, e.markFailed, e.atEnd, e.abort, e.linger, e.onEnd, e.settle, e.quiet
 		e.mu.Unlock()
 		line := msg
 		if who != "" {
@@ -135,7 +141,9 @@ func (e *Ender) end(code int, msg, reason string, bySignal bool) {
 		if mark != nil {
 			mark(reason)
 		}
-		fmt.Fprintf(e.stderr, "rsag: %s\n", line)
+		if !bySignal || !quiet {
+			fmt.Fprintf(e.stderr, "rsag: %s\n", line)
+		}
 		if bySignal && settle != nil {
 			if more := settle(); more != "" {
 				fmt.Fprintf(e.stderr, "rsag: %s: hang: %s\n", who, more)

@@ -1,6 +1,7 @@
 package outdir
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -191,4 +192,35 @@ func TestProcState(t *testing.T) {
 	if s := ProcState(cmd.Process.Pid); s != "gone" {
 		t.Errorf("an ended, reaped process: %q", s)
 	}
+}
+
+// At 8,192 ranks on 1,024 nodes, a hang's line and the notes' clause stay
+// a line: rank 5 stopped, ranks 0-4 and 6-8191 waiting, half of them
+// having ended by the launcher's signal, every rank leaving a note.
+func TestClosingLinesAreBoundedAt8192Ranks(t *testing.T) {
+	const world = 8192
+	h := Hang{World: world, Beats: map[int]Beat{}, Now: t0, Host: "node0", State: states(map[int]string{105: "T"}), Self: 0}
+	var notes []Note
+	for r := range world {
+		host := fmt.Sprintf("node%d", r/8)
+		b := beat(r, host, 1834, "all-reduce", true, 200*time.Millisecond, 5*time.Second)
+		switch {
+		case r == 5:
+			b = beat(r, host, 1833, "all-gather", false, 6*time.Second, 6*time.Second)
+		case r%2 == 1:
+			b.Ended = "received SIGTERM: stopping"
+		case r%3 == 0:
+			b.Step.Seq, b.Step.Op = 1700, "barrier"
+		}
+		h.Beats[r] = b
+		notes = append(notes, Note{Rank: r, Text: fmt.Sprintf("rank %d (%s): watchdog: all-reduce did not finish within 5s", r, host)})
+	}
+	text := h.Text()
+	if len(text) > 2000 || !strings.Contains(text, "rank 5 on node0 (pid 105) is stopped (state T)") || !strings.Contains(text, "wait in timing barrier #1700") {
+		t.Errorf("hang at %d ranks: %d bytes: %.3000s", world, len(text), text)
+	}
+	if n := NotesText(notes); len(n) > 300 || !strings.HasPrefix(n, "ranks 0-8191: watchdog") {
+		t.Errorf("notes at %d ranks: %d bytes: %.500s", world, len(n), n)
+	}
+	t.Logf("hang line %d bytes: %s", len(text), text)
 }

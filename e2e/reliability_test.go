@@ -260,6 +260,8 @@ func TestWatchdogEndsAStalledRank(t *testing.T) {
 		t.Errorf("no watchdog message matching %s:\n%s", re, stderr)
 	} else if (m[1] == "0") != (m[2] != "") {
 		t.Errorf("rank %s's watchdog message; want the hang named by rank 0 alone:\n%s", m[1], stderr)
+	} else {
+		t.Logf("rank %s spoke first", m[1])
 	}
 	run := notComplete(t, dir)
 	if run.Status != outdir.StatusFailed || !strings.Contains(run.Reason, "watchdog: timing all-reduce at 215040 bytes") {

@@ -245,7 +245,7 @@ func TestWatchdogEndsAStalledRank(t *testing.T) {
 		"-config", "../configs/smoke.toml", "-backend", "mpi", "-output-dir", dir, "-set", "timeout_s=2")
 	code := j.wait(t, 60*time.Second)
 	took := time.Since(start)
-	_, stderr := j.output()
+	stdout, stderr := j.output()
 	if code == 0 {
 		t.Fatalf("exit 0 after a stall\n%s", stderr)
 	}
@@ -262,6 +262,13 @@ func TestWatchdogEndsAStalledRank(t *testing.T) {
 		t.Errorf("rank %s's watchdog message; want the hang named by rank 0 alone:\n%s", m[1], stderr)
 	} else {
 		t.Logf("rank %s spoke first", m[1])
+	}
+	// Rank 0's watchdog, when it spoke (rank 1 waits a second for it),
+	// ends its run with the verdict.
+	if m := re.FindStringSubmatch(stderr); m != nil && m[1] == "0" {
+		if v := verdict(t, stdout); v != nil && (v[1] != "FAILED (exit 3)" || v[2] != "results in "+dir) {
+			t.Errorf("the verdict of a run the watchdog ended: %q", v[0])
+		}
 	}
 	run := notComplete(t, dir)
 	if run.Status != outdir.StatusFailed || !strings.Contains(run.Reason, "watchdog: timing all-reduce at 215040 bytes") {

@@ -129,6 +129,7 @@ func Main(o Options) int {
 	wd.Start()
 	if comm.Rank() == 0 {
 		s.out = o.Stdout
+		end.SetVerdict(s.printEndedVerdict)
 	} else {
 		// The launcher's signal reaches every rank at once: the others stay
 		// a moment, so that rank 0 does not take them for the rank that

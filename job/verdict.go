@@ -1,10 +1,14 @@
 package job
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
+	"rsag/outdir"
 	"rsag/report"
 )
 
@@ -15,8 +19,8 @@ const verdictWidth = 120
 // printVerdict prints, on rank 0, the line that ends every run that ends
 // through Main, passing or not: PASSED or FAILED, what held or what
 // failed, and where the results are. It is the run's last line, once
-// run.json is final. (A run that the watchdog or a signal ends says so on
-// its own last line instead.)
+// run.json is final. (A run that the watchdog or a signal ends gets its
+// verdict from printEndedVerdict.)
 func (s *session) printVerdict(st *state, code int, err error) {
 	if s.comm.Rank() != 0 {
 		return
@@ -26,6 +30,18 @@ func (s *session) printVerdict(st *state, code int, err error) {
 		dir = s.opts.OutputDir
 	}
 	s.printf("%s\n", verdictLine(code, err, st.sum, dir))
+}
+
+// printEndedVerdict is printVerdict for a run that the watchdog or a
+// signal ends (watchdog.Ender), from its goroutine: msg is what ended it.
+func (s *session) printEndedVerdict(code int, msg string) {
+	dir := ""
+	if d := s.noteDir.Load(); d != nil {
+		if _, err := os.Lstat(filepath.Join(*d, outdir.RunFile)); err == nil {
+			dir = *d
+		}
+	}
+	s.printf("%s\n", verdictLine(code, errors.New(msg), nil, dir))
 }
 
 // verdictLine is the verdict of a run that ended with code and err (nil

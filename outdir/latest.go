@@ -112,8 +112,9 @@ func PointLatest(root, dir string) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	tmp := filepath.Join(root, fmt.Sprintf(".%s.%d.tmp", LatestLink, os.Getpid()))
-	os.Remove(tmp) // a crashed run's own, by its pid: never a name a user picks
+	host, _ := os.Hostname() // results/ may be shared by hosts whose pids collide
+	tmp := filepath.Join(root, fmt.Sprintf(".%s.%s.%d.tmp", LatestLink, host, os.Getpid()))
+	os.Remove(tmp) // a crashed run's own, by its host and pid: never a name a user picks
 	if err := os.Symlink(filepath.Base(dir), tmp); err != nil {
 		return err
 	}

@@ -125,7 +125,7 @@ func Main(o Options) int {
 		tr: watchdog.NewSteps(watchdog.NewTracker(wd))}
 	wd.Start()
 	if comm.Rank() == 0 {
-		s.out = o.Stdout
+		s.out = report.Terminal(o.Stdout) // prose folded to the terminal's width
 	} else {
 		// The launcher's signal reaches every rank at once: the others stay
 		// a moment, so that rank 0 does not take them for the rank that

@@ -175,21 +175,54 @@ func timeBuffers(sc *scopes, comm coll.Comm, sw coll.Sweep, modes []coll.TimedMo
 			return samples, err
 		}
 		if progress != nil {
-			progress(progressLine(c, modes, got, sw.Cycles))
+			// Every rank takes part: the figure is the slowest rank's.
+			medians, err := slowestMedians(comm, modes, got, sw.Discard)
+			if err != nil {
+				return samples, err
+			}
+			progress(progressLine(c, modes, medians, sw.Cycles))
 		}
 	}
 	return samples, nil
 }
 
-// progressLine is rank 0's line for a finished case: each mode's median.
-func progressLine(c coll.Case, modes []coll.TimedMode, got []TimingSample, cycles int) string {
+// ProgressHeader is the line above the timing phase's progress lines: it
+// names the statistic they stream, the Timings table's.
+const ProgressHeader = "timing: us per operation, the median over the kept cycles of the slowest rank's time (the Timings table's median)"
+
+// progressLine is rank 0's line for a finished case: each mode's median,
+// under its short name, as the Timings table prints it.
+func progressLine(c coll.Case, modes []coll.TimedMode, medians []float64, cycles int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "timing %-44s", c)
-	for _, m := range modes {
-		fmt.Fprintf(&b, " %s median %10.2f us ", m.Name, medianOf(got, m.Name))
+	fmt.Fprintf(&b, "timing %s:", c)
+	for i, m := range modes {
+		fmt.Fprintf(&b, " %s %s", m.Short, coll.USText(medians[i]))
 	}
-	fmt.Fprintf(&b, " (rank 0, %d cycles, checked)", cycles)
+	fmt.Fprintf(&b, " (%d cycles, checked)", cycles)
 	return b.String()
+}
+
+// slowestMedians is each mode's median, over the cycles past discard, of
+// the slowest rank's time in each cycle: the statistic report.TimingStats
+// computes from every rank's rows, so that the streamed line and the table
+// agree. A collective: every rank calls it with the same cases.
+func slowestMedians(comm coll.Comm, modes []coll.TimedMode, got []TimingSample, discard int) ([]float64, error) {
+	out := make([]float64, len(modes))
+	for i, m := range modes {
+		var v []float64
+		for _, s := range got {
+			if s.Mode != m.Name || s.Cycle < discard {
+				continue
+			}
+			slowest, err := comm.MaxFloat64(s.DurationUS)
+			if err != nil {
+				return nil, err
+			}
+			v = append(v, slowest)
+		}
+		out[i] = quantile.Median(v)
+	}
+	return out, nil
 }
 
 func timeCase(be coll.Backend, comm coll.Comm, modes []*modeCase, method timingMethod, c coll.Case, sw coll.Sweep) (samples []TimingSample, err error) {
@@ -393,16 +426,6 @@ func (m *modeCase) inOneCall(be coll.Backend, c coll.Case, cycles int, every boo
 		return samples, nil, nil
 	}
 	return samples, &oneCallFault{cycle: f.Sample, Mismatch: m.mismatchAt(f.Element, f.Got, c.DType)}, nil
-}
-
-func medianOf(samples []TimingSample, mode coll.Mode) float64 {
-	var v []float64
-	for _, s := range samples {
-		if s.Mode == mode {
-			v = append(v, s.DurationUS)
-		}
-	}
-	return quantile.Median(v)
 }
 
 // CheckError is a correctness check that failed: on this rank (Ranks nil)

@@ -216,6 +216,9 @@ func num(format string, v float64) cell {
 	return cell{Text: fmt.Sprintf(format, v), Sort: fmt.Sprint(v), Class: "n"}
 }
 
+// us is a time in microseconds as the terminal writes it (report.USText).
+func us(v float64) cell { return cell{Text: report.USText(v), Sort: fmt.Sprint(v), Class: "n"} }
+
 func size(b int64) cell {
 	return cell{Text: report.SizeText(b), Sort: fmt.Sprint(b), Class: "n"}
 }

@@ -796,8 +796,9 @@ func sizesText(sizes []int64) string {
 
 func breakdownSection(s report.Summary) section {
 	sec := section{ID: "breakdown", Title: "Where the decomposition's time goes",
-		How: "At each size, ReduceScatter alone and AllGather alone as shares of the decomposition's median, and what is left. " +
-			"A positive rest is what running the two back to back costs beyond their sum (synchronisation, a cache or protocol effect); a negative one, that they overlap."}
+		How: "At each size, ReduceScatter alone and AllGather alone (their medians in µs) as shares of the decomposition's median, and what is left: " +
+			"what running the two back to back costs beyond their sum (synchronisation, a cache or protocol effect). The parts run one after the other inside the whole, " +
+			"so they cannot add up to more: where they do by less than the runs' noise the rest is zero within noise, and where they do beyond it the time is not split."}
 	if len(s.Breakdown) == 0 {
 		if len(s.Timing) == 0 {
 			sec.Empty = absent(s, "timing")
@@ -811,16 +812,16 @@ func breakdownSection(s report.Summary) section {
 		cases = append(cases, b.Case)
 	}
 	dims := modelCaseDims(cases)
-	t := &table{Sortable: true, Head: append(dimHeads(dims), heads("decomposition", "size", "whole µs", "parts", "unexplained")...)}
+	t := &table{Sortable: true, Head: append(dimHeads(dims), heads("decomposition", "size", "whole µs", "parts µs (share)", "rest µs (share)")...)}
 	for _, b := range s.Breakdown {
 		for _, sh := range b.Shares {
-			var parts []string
-			for _, p := range sh.Parts {
-				parts = append(parts, fmt.Sprintf("%s %.2f µs (%.0f%%)", modeLabel(p.Mode), p.US, 100*p.Share))
+			parts, rest, note := report.ShareText(sh)
+			if note != "" {
+				rest += " — " + note
 			}
 			t.Rows = append(t.Rows, row{Cells: append(dimCells(dims, b.Case), plain(modeLabel(b.Mode)), size(sh.SizeBytes),
-				num("%.2f", sh.WholeUS), plain(strings.Join(parts, " + ")),
-				cell{Text: fmt.Sprintf("%.2f µs (%.0f%%)", sh.UnexplainedUS, 100*sh.UnexplainedShare), Sort: fmt.Sprint(sh.UnexplainedShare), Class: "n"})})
+				us(sh.WholeUS), plain(parts),
+				cell{Text: rest, Sort: fmt.Sprint(sh.UnexplainedUS), Class: "n wrap"})})
 		}
 	}
 	sec.Blocks = []block{{Table: t}}

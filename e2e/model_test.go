@@ -66,7 +66,7 @@ func TestModelOnTwoRanks(t *testing.T) {
 				}
 			}
 		}
-		called := regexp.MustCompile(`[(,] `+"?"+regexp.QuoteMeta(string(f.Mode))+` by [0-9]+%`).MatchString(note)
+		called := regexp.MustCompile(`[(,] ` + "?" + regexp.QuoteMeta(string(f.Mode)) + ` by [0-9]+%`).MatchString(note)
 		if called != (f.MaxRelResidual > report.PoorFitResidual) {
 			t.Errorf("%s: residual %.3f, but the note under the model table is there: %v", f.Mode, f.MaxRelResidual, called)
 		}

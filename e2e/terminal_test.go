@@ -21,12 +21,12 @@ var shortened = map[string][]string{
 		"-set", "memory.payload_bytes=1048576"},
 	"model-mpi.toml": {"-set", "timing.cycles=3", "-set", "timing.discard=1", "-set", "timing.max_bytes=\"256K\"",
 		"-set", "numerics.sizes_bytes=[\"4K\",\"64K\"]"},
-	"sweep-mpi.toml":  {"-set", "timing.cycles=2", "-set", "timing.warmups=0", "-set", "numerics.sizes_bytes=[6720]"},
-	"hierarchy.toml":  {"-set", "timing.cycles=2"},
-	"locate.toml":     {"-set", "locate.sizes_bytes=[\"8K\",\"64K\"]", "-set", "locate.repeats=1", "-set", "locate.iterations=2"},
-	"soak.toml":       {"-set", "soak.duration_s=2"},
-	"bench-imb.toml":  {"-set", "timing.cycles=4", "-set", "timing.batch=10"},
-	"sweep.toml":      nil, // NCCL's alone: float16, bfloat16, avg and graphs
+	"sweep-mpi.toml": {"-set", "timing.cycles=2", "-set", "timing.warmups=0", "-set", "numerics.sizes_bytes=[6720]"},
+	"hierarchy.toml": {"-set", "timing.cycles=2"},
+	"locate.toml":    {"-set", "locate.sizes_bytes=[\"8K\",\"64K\"]", "-set", "locate.repeats=1", "-set", "locate.iterations=2"},
+	"soak.toml":      {"-set", "soak.duration_s=2"},
+	"bench-imb.toml": {"-set", "timing.cycles=4", "-set", "timing.batch=10"},
+	"sweep.toml":     nil, // NCCL's alone: float16, bfloat16, avg and graphs
 }
 
 // nccl are the shipped configs the MPI backend cannot run.

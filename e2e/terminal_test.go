@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"rsag/coll"
 	"rsag/report"
 )
 
@@ -56,11 +57,13 @@ func TestEveryShippedConfigFitsTheTerminal(t *testing.T) {
 			continue
 		}
 		t.Run(strings.TrimSuffix(name, ".toml"), func(t *testing.T) {
-			r := mpirun(t, 2, 2*time.Minute, append([]string{"-config", path, "-backend", "mpi", "-output-dir", t.TempDir()}, args...)...)
+			dir := t.TempDir()
+			r := mpirun(t, 2, 2*time.Minute, append([]string{"-config", path, "-backend", "mpi", "-output-dir", dir}, args...)...)
 			if r.code != 0 {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 			}
 			checkTerminal(t, r.stdout)
+			checkStreamedMedians(t, r.stdout, completeSummary(t, filepath.Join(dir, report.SummaryFile)))
 		})
 	}
 }
@@ -91,5 +94,34 @@ func checkTerminal(t *testing.T, out string) {
 	}
 	if t.Failed() {
 		t.Logf("stdout:\n%s", out)
+	}
+}
+
+// checkStreamedMedians: the line streamed as each case ends gives every
+// mode the median the Timings table and summary.json give it (the slowest
+// rank's per cycle, over the kept cycles), not rank 0's own.
+func checkStreamedMedians(t *testing.T, out string, s report.Summary) {
+	t.Helper()
+	streamed := map[string]string{} // case -> its line, folded lines joined
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "timing ") || !strings.Contains(l, ":") {
+			continue
+		}
+		for _, more := range lines[i+1:] {
+			if !strings.HasPrefix(more, "  ") {
+				break
+			}
+			l += " " + strings.TrimSpace(more)
+		}
+		k, rest, _ := strings.Cut(strings.TrimPrefix(l, "timing "), ": ")
+		streamed[k] = " " + rest
+	}
+	for _, st := range s.Timing {
+		m, _ := coll.ModeOf(st.Mode)
+		line, ok := streamed[st.Pair().String()]
+		if want := " " + m.Short + " " + report.USText(st.MedianUS) + " "; !ok || !strings.Contains(line, want) {
+			t.Errorf("%s: the streamed line %q lacks the table's median %q", st.Case, line, want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"rsag/coll"
+	"rsag/model"
 )
 
 func TestBytesText(t *testing.T) {
@@ -133,5 +134,25 @@ func TestModelTableSaysOnceWhatManyCasesShare(t *testing.T) {
 	}
 	if n := strings.Count(out, "\n"); n > 25 {
 		t.Errorf("%d lines for what 4 rows and 3 notes say:\n%s", n, out)
+	}
+}
+
+// The terminal prints the model's split decision: a share that noise makes
+// impossible is "not split [N]" with one note for every such row.
+func TestBreakdownTableSaysNotSplit(t *testing.T) {
+	s := NewSummary(SummaryInput{Rows: Rows{Timings: hockneyRows()}, World: 2})
+	whole := model.PartTime{Mode: coll.Decomposed, MedianUS: 1000, P10US: 900, P90US: 1200}
+	noisy := model.SplitOf(whole, []model.PartTime{{Mode: coll.ReduceScatterAlone, MedianUS: 1900, P10US: 1700, P90US: 2100},
+		{Mode: coll.AllGatherAlone, MedianUS: 160, P10US: 150, P90US: 170}})
+	noisy.SizeBytes = 1 << 20
+	s.Breakdown[0].Shares = []model.Share{noisy, noisy}
+	var b bytes.Buffer
+	if err := ModelTable(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()[strings.Index(b.String(), "Where the decomposition"):]
+	if strings.Count(out, "| RS 1900 + AG 160.0 | not split [1] |") != 2 || strings.Count(out, "[1] not split: ") != 1 ||
+		strings.Contains(out, "%") {
+		t.Errorf("want two rows 'not split [1]', one note, no share:\n%s", out)
 	}
 }

@@ -819,7 +819,7 @@ func breakdownSection(s report.Summary) section {
 		for _, sh := range b.Shares {
 			parts, rest, note := report.ShareText(sh)
 			if note != "" {
-				rest += " — " + note
+				rest = note // it begins with the verdict: "not split: ...", "within noise: ..."
 			}
 			t.Rows = append(t.Rows, row{Cells: append(dimCells(dims, b.Case), plain(modeLabel(b.Mode)), size(sh.SizeBytes),
 				us(sh.WholeUS), plain(parts),

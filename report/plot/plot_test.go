@@ -19,6 +19,8 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/plot"
+
 	"rsag/coll"
 	"rsag/report"
 )
@@ -496,13 +498,7 @@ func TestLayout(t *testing.T) {
 
 // A time axis is labelled in one unit style, never "100000" beside "1e+06".
 func TestTimeTicksInUnits(t *testing.T) {
-	var labels []string
-	for _, tk := range (logTicks{}).Ticks(3, 2e6) {
-		if tk.Label != "" {
-			labels = append(labels, tk.Label)
-		}
-	}
-	if got, want := strings.Join(labels, ", "), "10 µs, 100 µs, 1 ms, 10 ms, 100 ms, 1 s"; got != want {
+	if got, want := strings.Join(tickLabels(logTicks{}.Ticks(3, 2e6)), ", "), "10 µs, 100 µs, 1 ms, 10 ms, 100 ms, 1 s"; got != want {
 		t.Errorf("ticks %q, want %q", got, want)
 	}
 }
@@ -606,14 +602,19 @@ func TestLinearTicks(t *testing.T) {
 	}
 }
 
-func TestBinaryTicks(t *testing.T) {
+// tickLabels are the labels of the labelled ticks.
+func tickLabels(ticks []plot.Tick) []string {
 	var labels []string
-	for _, tk := range (binaryTicks{}).Ticks(0, 716.8) {
+	for _, tk := range ticks {
 		if tk.Label != "" {
 			labels = append(labels, tk.Label)
 		}
 	}
-	if got, want := strings.Join(labels, " "), "0 128 256 384 512 640"; got != want {
+	return labels
+}
+
+func TestBinaryTicks(t *testing.T) {
+	if got, want := strings.Join(tickLabels(binaryTicks{}.Ticks(0, 716.8)), " "), "0 128 256 384 512 640"; got != want {
 		t.Errorf("ticks = %q, want %q", got, want)
 	}
 }

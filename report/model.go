@@ -203,7 +203,7 @@ func ShareText(sh model.Share) (parts, rest, note string) {
 	parts = strings.Join(ps, " + ")
 	switch sh.Split {
 	case model.SplitWithinNoise:
-		return parts, "0 within noise", "within noise: the parts alone add up to a little more than the whole, " +
+		return parts, "0 within noise", "within noise: the parts alone add up to more than the whole, " +
 			"by less than the runs' p10..p90 spread; the rest is zero within noise, and the shares are of the parts' sum"
 	case model.NotSplit:
 		return parts, "not split", "not split: the parts timed alone add up to more than the whole, beyond the runs' " +

@@ -125,3 +125,24 @@ func checkStreamedMedians(t *testing.T, out string, s report.Summary) {
 		}
 	}
 }
+
+// unfolded is out with the terminal's folds undone: a continuation line
+// (indented two columns past the line it continues) joined to it.
+func unfolded(out string) string {
+	lines := strings.Split(out, "\n")
+	var b strings.Builder
+	for i, l := range lines {
+		if i > 0 {
+			prev := lines[i-1]
+			indent := len(prev) - len(strings.TrimLeft(prev, " "))
+			if !strings.HasPrefix(prev, "|") && !strings.HasPrefix(prev, "+") && strings.HasPrefix(l, strings.Repeat(" ", indent+2)) &&
+				utf8.RuneCountInString(prev) > report.TerminalWidth/2 {
+				b.WriteString(" " + strings.TrimSpace(l))
+				continue
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString(l)
+	}
+	return b.String()
+}

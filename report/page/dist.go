@@ -58,7 +58,9 @@ func distStrip(st report.TimingStat) template.HTML {
 // distCSS draws what every strip shares: the median's bar and the faint
 // line at 2x it, over the strip's box.
 func distCSS() string {
+	pc := func(x float64) float64 { return 100 * x / distW }
 	m, two := distX(1, 1), distX(2, 1)
-	return fmt.Sprintf("td svg.dist{background:linear-gradient(90deg,transparent %.0fpx,#1a1a1a %.0fpx,#1a1a1a %.0fpx,transparent %.0fpx,"+
-		"transparent %.0fpx,#ddd %.0fpx,#ddd %.0fpx,transparent %.0fpx)}\n", m-1, m-1, m+1, m+1, two, two, two+1, two+1)
+	return fmt.Sprintf("td svg.dist{background:linear-gradient(90deg,transparent %.1f%%,#1a1a1a %.1f%%,#1a1a1a %.1f%%,transparent %.1f%%,"+
+		"transparent %.1f%%,#ddd %.1f%%,#ddd %.1f%%,transparent %.1f%%)}\n",
+		pc(m-1), pc(m-1), pc(m+1), pc(m+1), pc(two), pc(two), pc(two+1), pc(two+1))
 }

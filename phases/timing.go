@@ -38,9 +38,17 @@ type TimingSample struct {
 // between samples, after the same ones (pace.go). Either keeps Go's
 // runtime out of the timed loop. groups are the hierarchy's, for the modes that run
 // within and across them (nil when [hierarchy] is off). progress, if not
-// nil, gets one line per completed case.
+// nil, gets one line per completed case, or in a sweep of more than
+// streamAll cases one per eighth of them (sampledProgress).
 func RunTiming(be coll.Backend, comm coll.Comm, sweeps []coll.Sweep, groups *Groups, progress func(string)) ([]TimingSample, error) {
 	var samples []TimingSample
+	total := 0
+	for _, sw := range sweeps {
+		total += len(sw.Cases())
+	}
+	if progress != nil {
+		progress = sampledProgress(progress, total)
+	}
 	for _, sw := range sweeps {
 		modes, err := sw.TimedModes()
 		if err != nil {
@@ -58,6 +66,27 @@ func RunTiming(be coll.Backend, comm coll.Comm, sweeps []coll.Sweep, groups *Gro
 		}
 	}
 	return samples, nil
+}
+
+// streamAll is how many cases get a streamed line each; a sweep of more
+// (sweep-mpi's 256) gets one per eighth of its cases, each "[k/N]" first:
+// the Timings table has every case, and hundreds of lines streamed before
+// it would say the same.
+const streamAll = 32
+
+// sampledProgress passes every line on when there are at most streamAll
+// cases, and otherwise every ceil(total/8)-th and the last, numbered.
+func sampledProgress(progress func(string), total int) func(string) {
+	if total <= streamAll {
+		return progress
+	}
+	every, done := (total+7)/8, 0
+	return func(line string) {
+		done++
+		if done%every == 0 || done == total {
+			progress(fmt.Sprintf("[%d/%d] %s", done, total, line))
+		}
+	}
 }
 
 // run is the length of the run of cases at the start of cases that share

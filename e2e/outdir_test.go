@@ -311,7 +311,7 @@ func TestClosingLinesComeLast(t *testing.T) {
 			t.Errorf("exit %d, want 1", code)
 		}
 		stdout, _ := j.output()
-		if !regexp.MustCompile(`results in \S+ are not complete \([0-9.]+ s since rank 0 started; its run.json says failed\): .*bus bandwidth`).MatchString(stdout) {
+		if !regexp.MustCompile(`results in \S+ are not complete \([0-9.]+ s since rank 0 started; its run.json says failed\): .*bus bandwidth`).MatchString(unfolded(stdout)) {
 			t.Errorf("no line saying what failed:\n%s", stdout)
 		}
 		if strings.Contains(stdout, "contracts_per_rank=") || regexp.MustCompile(`results in \S+ \(`).MatchString(stdout) {

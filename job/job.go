@@ -128,7 +128,7 @@ func Main(o Options) int {
 		tr: watchdog.NewSteps(watchdog.NewTracker(wd))}
 	wd.Start()
 	if comm.Rank() == 0 {
-		s.out = o.Stdout
+		s.out = report.Terminal(o.Stdout) // prose folded to the terminal's width
 		end.SetVerdict(s.printEndedVerdict)
 	} else {
 		// The launcher's signal reaches every rank at once: the others stay

@@ -17,17 +17,18 @@ import (
 // enough that a line stays a line.
 const MaxParts = 16
 
-// Text is Join with ",": "0-3,6,8".
-func Text(v []int) string { return Join(v, ",") }
-
-// Join writes the ranks in v (in any order, repeats ignored) ascending,
-// runs of three or more as a range, the parts joined by sep: "0-3,6,8".
-// Past MaxParts parts, the rest is counted: "0,2,4,... and 4080 more
-// (4096 ranks)".
-func Join(v []int, sep string) string {
+// Text writes the ranks in v (in any order, repeats ignored) ascending,
+// as Join with ",": "0-3,6,8".
+func Text(v []int) string {
 	v = slices.Clone(v)
 	slices.Sort(v)
-	v = slices.Compact(v)
+	return Join(slices.Compact(v), ",")
+}
+
+// Join writes v in its order, ascending runs of three or more as a range,
+// the parts joined by sep: "0-3,6,8". Past MaxParts parts, the rest is
+// counted: "0,2,4,... and 4080 more parts (4096 ranks in all)".
+func Join(v []int, sep string) string {
 	var parts []string
 	rest := 0
 	for i := 0; i < len(v); {

@@ -65,25 +65,31 @@ func TestGuardMarksOnlyItsOwnRunningRun(t *testing.T) {
 	}
 }
 
+const guardStarted = "2026-12-01T12:00:00Z"
+
+// guardedRun is a run.json of rank 0 (node1, pid 42) of 2 ranks, running,
+// and each of beats in a node's file of its own.
+func guardedRun(t *testing.T, dir string, beats []Beat) {
+	t.Helper()
+	if err := WriteRecord(dir, Record{Status: StatusRunning, Host: "node1", PID: 42, Started: guardStarted, WorldSize: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range beats {
+		if err := WriteNodeBeats(dir, NodeBeats{Run: b.Run, Host: b.Host, Node: i, Writer: b.Rank, Written: b.Written, Beats: []Beat{b}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // When rank 0 dies first, its guard names every rank's part from their
 // heartbeats, in run.json and on stderr: here rank 0 itself, gone with no
 // last beat, and rank 1 waiting for it.
 func TestGuardNamesTheHang(t *testing.T) {
-	dir := t.TempDir()
-	started := "2026-12-01T12:00:00Z"
-	if err := WriteRecord(dir, Record{Status: StatusRunning, Host: "node1", PID: 42, Started: started, WorldSize: 2}); err != nil {
-		t.Fatal(err)
-	}
-	run := RunID("node1", 42, started)
-	now := time.Now()
-	for i, b := range []Beat{
+	dir, run, now := t.TempDir(), RunID("node1", 42, guardStarted), time.Now()
+	guardedRun(t, dir, []Beat{
 		{Run: run, Rank: 0, Host: "node1", PID: 42, Written: now.Add(-10 * time.Second), Step: BeatStep{Seq: 9, Op: "barrier", In: true, At: now.Add(-10 * time.Second)}},
 		{Run: run, Rank: 1, Host: "node2", PID: 7, Written: now, Step: BeatStep{Seq: 10, Op: "all-reduce", Bytes: 64, In: true, At: now.Add(-8 * time.Second)}},
-	} {
-		if err := WriteNodeBeats(dir, NodeBeats{Run: run, Host: b.Host, Node: i, Writer: b.Rank, Written: b.Written, Beats: []Beat{b}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	var stderr strings.Builder
 	if err := guard(strings.NewReader(""), &stderr, nil, dir, "node1", 42); err != nil {
 		t.Fatal(err)
@@ -100,22 +106,12 @@ func TestGuardNamesTheHang(t *testing.T) {
 // follows as what it was, waiting for rank 0 (issue 34 class 6: it said
 // "killed outright or crashed" and "rank 1 failed on its own" first).
 func TestGuardLeadsWithAStoppedRank0(t *testing.T) {
-	dir := t.TempDir()
-	started := "2026-12-01T12:00:00Z"
-	if err := WriteRecord(dir, Record{Status: StatusRunning, Host: "node1", PID: 42, Started: started, WorldSize: 2}); err != nil {
-		t.Fatal(err)
-	}
-	run := RunID("node1", 42, started)
-	now := time.Now()
-	for i, b := range []Beat{
+	dir, run, now := t.TempDir(), RunID("node1", 42, guardStarted), time.Now()
+	guardedRun(t, dir, []Beat{
 		{Run: run, Rank: 0, Host: "node1", PID: 42, Written: now.Add(-7 * time.Second), Step: BeatStep{Seq: 10, Op: "all-reduce", In: true, At: now.Add(-7 * time.Second)}},
 		{Run: run, Rank: 1, Host: "node2", PID: 7, Written: now, Ended: "watchdog: all-reduce did not finish within 5s", TimedOut: true,
 			Step: BeatStep{Seq: 10, Op: "all-reduce", Bytes: 64, In: true, At: now.Add(-6 * time.Second)}},
-	} {
-		if err := WriteNodeBeats(dir, NodeBeats{Run: run, Host: b.Host, Node: i, Writer: b.Rank, Written: b.Written, Beats: []Beat{b}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	LeaveNote(dir, 1, "rank 1 (node2): watchdog: all-reduce did not finish within 5s")
 	var stderr strings.Builder
 	if err := guard(strings.NewReader(""), &stderr, nil, dir, "node1", 42); err != nil {

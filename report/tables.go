@@ -30,6 +30,10 @@ func newTable(w io.Writer, header ...string) *tablewriter.Table {
 
 // RanksTable lists every rank's host, node-local rank and device.
 func RanksTable(w io.Writer, infos []coll.Info) error {
+	if len(infos) > FoldRanksAbove {
+		_, err := fmt.Fprintf(w, "Ranks: %d, one row a node in the Nodes table (above %d ranks the rows fold)\n", len(infos), FoldRanksAbove)
+		return err
+	}
 	fmt.Fprintln(w, "Ranks")
 	t := newTable(w, "rank", "host", "local rank", "device", "bus id")
 	for r, in := range infos {
@@ -37,6 +41,11 @@ func RanksTable(w io.Writer, infos []coll.Info) error {
 	}
 	return t.Render()
 }
+
+// FoldRanksAbove is the most ranks the Ranks table lists one by one, in
+// the terminal and on the page; above it the Nodes table, one row a node
+// with the ranks as ranges, says the same in a row a node.
+const FoldRanksAbove = 64
 
 // NodesTable lists every host with its ranks, their node-local ranks and
 // devices: the shape of the job at a glance, at any world size.

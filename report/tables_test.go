@@ -221,3 +221,16 @@ func TestCrossoverTableIsNarrowAndNamesEachMode(t *testing.T) {
 		}
 	}
 }
+
+// Above FoldRanksAbove ranks the Ranks table folds into a line: the Nodes
+// table has a row a node.
+func TestRanksTableFolds(t *testing.T) {
+	var b strings.Builder
+	infos := make([]coll.Info, FoldRanksAbove+1)
+	if err := RanksTable(&b, infos); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "65, one row a node") {
+		t.Errorf("%q", got)
+	}
+}

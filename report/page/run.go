@@ -987,6 +987,12 @@ func nodesSection(s report.Summary) section {
 			{Text: fmt.Sprint(r.LocalRank), Sort: fmt.Sprint(r.LocalRank), Class: "n"}, plain(r.Device), plain(orDash(r.BusID))}})
 	}
 	sec.Blocks = []block{{Table: nodes}, {Table: ranks}}
+	if len(s.Ranks) > report.FoldRanksAbove {
+		// A row a rank would be thousands: the nodes' rows say it.
+		nodes.Caption = fmt.Sprintf("%s; %s, one row a node (above %d ranks the rank rows fold)", nodes.Caption,
+			plural(len(s.Ranks), "rank", "ranks"), report.FoldRanksAbove)
+		sec.Blocks = []block{{Table: nodes}}
+	}
 	return sec
 }
 

@@ -356,7 +356,7 @@ func judgeAll(speed [][][]float64, probes []Probe, counted []bool, threshold flo
 			}
 			for pr, j := range judged {
 				if probes[pr].Latency == k && j.Inconclusive != "" && !math.IsNaN(v.Figures[pr].Ratio) {
-					v.Unsure = append(v.Unsure, Unsure{Problem: probes[pr].Problem(), Reason: j.Inconclusive, Detail: j.detail(threshold)})
+					v.Unsure = append(v.Unsure, Unsure{Problem: probes[pr].Problem(), Reason: j.Inconclusive, Detail: j.Detail(threshold)})
 					break
 				}
 			}
@@ -365,10 +365,13 @@ func judgeAll(speed [][][]float64, probes []Probe, counted []bool, threshold flo
 	return out, judged
 }
 
-// detail says a judgement's inconclusive reason with its numbers.
-func (j Judgement) detail(threshold float64) string {
+// Detail says a judgement's inconclusive reason with its numbers.
+func (j Judgement) Detail(threshold float64) string {
 	switch j.Inconclusive {
 	case TooFewUnits:
+		if j.Units == 1 {
+			return TooFewUnits + ": one, whose figure is against its own median"
+		}
 		return fmt.Sprintf("%s: %d, against a median of themselves (at least %d)", TooFewUnits, j.Units, minUnits)
 	case TooFewRepeats:
 		return fmt.Sprintf("%s: %d (at least %d)", TooFewRepeats, j.Repeats, minRepeats)

@@ -638,6 +638,9 @@ func LocateTable(w io.Writer, l SummaryLocate) error {
 			}
 		}
 		fmt.Fprintln(w, line)
+		if s.Ran && s.Inconclusive != "" {
+			fmt.Fprintf(w, "    inconclusive: %s\n", s.Inconclusive)
+		}
 	}
 	t := newTable(w, "node", "ranks", "inside (lowest)", "pairs (lowest)", "verdict")
 	for _, n := range l.Nodes {
@@ -646,8 +649,13 @@ func LocateTable(w io.Writer, l SummaryLocate) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
+	if len(l.RankPairs) > 0 {
+		if err := rankPairsTable(w, l); err != nil {
+			return err
+		}
+	}
 	var others []SummaryLocateSuspect
-	for _, s := range l.Suspects {
+	for _, s := range append(slices.Clone(l.Intermittent), l.Suspects...) {
 		if s.Kind != phases.NodeLevel.Member {
 			others = append(others, s)
 		}
@@ -668,6 +676,45 @@ func LocateTable(w io.Writer, l SummaryLocate) error {
 		}
 	}
 	return nil
+}
+
+// shownRankPairs bounds the rank pairs the terminal lists, lowest first;
+// summary.json has them all.
+const shownRankPairs = 12
+
+// rankPairsTable lists the rank pairs within nodes that were measured,
+// lowest figure first, with their verdicts: on one node, what it can tell.
+func rankPairsTable(w io.Writer, l SummaryLocate) error {
+	pairs := slices.Clone(l.RankPairs)
+	low := func(p SummaryLocatePair) float64 {
+		m := math.Inf(1)
+		for _, f := range p.Figures {
+			m = math.Min(m, f.Figure)
+		}
+		return m
+	}
+	slices.SortStableFunc(pairs, func(a, b SummaryLocatePair) int { return cmpFloat(low(a), low(b)) })
+	title := fmt.Sprintf("Rank pairs within nodes (%d, lowest first)", len(pairs))
+	if len(pairs) > shownRankPairs {
+		title = fmt.Sprintf("Rank pairs within nodes (the lowest %d of %d; summary.json has them all)", shownRankPairs, len(pairs))
+		pairs = pairs[:shownRankPairs]
+	}
+	fmt.Fprintln(w, title)
+	t := newTable(w, "node", "ranks", "lowest", "verdict")
+	for _, p := range pairs {
+		t.Append([]string{p.Nodes[0], listText(p.Ranks), lowest(p.Figures, l.Probes), p.Verdict})
+	}
+	return t.Render()
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 func usText(us float64) string {

@@ -499,7 +499,7 @@ func judgedStep(out *SummaryLocate, st *phases.PlannedStep, judged ...[]locate.J
 // unitVerdict is a unit's verdict in words: "healthy", "not measured",
 // "SUSPECT: bandwidth 0.31x median (pairs)", "INTERMITTENT: slow in 4 of
 // 9 repeats, bandwidth (pairs)", or "inconclusive: the spread is too wide
-// (ranks, latency)"; by maps the solver's step names to the phase's.
+// (ranks)"; by maps the solver's step names to the phase's.
 func unitVerdict(v locate.Verdict, probes []locate.Probe, named []string, by map[string]string) string {
 	switch {
 	case v.Worst < 0:
@@ -515,7 +515,7 @@ func unitVerdict(v locate.Verdict, probes []locate.Probe, named []string, by map
 			if !slices.Contains(reasons, u.Reason) {
 				reasons = append(reasons, u.Reason)
 			}
-			w := by[u.By] + ", " + u.Problem
+			w := by[u.By]
 			if !slices.Contains(where, w) {
 				where = append(where, w)
 			}

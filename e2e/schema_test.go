@@ -35,8 +35,8 @@ func TestANoFitIsNullAndBothVersionsAreRead(t *testing.T) {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		t.Fatal(err)
 	}
-	if raw.SchemaVersion != 2 || len(raw.Fits) != 2 || len(raw.Crossover) != 1 {
-		t.Fatalf("schema_version %d, %d fits, %d crossovers; want 2, one fit per mode, one crossover", raw.SchemaVersion, len(raw.Fits), len(raw.Crossover))
+	if raw.SchemaVersion != report.SummarySchemaVersion || len(raw.Fits) != 2 || len(raw.Crossover) != 1 {
+		t.Fatalf("schema_version %d, %d fits, %d crossovers; want %d, one fit per mode, one crossover", raw.SchemaVersion, len(raw.Fits), len(raw.Crossover), report.SummarySchemaVersion)
 	}
 	for _, f := range raw.Fits {
 		for _, k := range []string{"alpha_us", "bandwidth_gbps", "r2", "max_rel_residual"} {

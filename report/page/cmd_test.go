@@ -47,7 +47,7 @@ func TestReportWritesThePageAndTheTables(t *testing.T) {
 		if want := pageOf(t, load(t, name)); string(got) != want {
 			t.Errorf("%s: report.html is not the page of its summary", name)
 		}
-		for _, want := range []string{"Contracts", "Timings (us per operation", "Model (t(n) = alpha + n/B", "Memory (bytes above the baseline",
+		for _, want := range []string{"Contracts", "Timings (us per operation", "Model (t(n) = alpha + n/B", "Memory (above the baseline",
 			"wrote " + filepath.Join(dir, File), "the run held"} {
 			if !strings.Contains(stdout, want) {
 				t.Errorf("%s: stdout lacks %q:\n%s", name, want, stdout)

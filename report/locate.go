@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -693,7 +694,7 @@ func rankPairsTable(w io.Writer, l SummaryLocate) error {
 		}
 		return m
 	}
-	slices.SortStableFunc(pairs, func(a, b SummaryLocatePair) int { return cmpFloat(low(a), low(b)) })
+	slices.SortStableFunc(pairs, func(a, b SummaryLocatePair) int { return cmp.Compare(low(a), low(b)) })
 	title := fmt.Sprintf("Rank pairs within nodes (%d, lowest first)", len(pairs))
 	if len(pairs) > shownRankPairs {
 		title = fmt.Sprintf("Rank pairs within nodes (the lowest %d of %d; summary.json has them all)", shownRankPairs, len(pairs))
@@ -705,16 +706,6 @@ func rankPairsTable(w io.Writer, l SummaryLocate) error {
 		t.Append([]string{p.Nodes[0], listText(p.Ranks), lowest(p.Figures, l.Probes), p.Verdict})
 	}
 	return t.Render()
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func usText(us float64) string {

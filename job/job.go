@@ -379,9 +379,14 @@ func (s *session) execute(st *state) error {
 	}
 	// Suspects are a finding, not a failure: the run completes, and the
 	// gate, when asked for, sets the exit status alone.
+	// run.json lists them whatever else failed: a health check reading it
+	// must learn of a suspect beside a failed gate or contract.
+	if sum != nil {
+		st.log.suspects(report.SuspectTexts(sum.Locate))
+	}
 	var suspectErr error
 	if phaseErr == nil {
-		suspectErr = s.suspectGate(cfg, sum, st.log)
+		suspectErr = s.suspectGate(cfg, sum)
 	}
 	status, reason := outdir.StatusComplete, ""
 	if phaseErr != nil {
@@ -394,6 +399,9 @@ func (s *session) execute(st *state) error {
 		return err
 	}
 	if phaseErr != nil {
+		if s.comm.Rank() == 0 {
+			s.printf("%s", locateLine(sum)) // the suspects are found even when the run failed
+		}
 		return phaseErr
 	}
 	// Only now, with run.json final: the seed's closing lines.

@@ -37,7 +37,8 @@ func init() {
 // null, not 0, for the numbers of a fit that is not there (fits[]) and of
 // a crossover without two fits (crossover[]). Version 3 says whether a
 // breakdown's time splits (breakdown[].shares[].split, why) and writes null
-// for the shares that noise makes impossible.
+// for the shares that noise makes impossible, and adds the locate phase's
+// verdict, intermittent units and inconclusive steps.
 const SummarySchemaVersion = 3
 
 // ReadsSchemaVersions are the versions ReadSummary reads: version 1's

@@ -296,6 +296,18 @@ func soakCheck(k report.SummarySoak) check {
 // locateCheck is the locate phase's line: a suspect is a finding about the
 // cluster, marked as a failed check so that it is seen.
 func locateCheck(l report.SummaryLocate) check {
+	if len(l.Suspects) == 0 && l.Verdict == "inconclusive" {
+		var why []string
+		for _, s := range l.Steps {
+			if s.Ran && s.Inconclusive != "" {
+				why = append(why, s.Title+": "+s.Inconclusive)
+			}
+		}
+		return check{"Locate", "no suspect, but inconclusive: " + strings.Join(why, "; "), "none"}
+	}
+	if len(l.Suspects) == 0 && len(l.Intermittent) > 0 {
+		return check{"Locate", "no suspect; intermittent: " + strings.Join(report.IntermittentTexts(&l), "; "), "bad"}
+	}
 	if len(l.Suspects) == 0 {
 		return check{"Locate", fmt.Sprintf("no node, link or rank below %.2gx the median in every repeat", l.Threshold), "ok"}
 	}
@@ -951,6 +963,22 @@ func locateSection(l report.SummaryLocate, figs map[string][]plot.Inline) sectio
 		nodes.Rows = append(nodes.Rows, r)
 	}
 	sec.Blocks = []block{{Table: nodes}}
+	if len(l.RankPairs) > 0 {
+		ranks := &table{Sortable: true, Caption: plural(len(l.RankPairs), "rank pair", "rank pairs") + " within nodes",
+			Head: heads("host", "ranks", "figures", "verdict")}
+		for _, p := range l.RankPairs {
+			var figs []string
+			for _, f := range p.Figures {
+				figs = append(figs, fmt.Sprintf("%.3g", f.Figure))
+			}
+			r := row{Cells: []cell{plain(p.Nodes[0]), plain(listText(p.Ranks)), plain(strings.Join(figs, " ")), plain(p.Verdict)}}
+			if p.Suspect {
+				r.Class = "bad"
+			}
+			ranks.Rows = append(ranks.Rows, r)
+		}
+		sec.Blocks = append(sec.Blocks, block{Table: ranks})
+	}
 	for _, f := range figs[plot.LocatePairs] {
 		sec.Blocks = append(sec.Blocks, figureBlock(f))
 	}

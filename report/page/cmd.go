@@ -42,7 +42,7 @@ written, 2 on bad input.
 func Command(args []string, stdout, stderr io.Writer) int {
 	// Every string of summary.json and run.json reaches the terminal
 	// through termsafe: none of their ESC, BEL or CR is printed raw.
-	stdout, stderr = termsafe.NewWriter(stdout), termsafe.NewWriter(stderr)
+	stdout, stderr = termsafe.NewWriter(report.Terminal(stdout)), termsafe.NewWriter(stderr) // and the run's tables folded as the run printed them
 	o, err := parseReport(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return ExitOK

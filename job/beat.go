@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"rsag/internal/atomicfile"
+	"rsag/internal/stopped"
 	"rsag/outdir"
 	"rsag/report"
 	"rsag/watchdog"
@@ -139,8 +140,12 @@ func (b *beater) now() outdir.Beat {
 	beat := b.me
 	snap := b.state.Snapshot()
 	beat.Written = time.Now()
-	// Beats that come seconds late mean this process did not run.
-	if gap := beat.Written.Sub(time.Unix(0, b.last.Load())) - outdir.BeatEvery; b.last.Load() > 0 && gap > frozenAfter {
+	// Beats that come seconds late mean this process did not run, when a
+	// SIGCONT since the last one proves it was stopped; on a loaded
+	// machine they come as late without it (issue 34 class 5), and an
+	// innocent rank must not take the blame.
+	last := time.Unix(0, b.last.Load())
+	if gap := beat.Written.Sub(last) - outdir.BeatEvery; b.last.Load() > 0 && gap > frozenAfter && stopped.Since(last) {
 		b.frozen = max(b.frozen, gap)
 	}
 	beat.Frozen = b.frozen.Seconds()
@@ -285,8 +290,15 @@ func (s *session) hang() (text string, done bool) {
 	b.mu.Lock()
 	all[b.me.Rank] = b.now()
 	b.mu.Unlock()
+	// The reader's own silence counts as its stop only with a SIGCONT to
+	// prove it (see now).
+	last := time.Unix(0, b.last.Load())
+	frozen := now.Sub(last)
+	if frozen > frozenAfter && !stopped.Since(last) {
+		frozen = 0
+	}
 	h := outdir.Hang{World: s.comm.Size(), Beats: all, Now: now, Host: s.comm.Host(), State: outdir.ProcState,
-		Frozen: now.Sub(time.Unix(0, b.last.Load())), Self: b.me.Rank, Unread: unread}
+		Frozen: frozen, Self: b.me.Rank, Unread: unread}
 	done = true
 	for r := range h.World {
 		if beat, ok := all[r]; r != h.Self && (!ok || beat.Ended == "") && !h.Silent(r) {

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"rsag/internal/termsafe"
+
 	"bytes"
 	"fmt"
 	"io"
@@ -18,7 +20,9 @@ import (
 // newTable is an ASCII table (job logs are often read in plain terminals
 // and editors) whose header is printed as given.
 func newTable(w io.Writer, header ...string) *tablewriter.Table {
-	t := tablewriter.NewTable(w,
+	// A cell can hold a string from another rank or a file (a host name,
+	// a run's name): it reaches the terminal through termsafe.
+	t := tablewriter.NewTable(termsafe.NewWriter(w),
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
 		tablewriter.WithHeaderAutoFormat(tw.Off),
 		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{Global: tw.AlignRight, PerColumn: []tw.Align{tw.AlignLeft}}),

@@ -132,7 +132,7 @@ func TestReportRefusesBadInput(t *testing.T) {
 // the run's other files instead of refusing the directory.
 func TestReportListsThePageInRunJSON(t *testing.T) {
 	dir := runDir(t, "rsag-552bdd6-smoke-summary.json")
-	old := outdir.Record{Status: outdir.StatusComplete, Version: "v0.old", Files: []string{"run.json", "summary.json"}}
+	old := outdir.Record{Status: outdir.StatusComplete, Version: "v0.old", Started: "2026-12-01T21:54:28Z", Files: []string{"run.json", "summary.json"}}
 	if err := outdir.WriteRecord(dir, old); err != nil {
 		t.Fatal(err)
 	}

@@ -477,7 +477,7 @@ func figureText(f float64) string {
 // median)", "node1-node2 (link, bandwidth 0.12x median)", "rank 5 on
 // node2 (latency 0.40x median)".
 func suspectText(s SummaryLocateSuspect) string {
-	what := fmt.Sprintf("%s %s median", s.Problem, figureText(s.Figure))
+	what := s.FigureText()
 	switch {
 	case len(s.Ranks) == 2:
 		return fmt.Sprintf("ranks %d-%d on %s (%s, %s)", s.Ranks[0], s.Ranks[1], s.Nodes[0], s.Kind, what)

@@ -39,6 +39,13 @@ type Input struct {
 	// an output plans every name it may write for them (MayWrite); nil
 	// when a run lists the files it will write.
 	Runs []string
+	// Gates are the bus-bandwidth gates (the config's min_busbw_gbps) of
+	// the final outputs, judged on Summary's timing; nil without one.
+	Gates []GateResult
+	// MetricsDir is a directory the operator names (the config's
+	// metrics_dir, node_exporter's textfile directory) where rsag.prom is
+	// written too; "" for none.
+	MetricsDir string
 }
 
 // Output is one kind of file a run writes into its output directory, or a

@@ -284,6 +284,9 @@ func TestClosingLinesComeLast(t *testing.T) {
 			t.Errorf("exit %d", code)
 		}
 		stdout, _ := j.output()
+		if v := verdict(t, stdout); v != nil && (v[1] != "PASSED" || v[2] != "results in "+dir) {
+			t.Errorf("the verdict of a complete run: %q", v[0])
+		}
 		m := regexp.MustCompile(`results in \S+ \(([0-9.]+) s since rank 0 started\)\ncontracts_per_rank=5 timings_per_rank=`).FindStringSubmatch(stdout)
 		if m == nil {
 			t.Fatalf("no closing lines at the end:\n%s", stdout)
@@ -308,11 +311,15 @@ func TestClosingLinesComeLast(t *testing.T) {
 			t.Errorf("exit %d, want 1", code)
 		}
 		stdout, _ := j.output()
-		if !regexp.MustCompile(`results in \S+ are not complete \([0-9.]+ s since rank 0 started; its run.json says failed\): .*bus bandwidth`).MatchString(stdout) {
+		if !regexp.MustCompile(`results in \S+ are not complete \([0-9.]+ s since rank 0 started; its run.json says failed\): .*bus bandwidth`).MatchString(unfolded(stdout)) {
 			t.Errorf("no line saying what failed:\n%s", stdout)
 		}
 		if strings.Contains(stdout, "contracts_per_rank=") || regexp.MustCompile(`results in \S+ \(`).MatchString(stdout) {
 			t.Errorf("a failed run printed the closing lines of a complete one:\n%s", stdout)
+		}
+		// The verdict comes last, once, naming the exit status and the dir.
+		if m := verdict(t, stdout); m != nil && (m[1] != "FAILED (exit 1)" || m[2] != "results in "+dir) {
+			t.Errorf("the verdict of a run that failed the gate: %q", m[0])
 		}
 	})
 }

@@ -91,8 +91,8 @@ func (s *session) printEnd(rows report.Rows, sum *report.Summary, failure error,
 		return
 	}
 	said := log.status()
-	if said == "" {
-		return // nothing was written: the error says it all
+	if said == "" || said == outdir.StatusComplete {
+		return // nothing was written, or all of it (suspects found): the error says it all
 	}
 	s.printf("results in %s are not complete (%.1f s since rank 0 started; its %s says %s): %v\n", abs, took, outdir.RunFile, said, failure)
 }

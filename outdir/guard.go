@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"rsag/internal/atomicfile"
 )
 
@@ -25,28 +27,51 @@ const GuardCommand = "__guard"
 // group and session, so that what kills the ranks does not kill it. The
 // returned pipe must stay open as long as rank 0 lives: its closing, which
 // the kernel does however rank 0 ends, is the guard's cue.
+//
+// It returns once the guard has started (or after guardStartWithin): the
+// guard is a whole rsag process, and its start (loading MPI's libraries,
+// Go's runtime) takes milliseconds of a processor. Started beside rank 0 it
+// inherits rank 0's binding, so without the wait that start lands on rank
+// 0's core in the first timed case, and one sample there takes milliseconds
+// (docs/PERFORMANCE.md, "The first case's tail").
 func StartGuard(exe string, lock *Lock, dir, host string, pid int) (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
+	ready, started, err := os.Pipe()
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	defer ready.Close()
 	cmd := exec.Command(exe, GuardCommand, dir, host, strconv.Itoa(pid))
 	cmd.Stdin = r
+	cmd.Stdout = started
 	// Rank 0's stderr: when rank 0 dies first, the guard says what it
 	// found where rank 0 would have.
 	cmd.Stderr = os.Stderr
 	cmd.ExtraFiles = []*os.File{lock.f} // fd 3
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	started.Close()
+	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("starting the guard of %s: %w", RunFile, err)
 	}
+	// One byte, or the pipe's end should the guard fail at once; a guard
+	// slow to start on a loaded machine still does its job later.
+	_ = ready.SetReadDeadline(time.Now().Add(guardStartWithin))
+	_, _ = ready.Read(make([]byte, 1))
 	// Not waited for: it ends after this process does. Release keeps the
 	// process from lingering as a zombie should this process live on.
 	_ = cmd.Process.Release()
 	return w, nil
 }
+
+// guardStartWithin bounds how long StartGuard waits for its guard to start.
+const guardStartWithin = 5 * time.Second
 
 // Guard is the guard's whole life (args: dir, host, pid): it waits for its
 // stdin to close, then marks the run failed if run.json still says running
@@ -56,6 +81,10 @@ func Guard(args []string) int {
 	// Its own session has no terminal; a hang-up or Ctrl-C meant for the
 	// job must not end it before it has done its one job.
 	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGPIPE)
+	unbind()
+	// Started: StartGuard waits for this byte before rank 0 goes on.
+	_, _ = os.Stdout.Write([]byte{1})
+	os.Stdout.Close()
 	if len(args) != 3 {
 		return 2
 	}
@@ -68,6 +97,19 @@ func Guard(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// unbind lets the guard run on any processor this process may use: it
+// inherits rank 0's binding, often one core, where rank 0 polls inside its
+// timed collectives, and the few times the guard's runtime wakes belong
+// elsewhere. The kernel keeps the mask within the job's cpuset and the
+// processors online.
+func unbind() {
+	var all unix.CPUSet
+	for c := 0; c < len(all)*64; c++ {
+		all.Set(c)
+	}
+	_ = unix.SchedSetaffinity(0, &all)
 }
 
 // guard waits for stdin's end, then marks dir's run.json failed if rank 0

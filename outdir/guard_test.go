@@ -2,12 +2,16 @@ package outdir
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func writeRunning(t *testing.T, dir, host string, pid int) {
@@ -134,4 +138,73 @@ func TestGuardProcess(t *testing.T) {
 		t.Fatalf("after the guard: %v", err)
 	}
 	l2.Release()
+}
+
+// A guard started by a rank bound to one core (as mpirun binds up to 2
+// ranks) has left that core by the time StartGuard returns: its start and
+// its wake-ups are kept out of rank 0's timed collectives.
+func TestGuardHasStartedAndLeftTheRanksCoreOnReturn(t *testing.T) {
+	var online unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &online); err != nil || online.Count() < 2 {
+		t.Skipf("needs 2 processors to choose from (%v)", err)
+	}
+	dir := t.TempDir()
+	l, err := Acquire(dir, me)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	writeRunning(t, dir, "here", os.Getpid())
+	// The guard is forked from this thread, and inherits its binding.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var one unix.CPUSet
+	one.Set(firstCPU(online))
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.SchedSetaffinity(0, &online)
+	w, err := StartGuard(os.Args[0], l, dir, "here", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	pid := guardOf(t, dir)
+	var got unix.CPUSet
+	if err := unix.SchedGetaffinity(pid, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Count() < 2 {
+		t.Errorf("the guard (pid %d) runs on %d processor(s) on StartGuard's return, want all %d of the job's", pid,
+			got.Count(), online.Count())
+	}
+}
+
+func firstCPU(s unix.CPUSet) int {
+	for c := 0; ; c++ {
+		if s.IsSet(c) {
+			return c
+		}
+	}
+}
+
+// guardOf finds the pid of the guard process that watches dir.
+func guardOf(t *testing.T, dir string) int {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 2 && args[1] == GuardCommand && args[2] == dir {
+			var pid int
+			if _, err := fmt.Sscan(filepath.Base(filepath.Dir(p)), &pid); err == nil {
+				return pid
+			}
+		}
+	}
+	t.Fatalf("no guard process watches %s", dir)
+	return 0
 }

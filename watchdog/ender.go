@@ -41,6 +41,7 @@ type Ender struct {
 	abort      func() <-chan struct{}     // once the backend can abort; nil channel: nothing to abort
 	onEnd      []func(how string)         // first, with what ends the process: the last heartbeat
 	settle     func() string              // rank 0, after a signal: what it learns from the others' ends
+	verdict    func(code int, msg string) // rank 0: the run's last line, as the process exits
 
 	once    sync.Once
 	ending  atomic.Bool
@@ -96,6 +97,11 @@ func (e *Ender) OnEnd(f func(how string)) { e.mu.Lock(); e.onEnd = append(e.onEn
 // learnt, which End prints ("" for nothing).
 func (e *Ender) SetSettle(f func() string) { e.mu.Lock(); e.settle = f; e.mu.Unlock() }
 
+// SetVerdict gives rank 0 the function that prints the run's last line,
+// called with the exit code and the message that ends the process, just
+// before it exits.
+func (e *Ender) SetVerdict(f func(code int, msg string)) { e.mu.Lock(); e.verdict = f; e.mu.Unlock() }
+
 // SetLinger makes a rank that a signal ends wait d before it exits, so
 // that rank 0, which looks at that moment for a rank that had already gone
 // (the one whose end made the launcher signal the others), still finds
@@ -120,7 +126,7 @@ func (e *Ender) end(code int, msg, reason string, bySignal bool) {
 	e.once.Do(func() {
 		e.ending.Store(true)
 		e.mu.Lock()
-		who, mark, atEnd, abort, linger, onEnd, settle := e.who, e.markFailed, e.atEnd, e.abort, e.linger, e.onEnd, e.settle
+		who, mark, atEnd, abort, linger, onEnd, settle, verdict := e.who, e.markFailed, e.atEnd, e.abort, e.linger, e.onEnd, e.settle, e.verdict
 		e.mu.Unlock()
 		line := msg
 		if who != "" {
@@ -153,6 +159,9 @@ func (e *Ender) end(code int, msg, reason string, bySignal bool) {
 		}
 		for _, f := range atEnd {
 			f()
+		}
+		if verdict != nil {
+			verdict(code, msg)
 		}
 		if bySignal {
 			time.Sleep(linger)

@@ -37,6 +37,7 @@ written, 2 on bad input.
 // Command is rsag report with args (after "report"); it returns the exit
 // code.
 func Command(args []string, stdout, stderr io.Writer) int {
+	stdout = report.Terminal(stdout) // the run's tables, as the run printed them
 	dir, out, err := parseReport(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return ExitOK

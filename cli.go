@@ -57,6 +57,7 @@ Usage:
   sbatch slurm/ch7.sbatch
   ./rsag report results/ch7                  a run's report.html and tables again (no MPI, no GPU)
   ./rsag compare results/a results/b         B against A, case by case (no MPI, no GPU; rsag compare -h)
+  ./rsag suspects results/locate             a locate run's suspects, one a line, for scripts (rsag suspects -h)
 
 Flags:
 `

@@ -17,6 +17,7 @@ import (
 	"rsag/compare"
 	"rsag/job"
 	"rsag/outdir"
+	"rsag/report"
 	"rsag/report/page"
 )
 
@@ -39,6 +40,11 @@ func main() {
 	// summary.json; no MPI, no GPU.
 	if len(os.Args) > 1 && os.Args[1] == "report" {
 		os.Exit(page.Command(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	// rsag suspects DIR: a locate run's suspects, one a line, for scripts
+	// (slurm/healthcheck.sbatch); no MPI.
+	if len(os.Args) > 1 && os.Args[1] == "suspects" {
+		os.Exit(report.SuspectsCommand(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	// The guard rank 0 starts beside itself (outdir.StartGuard): no MPI.
 	if len(os.Args) > 1 && os.Args[1] == outdir.GuardCommand {

@@ -31,14 +31,18 @@ type Config struct {
 	// TimeoutS is the watchdog's deadline in seconds for every collective
 	// and every synchronisation: a rank that waits longer aborts the job,
 	// naming what it waited for. 180 is the seed's process-group timeout.
-	TimeoutS  int       `toml:"timeout_s"`
-	Contracts Contracts `toml:"contracts"`
-	Timing    Timing    `toml:"timing"`
-	Memory    Memory    `toml:"memory"`
-	Numerics  Numerics  `toml:"numerics"`
-	Hierarchy Hierarchy `toml:"hierarchy"`
-	Locate    Locate    `toml:"locate"`
-	Soak      Soak      `toml:"soak"`
+	TimeoutS int `toml:"timeout_s"`
+	// MetricsDir, when set, is a directory where rank 0 writes rsag.prom
+	// too (node_exporter's --collector.textfile.directory), atomically;
+	// the output dir always has it.
+	MetricsDir string    `toml:"metrics_dir"`
+	Contracts  Contracts `toml:"contracts"`
+	Timing     Timing    `toml:"timing"`
+	Memory     Memory    `toml:"memory"`
+	Numerics   Numerics  `toml:"numerics"`
+	Hierarchy  Hierarchy `toml:"hierarchy"`
+	Locate     Locate    `toml:"locate"`
+	Soak       Soak      `toml:"soak"`
 	// RunTables are the [[run]] tables, each a set of timing keys (and a
 	// name) that override [timing]; Runs holds them resolved.
 	RunTables []toml.Primitive `toml:"run" json:"-"`

@@ -343,6 +343,9 @@ func (s *session) execute(st *state) error {
 	if err := s.preflight(cfg, w, be); err != nil {
 		return err
 	}
+	if err := s.checkMetricsDir(cfg); err != nil {
+		return err
+	}
 	// Every other input is answered: only now is the output dir made (and
 	// checked, locked and surveyed), so that no refusal before leaves one.
 	earlier, err := s.checkOutputDir(st)
@@ -395,7 +398,7 @@ func (s *session) execute(st *state) error {
 	// Last: every rank's files and the combined ones are in place. With a
 	// failed check, every file is written too, the failed checks marked
 	// False; the run as a whole failed, and run.json says why.
-	if err := s.agreeOnWriting(s.writeReport(sum, ran, status, reason, st.log)); err != nil {
+	if err := s.agreeOnWriting(s.writeReport(cfg, sum, ran, status, reason, st.log)); err != nil {
 		return err
 	}
 	if phaseErr != nil {

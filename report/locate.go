@@ -601,7 +601,7 @@ func suspectText(s SummaryLocateSuspect, intermittent bool) string {
 		}
 		return fmt.Sprintf("%s %s", s.Nodes[0], what)
 	}
-	what := fmt.Sprintf("%s %s median", s.Problem, figureText(s.Figure))
+	what := s.FigureText()
 	switch {
 	case len(s.Ranks) == 2:
 		return fmt.Sprintf("ranks %d-%d on %s (%s, %s)", s.Ranks[0], s.Ranks[1], s.Nodes[0], s.Kind, what)

@@ -44,6 +44,13 @@ type Input struct {
 	// node; nil where it is not known: each rank its own, which names
 	// every file such an output may write.
 	Nodes []int
+	// Gates are the bus-bandwidth gates (the config's min_busbw_gbps) of
+	// the final outputs, judged on Summary's timing; nil without one.
+	Gates []GateResult
+	// MetricsDir is a directory the operator names (the config's
+	// metrics_dir, node_exporter's textfile directory) where rsag.prom is
+	// written too; "" for none.
+	MetricsDir string
 }
 
 // Node is the input rank's node (Nodes).

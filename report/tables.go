@@ -433,20 +433,53 @@ func isMode(name coll.Mode) func(coll.TimedMode) bool {
 // falls below it: a cluster health check gates on the fabric, which the
 // direct AllReduce measures.
 func BusBWGate(stats []TimingStat, thresholds map[string]float64) []string {
+	var failures []string
+	for _, g := range Gates(stats, thresholds) {
+		if !g.Passed() {
+			failures = append(failures, g.Failure())
+		}
+	}
+	return failures
+}
+
+// GateResult is one run's bus-bandwidth gate: its min_busbw_gbps and the
+// direct AllReduce at the run's largest size, one per case of that size.
+type GateResult struct {
+	Run     string
+	MinGBps float64
+	Stat    TimingStat
+}
+
+// Passed is whether the case met the gate.
+func (g GateResult) Passed() bool { return g.Stat.BusBWGBps >= g.MinGBps }
+
+// Name is the case the gate judged: "run default 1 MiB float32 sum out-of-place per-op".
+func (g GateResult) Name() string {
+	s := g.Stat
+	return fmt.Sprintf("run %s %s %s %s %s %s", s.Run, SizeText(s.SizeBytes), s.DType, s.Op, s.Placement, s.Method)
+}
+
+// Failure says why the case failed the gate.
+func (g GateResult) Failure() string {
+	return fmt.Sprintf("%s: AllReduce busbw %.2f GB/s < min_busbw_gbps %.2f", g.Name(), g.Stat.BusBWGBps, g.MinGBps)
+}
+
+// Gates are the gates of every run with a min_busbw_gbps (thresholds, by
+// run): each direct AllReduce case at the run's largest size.
+func Gates(stats []TimingStat, thresholds map[string]float64) []GateResult {
 	largest := map[string]int64{}
 	for _, s := range stats {
 		largest[s.Run] = max(largest[s.Run], s.SizeBytes)
 	}
-	var failures []string
+	var gates []GateResult
 	for _, s := range stats {
 		min := thresholds[s.Run]
-		if min <= 0 || s.Mode != coll.Direct || s.SizeBytes != largest[s.Run] || s.BusBWGBps >= min {
+		if min <= 0 || s.Mode != coll.Direct || s.SizeBytes != largest[s.Run] {
 			continue
 		}
-		failures = append(failures, fmt.Sprintf("run %s %s %s %s %s %s: AllReduce busbw %.2f GB/s < min_busbw_gbps %.2f",
-			s.Run, SizeText(s.SizeBytes), s.DType, s.Op, s.Placement, s.Method, s.BusBWGBps, min))
+		gates = append(gates, GateResult{Run: s.Run, MinGBps: min, Stat: s})
 	}
-	return failures
+	return gates
 }
 
 // MemoryTable shows each mode's deltas next to the analytic values, in

@@ -589,28 +589,27 @@ func figureText(f float64) string {
 // repeats, bandwidth", "node1-node2 (link) slow in 4 of 9 repeats,
 // bandwidth".
 func suspectText(s SummaryLocateSuspect, intermittent bool) string {
-	if intermittent {
-		what := fmt.Sprintf("slow in %d of %d repeats, %s", s.SlowRepeats, s.Repeats, s.Problem)
-		switch {
-		case len(s.Ranks) == 2:
-			return fmt.Sprintf("ranks %d-%d on %s (%s) %s", s.Ranks[0], s.Ranks[1], s.Nodes[0], s.Kind, what)
-		case len(s.Ranks) == 1:
-			return fmt.Sprintf("rank %d on %s %s", s.Ranks[0], s.Nodes[0], what)
-		case len(s.Nodes) == 2:
-			return fmt.Sprintf("%s (%s) %s", strings.Join(s.Nodes, "-"), s.Kind, what)
-		}
-		return fmt.Sprintf("%s %s", s.Nodes[0], what)
-	}
-	what := s.FigureText()
+	// who is the suspect; kind its kind where the name does not say it.
+	who, kind := s.Nodes[0], ""
 	switch {
 	case len(s.Ranks) == 2:
-		return fmt.Sprintf("ranks %d-%d on %s (%s, %s)", s.Ranks[0], s.Ranks[1], s.Nodes[0], s.Kind, what)
+		who, kind = fmt.Sprintf("ranks %d-%d on %s", s.Ranks[0], s.Ranks[1], s.Nodes[0]), s.Kind
 	case len(s.Ranks) == 1:
-		return fmt.Sprintf("rank %d on %s (%s)", s.Ranks[0], s.Nodes[0], what)
+		who = fmt.Sprintf("rank %d on %s", s.Ranks[0], s.Nodes[0])
 	case len(s.Nodes) == 2:
-		return fmt.Sprintf("%s (%s, %s)", strings.Join(s.Nodes, "-"), s.Kind, what)
+		who, kind = strings.Join(s.Nodes, "-"), s.Kind
 	}
-	return fmt.Sprintf("%s (%s)", s.Nodes[0], what)
+	if intermittent {
+		what := fmt.Sprintf("slow in %d of %d repeats, %s", s.SlowRepeats, s.Repeats, s.Problem)
+		if kind != "" {
+			return fmt.Sprintf("%s (%s) %s", who, kind, what)
+		}
+		return who + " " + what
+	}
+	if kind != "" {
+		return fmt.Sprintf("%s (%s, %s)", who, kind, s.FigureText())
+	}
+	return fmt.Sprintf("%s (%s)", who, s.FigureText())
 }
 
 // LocateTable prints the Locate table: what each step ran (or why not),

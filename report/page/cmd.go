@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"rsag/internal/atomicfile"
+	"rsag/internal/exitcode"
 	"rsag/outdir"
 	"rsag/report"
 )
@@ -34,28 +35,25 @@ written, 2 on bad input.
 
 `
 
-// Command is rsag report with args (after "report"); it returns the exit
-// code.
-func Command(args []string, stdout, stderr io.Writer) int {
+// Command is rsag report with args (after "report"); its error carries the
+// exit status (internal/exitcode), which main alone passes to os.Exit.
+func Command(args []string, stdout, stderr io.Writer) error {
 	dir, out, err := parseReport(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		return ExitOK
+		return nil
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "rsag report: %v\n", err)
-		return ExitBadInput
+		return exitcode.New(ExitBadInput, err)
 	}
 	s, err := Load(dir)
 	if err != nil {
-		fmt.Fprintf(stderr, "rsag report: %v\n", err)
-		return ExitBadInput
+		return exitcode.New(ExitBadInput, err)
 	}
 	// A run of an older rsag gets the model and the node table too.
 	s = Complete(s)
 	var page bytes.Buffer
 	if err := Write(&page, s); err != nil {
-		fmt.Fprintf(stderr, "rsag report: drawing the page of %s: %v\n", dir, err)
-		return ExitFailed
+		return exitcode.New(ExitFailed, fmt.Errorf("drawing the page of %s: %v", dir, err))
 	}
 	fix := "choose a file in a directory you can write"
 	inDir := out == ""
@@ -64,8 +62,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		fix = "make the directory writable, or write the page elsewhere with -html FILE"
 	}
 	if err := WriteBytes(out, page.Bytes(), fix); err != nil {
-		fmt.Fprintf(stderr, "rsag report: %v\n", err)
-		return ExitBadInput
+		return exitcode.New(ExitBadInput, err)
 	}
 	if inDir {
 		if err := listPage(dirOf(dir)); err != nil {
@@ -74,11 +71,10 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	}
 	ran := report.Phases{Contracts: len(s.Contracts) > 0, Timing: len(s.Timing) > 0, Memory: len(s.Memory) > 0, Numerics: len(s.Numerics) > 0}
 	if err := report.WriteTables(stdout, s, ran); err != nil {
-		fmt.Fprintf(stderr, "rsag report: %v\n", err)
-		return ExitFailed
+		return exitcode.New(ExitFailed, err)
 	}
 	fmt.Fprintf(stdout, "wrote %s (%d bytes): the run %s\n", out, page.Len(), verdictWord(s))
-	return ExitOK
+	return nil
 }
 
 func verdictWord(s report.Summary) string {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"rsag/internal/exitcode"
 	"rsag/outdir"
 )
 
@@ -27,7 +28,7 @@ func runDir(t *testing.T, summary string) string {
 
 func command(args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
-	code = Command(args, &out, &errb)
+	code = exitcode.Say(&errb, "rsag report", Command(args, &out, &errb))
 	return code, out.String(), errb.String()
 }
 

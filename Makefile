@@ -4,7 +4,10 @@
 GO      ?= go
 NP      ?= 4
 CONFIG  ?= configs/ch7.toml
-OUTPUT  ?= results/ch7
+# OUTPUT empty: each run gets a new dir, results/DATE-TIME-CONFIG, and
+# results/latest links to it; a dir of your own that holds results is
+# refused (add ARGS=-overwrite to replace them).
+OUTPUT  ?=
 ARGS    ?=
 BIN     := rsag
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -24,7 +27,7 @@ GO_MPI := scripts/with-mpi-flags.sh $(GO)
 .PHONY: run build test vet deps test-deps env clean
 
 run: build
-	scripts/mpirun.sh $(NP) ./$(BIN) -config $(CONFIG) -output-dir $(OUTPUT) -overwrite $(ARGS)
+	scripts/mpirun.sh $(NP) ./$(BIN) -config $(CONFIG) $(if $(OUTPUT),-output-dir $(OUTPUT)) $(ARGS)
 
 build: deps
 	$(GO_MPI) build -ldflags "$(LDFLAGS)" -o $(BIN) .

@@ -57,6 +57,7 @@ Usage:
   sbatch slurm/ch7.sbatch
   ./rsag report results/ch7                  a run's report.html and tables again (no MPI, no GPU)
   ./rsag compare results/a results/b         B against A, case by case (no MPI, no GPU; rsag compare -h)
+  ./rsag suspects results/locate             a locate run's suspects, one a line, for scripts (rsag suspects -h)
 
 Flags:
 `
@@ -71,11 +72,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	// usage is printed for -h alone.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	o.configPath, o.outputDir = "configs/ch7.toml", "results/latest"
+	// No -output-dir: each run gets a new dir under results/ (job.Options).
+	o.configPath = "configs/ch7.toml"
+	outputDir := &onceFlag{value: &o.outputDir}
 	// The flag package prints each default from the flag's value: the
 	// usage strings do not repeat it.
 	fs.Var(&onceFlag{value: &o.configPath}, "config", "TOML config `file`")
-	fs.Var(&onceFlag{value: &o.outputDir}, "output-dir", "`directory` for the results (created if missing)")
+	fs.Var(outputDir, "output-dir", "`directory` for the results (created if missing; default: a new one, results/DATE-TIME-CONFIG, and results/latest links to it)")
 	fs.Var(&onceFlag{value: &o.backend}, "backend", "auto, nccl or mpi (default: the config's backend key, else auto)")
 	fs.BoolVar(&o.overwrite, "overwrite", false, "replace the results of an earlier run in -output-dir (without it, rsag refuses to touch them)")
 	fs.Var(&sets, "set", "override a config key: `section.key=value`, value in TOML syntax, e.g. -set 'timing.sizes_bytes=[1024,65536]', or run.NAME.key=value for the [[run]] named NAME (repeatable)")
@@ -100,7 +103,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.backend != "" {
 		o.sets = append(o.sets, "backend="+o.backend)
 	}
-	if o.outputDir == "" {
+	if outputDir.set && o.outputDir == "" {
 		return o, errors.New("-output-dir is empty: give a directory for the results")
 	}
 	return o, nil

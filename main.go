@@ -1,8 +1,8 @@
 // Command rsag proves, on the ranks it is started on, that AllReduce equals
 // ReduceScatter followed by AllGather, times both and measures their memory.
 //
-// main is thin: a table of subcommands (rsag report, compare, history,
-// check and the guard), each a function that returns an error carrying its
+// main is thin: a table of subcommands (rsag report, compare, suspects,
+// history, check and the guard), each a function that returns an error carrying its
 // exit status (internal/exitcode); anything else is a run, whose flags it
 // reads and hands to job.Main. Only main exits.
 package main
@@ -22,6 +22,7 @@ import (
 	"rsag/internal/exitcode"
 	"rsag/job"
 	"rsag/outdir"
+	"rsag/report"
 	"rsag/report/page"
 )
 
@@ -45,11 +46,19 @@ type command struct {
 // first argument that is none of them starts a run.
 var commands = []command{
 	// A finished run's page and tables again, from its summary.json.
-	{"report", page.Command},
-	// B against A, case by case. compare.Main keeps returning its code
-	// (its package is reshaped elsewhere); the table turns it into an error.
+	// report, compare and suspects keep returning their code (they print
+	// their own messages, through termsafe); the table turns it into an
+	// error.
+	{"report", func(args []string, stdout, stderr io.Writer) error {
+		return exitcode.Silent(page.Command(args, stdout, stderr))
+	}},
+	// B against A, case by case.
 	{"compare", func(args []string, stdout, stderr io.Writer) error {
 		return exitcode.Silent(compare.Main(args, stdout, stderr))
+	}},
+	// A locate run's suspects, one a line, for scripts (slurm/healthcheck.sbatch).
+	{"suspects", func(args []string, stdout, stderr io.Writer) error {
+		return exitcode.Silent(report.SuspectsCommand(args, stdout, stderr))
 	}},
 	// Runs over time: the history database's trends, and appending a run.
 	{"history", history.Command},

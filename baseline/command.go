@@ -86,7 +86,7 @@ func Command(args []string, stdout, stderr io.Writer) error {
 		if err := page.WriteAgainst(&b, run.Summary, r.Page()); err != nil {
 			return exitcode.New(ExitBadInput, err)
 		}
-		if err := page.WriteBytes(o.html, b.Bytes(), "choose a file in a directory you can write"); err != nil {
+		if err := page.WriteBytes(o.html, b.Bytes(), page.Writing{Fix: "choose a file in a directory you can write", Overwrite: true, Inputs: []string{o.run, o.baseline}}); err != nil {
 			return exitcode.New(ExitBadInput, err)
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", o.html)

@@ -219,6 +219,9 @@ type Sweep struct {
 	Batch       int    // operations per batched or graph sample
 	Warmups     int
 	Cycles      int
+	// Discard is how many leading cycles the statistics drop, so that a
+	// figure streamed while the phase runs is the one the tables print.
+	Discard int
 	// CheckLast checks only the last sample of each mode of a case (and,
 	// for batched and graph samples in place, one validation operation
 	// after them), as the seed and nccl-tests do (timing.check = "last");

@@ -2,6 +2,7 @@ package coll
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -211,4 +212,19 @@ func SizeText(b int64) string {
 		}
 	}
 	return fmt.Sprint(b)
+}
+
+// USText writes microseconds with at least four significant digits in as
+// few columns as that takes: 0.24, 24.39, 346.1, 1618, 120034. Every
+// report writes times this way, so that one figure reads the same wherever
+// it is printed.
+func USText(us float64) string {
+	switch a := math.Abs(us); {
+	case a >= 1000:
+		return fmt.Sprintf("%.0f", us)
+	case a >= 100:
+		return fmt.Sprintf("%.1f", us)
+	default:
+		return fmt.Sprintf("%.2f", us)
+	}
 }

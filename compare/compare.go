@@ -6,73 +6,114 @@ package compare
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"rsag/coll"
-	"rsag/internal/regularfile"
-	"rsag/outdir"
+	"rsag/config"
+	"rsag/internal/termsafe"
 	"rsag/report"
 	"rsag/report/page"
 )
 
 // Exit codes.
 const (
-	ExitOK       = 0 // every common case's B/A is at or below the threshold
-	ExitSlower   = 1 // some case's B/A is above it
-	ExitBadInput = 2 // bad flags, an unreadable or foreign file, no common case
+	ExitOK           = 0 // no common case of B is slower, and every one over the threshold could be judged
+	ExitSlower       = 1 // some case's B/A is above the threshold beyond what A's spread explains
+	ExitBadInput     = 2 // bad flags, an unreadable or foreign file, no common case
+	ExitInconclusive = 3 // none slower, but some case over the threshold has too few samples to judge
 )
 
-// metrics are the statistics that can be compared, by flag value.
-var metrics = map[string]func(report.TimingStat) float64{
-	"median": func(s report.TimingStat) float64 { return s.MedianUS },
-	"p90":    func(s report.TimingStat) float64 { return s.P90US },
-	"min":    func(s report.TimingStat) float64 { return s.MinUS },
+// Metric is a statistic that can be compared, and how much of a change in
+// it A's own spread explains: B is slower only when its statistic lies
+// above A's Upper (the next quantile out), faster only below A's Lower.
+// Fewer than MinSamples samples in either run cannot place a quantile
+// that far out, and a change over the threshold is then inconclusive
+// (unless every sample of B lies beyond every sample of A, which is a
+// verdict by itself; see separated).
+type Metric struct {
+	Name         string
+	Of           func(report.TimingStat) float64
+	Upper, Lower func(report.TimingStat) float64
+	MinSamples   int
 }
 
-const usage = `usage: rsag compare [-threshold 1.10] [-metric median|p90|min] [-incomplete] [-html FILE] A/summary.json B/summary.json
+func min_(s report.TimingStat) float64   { return s.MinUS }
+func p10(s report.TimingStat) float64    { return s.P10US }
+func median(s report.TimingStat) float64 { return s.MedianUS }
+func p90(s report.TimingStat) float64    { return s.P90US }
+func p99(s report.TimingStat) float64    { return s.P99US }
+func maxOf(s report.TimingStat) float64  { return s.MaxUS }
+
+// Metrics are the statistics -metric takes, in the order they are listed.
+var Metrics = []Metric{
+	{Name: "median", Of: median, Upper: p90, Lower: p10, MinSamples: 10},
+	{Name: "p90", Of: p90, Upper: p99, Lower: median, MinSamples: 20},
+	{Name: "p99", Of: p99, Upper: maxOf, Lower: p90, MinSamples: 100},
+	{Name: "min", Of: min_, Upper: p10, Lower: min_, MinSamples: 10},
+}
+
+// MetricNamed is the metric of that name.
+func MetricNamed(name string) (Metric, bool) {
+	for _, m := range Metrics {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Metric{}, false
+}
+
+const usage = `usage: rsag compare [-threshold 1.10] [-metric median[,p99,...]] [-incomplete] [-html FILE [-overwrite]] A/summary.json B/summary.json
        (an output dir stands for the summary.json in it)
 
 Compares the timing cases two runs share (same run, size, dtype, op, placement,
 method, batch and mode) by the ratio B/A of a statistic of their time per
-operation. A case above the threshold whose p10..p90 overlaps the other run's
-is within noise, not slower. A run that did not complete (its run.json, or
-without one its summary.json, says so) is refused unless -incomplete. -html
-FILE writes the comparison as a page too, the slower cases marked. Exit
-status: 0 when no case of B is slower than the threshold, 1 when some is, 2 on
-bad input.
+operation (median, p90, p99 or min; -metric median,p99 judges both). A case
+above the threshold is SLOWER only when B's statistic lies beyond A's own
+spread (the median above A's p90, p90 above A's p99, p99 above A's max, min
+above A's p10), or every sample of B is slower than every sample of A;
+otherwise it is within noise. With too few samples to place that spread
+(median and min 10, p90 20, p99 100) it is inconclusive. Cases faster
+beyond the threshold are pointed out, and never fail. A run that did not
+complete (its run.json, or without one its summary.json, says so) is
+refused unless -incomplete. -html FILE writes the comparison as a page too;
+a file already there is replaced only when it is a page rsag wrote (or with
+-overwrite), never when it is an input. Exit status: 0 when no case of B is
+slower, 1 when some is, 2 on bad input, 3 when none is slower but some case
+over the threshold is inconclusive.
 
 `
-
-// MaxSummaryBytes caps an input: a summary of 64 runs of 64 sizes in every
-// dtype, op and mode is a few tens of megabytes, so anything larger is not
-// one (/dev/zero, a core file), refused before it is read.
-const MaxSummaryBytes = 256 << 20
-
-// maxRunBytes caps the run.json beside a summary: it lists the run's files.
-const maxRunBytes = 16 << 20
 
 // options are the parsed command line.
 type options struct {
 	threshold  float64
-	metric     string
+	metricText string
+	metrics    []Metric
 	incomplete bool   // compare a run that did not complete, with a warning
 	html       string // "" for no page
+	overwrite  bool   // -html may replace a file rsag did not write
 	a, b       string
+}
+
+func (o options) metricNames() string {
+	var names []string
+	for _, m := range o.metrics {
+		names = append(names, m.Name)
+	}
+	return strings.Join(names, ", ")
 }
 
 // Main is the command with args (after "compare"): it returns the exit
 // code, which main alone passes to os.Exit.
 func Main(args []string, stdout, stderr io.Writer) int {
+	// Every string of the summaries reaches the terminal through termsafe.
+	stdout, stderr = termsafe.NewWriter(stdout), termsafe.NewWriter(stderr)
 	opts, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return ExitOK
@@ -81,20 +122,20 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rsag compare: %v\n", err)
 		return ExitBadInput
 	}
-	var in [2]input
+	var in [2]page.Input
 	for i, path := range []string{opts.a, opts.b} {
-		if in[i], err = load(path); err != nil {
+		if in[i], err = page.Read(path); err != nil {
 			fmt.Fprintf(stderr, "rsag compare: %v\n", err)
 			return ExitBadInput
 		}
-		if in[i].status != outdir.StatusComplete && !opts.incomplete {
+		if !in[i].Complete() && !opts.incomplete {
 			fmt.Fprintf(stderr, "rsag compare: %s %s: its timings may be partial or wrong; compare complete runs, or pass -incomplete to compare it anyway\n",
-				"AB"[i:i+1], in[i].incomplete())
+				"AB"[i:i+1], in[i].Incomplete())
 			return ExitBadInput
 		}
 	}
-	a, b := in[0].summary, in[1].summary
-	c := Compare(a, b, metrics[opts.metric], opts.threshold)
+	a, b := in[0].Summary, in[1].Summary
+	c := Compare(a, b, opts.metrics, opts.threshold)
 	if len(c.Rows) == 0 {
 		fmt.Fprintf(stderr, "rsag compare: %s and %s have no timing case in common (%d and %d cases)\n",
 			opts.a, opts.b, len(a.Timing), len(b.Timing))
@@ -111,8 +152,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", opts.html)
 	}
-	if c.Slower > 0 {
+	switch {
+	case c.Slower > 0:
 		return ExitSlower
+	case c.Inconclusive > 0:
+		return ExitInconclusive
 	}
 	return ExitOK
 }
@@ -128,9 +172,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		fs.PrintDefaults()
 	}
 	fs.Float64Var(&opts.threshold, "threshold", 1.10, "B/A `ratio` above which a case fails (B slower)")
-	fs.StringVar(&opts.metric, "metric", "median", "statistic to compare: median, p90 or min")
+	fs.StringVar(&opts.metricText, "metric", "median", "statistic to compare: median, p90, p99 or min, or several joined by commas (median,p99): a case is slower when any is")
 	fs.BoolVar(&opts.incomplete, "incomplete", false, "compare a run that did not complete (failed, or still running), with a warning")
 	fs.StringVar(&opts.html, "html", "", "write the comparison as a self-contained page to `FILE`")
+	fs.BoolVar(&opts.overwrite, "overwrite", false, page.OverwriteHelp)
 	var files []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -146,8 +191,15 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if len(files) != 2 {
 		return opts, fmt.Errorf("want two summary.json files or output dirs, got %d (rsag compare A/summary.json B/summary.json)", len(files))
 	}
-	if _, ok := metrics[opts.metric]; !ok {
-		return opts, fmt.Errorf("-metric %q is not one of median, p90, min", opts.metric)
+	for _, name := range strings.Split(opts.metricText, ",") {
+		m, ok := MetricNamed(strings.TrimSpace(name))
+		if !ok {
+			return opts, fmt.Errorf("-metric %q is not one of median, p90, p99, min (or several joined by commas: median,p99)", config.Clip(opts.metricText))
+		}
+		if slices.ContainsFunc(opts.metrics, func(x Metric) bool { return x.Name == m.Name }) {
+			return opts, fmt.Errorf("-metric %q names %s twice: name each once", config.Clip(opts.metricText), m.Name)
+		}
+		opts.metrics = append(opts.metrics, m)
 	}
 	if !(opts.threshold > 0) || math.IsInf(opts.threshold, 0) {
 		return opts, fmt.Errorf("-threshold %v must be a finite positive ratio, e.g. 1.10", opts.threshold)
@@ -156,168 +208,146 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	return opts, nil
 }
 
-// input is one run to compare: its summary, and the status of the run as
-// its run.json says when there is one beside the summary (summary.json is
-// never trusted over run.json), else as the summary says.
-type input struct {
-	path    string
-	summary report.Summary
-	status  string
-	reason  string
-	from    string // the file status was read from
+// Verdict is what a comparison says of a case, in one statistic.
+type Verdict int
+
+const (
+	Same         Verdict = iota // B/A within [1/threshold, threshold]
+	Faster                      // below 1/threshold, beyond A's spread
+	Noise                       // beyond the threshold either way, but within A's spread
+	Inconclusive                // above the threshold, with too few samples to judge
+	Slower                      // above the threshold, beyond A's spread
+)
+
+// Judged is one statistic of one case, compared.
+type Judged struct {
+	Metric  string
+	A, B    float64 // the statistic, µs
+	Ratio   float64 // B / A
+	Verdict Verdict
+	// Why says what decided a verdict other than Same, for the table:
+	// "4 samples; median needs 10", "above A's p90 19.00".
+	Why string
 }
 
-func (in input) incomplete() string {
-	msg := fmt.Sprintf("(%s) is from a run that did not complete: its %s says %q", in.path, filepath.Base(in.from), in.status)
-	if in.reason != "" {
-		msg += " (" + in.reason + ")"
-	}
-	return msg
-}
-
-// load reads a summary.json, or the one in an output directory, and the
-// run.json beside it; errors name the file. Both are read as the config
-// is: regular files only, of a bounded size, so that a FIFO cannot block
-// and /dev/zero cannot fill memory.
-func load(path string) (input, error) {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		path = filepath.Join(path, report.SummaryFile)
-	}
-	in := input{path: path, from: path}
-	data, err := read(path, MaxSummaryBytes)
-	if err != nil {
-		return in, err
-	}
-	if in.summary, err = report.ReadSummary(path, data); err != nil {
-		return in, err
-	}
-	if err := checkCases(path, in.summary.Timing); err != nil {
-		return in, err
-	}
-	in.status = in.summary.Status
-	runPath := filepath.Join(filepath.Dir(path), outdir.RunFile)
-	data, err = read(runPath, maxRunBytes)
-	if errors.Is(err, fs.ErrNotExist) {
-		return in, nil // a summary copied on its own: its own status is all there is
-	}
-	if err != nil {
-		return in, err
-	}
-	// Only what compare needs of run.json: which run it is and how it ended.
-	var run struct {
-		Status  string `json:"status"`
-		Reason  string `json:"reason"`
-		Started string `json:"started"`
-	}
-	if err := json.Unmarshal(data, &run); err != nil || run.Status == "" {
-		return in, fmt.Errorf("%s, beside %s, is not an rsag run.json (%v): move it away, or compare a copy of the summary on its own", runPath, path, err)
-	}
-	if run.Started != in.summary.Started {
-		return in, fmt.Errorf("%s (started %s) is another run's than %s (started %s) beside it: its results were replaced; compare a directory one run wrote",
-			runPath, run.Started, path, in.summary.Started)
-	}
-	// The worse of the two counts, and run.json's word first: a run is
-	// complete only once run.json says so.
-	if run.Status != outdir.StatusComplete || in.status == outdir.StatusComplete {
-		in.status, in.reason, in.from = run.Status, run.Reason, runPath
-	}
-	return in, nil
-}
-
-// read reads an input file of at most limit bytes.
-func read(path string, limit int64) ([]byte, error) {
-	data, err := regularfile.Read(path, limit)
-	var kind *regularfile.KindError
-	var size *regularfile.SizeError
-	switch {
-	case errors.As(err, &kind):
-		return nil, fmt.Errorf("reading %s: it is %s, not a file rsag wrote", path, kind.Kind)
-	case errors.As(err, &size):
-		return nil, fmt.Errorf("reading %s: it is larger than rsag compare's cap of %d MiB: is it rsag's?", path, limit>>20)
-	case err != nil:
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the path is named once, here
-		}
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	return data, nil
-}
-
-// checkCases refuses a summary that lists a case twice (which would make
-// the comparison pick one of them unsaid) or whose times are not positive
-// and ordered (min <= p10 <= median <= p90): a time per operation of 0 or
-// less cannot be divided by, and a ratio against it would call any B fine.
-func checkCases(path string, stats []report.TimingStat) error {
-	seen := map[coll.Case]bool{}
-	for _, s := range stats {
-		name := s.Case.String()
-		if seen[s.Case] {
-			return fmt.Errorf("%s lists the case %s twice: a summary lists each case once; is it damaged, or two merged?", path, name)
-		}
-		seen[s.Case] = true
-		for _, v := range []struct {
-			what string
-			us   float64
-		}{{"min", s.MinUS}, {"p10", s.P10US}, {"median", s.MedianUS}, {"p90", s.P90US}} {
-			if !(v.us > 0) {
-				return fmt.Errorf("%s: case %s has a %s of %v us: a time per operation is positive; is the file damaged?", path, name, v.what, v.us)
-			}
-		}
-		if !(s.MinUS <= s.P10US && s.P10US <= s.MedianUS && s.MedianUS <= s.P90US) {
-			return fmt.Errorf("%s: case %s has min %v, p10 %v, median %v, p90 %v us, not in order: is the file damaged?",
-				path, name, s.MinUS, s.P10US, s.MedianUS, s.P90US)
-		}
-	}
-	return nil
-}
-
-// Row is one case both runs have.
+// Row is one case both runs have, judged in every metric asked for.
 type Row struct {
-	report.TimingStat         // A's case and statistics
-	A, B              float64 // the compared statistic, µs
-	Ratio             float64 // B / A; 0 when A is not positive
-	Over              bool    // Ratio > threshold
-	// Noise: over the threshold, but B's p10..p90 overlaps A's, so that
-	// the two runs' own spreads cannot tell them apart: not counted as
-	// slower.
-	Noise bool
+	report.TimingStat // A's case and statistics
+	B                 report.TimingStat
+	Judged            []Judged // in the order of the metrics
+	Verdict           Verdict  // the worst of Judged
 }
 
-// Comparison is the outcome of Compare.
+// Comparison is the outcome of Compare. The counts are of rows, by their
+// verdict.
 type Comparison struct {
 	Rows         []Row               // in A's order
 	OnlyA, OnlyB []report.TimingStat // in their file's order
-	Slower       int                 // rows over the threshold, beyond noise
-	Noise        int                 // rows over the threshold, within noise
+	Slower       int
+	Inconclusive int
+	Noise        int
+	Faster       int
 }
 
-// Compare matches a's and b's timing cases and compares metric of each.
-func Compare(a, b report.Summary, metric func(report.TimingStat) float64, threshold float64) Comparison {
+// Large are the rows whose B/A is beyond the threshold either way in some
+// metric, whatever their verdict: what a reader must see.
+func (c Comparison) Large(threshold float64) []Row {
+	var out []Row
+	for _, r := range c.Rows {
+		if slices.ContainsFunc(r.Judged, func(j Judged) bool { return j.Ratio > threshold || j.Ratio < 1/threshold }) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// maxSeparatedChance is how unlikely, at most, complete separation of two
+// runs' samples must be under "no change" to decide a case by itself.
+const maxSeparatedChance = 0.05
+
+// separated reports whether every one of nb samples of B lies above
+// (slower) or below every one of na samples of A, and that by chance
+// alone, were the two runs one distribution, this is rarer than
+// maxSeparatedChance: its chance is 1 / C(na+nb, na) (a Mann-Whitney U of
+// 0). Two 4-sample runs apart are decided (1/70); two 2-sample runs are not
+// (1/6).
+func separated(a, b report.TimingStat, slower bool) bool {
+	apart := b.MinUS > a.MaxUS
+	if !slower {
+		apart = b.MaxUS < a.MinUS
+	}
+	if !apart {
+		return false
+	}
+	// log C(na+nb, na) via Lgamma, so that large counts do not overflow.
+	na, nb := float64(a.Samples), float64(b.Samples)
+	lg := func(x float64) float64 { v, _ := math.Lgamma(x); return v }
+	logC := lg(na+nb+1) - lg(na+1) - lg(nb+1)
+	return -logC < math.Log(maxSeparatedChance)
+}
+
+// judge compares one metric of a case. The rule fails safe: a change over
+// the threshold is called slower only when A's own spread cannot explain
+// it, is within noise when it can, and is inconclusive when there are too
+// few samples to place the spread.
+func judge(m Metric, a, b report.TimingStat, threshold float64) Judged {
+	j := Judged{Metric: m.Name, A: m.Of(a), B: m.Of(b)}
+	j.Ratio = j.B / j.A // CheckSummary: every time is positive
+	slower := j.Ratio > threshold
+	if !slower && j.Ratio >= 1/threshold {
+		return j
+	}
+	enough := a.Samples >= m.MinSamples && b.Samples >= m.MinSamples
+	switch {
+	case separated(a, b, slower):
+		j.Verdict, j.Why = Faster, "every sample of B below every sample of A"
+		if slower {
+			j.Verdict, j.Why = Slower, "every sample of B above every sample of A"
+		}
+	case !enough && slower:
+		j.Verdict, j.Why = Inconclusive, fmt.Sprintf("%d and %d samples; %s needs %d to judge", a.Samples, b.Samples, m.Name, m.MinSamples)
+	case !enough:
+		j.Verdict, j.Why = Noise, fmt.Sprintf("too few samples to call it faster (%s needs %d)", m.Name, m.MinSamples)
+	case slower && j.B > m.Upper(a):
+		j.Verdict, j.Why = Slower, "beyond A's spread"
+	case !slower && j.B < m.Lower(a):
+		j.Verdict, j.Why = Faster, "beyond A's spread"
+	default:
+		j.Verdict, j.Why = Noise, "within A's spread"
+	}
+	return j
+}
+
+// Compare matches a's and b's timing cases and judges each in every
+// metric.
+func Compare(a, b report.Summary, metrics []Metric, threshold float64) Comparison {
 	var c Comparison
 	inA, inB := map[coll.Case]bool{}, map[coll.Case]report.TimingStat{}
 	for _, s := range b.Timing {
 		inB[s.Case] = s
 	}
 	for _, s := range a.Timing {
-		k := s.Case
-		inA[k] = true
-		sb, ok := inB[k]
+		inA[s.Case] = true
+		sb, ok := inB[s.Case]
 		if !ok {
 			c.OnlyA = append(c.OnlyA, s)
 			continue
 		}
-		r := Row{TimingStat: s, A: metric(s), B: metric(sb)}
-		if r.A > 0 {
-			r.Ratio = r.B / r.A
-			r.Over = r.Ratio > threshold
+		r := Row{TimingStat: s, B: sb}
+		for _, m := range metrics {
+			j := judge(m, s, sb, threshold)
+			r.Judged = append(r.Judged, j)
+			r.Verdict = max(r.Verdict, j.Verdict)
 		}
-		r.Noise = r.Over && sb.P10US <= s.P90US && s.P10US <= sb.P90US
-		switch {
-		case r.Noise:
-			c.Noise++
-		case r.Over:
+		switch r.Verdict {
+		case Slower:
 			c.Slower++
+		case Inconclusive:
+			c.Inconclusive++
+		case Noise:
+			c.Noise++
+		case Faster:
+			c.Faster++
 		}
 		c.Rows = append(c.Rows, r)
 	}
@@ -329,11 +359,45 @@ func Compare(a, b report.Summary, metric func(report.TimingStat) float64, thresh
 	return c
 }
 
+// Mark is a judged metric's word in the tables: "SLOWER", "within noise",
+// "inconclusive: 4 and 4 samples; median needs 10", "faster", "".
+func (j Judged) Mark() string {
+	switch j.Verdict {
+	case Slower:
+		return "SLOWER"
+	case Inconclusive:
+		return "inconclusive: " + j.Why
+	case Noise:
+		if j.Ratio < 1 {
+			return "faster? within noise"
+		}
+		return "within noise"
+	case Faster:
+		return "faster"
+	}
+	return ""
+}
+
+// mark is a row's word: each metric's, named when there are several.
+func (r Row) mark() string {
+	var marks []string
+	for _, j := range r.Judged {
+		if m := j.Mark(); m != "" {
+			if len(r.Judged) > 1 {
+				m = j.Metric + " " + m
+			}
+			marks = append(marks, m)
+		}
+	}
+	return strings.Join(marks, "; ")
+}
+
 // write prints the comparison: which runs, the table of common cases, the
-// cases only one run has, and a closing verdict. Warnings (a failed run,
-// different world sizes or backends) go to stderr.
-func write(stdout, stderr io.Writer, o options, in [2]input, c Comparison) error {
-	a, b := in[0].summary, in[1].summary
+// cases only one run has, the large changes both ways and a closing
+// verdict. Warnings (a failed run, different world sizes or backends) go
+// to stderr.
+func write(stdout, stderr io.Writer, o options, in [2]page.Input, c Comparison) error {
+	a, b := in[0].Summary, in[1].Summary
 	fmt.Fprintf(stdout, "A: %s\n", describe(o.a, a))
 	fmt.Fprintf(stdout, "B: %s\n", describe(o.b, b))
 	for _, w := range incompleteWarnings(in) {
@@ -347,25 +411,28 @@ func write(stdout, stderr io.Writer, o options, in [2]input, c Comparison) error
 	}
 
 	limit := strconv.FormatFloat(o.threshold, 'f', -1, 64)
-	fmt.Fprintf(stdout, "%s time per operation (us), B/A > %s marked SLOWER (within noise where B's p10..p90 overlaps A's)\n", o.metric, limit)
+	fmt.Fprintf(stdout, "%s time per operation (us), B/A > %s marked SLOWER when beyond A's spread, else within noise; inconclusive with too few samples\n",
+		o.metricNames(), limit)
 	header, caseCells := report.CaseColumns(append(slices.Clone(a.Timing), b.Timing...))
-	t := report.Table(stdout, append(header, "A us", "B us", "B/A", "> "+limit)...)
+	for _, m := range o.metrics {
+		if len(o.metrics) == 1 {
+			header = append(header, "A us", "B us", "B/A")
+		} else {
+			header = append(header, "A "+m.Name, "B "+m.Name, "B/A "+m.Name)
+		}
+	}
+	t := report.Table(stdout, append(header, "> "+limit)...)
 	for _, r := range c.Rows {
-		ratio, mark := "n/a", ""
-		if r.A > 0 {
-			ratio = fmt.Sprintf("%.3f", r.Ratio)
+		cells := caseCells(r.Case)
+		for _, j := range r.Judged {
+			cells = append(cells, fmt.Sprintf("%.2f", j.A), fmt.Sprintf("%.2f", j.B), fmt.Sprintf("%.3f", j.Ratio))
 		}
-		switch {
-		case r.Noise:
-			mark = "within noise"
-		case r.Over:
-			mark = "SLOWER"
-		}
-		t.Append(append(caseCells(r.Case), fmt.Sprintf("%.2f", r.A), fmt.Sprintf("%.2f", r.B), ratio, mark))
+		t.Append(append(cells, r.mark()))
 	}
 	if err := t.Render(); err != nil {
 		return err
 	}
+	caseHeader, _ := report.CaseColumns(append(slices.Clone(a.Timing), b.Timing...))
 	for _, only := range []struct {
 		name  string
 		stats []report.TimingStat
@@ -374,7 +441,7 @@ func write(stdout, stderr io.Writer, o options, in [2]input, c Comparison) error
 			continue
 		}
 		fmt.Fprintf(stdout, "Only in %s: %d case(s)\n", only.name, len(only.stats))
-		t := report.Table(stdout, header...)
+		t := report.Table(stdout, caseHeader...)
 		for _, s := range only.stats {
 			t.Append(caseCells(s.Case))
 		}
@@ -382,19 +449,55 @@ func write(stdout, stderr io.Writer, o options, in [2]input, c Comparison) error
 			return err
 		}
 	}
-	noise := ""
-	if c.Noise > 0 {
-		noise = fmt.Sprintf("; %d more above it within noise (p10..p90 overlap)", c.Noise)
+	for _, line := range LargeLines(c, o.threshold) {
+		fmt.Fprintln(stdout, line)
 	}
+	fmt.Fprintln(stdout, VerdictLine(c, o.metricNames(), o.threshold))
+	return nil
+}
+
+// LargeLines point out every case whose B/A is beyond the threshold either
+// way, faster ones too, whatever its verdict: "large change: 1K float32
+// ... direct median B/A 0.142 (faster)". At most 10, then a count.
+func LargeLines(c Comparison, threshold float64) []string {
+	var out []string
+	large := c.Large(threshold)
+	for i, r := range large {
+		if i == 10 {
+			out = append(out, fmt.Sprintf("... and %d more large changes (the table lists them)", len(large)-10))
+			break
+		}
+		var parts []string
+		for _, j := range r.Judged {
+			if j.Ratio > threshold || j.Ratio < 1/threshold {
+				word := j.Mark()
+				if j.Verdict == Inconclusive {
+					word = "inconclusive"
+				}
+				parts = append(parts, fmt.Sprintf("%s B/A %.3f (%s)", j.Metric, j.Ratio, word))
+			}
+		}
+		out = append(out, fmt.Sprintf("large change: %s: %s", r.Case.String(), strings.Join(parts, ", ")))
+	}
+	return out
+}
+
+// VerdictLine is the comparison's last line: it counts what the table
+// shows, every row by its verdict.
+func VerdictLine(c Comparison, metrics string, threshold float64) string {
+	limit := strconv.FormatFloat(threshold, 'f', -1, 64)
+	n := len(c.Rows)
+	counts := fmt.Sprintf("%d slower beyond A's spread, %d inconclusive (too few samples), %d within noise, %d faster", c.Slower, c.Inconclusive, c.Noise, c.Faster)
 	switch {
 	case c.Slower > 0:
-		fmt.Fprintf(stdout, "FAIL: %d of %d common case(s) slower in B than %s x A (%s)%s\n", c.Slower, len(c.Rows), limit, o.metric, noise)
-	case c.Noise > 0:
-		fmt.Fprintf(stdout, "ok: none of %d common case(s) slower in B than %s x A (%s) beyond noise%s\n", len(c.Rows), limit, o.metric, noise)
-	default:
-		fmt.Fprintf(stdout, "ok: all %d common case(s) within %s x A (%s)\n", len(c.Rows), limit, o.metric)
+		return fmt.Sprintf("FAIL: %d of %d common case(s) slower in B than %s x A (%s): %s", c.Slower, n, limit, metrics, counts)
+	case c.Inconclusive > 0:
+		return fmt.Sprintf("INCONCLUSIVE: %d of %d common case(s) above %s x A (%s) have too few samples to judge; none is slower beyond A's spread: %s",
+			c.Inconclusive, n, limit, metrics, counts)
+	case c.Noise+c.Faster > 0:
+		return fmt.Sprintf("ok: none of %d common case(s) slower in B than %s x A (%s) beyond A's spread: %s", n, limit, metrics, counts)
 	}
-	return nil
+	return fmt.Sprintf("ok: all %d common case(s) within %s x A (%s)", n, limit, metrics)
 }
 
 func describe(path string, s report.Summary) string {
@@ -404,11 +507,11 @@ func describe(path string, s report.Summary) string {
 
 // incompleteWarnings say which runs did not complete, compared only
 // because -incomplete was given.
-func incompleteWarnings(in [2]input) []string {
+func incompleteWarnings(in [2]page.Input) []string {
 	var out []string
 	for i, x := range in {
-		if x.status != outdir.StatusComplete {
-			out = append(out, fmt.Sprintf("WARNING: %s %s; compared only because -incomplete was given", "AB"[i:i+1], x.incomplete()))
+		if !x.Complete() {
+			out = append(out, fmt.Sprintf("WARNING: %s %s; compared only because -incomplete was given", "AB"[i:i+1], x.Incomplete()))
 		}
 	}
 	return out
@@ -423,20 +526,32 @@ func setupWarning(a, b report.Summary) string {
 }
 
 // writePage writes the comparison as a page to o.html.
-func writePage(o options, in [2]input, c Comparison) error {
-	a, b := in[0].summary, in[1].summary
+func writePage(o options, in [2]page.Input, c Comparison) error {
+	a, b := in[0].Summary, in[1].Summary
 	warnings := incompleteWarnings(in)
 	if w := setupWarning(a, b); w != "" {
 		warnings = append(warnings, w)
 	}
-	pc := page.Comparison{PathA: o.a, PathB: o.b, A: a, B: b, Metric: o.metric, Threshold: o.threshold,
-		OnlyA: c.OnlyA, OnlyB: c.OnlyB, Warnings: warnings}
+	pc := page.Comparison{PathA: o.a, PathB: o.b, A: a, B: b, Metric: o.metricNames(), Threshold: o.threshold,
+		OnlyA: c.OnlyA, OnlyB: c.OnlyB, Warnings: warnings, Verdict: VerdictLine(c, o.metricNames(), o.threshold),
+		Large: LargeLines(c, o.threshold), Slower: c.Slower, Inconclusive: c.Inconclusive, Noise: c.Noise, Faster: c.Faster}
+	for _, m := range o.metrics {
+		pc.Metrics = append(pc.Metrics, m.Name)
+	}
 	for _, r := range c.Rows {
-		pc.Rows = append(pc.Rows, page.ComparedCase{Case: r.TimingStat, A: r.A, B: r.B, Ratio: r.Ratio, Over: r.Over && !r.Noise, Noise: r.Noise})
+		cc := page.ComparedCase{Case: r.TimingStat, Mark: r.mark(), Slower: r.Verdict == Slower, Inconclusive: r.Verdict == Inconclusive}
+		for _, j := range r.Judged {
+			cc.A, cc.B, cc.Ratio = append(cc.A, j.A), append(cc.B, j.B), append(cc.Ratio, j.Ratio)
+		}
+		pc.Rows = append(pc.Rows, cc)
 	}
 	var buf bytes.Buffer
 	if err := page.WriteComparison(&buf, pc); err != nil {
 		return err
 	}
-	return page.WriteBytes(o.html, buf.Bytes(), "choose a file in a directory you can write")
+	var inputs []string
+	for _, x := range in {
+		inputs = append(inputs, x.Files()...)
+	}
+	return page.WriteBytes(o.html, buf.Bytes(), page.Writing{Fix: "choose a file in a directory you can write", Overwrite: o.overwrite, Inputs: inputs})
 }

@@ -31,14 +31,18 @@ type Config struct {
 	// TimeoutS is the watchdog's deadline in seconds for every collective
 	// and every synchronisation: a rank that waits longer aborts the job,
 	// naming what it waited for. 180 is the seed's process-group timeout.
-	TimeoutS  int       `toml:"timeout_s"`
-	Contracts Contracts `toml:"contracts"`
-	Timing    Timing    `toml:"timing"`
-	Memory    Memory    `toml:"memory"`
-	Numerics  Numerics  `toml:"numerics"`
-	Hierarchy Hierarchy `toml:"hierarchy"`
-	Locate    Locate    `toml:"locate"`
-	Soak      Soak      `toml:"soak"`
+	TimeoutS int `toml:"timeout_s"`
+	// MetricsDir, when set, is a directory where rank 0 writes rsag.prom
+	// too (node_exporter's --collector.textfile.directory), atomically;
+	// the output dir always has it.
+	MetricsDir string    `toml:"metrics_dir"`
+	Contracts  Contracts `toml:"contracts"`
+	Timing     Timing    `toml:"timing"`
+	Memory     Memory    `toml:"memory"`
+	Numerics   Numerics  `toml:"numerics"`
+	Hierarchy  Hierarchy `toml:"hierarchy"`
+	Locate     Locate    `toml:"locate"`
+	Soak       Soak      `toml:"soak"`
 	// RunTables are the [[run]] tables, each a set of timing keys (and a
 	// name) that override [timing]; Runs holds them resolved.
 	RunTables []toml.Primitive `toml:"run" json:"-"`
@@ -262,6 +266,9 @@ func decode(source string, doc *document, cfg *Config, file bool) (toml.MetaData
 	if undecoded := md.Undecoded(); len(undecoded) > 0 && !file {
 		return md, nil, unknownKeyOf(source, undecoded)
 	}
+	if err := givenZero(source, md, cfg); err != nil {
+		return md, nil, err
+	}
 	// A key given explicitly as 0 is an error even where 0 is the default.
 	if md.IsDefined("required_ranks") {
 		r := intRule{"required_ranks", int64(cfg.RequiredRanks), 2, MaxRanks,
@@ -481,36 +488,28 @@ func (c *Config) check(source string) error {
 	if msg := timeout.outOfRange(); msg != "" {
 		return bad("timeout_s", "%s", msg)
 	}
-	c.Sweeps = nil
-	if c.Timing.Enabled {
-		if err := c.checkRuns(source); err != nil {
-			return err
-		}
-	}
-	if c.Memory.Enabled {
-		if err := c.Memory.check(bad); err != nil {
-			return err
-		}
-	}
-	if c.Numerics.Enabled {
-		if err := c.Numerics.check(bad); err != nil {
-			return err
-		}
-	}
-	if c.Hierarchy.Enabled {
-		if err := c.Hierarchy.check(bad); err != nil {
-			return err
-		}
-	} else if err := c.checkWithoutGroups(source); err != nil {
+	// Every section's values are checked whether it is on or off: a value
+	// no run could take (locate.threshold = nan, timing.check =
+	// "sometimes") is refused before anything runs, not found at the end
+	// when summary.json echoes it, nor kept for the day the section is
+	// turned on. Only what a section needs to run (soak's length, the
+	// hierarchy's groups) is asked of it when it is on.
+	if err := c.checkRuns(source); err != nil {
 		return err
 	}
-	if c.Locate.Enabled {
-		if err := c.Locate.check(bad); err != nil {
+	if !c.Timing.Enabled {
+		c.Sweeps = nil
+	}
+	for _, check := range []func(func(key, format string, args ...any) error) error{
+		c.Memory.check, c.Numerics.check, c.Hierarchy.check, c.Locate.check,
+		func(bad func(key, format string, args ...any) error) error { return c.Soak.check(bad, c.Soak.Enabled) },
+	} {
+		if err := check(bad); err != nil {
 			return err
 		}
 	}
-	if c.Soak.Enabled {
-		if err := c.Soak.check(bad); err != nil {
+	if !c.Hierarchy.Enabled {
+		if err := c.checkWithoutGroups(source); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -58,15 +59,15 @@ func TestLocateInputsAreRefused(t *testing.T) {
 	}
 }
 
-// Off, [locate]'s values are not checked (as every phase's), and its
-// defaults are the issue's: two sizes, three collectives, three repeats,
-// 0.8, every pair up to 64 nodes, 8 partners above.
+// Off, [locate]'s values are checked all the same (issue 34 class 9: a
+// bad value is refused before the run, not at its end), and its defaults
+// are the issue's: two sizes, three collectives, three repeats, 0.8, every
+// pair up to 64 nodes, 8 partners above.
 func TestLocateDefaults(t *testing.T) {
-	cfg, err := Parse("d.toml", []byte("[locate]\nrepeats = 0\n"), nil)
-	if err != nil {
-		t.Fatalf("a disabled [locate] with a bad value: %v", err)
+	if _, err := Parse("d.toml", []byte("[locate]\nrepeats = 0\n"), nil); err == nil || !strings.Contains(err.Error(), "locate.repeats") {
+		t.Fatalf("a disabled [locate] with a bad value: %v, want locate.repeats refused", err)
 	}
-	cfg, err = Parse("d.toml", []byte("[locate]\nenabled = true\n"), nil)
+	cfg, err := Parse("d.toml", []byte("[locate]\nenabled = true\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

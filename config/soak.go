@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/BurntSushi/toml"
+
 	"rsag/coll"
 	"rsag/phases"
 )
@@ -52,11 +54,13 @@ func defaultSoak() Soak {
 		Offsets: []Size{0, 8, 64, 4096}}
 }
 
-func (s Soak) check(bad func(key, format string, args ...any) error) error {
+// check checks the section's values; on, whether the soak runs, asks for
+// its length too.
+func (s Soak) check(bad func(key, format string, args ...any) error, on bool) error {
 	switch {
 	case s.DurationS != 0 && s.Iterations != 0:
 		return bad("soak.iterations", "is given together with soak.duration_s: give one of them, the seconds the soak runs or its iterations")
-	case s.DurationS == 0 && s.Iterations == 0:
+	case on && s.DurationS == 0 && s.Iterations == 0:
 		return bad("soak.duration_s", "is missing: give soak.duration_s (the seconds the soak runs, e.g. 60) or soak.iterations, or set soak.enabled = false")
 	}
 	counts := []intRule{
@@ -151,4 +155,40 @@ func (s Soak) Spec() phases.SoakSpec {
 		spec.MinBytes, spec.MaxBytes = int64(lo), int64(hi)
 	}
 	return spec
+}
+
+// zeroKey is a key whose zero value stands for "not given" (a default
+// fills it in, or another key is used): given as zero, it would be
+// silently ignored, so it is refused, naming the fix.
+type zeroKey struct {
+	section, leaf string
+	zero          func(c *Config) bool
+	fix           string
+}
+
+var zeroKeys = []zeroKey{
+	{"soak", "iterations", func(c *Config) bool { return c.Soak.Iterations == 0 },
+		"give at least 1 iteration, or leave the key out and give soak.duration_s"},
+	{"soak", "duration_s", func(c *Config) bool { return c.Soak.DurationS == 0 },
+		"give at least 1 second, or leave the key out and give soak.iterations"},
+	{"soak", "min_bytes", func(c *Config) bool { return c.Soak.MinBytes == 0 },
+		"give a size of at least 1 byte, or leave the key out to draw from 1 byte"},
+	{"soak", "max_bytes", func(c *Config) bool { return c.Soak.MaxBytes == 0 },
+		"give a size of at least 1 byte, e.g. \"4M\", or leave the key out to draw up to 4M"},
+	{"soak", "sizes_bytes", func(c *Config) bool { return len(c.Soak.SizesBytes) == 0 },
+		"list at least one size, or leave the key out to draw from min_bytes..max_bytes"},
+}
+
+// givenZero refuses a zeroKey that the document md gives as zero.
+func givenZero(source string, md toml.MetaData, c *Config) error {
+	for _, k := range zeroKeys {
+		if md.IsDefined(k.section, k.leaf) && k.zero(c) {
+			what := "= 0"
+			if k.leaf == "sizes_bytes" {
+				what = "= []"
+			}
+			return &Error{Source: source, Key: k.section + "." + k.leaf, Msg: fmt.Sprintf("%s would be ignored, as if it were not given: %s", what, k.fix)}
+		}
+	}
+	return nil
 }

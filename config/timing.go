@@ -257,7 +257,7 @@ func (c *Config) checkRuns(source string) error {
 		c.Sweeps = append(c.Sweeps, coll.Sweep{Name: r.Name, SizesBytes: sizes,
 			DTypes: t.DTypes, Ops: t.Ops, Placements: t.Placements, Methods: t.Methods,
 			Modes: t.Modes, Buffers: t.Buffers, CTAPolicies: t.CTAPolicies, Offsets: int64s(t.Offsets),
-			Batch: t.Batch, Warmups: t.Warmups, Cycles: t.Cycles, CheckLast: t.Check == "last"})
+			Batch: t.Batch, Warmups: t.Warmups, Cycles: t.Cycles, Discard: t.Discard, CheckLast: t.Check == "last"})
 	}
 	return nil
 }

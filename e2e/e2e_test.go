@@ -188,7 +188,10 @@ func TestBadInputsFailOnEveryRank(t *testing.T) {
 		{"required ranks", 2, []string{"-config", "../configs/ch7.toml", "-backend", "mpi"}, "requires exactly 4 ranks but the job has 2"},
 		{"not divisible", 3, []string{"-config", "../configs/ch7.toml", "-set", "required_ranks=3"}, "1024 bytes does not divide by 3 ranks"},
 		{"bad backend", 2, []string{"-config", "../configs/smoke.toml", "-backend", "gloo"}, `"gloo" is not a backend`},
-		{"nccl without GPU", 2, []string{"-config", "../configs/smoke.toml", "-backend", "nccl"}, "backend nccl cannot run here"},
+		{"nccl without GPU", 2, []string{"-config", "../configs/smoke.toml", "-backend", "nccl"}, "; run on a GPU node (rank(s) [0 1]); fix that, or use -backend mpi"}, // the advice once
+		{"an NCCL sweep on MPI", 2, []string{"-config", "../configs/sweep.toml", "-backend", "mpi"},
+			"drop float16; the MPI backend cannot run collectives on bfloat16: MPI has no bfloat16 type; use the nccl backend or drop bfloat16; " +
+				"or run configs/sweep-mpi.toml, the same for the mpi backend"},
 		{"unwritable output", 2, []string{"-config", "../configs/smoke.toml", "-output-dir", filepath.Join(notDir, "out")}, "is not writable on every rank"},
 		{"bad -set", 2, []string{"-config", "../configs/smoke.toml", "-set", "timing.cycles=0"}, "timing.cycles: 0: use at least 1"},
 	}

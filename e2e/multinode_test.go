@@ -20,7 +20,7 @@ import (
 	"rsag/report"
 )
 
-// TestMultiNode runs rsag under mpirun across two hosts emulated on this
+// TestMultiNode runs rsag under mpirun across hosts emulated on this
 // machine (internal/testkit/hosts: each host its own network, hostname, IPC, /tmp
 // and /dev/shm; no memory shared between them). mpirun runs on head, the
 // login node, and reaches node1 and node2 through scripts/hosts.sh as it
@@ -28,7 +28,7 @@ import (
 func TestMultiNode(t *testing.T) {
 	shared := t.TempDir() // the output dirs: on "NFS", seen by every host
 	t0 := time.Now()
-	m := &multi{h: hosts.Start(t, hosts.Config{Nodes: 2, Share: []string{shared, filepath.Dir(rsagBin)}}), shared: shared}
+	m := &multi{h: hosts.Start(t, hosts.Config{Nodes: 4, Share: []string{shared, filepath.Dir(rsagBin)}}), shared: shared}
 	m.smoke = filepath.Join(m.h.Repo, "configs", "smoke.toml")
 	m.env = m.h.MPIEnv(t)
 	for _, kv := range os.Environ() {
@@ -57,6 +57,7 @@ func TestMultiNode(t *testing.T) {
 	t.Run("no shared memory between nodes", m.testNoSharedMemory)
 	t.Run("node-local output dir is refused", m.testNodeLocalOutputDir)
 	t.Run("hangs name who they wait for", m.testHangsAcrossHosts)
+	t.Run("heartbeats grow with hosts, not ranks", m.testBeatsGrowWithHosts)
 	t.Run("a killed node ends the job", m.testKilledNode)
 	t.Run("hierarchy 2+2 block", func(t *testing.T) { m.testHierarchy(t, "slot") })
 	t.Run("hierarchy 2+2 cyclic", func(t *testing.T) { m.testHierarchy(t, "node") })
@@ -138,7 +139,11 @@ func (m *multi) mpirun(t *testing.T, limit time.Duration, env, mpiArgs []string,
 }
 
 func (m *multi) command(ctx context.Context, env, mpiArgs []string, rsagArgs ...string) *exec.Cmd {
-	args := append([]string{"--allow-run-as-root", "--bind-to", "none", "-np", "4"}, mpiArgs...)
+	args := []string{"--allow-run-as-root", "--bind-to", "none"}
+	if !slices.Contains(mpiArgs, "-np") {
+		args = append(args, "-np", "4")
+	}
+	args = append(args, mpiArgs...)
 	args = append(args, rsagBin, "-backend", "mpi")
 	if !slices.Contains(rsagArgs, "-config") {
 		args = append(args, "-config", m.smoke)

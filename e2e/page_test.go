@@ -25,6 +25,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite docs/report.png from the smoke run's page")
 
+// The window the page tests open pages in, CSS pixels.
+const pageWidth, pageHeight = 1200, 1500
+
 // One headless Chromium for the package's page tests, started by the
 // first of them and ended by TestMain.
 var chromium struct {
@@ -39,7 +42,7 @@ func pageBrowser(t *testing.T) *browser.Browser {
 	chromium.once.Do(func() {
 		chromium.profile, chromium.err = os.MkdirTemp("", "rsag-chromium")
 		if chromium.err == nil {
-			chromium.b, chromium.err = browser.Start(chromium.profile, 1200, 1500)
+			chromium.b, chromium.err = browser.Start(chromium.profile, pageWidth, pageHeight)
 		}
 	})
 	if chromium.err != nil {
@@ -163,6 +166,8 @@ func checkPage(t *testing.T, dir, name string) {
 	if len(files) == 0 || !slices.Equal(ids, files) {
 		t.Errorf("figures in the page %v, want the run's %v", ids, files)
 	}
+	checkTablesFit(t, p)
+	checkTail(t, p, s) // before the clicks below sort the rows
 	// A click on a timing table's size heading sorts by size, twice the
 	// other way; the timing table is the first sortable one.
 	if got.Sortable == 0 {
@@ -198,6 +203,83 @@ func checkPage(t *testing.T, dir, name string) {
 		if d != "none" {
 			t.Errorf("printed, the navigation or a caption shows (display %q)", d)
 		}
+	}
+}
+
+// overflowJS lists the tables whose container scrolls sideways: a column
+// hidden behind a scrollbar.
+const overflowJS = `[...document.querySelectorAll("div.scroll")].filter(d => d.scrollWidth > d.clientWidth + 1).map(d => {
+  const s = d.closest("section"); const t = d.querySelector("table");
+  return (s ? s.id : "?") + ": " + d.scrollWidth + " > " + d.clientWidth + " px, " + t.tHead.rows[0].cells.length + " columns";
+})`
+
+// checkTablesFit: at 1,400 px no table hides a column behind a scrollbar,
+// and at 800 px the contracts table (four columns) still fits. It leaves
+// the window as it found it.
+func checkTablesFit(t *testing.T, p *browser.Page) {
+	t.Helper()
+	defer p.Resize(pageWidth, pageHeight)
+	for _, c := range []struct {
+		width int
+		which string
+	}{{1400, ""}, {800, "contracts: "}} {
+		if err := p.Resize(c.width, pageHeight); err != nil {
+			t.Fatal(err)
+		}
+		over, err := browser.Eval[[]string](p, overflowJS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range over {
+			if strings.HasPrefix(o, c.which) {
+				t.Errorf("at %d px a table overflows its container: %s", c.width, o)
+			}
+		}
+	}
+}
+
+// tailShown is what the timing tables show of the tail.
+type tailShown struct {
+	Heads  []string `json:"heads"`
+	Rows   int      `json:"rows"`
+	Strips int      `json:"strips"`
+	Label  string   `json:"label"`
+}
+
+// checkTail: every timing table has p99 and max columns and a
+// distribution strip in every row, described for a screen reader, and a
+// row's p99 is the summary's.
+func checkTail(t *testing.T, p *browser.Page, s report.Summary) {
+	t.Helper()
+	got, err := browser.Eval[tailShown](p, `(() => {
+  const ts = [...document.querySelectorAll("#timing table")];
+  const strips = ts.flatMap(t => [...t.querySelectorAll("tbody td svg.dist")]);
+  return {heads: ts.length ? [...ts[0].tHead.rows[0].cells].map(c => c.textContent) : [],
+    rows: ts.reduce((n, t) => n + t.tBodies[0].rows.length, 0), strips: strips.length,
+    label: strips.length ? strips[0].getAttribute("role") + " " + strips[0].getAttribute("aria-label") : ""};
+})()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"median [p10..p90]", "p99", "max", "distribution"} {
+		if !slices.Contains(got.Heads, h) {
+			t.Errorf("the timing table's columns %q lack %q", got.Heads, h)
+		}
+	}
+	if got.Rows != len(s.Timing) || got.Strips != got.Rows || !strings.HasPrefix(got.Label, "img distribution, min ") {
+		t.Errorf("%d timing rows, %d distribution strips (first %q); want a row and a strip per case and mode, %d",
+			got.Rows, got.Strips, got.Label, len(s.Timing))
+	}
+	col := slices.Index(got.Heads, "p99")
+	if col < 0 || len(s.Timing) == 0 {
+		return
+	}
+	first, err := browser.Eval[string](p, fmt.Sprintf(`document.querySelector("#timing table").tBodies[0].rows[0].cells[%d].textContent`, col))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := report.USText(s.Timing[0].P99US); first != want {
+		t.Errorf("the first row's p99 reads %q; summary.json's is %s", first, want)
 	}
 }
 

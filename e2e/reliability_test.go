@@ -245,16 +245,30 @@ func TestWatchdogEndsAStalledRank(t *testing.T) {
 		"-config", "../configs/smoke.toml", "-backend", "mpi", "-output-dir", dir, "-set", "timeout_s=2")
 	code := j.wait(t, 60*time.Second)
 	took := time.Since(start)
-	_, stderr := j.output()
+	stdout, stderr := j.output()
 	if code == 0 {
 		t.Fatalf("exit 0 after a stall\n%s", stderr)
 	}
 	if !strings.Contains(stderr, "stall.c: rank 1 stalls in MPI_Allreduce (215040 bytes) for 600 s") {
 		t.Errorf("the stall was not injected:\n%s", stderr)
 	}
-	re := regexp.MustCompile(`rsag: rank [01] \([^)]+\): watchdog: timing all-reduce at 215040 bytes did not finish within 2s \(waited [0-9.]+s\); aborting the job`)
-	if !re.MatchString(stderr) {
+	// Whichever rank's deadline passes first speaks. Rank 0 names every
+	// rank's part from the heartbeats before "aborting"; rank 1 does not.
+	re := regexp.MustCompile(`rsag: rank ([01]) \([^)]+\): watchdog: timing all-reduce at 215040 bytes did not finish within 2s \(waited [0-9.]+s\)` +
+		`(; hang: [^\n]+)?; aborting the job`)
+	if m := re.FindStringSubmatch(stderr); m == nil {
 		t.Errorf("no watchdog message matching %s:\n%s", re, stderr)
+	} else if (m[1] == "0") != (m[2] != "") {
+		t.Errorf("rank %s's watchdog message; want the hang named by rank 0 alone:\n%s", m[1], stderr)
+	} else {
+		t.Logf("rank %s spoke first", m[1])
+	}
+	// Rank 0's watchdog, when it spoke (rank 1 waits a second for it),
+	// ends its run with the verdict.
+	if m := re.FindStringSubmatch(stderr); m != nil && m[1] == "0" {
+		if v := verdict(t, stdout); v != nil && (v[1] != "FAILED (exit 3)" || v[2] != "results in "+dir) {
+			t.Errorf("the verdict of a run the watchdog ended: %q", v[0])
+		}
 	}
 	run := notComplete(t, dir)
 	if run.Status != outdir.StatusFailed || !strings.Contains(run.Reason, "watchdog: timing all-reduce at 215040 bytes") {
@@ -273,9 +287,9 @@ func TestExistingResultsNeedOverwrite(t *testing.T) {
 		t.Fatalf("first run: exit %d\n%s", r.code, r.stderr)
 	}
 	first, err := outdir.ReadRecord(dir)
-	// run.json, 9 CSVs, 2 heartbeats, summary.json, 5 figures as PNG and SVG, report.html.
-	if err != nil || first.Status != outdir.StatusComplete || len(first.Files) != 24 || first.Files[0] != outdir.RunFile {
-		t.Fatalf("first run's %s: %+v, %v; want complete with 24 files, itself first", outdir.RunFile, first, err)
+	// run.json, 9 CSVs, a heartbeat (one node), summary.json, 5 figures as PNG and SVG, report.html.
+	if err != nil || first.Status != outdir.StatusComplete || len(first.Files) != 23 || first.Files[0] != outdir.RunFile {
+		t.Fatalf("first run's %s: %+v, %v; want complete with 23 files, itself first", outdir.RunFile, first, err)
 	}
 	for _, f := range first.Files {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {

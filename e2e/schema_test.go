@@ -35,8 +35,8 @@ func TestANoFitIsNullAndBothVersionsAreRead(t *testing.T) {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		t.Fatal(err)
 	}
-	if raw.SchemaVersion != 2 || len(raw.Fits) != 2 || len(raw.Crossover) != 1 {
-		t.Fatalf("schema_version %d, %d fits, %d crossovers; want 2, one fit per mode, one crossover", raw.SchemaVersion, len(raw.Fits), len(raw.Crossover))
+	if raw.SchemaVersion != report.SummarySchemaVersion || len(raw.Fits) != 2 || len(raw.Crossover) != 1 {
+		t.Fatalf("schema_version %d, %d fits, %d crossovers; want %d, one fit per mode, one crossover", raw.SchemaVersion, len(raw.Fits), len(raw.Crossover), report.SummarySchemaVersion)
 	}
 	for _, f := range raw.Fits {
 		for _, k := range []string{"alpha_us", "bandwidth_gbps", "r2", "max_rel_residual"} {
@@ -53,7 +53,7 @@ func TestANoFitIsNullAndBothVersionsAreRead(t *testing.T) {
 	}
 	// The same summary as version 1 wrote it, copied on its own.
 	v1 := t.TempDir()
-	old := strings.ReplaceAll(strings.Replace(string(data), `"schema_version": 2`, `"schema_version": 1`, 1), "null", "0")
+	old := strings.ReplaceAll(strings.Replace(string(data), `"schema_version": 3`, `"schema_version": 1`, 1), "null", "0")
 	if err := os.WriteFile(filepath.Join(v1, report.SummaryFile), []byte(old), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -61,9 +61,14 @@ func TestAStalledFirstAgreementIsBounded(t *testing.T) {
 	if !strings.Contains(stderr, "stall.c: rank 1 stalls in MPI_Allgather") {
 		t.Errorf("the stall was not injected:\n%s", stderr)
 	}
-	re := regexp.MustCompile(`rsag: rank 0 \([^)]+\): watchdog: startup first agreement between ranks after MPI start-up \(every rank of the job must reach it\) did not finish within 3s`)
-	if !re.MatchString(stderr) {
+	// Both ranks' start-up deadlines pass at about the same time (rank 1's
+	// watchdog runs beside its stalled call): whichever speaks first ends
+	// the job, and the launcher may end the other before it says a word.
+	re := regexp.MustCompile(`rsag: rank [01] \([^)]+\): watchdog: startup first agreement between ranks after MPI start-up \(every rank of the job must reach it\) did not finish within 3s`)
+	if m := re.FindString(stderr); m == "" {
 		t.Errorf("no message matching %s:\n%s", re, stderr)
+	} else {
+		t.Logf("%.12s spoke first", strings.TrimPrefix(m, "rsag: "))
 	}
 	if took > 40*time.Second {
 		t.Errorf("the job took %v to end with a 3 s start-up deadline", took.Round(time.Millisecond))

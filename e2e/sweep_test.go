@@ -99,14 +99,14 @@ func TestSweepOnTheMPIBackend(t *testing.T) {
 	// fails. (Two runs on a shared 2-core machine can differ by any factor
 	// in some case, and their spreads overlap or not by chance, so no
 	// verdict between them is safe.) The 4-rank run is another set-up: its
-	// cases are matched, and some may be within noise.
+	// cases are matched, and some may be within noise or, with 4 cycles, too few samples to judge (exit 3).
 	slow := filepath.Join(t.TempDir(), report.SummaryFile)
 	scaleTimes(t, summaries[0], slow, 100)
 	for _, c := range []struct {
 		threshold string
 		a, b      string
 		want      []int
-	}{{"1", summaries[0], summaries[0], []int{0}}, {"1.1", summaries[0], slow, []int{1}}, {"1.1", summaries[0], summaries[1], []int{0, 1}}} {
+	}{{"1", summaries[0], summaries[0], []int{0}}, {"1.1", summaries[0], slow, []int{1}}, {"1.1", summaries[0], summaries[1], []int{0, 1, 3}}} {
 		threshold, want := c.threshold, c.want
 		cmd := exec.Command(rsagBin, "compare", "-threshold", threshold, c.a, c.b)
 		out, err := cmd.CombinedOutput()

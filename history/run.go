@@ -12,9 +12,9 @@ import (
 	"slices"
 
 	"rsag/coll"
-	"rsag/compare"
 	"rsag/outdir"
 	"rsag/report"
+	"rsag/report/page"
 )
 
 // TimingsFile is the combined per-sample file a run's samples come from.
@@ -70,7 +70,7 @@ func (r Run) Key() string {
 // from timings.csv beside them. A run still running is refused: it has
 // not ended, and its files may be partial.
 func LoadRun(path string) (Run, error) {
-	in, err := compare.Load(path)
+	in, err := page.Read(path)
 	if err != nil {
 		return Run{}, err
 	}
@@ -79,7 +79,7 @@ func LoadRun(path string) (Run, error) {
 		return r, fmt.Errorf("%s is from a run that has not ended (its status is %q): add it once run.json says complete or failed", in.Path, r.Status)
 	}
 	file := filepath.Join(r.Dir, TimingsFile)
-	data, err := compare.ReadBounded(file, maxTimingsBytes)
+	data, err := page.ReadBounded(file, maxTimingsBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return r, nil // no timing phase, or a summary copied alone
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"rsag/internal/rankset"
 )
 
 // sharedError is an error every rank reached together, with the same
@@ -51,7 +53,7 @@ func (s *session) agree(err error, code int, what string) error {
 		for _, r := range said.ranks[m] {
 			on = append(on, hosts[r])
 		}
-		parts = append(parts, fmt.Sprintf("%s on %s (%s): %s", what, rankList(said.ranks[m], said.world), strings.Join(dedupe(on), ", "), m))
+		parts = append(parts, fmt.Sprintf("%s on %s (%s): %s", what, rankList(said.ranks[m], said.world), rankset.Names(dedupe(on)), m))
 	}
 	return shared(code, errors.New(strings.Join(parts, "; ")))
 }
@@ -111,15 +113,13 @@ func (s *session) hosts() ([]string, error) {
 	return s.hostsOf, nil
 }
 
-// rankList says which ranks: "every rank", "rank 2" or "ranks [1 3]".
+// rankList says which ranks: "every rank", "rank 2" or "ranks 1-7,10"
+// (rankset: bounded for any world).
 func rankList(ranks []int, world int) string {
-	switch {
-	case len(ranks) == world:
+	if len(ranks) == world {
 		return "every rank"
-	case len(ranks) == 1:
-		return fmt.Sprintf("rank %d", ranks[0])
 	}
-	return fmt.Sprintf("ranks %v", ranks)
+	return rankset.Ranks(ranks)
 }
 
 func dedupe(s []string) []string {

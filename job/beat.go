@@ -2,6 +2,7 @@ package job
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"rsag/internal/atomicfile"
+	"rsag/internal/stopped"
 	"rsag/outdir"
 	"rsag/report"
 	"rsag/watchdog"
@@ -17,27 +20,34 @@ import (
 // beats is this process's heartbeat writer, once the run has started.
 var beats atomic.Pointer[beater]
 
-// Each rank's heartbeat file is one of its outputs: run.json lists it, so
-// that -overwrite removes it and a survey knows it for rsag's; its writing
-// at the end of the phases is one more beat.
+// Each node's heartbeat file is one of its ranks' outputs: run.json lists
+// it, so that -overwrite removes it and a survey knows it for rsag's; its
+// writing at the end of the phases is one more beat, which fails the run
+// if a beat met a link or other refusal on the way.
 func init() {
-	report.Register(report.Output{Stage: report.EachRank, Patterns: []string{outdir.BeatPrefix + "[0-9]*"},
+	report.Register(report.Output{Stage: report.EachRank, Patterns: []string{outdir.BeatPrefix + "node[0-9]*"},
 		Plan: func(in report.Input) ([]string, func(string) error) {
-			return []string{outdir.BeatName(in.Rank)}, func(string) error {
+			return []string{outdir.NodeBeatName(in.Node())}, func(string) error {
 				if b := beats.Load(); b != nil {
-					return b.write()
+					return b.flush()
 				}
 				return nil
 			}
 		}})
 }
 
-// beater writes this rank's heartbeat (outdir.Beat) about once a second,
+// beater keeps this rank's heartbeat (outdir.Beat) about once a second,
 // on a goroutine of its own, from the State the main goroutine keeps, so
 // that what this rank is doing can be read while MPI is stuck; once the
-// rank ends, a last beat says how.
+// rank ends, a last beat says how. The beat goes to node-local memory
+// (outdir.LocalBeats); one rank of the node, its first live one, puts
+// every beat kept there into the node's file in the output dir, so that
+// the shared file system sees one write a node a second, not one a rank.
 type beater struct {
 	dir   string
+	local outdir.LocalBeats
+	node  int
+	ranks []int       // this node's, ascending, this one among them
 	me    outdir.Beat // what every beat repeats: run, rank, host, pid
 	state *watchdog.State
 	peers []outdir.Peer // the other ranks on this host
@@ -47,12 +57,16 @@ type beater struct {
 	ended  string
 	frozen time.Duration // the longest gap between beats beyond BeatEvery: this process did not run
 	stop   chan struct{}
+	// refused is the first refusal met writing the node's file (a link
+	// planted there): the run fails by it at the end, as by any output's.
+	refused error
 }
 
 // startBeats starts every rank's heartbeat, once the output dir is this
 // run's and run.json lists the files: the ranks exchange their pids and
 // hosts (so that each can look at the others on its host) and rank 0's
-// start, which names the run.
+// start, which names the run. The first rank of each node writes its
+// node's file at once.
 func (s *session) startBeats() error {
 	type whoami struct {
 		PID     int    `json:"pid"`
@@ -70,22 +84,33 @@ func (s *session) startBeats() error {
 		return err
 	}
 	ranks := make([]whoami, len(all))
+	hosts := make([]string, len(all))
 	for r, d := range all {
 		if err := json.Unmarshal(d, &ranks[r]); err != nil {
 			return fmt.Errorf("rank %d's process id: %w", r, err)
 		}
+		hosts[r] = ranks[r].Host
 	}
-	b := &beater{dir: s.opts.OutputDir, state: &s.tr.State, stop: make(chan struct{}),
-		me: outdir.Beat{Run: outdir.RunID(ranks[0].Host, ranks[0].PID, ranks[0].Started), Rank: s.comm.Rank(),
-			Host: s.comm.Host(), PID: os.Getpid()}}
+	run := outdir.RunID(ranks[0].Host, ranks[0].PID, ranks[0].Started)
+	b := &beater{dir: s.opts.OutputDir, local: outdir.LocalBeatsOf(run), node: report.NodesOf(hosts)[s.comm.Rank()],
+		state: &s.tr.State, stop: make(chan struct{}),
+		me: outdir.Beat{Run: run, Rank: s.comm.Rank(), Host: s.comm.Host(), PID: os.Getpid()}}
 	for r, w := range ranks {
-		if r != s.comm.Rank() && w.Host == s.comm.Host() {
-			b.peers = append(b.peers, outdir.Peer{Rank: r, PID: w.PID})
+		if w.Host == s.comm.Host() {
+			b.ranks = append(b.ranks, r)
+			if r != s.comm.Rank() {
+				b.peers = append(b.peers, outdir.Peer{Rank: r, PID: w.PID})
+			}
 		}
 	}
-	err = b.write()
+	err = b.first()
 	beats.Store(b)
 	s.end.OnEnd(b.end)
+	if s.comm.Rank() != 0 {
+		// Rank 0 (or its guard) names how each rank a signal ended, from
+		// its last heartbeat, ranks as ranges: one line for all.
+		s.end.SetQuietOnSignal()
+	}
 	go b.loop()
 	// A rank that cannot write its heartbeat (a full disk) would fail on
 	// its own and leave run.json to a launcher's signal: the ranks agree,
@@ -93,27 +118,80 @@ func (s *session) startBeats() error {
 	return s.agree(err, ExitFailed, "writing the heartbeat file")
 }
 
+// first is the first beat: kept in node-local memory by every rank (a
+// node without any fails here, on every rank of it), and in the node's
+// file by its first rank.
+func (b *beater) first() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	beat := b.now()
+	b.last.Store(beat.Written.UnixNano())
+	if err := b.local.Write(beat); err != nil {
+		return fmt.Errorf("keeping heartbeats in node-local memory: %w", err)
+	}
+	if b.ranks[0] != b.me.Rank {
+		return nil
+	}
+	return b.relay(beat, true)
+}
+
 // now is this rank's heartbeat as of now (b.mu is held).
 func (b *beater) now() outdir.Beat {
 	beat := b.me
 	snap := b.state.Snapshot()
 	beat.Written = time.Now()
-	// Beats that come seconds late mean this process did not run.
-	if gap := beat.Written.Sub(time.Unix(0, b.last.Load())) - outdir.BeatEvery; b.last.Load() > 0 && gap > frozenAfter {
+	// Beats that come seconds late mean this process did not run, when a
+	// SIGCONT since the last one proves it was stopped; on a loaded
+	// machine they come as late without it (issue 34 class 5), and an
+	// innocent rank must not take the blame.
+	last := time.Unix(0, b.last.Load())
+	if gap := beat.Written.Sub(last) - outdir.BeatEvery; b.last.Load() > 0 && gap > frozenAfter && stopped.Since(last) {
 		b.frozen = max(b.frozen, gap)
 	}
 	beat.Frozen = b.frozen.Seconds()
 	beat.Step = outdir.BeatStep{Seq: snap.Seq, Phase: snap.Phase, Op: snap.Op, Bytes: snap.Bytes, Context: snap.Context,
 		Round: snap.Round, In: snap.In, At: snap.At}
-	for _, p := range b.peers {
-		p.State = outdir.ProcState(p.PID)
-		beat.Peers = append(beat.Peers, p)
-	}
 	return beat
 }
 
-// write writes a beat now, unless the rank has ended (its last beat
-// stays).
+// relay writes the node's file from the beats its ranks keep, mine for
+// this rank's: when always, or when this rank is the node's writer now
+// (outdir.Writer). The node's ranks write it one at a time. The writer's
+// beat carries the state of the other ranks' processes, which no other
+// host can see. (b.mu is held.)
+func (b *beater) relay(mine outdir.Beat, always bool) error {
+	kept := b.local.Read(b.me.Run, b.me.Host)
+	kept[b.me.Rank] = mine
+	if !always && outdir.Writer(b.ranks, kept, b.me.Rank, mine.Written) != b.me.Rank {
+		return nil
+	}
+	unlock, err := b.local.Lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	kept = b.local.Read(b.me.Run, b.me.Host) // what the others kept since
+	for _, p := range b.peers {
+		p.State = outdir.ProcState(p.PID)
+		mine.Peers = append(mine.Peers, p)
+	}
+	kept[b.me.Rank] = mine
+	n := outdir.NodeBeats{Run: b.me.Run, Host: b.me.Host, Node: b.node, Writer: b.me.Rank, Written: time.Now()}
+	for _, r := range b.ranks {
+		if k, ok := kept[r]; ok {
+			n.Beats = append(n.Beats, k)
+		}
+	}
+	err = outdir.WriteNodeBeats(b.dir, n)
+	var le *atomicfile.LinkError
+	var ke *atomicfile.KindError
+	if (errors.As(err, &le) || errors.As(err, &ke)) && b.refused == nil {
+		b.refused = err
+	}
+	return err
+}
+
+// write beats now, unless the rank has ended (its last beat stays).
 func (b *beater) write() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -122,7 +200,21 @@ func (b *beater) write() error {
 	}
 	beat := b.now()
 	b.last.Store(beat.Written.UnixNano())
-	return outdir.WriteBeat(b.dir, beat)
+	_ = b.local.Write(beat) // a missed beat only ages it
+	return b.relay(beat, false)
+}
+
+// flush is the beat the end of the phases writes as an output: it fails
+// with what this beat met, or with a refusal an earlier one met (a link
+// planted at the node's file mid-run), so that no run ends complete past
+// one.
+func (b *beater) flush() error {
+	if err := b.write(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.refused
 }
 
 func (b *beater) loop() {
@@ -142,7 +234,10 @@ func (b *beater) loop() {
 func (b *beater) end(how string) { b.endAs(how, false) }
 
 // endAs is end; timedOut says the rank's watchdog ends it, in the step
-// its State holds.
+// its State holds. The last beat goes into the node's file at once when
+// the rank ended otherwise than by a clean exit (rank 0 may be waiting
+// to read it), when it writes that file, or when it is the node's last;
+// the last removes the node-local beats.
 func (b *beater) endAs(how string, timedOut bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -153,7 +248,20 @@ func (b *beater) endAs(how string, timedOut bool) {
 	beat.Ended, beat.TimedOut = how, timedOut
 	b.ended = how
 	close(b.stop)
-	_ = outdir.WriteBeat(b.dir, beat)
+	_ = b.local.Write(beat)
+	kept := b.local.Read(b.me.Run, b.me.Host)
+	kept[b.me.Rank] = beat
+	last := true
+	for _, p := range b.peers {
+		if k, ok := kept[p.Rank]; (!ok || k.Ended == "") && outdir.ProcState(p.PID) != "gone" && outdir.ProcState(p.PID) != "Z" {
+			last = false
+		}
+	}
+	clean := how == fmt.Sprintf("exit %d", ExitOK)
+	_ = b.relay(beat, !clean || last)
+	if last {
+		b.local.Remove()
+	}
 }
 
 // frozenAfter is how late a beat may come before this process is said not
@@ -176,13 +284,21 @@ func (s *session) hang() (text string, done bool) {
 	if b == nil {
 		return "", true
 	}
-	all := outdir.ReadBeats(b.dir, b.me.Run)
+	all, unread := outdir.ReadBeats(b.dir, b.me.Run)
+	outdir.Merge(all, b.local.Read(b.me.Run, b.me.Host)) // this node's, fresher than its file
 	now := time.Now()
 	b.mu.Lock()
 	all[b.me.Rank] = b.now()
 	b.mu.Unlock()
+	// The reader's own silence counts as its stop only with a SIGCONT to
+	// prove it (see now).
+	last := time.Unix(0, b.last.Load())
+	frozen := now.Sub(last)
+	if frozen > frozenAfter && !stopped.Since(last) {
+		frozen = 0
+	}
 	h := outdir.Hang{World: s.comm.Size(), Beats: all, Now: now, Host: s.comm.Host(), State: outdir.ProcState,
-		Frozen: now.Sub(time.Unix(0, b.last.Load())), Self: b.me.Rank}
+		Frozen: frozen, Self: b.me.Rank, Unread: unread}
 	done = true
 	for r := range h.World {
 		if beat, ok := all[r]; r != h.Self && (!ok || beat.Ended == "") && !h.Silent(r) {

@@ -1,6 +1,9 @@
 package job
 
 import (
+	"fmt"
+	"path/filepath"
+
 	"rsag/coll"
 	"rsag/config"
 	"rsag/mpi"
@@ -37,6 +40,10 @@ func (s *session) printHeader(mine coll.Info, infos []coll.Info, groups *phases.
 	report.NodesTable(s.out, report.WithGroups(report.Nodes(infos), groups))
 }
 
+// sameForBackend is, for a shipped config and a backend it asks too much
+// of, the shipped config that does the same on that backend.
+var sameForBackend = map[[2]string]string{{"sweep.toml", "mpi"}: "configs/sweep-mpi.toml"}
+
 // preflight refuses, on every rank alike and before any collective, a run
 // the backend cannot do: a dtype, op, method or mode it lacks, or phases
 // that do not fit in some rank's free memory.
@@ -53,6 +60,9 @@ func (s *session) preflight(cfg config.Config, w work, be coll.Backend) error {
 	}
 	if err == nil && cfg.Soak.Enabled {
 		err = phases.CheckSoak(be, cfg.Soak.Spec(), w.groups)
+	}
+	if other, ok := sameForBackend[[2]string{filepath.Base(s.opts.ConfigPath), be.Info().Backend}]; err != nil && ok {
+		err = fmt.Errorf("%w; or run %s, the same for the %s backend", err, other, be.Info().Backend)
 	}
 	if err := s.agree(err, ExitBadArgs, "the config asks for what this backend cannot do"); err != nil {
 		return err

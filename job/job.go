@@ -46,7 +46,7 @@ type Options struct {
 	// refused on every rank alike once MPI has started.
 	FlagError  error
 	ConfigPath string
-	OutputDir  string
+	OutputDir  string   // "": a new dir under outdir.DefaultRoot, made for this run
 	Backend    string   // "" leaves it to the config
 	Sets       []string // -set overrides, in order; -backend comes last as backend=...
 	Overwrite  bool     // replace the results of an earlier run in OutputDir
@@ -74,6 +74,9 @@ type session struct {
 	// fails on its own leaves rank 0 a note (read from the watchdog's
 	// goroutine too).
 	noteDir atomic.Pointer[string]
+	// newRunDir: no -output-dir was given, and OutputDir is the new one
+	// rank 0 made for this run (chooseOutputDir).
+	newRunDir bool
 }
 
 // Main runs rsag on this rank and returns the process's exit code.
@@ -125,7 +128,8 @@ func Main(o Options) int {
 		tr: watchdog.NewSteps(watchdog.NewTracker(wd))}
 	wd.Start()
 	if comm.Rank() == 0 {
-		s.out = o.Stdout
+		s.out = report.Terminal(o.Stdout) // prose folded to the terminal's width
+		end.SetVerdict(s.printEndedVerdict)
 	} else {
 		// The launcher's signal reaches every rank at once: the others stay
 		// a moment, so that rank 0 does not take them for the rank that
@@ -141,6 +145,7 @@ func Main(o Options) int {
 		endBeats(fmt.Sprintf("exit %d", ExitOK))
 		end.Leaving(ExitOK)
 		st.releaseLock(o.Stderr)
+		s.printVerdict(&st, ExitOK, nil)
 		s.finalize()
 		return ExitOK
 	}
@@ -156,6 +161,7 @@ func Main(o Options) int {
 		end.Leaving(sh.code)
 		st.releaseLock(o.Stderr)
 		s.removeMadeTogether(&st)
+		s.printVerdict(&st, sh.code, err)
 		s.finalize()
 		return sh.code
 	}
@@ -166,6 +172,7 @@ func Main(o Options) int {
 	endBeats(fmt.Sprintf("exit %d: %v", ExitFailed, err))
 	st.releaseLock(o.Stderr)
 	st.removeMade()
+	s.printVerdict(&st, ExitFailed, err)
 	// Only this rank knows: the others may be waiting in a collective, so
 	// end the whole job rather than let it hang.
 	st.abortBackend()
@@ -241,9 +248,10 @@ const watchdogLinger = time.Second
 // values.
 type state struct {
 	backend coll.Backend
-	log     *runLog      // rank 0's, once the output dir is ours
-	lock    *outdir.Lock // rank 0's, from the output-dir check to the end
-	made    []string     // the directories this rank made for the output dir (outdir.MakeDir)
+	log     *runLog         // rank 0's, once the output dir is ours
+	lock    *outdir.Lock    // rank 0's, from the output-dir check to the end
+	made    []string        // the directories this rank made for the output dir (outdir.MakeDir)
+	sum     *report.Summary // rank 0's, once the results are written: the verdict line's
 }
 
 // removeMade removes, in a run refused before it wrote run.json, the
@@ -305,6 +313,9 @@ func (s *session) execute(st *state) error {
 	}
 	ran := report.Phases{Contracts: cfg.Contracts.Enabled, Timing: cfg.Timing.Enabled, Memory: cfg.Memory.Enabled,
 		Numerics: cfg.Numerics.Enabled, Sweep: !cfg.IsSeedCase(), Locate: cfg.Locate.Enabled, Soak: cfg.Soak.Enabled}
+	if err := s.chooseOutputDir(st); err != nil {
+		return err
+	}
 	if err := s.checkPaths(cfg, ran); err != nil {
 		return err
 	}
@@ -332,6 +343,9 @@ func (s *session) execute(st *state) error {
 	if err := s.preflight(cfg, w, be); err != nil {
 		return err
 	}
+	if err := s.checkMetricsDir(cfg); err != nil {
+		return err
+	}
 	// Every other input is answered: only now is the output dir made (and
 	// checked, locked and surveyed), so that no refusal before leaves one.
 	earlier, err := s.checkOutputDir(st)
@@ -343,6 +357,7 @@ func (s *session) execute(st *state) error {
 	if st.log, err = s.startRunLog(backendName, earlier, ran, st.lock); err != nil {
 		return err
 	}
+	s.pointLatest()
 	if err := s.startBeats(); err != nil {
 		return err
 	}
@@ -361,14 +376,20 @@ func (s *session) execute(st *state) error {
 	if err != nil {
 		return err
 	}
+	st.sum = sum
 	if phaseErr == nil {
 		phaseErr = s.gate(cfg, sum)
 	}
 	// Suspects are a finding, not a failure: the run completes, and the
 	// gate, when asked for, sets the exit status alone.
+	// run.json lists them whatever else failed: a health check reading it
+	// must learn of a suspect beside a failed gate or contract.
+	if sum != nil {
+		st.log.suspects(report.SuspectTexts(sum.Locate))
+	}
 	var suspectErr error
 	if phaseErr == nil {
-		suspectErr = s.suspectGate(cfg, sum, st.log)
+		suspectErr = s.suspectGate(cfg, sum)
 	}
 	status, reason := outdir.StatusComplete, ""
 	if phaseErr != nil {
@@ -377,10 +398,13 @@ func (s *session) execute(st *state) error {
 	// Last: every rank's files and the combined ones are in place. With a
 	// failed check, every file is written too, the failed checks marked
 	// False; the run as a whole failed, and run.json says why.
-	if err := s.agreeOnWriting(s.writeReport(sum, ran, status, reason, st.log)); err != nil {
+	if err := s.agreeOnWriting(s.writeReport(cfg, sum, ran, status, reason, st.log)); err != nil {
 		return err
 	}
 	if phaseErr != nil {
+		if s.comm.Rank() == 0 {
+			s.printf("%s", locateLine(sum)) // the suspects are found even when the run failed
+		}
 		return phaseErr
 	}
 	// Only now, with run.json final: the seed's closing lines.

@@ -80,13 +80,12 @@ func locateLine(sum *report.Summary) string {
 }
 
 // suspectGate fails the run, on every rank alike, when the locate phase
-// named suspects and locate.fail_on_suspect is true; run.json lists the
-// suspects whenever there are any.
-func (s *session) suspectGate(cfg config.Config, sum *report.Summary, log *runLog) error {
+// named suspects and locate.fail_on_suspect is true (run.json lists the
+// suspects whenever there are any: execute).
+func (s *session) suspectGate(cfg config.Config, sum *report.Summary) error {
 	var err error
 	if sum != nil {
 		suspects := report.SuspectTexts(sum.Locate)
-		log.suspects(suspects)
 		if cfg.Locate.FailOnSuspect && len(suspects) > 0 {
 			err = errors.New(strings.Join(suspects, ", ") + " (locate.fail_on_suspect = true)")
 		}

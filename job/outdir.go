@@ -14,6 +14,54 @@ import (
 	"rsag/report"
 )
 
+// chooseOutputDir gives a run started without -output-dir a directory of
+// its own, new, under outdir.DefaultRoot (outdir.NewRunDir), before
+// anything is checked or written there: rank 0 makes it, so that the
+// name is this run's alone, and tells the others. Every rank then has the
+// same -output-dir, as if it had been given; what rank 0 made is removed
+// if the run is refused.
+func (s *session) chooseOutputDir(st *state) error {
+	if s.opts.OutputDir != "" {
+		return nil
+	}
+	var msg []byte
+	if s.comm.Rank() == 0 {
+		dir, made, err := outdir.NewRunDir(outdir.DefaultRoot, outdir.Stem(s.opts.ConfigPath), s.opts.Started)
+		st.made = made
+		if err != nil {
+			msg = append([]byte{1}, fmt.Sprintf("%v; or give one with -output-dir", err)...)
+		} else {
+			msg = append([]byte{0}, dir...)
+		}
+	}
+	s.tr.Arm("output dir name broadcast (rank 0 makes it)", -1)
+	defer s.tr.Leave()
+	msg, err := s.comm.BcastBlob(msg, 0)
+	if err != nil {
+		return err
+	}
+	if len(msg) < 2 {
+		return errors.New("output dir name broadcast arrived empty")
+	}
+	if msg[0] == 1 {
+		return shared(ExitBadArgs, errors.New(string(msg[1:])))
+	}
+	s.opts.OutputDir, s.newRunDir = string(msg[1:]), true
+	return nil
+}
+
+// pointLatest, on rank 0 of a run given no -output-dir, points
+// results/latest at its dir once the dir is this run's. A latest that is
+// not rsag's link is left alone, and said.
+func (s *session) pointLatest() {
+	if !s.newRunDir || s.comm.Rank() != 0 {
+		return
+	}
+	if err := outdir.PointLatest(outdir.DefaultRoot, s.opts.OutputDir); err != nil {
+		fmt.Fprintf(s.opts.Stderr, "rsag: warning: %v; this run's results are in %s\n", err, s.opts.OutputDir)
+	}
+}
+
 // checkPaths refuses, on every rank alike, before anything is created and
 // before any collective of the run, an output dir that could not take
 // every file the run may write (report.MayWrite, from the config's runs):
@@ -72,7 +120,7 @@ func (s *session) checkOutputDir(st *state) (outdir.Earlier, error) {
 	dir := s.opts.OutputDir
 	what := "output dir " + config.Clip(dir)
 	made, err := outdir.MakeDir(dir)
-	st.made = made
+	st.made = append(made, st.made...) // deepest first: chooseOutputDir's are above
 	if err == nil {
 		err = outdir.CheckWritable(dir)
 	}

@@ -10,7 +10,7 @@ import (
 // imports bring in register: the figures, from report/plot, must be among
 // them, or a run would neither list nor write them.
 func TestTheRunKnowsEveryOutput(t *testing.T) {
-	for _, name := range []string{"summary.json", "timings.csv", "rank0_timings.csv", "time_vs_size.png", "memory_by_mode.svg", "soak.csv", ".rsag-beat-rank3"} {
+	for _, name := range []string{"summary.json", "timings.csv", "rank0_timings.csv", "time_vs_size.png", "memory_by_mode.svg", "soak.csv", ".rsag-beat-node3"} {
 		if !report.IsOutput(name) {
 			t.Errorf("%s is not an output this run writes", name)
 		}

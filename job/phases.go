@@ -107,6 +107,7 @@ func (s *session) runPhases(cfg config.Config, w work, be coll.Backend) (res res
 	}
 	if cfg.Timing.Enabled {
 		s.phase("timing")
+		progress(phases.ProgressHeader)
 		if res.timings, err = phases.RunTiming(be, comm, w.timing, w.groups, progress); err != nil {
 			return res, checkShared(err)
 		}

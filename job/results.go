@@ -91,8 +91,8 @@ func (s *session) printEnd(rows report.Rows, sum *report.Summary, failure error,
 		return
 	}
 	said := log.status()
-	if said == "" {
-		return // nothing was written: the error says it all
+	if said == "" || said == outdir.StatusComplete {
+		return // nothing was written, or all of it (suspects found): the error says it all
 	}
 	s.printf("results in %s are not complete (%.1f s since rank 0 started; its %s says %s): %v\n", abs, took, outdir.RunFile, said, failure)
 }
@@ -102,28 +102,48 @@ func (s *session) printEnd(rows report.Rows, sum *report.Summary, failure error,
 func (s *session) gate(cfg config.Config, sum *report.Summary) error {
 	var err error
 	if sum != nil {
-		thresholds := map[string]float64{}
-		for _, r := range cfg.Runs {
-			thresholds[r.Name] = r.MinBusBWGBps
-		}
-		if failures := report.BusBWGate(sum.Timing, thresholds); len(failures) > 0 {
+		if failures := report.BusBWGate(sum.Timing, gateThresholds(cfg)); len(failures) > 0 {
 			err = errors.New(strings.Join(failures, "; "))
 		}
 	}
 	return s.agree(err, ExitFailed, "bus bandwidth below the gate")
 }
 
+// gateThresholds are the runs' min_busbw_gbps, by run.
+func gateThresholds(cfg config.Config) map[string]float64 {
+	thresholds := map[string]float64{}
+	for _, r := range cfg.Runs {
+		thresholds[r.Name] = r.MinBusBWGBps
+	}
+	return thresholds
+}
+
+// checkMetricsDir refuses, before any collective, a metrics_dir that rank
+// 0 (which writes rsag.prom there at the end) cannot write into.
+func (s *session) checkMetricsDir(cfg config.Config) error {
+	var err error
+	if s.comm.Rank() == 0 && cfg.MetricsDir != "" {
+		if fi, serr := os.Stat(cfg.MetricsDir); serr != nil || !fi.IsDir() {
+			err = fmt.Errorf("metrics_dir %s is not a directory on rank 0's host (%v): make it, or give node_exporter's --collector.textfile.directory", config.Clip(cfg.MetricsDir), serr)
+		} else if werr := outdir.CheckWritable(cfg.MetricsDir); werr != nil {
+			err = fmt.Errorf("metrics_dir: %w", werr)
+		}
+	}
+	return s.agree(err, ExitBadArgs, "metrics_dir is not writable")
+}
+
 // writeReport writes, on rank 0, the final outputs (the figures), then
 // the last (summary.json) from the summary, each listed in run.json before
 // it is written, and ends run.json with status in the same step as the
 // last (runLog.commit); it does nothing on the other ranks.
-func (s *session) writeReport(sum *report.Summary, ran report.Phases, status, reason string, log *runLog) error {
+func (s *session) writeReport(cfg config.Config, sum *report.Summary, ran report.Phases, status, reason string, log *runLog) error {
 	if sum == nil {
 		return nil
 	}
 	final := *sum
 	final.Status, final.Reason, final.Ended = status, reason, time.Now().UTC().Format(time.RFC3339)
-	in := report.Input{World: s.comm.Size(), Ran: ran, Summary: &final}
+	in := report.Input{World: s.comm.Size(), Ran: ran, Summary: &final,
+		Gates: report.Gates(final.Timing, gateThresholds(cfg)), MetricsDir: cfg.MetricsDir}
 	files, write := report.Plan(report.Final, in)
 	last, writeLast := report.Plan(report.Last, in)
 	if err := log.plan(append(files, last...)...); err != nil {

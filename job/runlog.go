@@ -213,9 +213,13 @@ func (s *session) startRunLog(backend string, earlier outdir.Earlier, ran report
 	if err != nil {
 		return nil, err
 	}
+	hosts, err := s.hosts() // every rank's, for the nodes' files
+	if err != nil {
+		return nil, err
+	}
 	var l *runLog
 	if s.comm.Rank() == 0 {
-		files := append([]string{outdir.RunFile}, report.Planned(s.comm.Size(), ran)...)
+		files := append([]string{outdir.RunFile}, report.PlannedOn(report.NodesOf(hosts), ran)...)
 		l = &runLog{dir: dir, stop: make(chan struct{}), rec: outdir.Record{Version: s.opts.Version, Commit: s.opts.Commit,
 			Backend: backend, WorldSize: s.comm.Size(), Config: s.opts.ConfigPath, Host: s.comm.Host(), PID: os.Getpid(),
 			Started: s.opts.Started.UTC().Format(time.RFC3339), Files: files}}
@@ -260,26 +264,47 @@ func (s *session) startGuard(lock *outdir.Lock) {
 func (s *session) explainSignal(pids []int) func(signal string) string {
 	hosts, me, dir := s.hostsOf, s.comm.Host(), s.opts.OutputDir
 	return func(signal string) string {
-		var gone []string
+		// A rank's last heartbeat says how it ended, where it could (a
+		// signal of its own): the reason then says that, as the hang does.
+		var last map[int]outdir.Beat
+		if b := beats.Load(); b != nil {
+			last = b.local.Read(b.me.Run, b.me.Host)
+		}
+		var gone []goneRank
 		for r, pid := range pids {
 			// An unreaped rank counts as alive, so only one that ended
 			// before the launcher signalled the others is named.
 			if r != 0 && r < len(hosts) && hosts[r] == me && !outdir.PIDAlive(pid) {
-				gone = append(gone, fmt.Sprintf("rank %d (%s, pid %d)", r, me, pid))
+				how := ""
+				if b, ok := last[r]; ok && b.PID == pid {
+					how = b.Ended
+				}
+				gone = append(gone, goneRank{fmt.Sprintf("rank %d (%s, pid %d)", r, me, pid), how})
 			}
 		}
 		return signalReason(signal, gone, outdir.Notes(dir))
 	}
 }
 
+// goneRank is a rank that had ended before the launcher's signal: who,
+// and how its last heartbeat says it ended ("" for no word).
+type goneRank struct{ who, how string }
+
 // signalReason is run.json's reason for a run a signal ended.
-func signalReason(signal string, gone []string, notes []outdir.Note) string {
+func signalReason(signal string, gone []goneRank, notes []outdir.Note) string {
 	switch {
 	case len(notes) > 0:
 		return fmt.Sprintf("signal %s from the launcher, after a rank failed on its own: %s", signal, outdir.NotesText(notes))
 	case len(gone) > 0:
-		return fmt.Sprintf("signal %s from the launcher, after %s had already ended without leaving a note (killed by a signal, such as SIGKILL or the OOM killer's, or crashed)",
-			signal, strings.Join(gone, ", "))
+		var parts []string
+		for _, g := range gone {
+			if g.how != "" {
+				parts = append(parts, fmt.Sprintf("%s had already ended (%s)", g.who, g.how))
+			} else {
+				parts = append(parts, fmt.Sprintf("%s had already ended without leaving a note (killed by a signal, such as SIGKILL or the OOM killer's, or crashed)", g.who))
+			}
+		}
+		return fmt.Sprintf("signal %s from the launcher, after %s", signal, strings.Join(parts, ", and "))
 	}
 	return fmt.Sprintf("signal %s: the job was stopped from outside (cancelled, at its time limit, or by the launcher after a rank ended); "+
 		"no rank is known to have failed first (one on another host killed by SIGKILL or the OOM killer leaves no note)", signal)

@@ -92,13 +92,16 @@ func TestCommit(t *testing.T) {
 
 func TestSignalReason(t *testing.T) {
 	for _, c := range []struct {
-		gone  []string
+		gone  []goneRank
 		notes []outdir.Note
 		want  string
 	}{
 		{nil, nil, "signal SIGTERM: the job was stopped from outside"},
-		{[]string{"rank 3 (n1, pid 9)"}, nil, "signal SIGTERM from the launcher, after rank 3 (n1, pid 9) had already ended without leaving a note"},
-		{[]string{"rank 3 (n1, pid 9)"}, []outdir.Note{{Rank: 2, Text: "rank 2 (n2): watchdog: stuck"}},
+		{[]goneRank{{"rank 3 (n1, pid 9)", ""}}, nil, "signal SIGTERM from the launcher, after rank 3 (n1, pid 9) had already ended without leaving a note"},
+		// Its last heartbeat said how: the reason says that, not a kill
+		// (issue 34 class 14).
+		{[]goneRank{{"rank 3 (n1, pid 9)", "received SIGTERM: stopping"}}, nil, "signal SIGTERM from the launcher, after rank 3 (n1, pid 9) had already ended (received SIGTERM: stopping)"},
+		{[]goneRank{{"rank 3 (n1, pid 9)", ""}}, []outdir.Note{{Rank: 2, Text: "rank 2 (n2): watchdog: stuck"}},
 			"signal SIGTERM from the launcher, after a rank failed on its own: rank 2 (n2): watchdog: stuck"},
 	} {
 		if got := signalReason("SIGTERM", c.gone, c.notes); !strings.HasPrefix(got, c.want) {

@@ -1,6 +1,7 @@
 package locate
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -11,10 +12,30 @@ import (
 // median.
 const DefaultThreshold = 0.8
 
+// The fail-safe rules (issue 34, class 2): a figure is against a median,
+// and "beyond the healthy spread" needs healthy units to measure a spread
+// by. A probe judged on fewer than minUnits units, or on fewer than
+// minRepeats repeats, names nothing: its verdict is inconclusive.
+const (
+	minUnits   = 3
+	minRepeats = 2
+)
+
 // spreadQuantile is the quantile of the healthy units' distances from the
-// median that a suspect must lie beyond: nearly all of them, but not one
-// outlier that happens to be fast.
-const spreadQuantile = 0.99
+// median (in log) taken as their spread: most of them, and robust to a
+// tenth of them being disturbed, as an intermittent unit's slow repeats
+// disturb the pooled single measurements.
+const spreadQuantile = 0.9
+
+// margin is how many times the healthy spread (in log) a suspect must lie
+// below the median: 2, more with fewer healthy units, whose spread is
+// known less well (3.2 with 3, 2.5 with 16, 2.2 with 100).
+func margin(healthy int) float64 {
+	if healthy == 0 {
+		return math.Inf(1)
+	}
+	return 2 + 2/math.Sqrt(float64(healthy))
+}
 
 // Probe is one measurement each unit takes: a collective at a size.
 type Probe struct {
@@ -56,19 +77,62 @@ type Figure struct {
 	Speed  float64 // median over repeats
 	Median float64 // median over repeats of the repeat's median over units
 	// SlowRepeats counts the repeats in which the unit was below the
-	// threshold; Suspect says it was in every one and beyond the spread.
-	SlowRepeats int
-	Suspect     bool
+	// threshold, of Repeats with a measurement; Dips those in which it
+	// was also further below than the healthy units' single measurements
+	// spread (the repeat's bar, Judgement.RepeatBar).
+	SlowRepeats, Dips, Repeats int
+	// Suspect: below the threshold in every repeat, and its median beyond
+	// the healthy spread by the margin; Intermittent: no suspect, but
+	// dipped in enough repeats (intermittentDips).
+	Suspect, Intermittent bool
 }
 
-// Verdict is one unit's figures and whether it is a suspect.
+// Judgement is how one probe of one step was judged: on how many units
+// and repeats, how widely the healthy units spread, and the bars a
+// suspect (its median) and a dip (one repeat) must pass, as factors of
+// the median (0.5: below half the median). Inconclusive says why the
+// probe can name nothing, or cannot say healthy ("" when it can).
+type Judgement struct {
+	Units, Healthy, Repeats int
+	Spread                  float64 // the healthy medians' spread, a factor (1.3: within 1.3x of the median)
+	Bar, RepeatBar          float64
+	Inconclusive            string
+	// Named says the probe may name suspects and intermittent units:
+	// enough units and repeats. A probe whose spread is too wide still
+	// names those beyond its bar, but cannot call the rest healthy.
+	Named bool
+}
+
+// Why a probe is inconclusive.
+const (
+	TooFewUnits   = "too few units"
+	TooFewRepeats = "too few repeats"
+	TooWide       = "the spread is too wide"
+)
+
+// Verdict is one unit's figures and what they say.
 type Verdict struct {
 	Figures []Figure // per probe; nil when the unit was not measured
 	Suspect bool
-	Worst   int // the probe at which it is furthest below the median; -1 with no figure
-	// By names what made a member a suspect: ByInside, ByPartners or
-	// both (Result.Members only).
+	// Intermittent: no suspect, but slow beyond the spread in some
+	// repeats at most probes of a kind (Figures[Worst].Dips of Repeats).
+	Intermittent bool
+	Worst        int // the probe at which it is furthest below the median (an intermittent one: dips most); -1 with no figure
+	// By names what made a member a suspect or intermittent: ByInside,
+	// ByPartners or both (Result.Members only).
 	By []string
+	// Unsure says, for a unit neither suspect nor intermittent, why it
+	// cannot be called healthy either: per step (By's names; "" within
+	// one step) and kind of probe. Empty when it is healthy.
+	Unsure []Unsure
+}
+
+// Unsure is why a unit's verdict is inconclusive at one kind of probe.
+type Unsure struct {
+	By      string // ByInside, ByPartners, or "" within one step
+	Problem string // latency or bandwidth: the kind of probe
+	Reason  string // TooFewUnits, TooFewRepeats or TooWide
+	Detail  string // in words, with the numbers
 }
 
 // What makes a member a suspect.
@@ -96,9 +160,8 @@ type Result struct {
 	Partners []Verdict
 	Members  []Verdict // a member is a suspect when it is by Inside or Partners
 	Pairs    []Verdict // per Input.Pairs, against the median of the pairs between members that are no suspects
-	// Spread is, per probe, how far from the median (as a factor) the
-	// healthy pairs lie: a suspect link is further below.
-	Spread []float64
+	// How each probe was judged, per step (nil where it did not run).
+	InsideJudged, PartnersJudged, PairsJudged []Judgement
 }
 
 // Solve attributes every slowness of in: first the members (by their own
@@ -115,7 +178,7 @@ func Solve(in Input) Result {
 	}
 	var res Result
 	if in.Inside != nil {
-		res.Inside, _ = judgeAll(in.Inside, in.Probes, members, in.Threshold)
+		res.Inside, res.InsideJudged = judgeAll(in.Inside, in.Probes, members, in.Threshold)
 	}
 	// Each member's speed with its partners, per repeat.
 	partners := make([][]int, in.Members)
@@ -131,23 +194,20 @@ func Solve(in Input) Result {
 				bySpeed[pr][m] = partnerSpeed(in.Speed[pr], partners[m])
 			}
 		}
-		res.Partners, _ = judgeAll(bySpeed, in.Probes, members, in.Threshold)
+		res.Partners, res.PartnersJudged = judgeAll(bySpeed, in.Probes, members, in.Threshold)
 	}
 	res.Members = make([]Verdict, in.Members)
 	suspect := make([]bool, in.Members)
 	for m := range res.Members {
 		var from []Verdict
-		var by []string
+		var names []string
 		for i, vs := range [][]Verdict{res.Inside, res.Partners} {
 			if vs != nil {
 				from = append(from, vs[m])
-				if vs[m].Suspect {
-					by = append(by, []string{ByInside, ByPartners}[i])
-				}
+				names = append(names, []string{ByInside, ByPartners}[i])
 			}
 		}
-		res.Members[m] = merge(from)
-		res.Members[m].By = by
+		res.Members[m] = merge(from, names)
 		suspect[m] = res.Members[m].Suspect
 	}
 	if len(in.Pairs) > 0 {
@@ -155,24 +215,55 @@ func Solve(in Input) Result {
 		for i, p := range in.Pairs {
 			counted[i] = !suspect[p.A] && !suspect[p.B] && !excluded(p.A) && !excluded(p.B)
 		}
-		res.Pairs, res.Spread = judgeAll(in.Speed, in.Probes, counted, in.Threshold)
+		res.Pairs, res.PairsJudged = judgeAll(in.Speed, in.Probes, counted, in.Threshold)
+		// A pair of an intermittent member is that member's, not a link's.
+		for i, p := range in.Pairs {
+			if res.Members[p.A].Intermittent || res.Members[p.B].Intermittent {
+				res.Pairs[i].Intermittent = false
+			}
+		}
 	}
 	return res
 }
 
-// merge is a member's verdict from its steps: a suspect when any step
-// says so; its worst figure is the worst of the steps that do (or, for a
-// healthy member, of all).
-func merge(from []Verdict) Verdict {
+// merge is a member's verdict from its steps (named by names): a suspect
+// when any step says so, else intermittent when any says so, else unsure
+// where any is; its worst figure is the worst of the steps that say the
+// verdict (or, for a healthy member, of all).
+func merge(from []Verdict, names []string) Verdict {
 	v := Verdict{Worst: -1}
-	best := math.Inf(1)
+	rank := func(f Verdict) int {
+		switch {
+		case f.Suspect:
+			return 2
+		case f.Intermittent:
+			return 1
+		}
+		return 0
+	}
 	for _, f := range from {
 		if f.Worst < 0 {
 			continue
 		}
-		r := f.Figures[f.Worst].Ratio
-		if f.Suspect && !v.Suspect || f.Suspect == v.Suspect && r < best {
-			v.Suspect, v.Worst, v.Figures, best = f.Suspect, f.Worst, f.Figures, r
+		if r, cur := rank(f), rank(v); v.Worst < 0 || r > cur || r == cur && f.Figures[f.Worst].Ratio < v.Figures[v.Worst].Ratio {
+			v.Suspect, v.Intermittent, v.Worst, v.Figures = f.Suspect, f.Intermittent, f.Worst, f.Figures
+		}
+	}
+	if rank(v) > 0 {
+		// Only the steps that say the member's verdict name it.
+		var by []string
+		for i, f := range from {
+			if rank(f) == rank(v) {
+				by = append(by, names[i])
+			}
+		}
+		v.By = by
+		return v
+	}
+	for i, f := range from {
+		for _, u := range f.Unsure {
+			u.By = names[i]
+			v.Unsure = append(v.Unsure, u)
 		}
 	}
 	return v
@@ -183,18 +274,21 @@ func merge(from []Verdict) Verdict {
 // a suspect when it is one at most of the probes of one kind (latency or
 // bandwidth: with three collectives at a size, two of them), since a real
 // fault slows every collective at the sizes it limits while noise hits
-// measurements one at a time. Its worst probe is then the one of that kind
-// furthest below the median; a unit that is no suspect has its lowest.
-func judgeAll(speed [][][]float64, probes []Probe, counted []bool, threshold float64) ([]Verdict, []float64) {
+// measurements one at a time; intermittent, the same way, when it dipped
+// (or was a suspect) at most of the probes of a kind. Its worst probe is
+// then the one of that kind furthest below the median (an intermittent
+// unit's: that dipped most); a healthy unit has its lowest. A unit that
+// is neither is unsure at a kind whose probes are mostly inconclusive.
+func judgeAll(speed [][][]float64, probes []Probe, counted []bool, threshold float64) ([]Verdict, []Judgement) {
 	units := len(counted)
 	out := make([]Verdict, units)
 	for u := range out {
 		out[u].Worst = -1
 	}
-	spread := make([]float64, len(speed))
+	judged := make([]Judgement, len(speed))
 	for pr, s := range speed {
-		figs, sp := judge(s, counted, threshold)
-		spread[pr] = sp
+		figs, j := judge(s, counted, threshold)
+		judged[pr] = j
 		for u, f := range figs {
 			if math.IsNaN(f.Ratio) {
 				continue
@@ -214,39 +308,94 @@ func judgeAll(speed [][][]float64, probes []Probe, counted []bool, threshold flo
 		if v.Figures == nil {
 			continue
 		}
-		suspect := map[bool]int{} // by Probe.Latency: probes at which it is a suspect
-		total := map[bool]int{}
+		suspect, intermittent, unsure, total := map[bool]int{}, map[bool]int{}, map[bool]int{}, map[bool]int{} // by Probe.Latency
 		for pr, f := range v.Figures {
 			if math.IsNaN(f.Ratio) {
 				continue
 			}
-			total[probes[pr].Latency]++
+			k := probes[pr].Latency
+			total[k]++
 			if f.Suspect {
-				suspect[probes[pr].Latency]++
+				suspect[k]++
+			}
+			if f.Suspect || f.Intermittent {
+				intermittent[k]++
+			}
+			if judged[pr].Inconclusive != "" {
+				unsure[k]++
 			}
 		}
+		most := func(n map[bool]int, k bool) bool { return 2*n[k] > total[k] }
 		for pr, f := range v.Figures {
 			if math.IsNaN(f.Ratio) {
 				continue
 			}
+			k := probes[pr].Latency
 			// A suspect probe counts only where most of its kind are.
-			f.Suspect = f.Suspect && 2*suspect[probes[pr].Latency] > total[probes[pr].Latency]
-			v.Figures[pr].Suspect = f.Suspect
+			f.Suspect = f.Suspect && most(suspect, k)
+			f.Intermittent = f.Intermittent && most(intermittent, k) && !most(suspect, k)
+			v.Figures[pr].Suspect, v.Figures[pr].Intermittent = f.Suspect, f.Intermittent
 			if f.Suspect && !v.Suspect || f.Suspect == v.Suspect && (v.Worst < 0 || f.Ratio < v.Figures[v.Worst].Ratio) {
 				v.Suspect, v.Worst = f.Suspect, pr
 			}
 		}
+		if !v.Suspect {
+			for pr, f := range v.Figures {
+				if f.Intermittent && (!v.Intermittent || f.Dips > v.Figures[v.Worst].Dips ||
+					f.Dips == v.Figures[v.Worst].Dips && f.Ratio < v.Figures[v.Worst].Ratio) {
+					v.Intermittent, v.Worst = true, pr
+				}
+			}
+		}
+		if v.Suspect || v.Intermittent {
+			continue
+		}
+		for _, k := range []bool{true, false} {
+			if !most(unsure, k) {
+				continue
+			}
+			for pr, j := range judged {
+				if probes[pr].Latency == k && j.Inconclusive != "" && !math.IsNaN(v.Figures[pr].Ratio) {
+					v.Unsure = append(v.Unsure, Unsure{Problem: probes[pr].Problem(), Reason: j.Inconclusive, Detail: j.Detail(threshold)})
+					break
+				}
+			}
+		}
 	}
-	return out, spread
+	return out, judged
+}
+
+// Detail says a judgement's inconclusive reason with its numbers.
+func (j Judgement) Detail(threshold float64) string {
+	switch j.Inconclusive {
+	case TooFewUnits:
+		if j.Units == 1 {
+			return TooFewUnits + ": one, whose figure is against its own median"
+		}
+		return fmt.Sprintf("%s: %d, against a median of themselves (at least %d)", TooFewUnits, j.Units, minUnits)
+	case TooFewRepeats:
+		return fmt.Sprintf("%s: %d (at least %d)", TooFewRepeats, j.Repeats, minRepeats)
+	case TooWide:
+		return fmt.Sprintf("%s: healthy units spread to %.3gx the median, beyond the threshold %.2fx", TooWide, j.Spread, threshold)
+	}
+	return ""
 }
 
 // judge compares every unit's speed[unit][repeat] with the median over the
-// counted units of the same repeat. A counted unit is a suspect when it is
-// below threshold x median in every repeat it has and its median ratio is
-// further below 1 than spreadQuantile of the healthy counted units lie from
-// 1 on either side. It returns the figures and that spread, as a factor
-// (1.1: the healthy units lie within 10% of the median).
-func judge(speed [][]float64, counted []bool, threshold float64) ([]Figure, float64) {
+// counted units of the same repeat. The healthy units are the counted ones
+// not below threshold in every repeat; their spread is spreadQuantile of
+// their distances from the median (in log), of their medians over
+// repeats (Spread) and of their single measurements pooled. A counted unit
+// is a suspect when it is below threshold in every repeat it has and its
+// median lies further below the median than margin(healthy) spreads (the
+// Bar); it dips in a repeat when it is below threshold there and further
+// below than margin spreads of the single measurements (the RepeatBar,
+// never above the Bar), and is intermittent when it is no suspect and
+// dips in intermittentDips repeats. With too few units or repeats it is
+// neither (the judgement is inconclusive); with a spread wider than the
+// threshold, the judgement is inconclusive too, but what lies beyond the
+// bar is still named.
+func judge(speed [][]float64, counted []bool, threshold float64) ([]Figure, Judgement) {
 	repeats := 0
 	for _, s := range speed {
 		repeats = max(repeats, len(s))
@@ -262,38 +411,86 @@ func judge(speed [][]float64, counted []bool, threshold float64) ([]Figure, floa
 		medians[r] = quantile.Median(v)
 	}
 	figs := make([]Figure, len(speed))
+	ratios := make([][]float64, len(speed))
+	j := Judgement{}
 	for u, s := range speed {
-		var ratios, speeds, meds []float64
+		var speeds, meds []float64
 		slow := 0
 		for r, x := range s {
 			if math.IsNaN(x) || !(medians[r] > 0) {
 				continue
 			}
 			ratio := x / medians[r]
-			ratios, speeds, meds = append(ratios, ratio), append(speeds, x), append(meds, medians[r])
+			ratios[u], speeds, meds = append(ratios[u], ratio), append(speeds, x), append(meds, medians[r])
 			if ratio < threshold {
 				slow++
 			}
 		}
-		figs[u] = Figure{Ratio: quantile.Median(ratios), Speed: quantile.Median(speeds), Median: quantile.Median(meds), SlowRepeats: slow}
-		figs[u].Suspect = counted[u] && len(ratios) > 0 && slow == len(ratios)
+		figs[u] = Figure{Ratio: quantile.Median(ratios[u]), Speed: quantile.Median(speeds), Median: quantile.Median(meds),
+			SlowRepeats: slow, Repeats: len(ratios[u])}
+		if counted[u] && len(ratios[u]) > 0 {
+			j.Units++
+			j.Repeats = max(j.Repeats, len(ratios[u]))
+		}
 	}
-	var healthy []float64
+	var healthy, single []float64
+	candidate := make([]bool, len(speed))
 	for u, f := range figs {
-		if counted[u] && !math.IsNaN(f.Ratio) && f.Ratio >= threshold && f.Ratio > 0 {
-			healthy = append(healthy, math.Abs(math.Log(f.Ratio)))
+		if !counted[u] || f.Repeats == 0 {
+			continue
+		}
+		if f.SlowRepeats == f.Repeats {
+			candidate[u] = true
+			continue
+		}
+		healthy = append(healthy, math.Abs(math.Log(f.Ratio)))
+		for _, r := range ratios[u] {
+			single = append(single, math.Abs(math.Log(r)))
 		}
 	}
-	spread := 0.0
+	j.Healthy = len(healthy)
+	spread, spreadOne := 0.0, 0.0
 	if len(healthy) > 0 {
-		spread = quantile.Of(healthy, spreadQuantile)
+		spread, spreadOne = quantile.Of(healthy, spreadQuantile), quantile.Of(single, spreadQuantile)
 	}
-	for u := range figs {
-		if figs[u].Suspect && !(-math.Log(figs[u].Ratio) > spread) {
-			figs[u].Suspect = false
+	m := margin(len(healthy))
+	bar := math.Max(-math.Log(threshold), m*spread)
+	repeatBar := math.Max(bar, m*spreadOne)
+	j.Spread, j.Bar, j.RepeatBar = math.Exp(spread), math.Exp(-bar), math.Exp(-repeatBar)
+	switch {
+	case j.Units < minUnits:
+		j.Inconclusive = TooFewUnits
+	case j.Repeats < minRepeats:
+		j.Inconclusive = TooFewRepeats
+	default:
+		j.Named = true
+		if spread > -math.Log(threshold) {
+			j.Inconclusive = TooWide
 		}
 	}
-	return figs, math.Exp(spread)
+	dips := intermittentDips(j.Repeats)
+	for u := range figs {
+		f := &figs[u]
+		for _, r := range ratios[u] {
+			if r < threshold && -math.Log(r) > repeatBar {
+				f.Dips++
+			}
+		}
+		if !counted[u] || !j.Named {
+			continue
+		}
+		f.Suspect = candidate[u] && -math.Log(f.Ratio) > bar
+		f.Intermittent = !f.Suspect && f.Dips >= dips
+	}
+	return figs, j
+}
+
+// intermittentDips is how many of its repeats a unit that is no suspect
+// must dip in to be intermittent: two, and a quarter of them, so that one
+// passing disturbance, or two among many repeats, is noise (2 of 3 to 8
+// repeats, 3 of 9 to 12, 5 of 20).
+func intermittentDips(repeats int) int {
+	return max(2, (repeats+3)/4)
 }
 
 // partnerSpeed is, per repeat, the k-th slowest speed of the units

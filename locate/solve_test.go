@@ -344,7 +344,98 @@ func TestNoiseIsNoSuspect(t *testing.T) {
 		t.Errorf("slow in 3 of 3 repeats: %+v", figs[4])
 	}
 	spread := [][]float64{{1, 1, 1}, {1.6, 1.6, 1.6}, {1, 1, 1}, {0.85, 0.85, 0.85}, {0.7, 0.7, 0.7}}
-	if figs, sp := judge(spread, counted, 0.8); figs[4].Suspect || sp < 1.5 {
-		t.Errorf("0.7x among healthy units spread to 1.6x: %+v, spread %.2f", figs[4], sp)
+	if figs, j := judge(spread, counted, 0.8); figs[4].Suspect || j.Spread < 1.4 {
+		t.Errorf("0.7x among healthy units spread to 1.6x: %+v, spread %.2f", figs[4], j.Spread)
+	}
+}
+
+// A node whose network flaps (0.2x in 4 of 9 repeats, every pair of it at
+// once, as a link that goes down and up does) is intermittent, with its
+// count, and no suspect; nothing else is named; clean clusters of the same
+// noise, with 9 repeats or 3, name nothing intermittent.
+func TestFlappingNodeIsIntermittent(t *testing.T) {
+	for trial := range 20 {
+		c := newCluster(uint64(7000+trial), 16, 0)
+		in := c.input(9)
+		const node = 7
+		for pr := range in.Probes {
+			for i, p := range in.Pairs {
+				if p.A != node && p.B != node {
+					continue
+				}
+				for _, r := range []int{1, 4, 5, 8} {
+					in.Speed[pr][i][r] *= 0.2
+				}
+			}
+		}
+		res := Solve(in)
+		for m, v := range res.Members {
+			switch {
+			case m == node && (!v.Intermittent || v.Suspect || v.Figures[v.Worst].Dips < 4 || v.Figures[v.Worst].Repeats != 9):
+				t.Errorf("trial %d: the flapping node: %+v", trial, v)
+			case m != node && (v.Suspect || v.Intermittent):
+				t.Errorf("trial %d: node %d named: %+v", trial, m, v)
+			}
+		}
+		for i, v := range res.Pairs {
+			if v.Suspect || v.Intermittent {
+				t.Errorf("trial %d: pair %v named: %+v", trial, in.Pairs[i], v)
+			}
+		}
+		for _, repeats := range []int{3, 9} {
+			clean := newCluster(uint64(9000+trial), 16, 0)
+			res := Solve(clean.input(repeats))
+			for _, vs := range [][]Verdict{res.Members, res.Pairs} {
+				for u, v := range vs {
+					if v.Suspect || v.Intermittent {
+						t.Errorf("trial %d, %d repeats, clean: unit %d named: %+v", trial, repeats, u, v)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Fail safe: one unit is against its own median, two against each other's:
+// too few to name anything, however slow; a single repeat is too few to
+// tell a fault from a passing disturbance; healthy units spread as wide as
+// 0.3x to 11x (one host's rank pairs on a loaded machine) make the
+// judgement inconclusive, and a unit at 0.034x among them is no suspect.
+func TestTooLittleToJudgeIsInconclusive(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		speed  [][]float64
+		reason string
+	}{
+		{"one unit", [][]float64{{0.01, 0.01, 0.01}}, TooFewUnits},
+		{"two units", [][]float64{{1, 1, 1}, {0.01, 0.01, 0.01}}, TooFewUnits},
+		{"one repeat", [][]float64{{1}, {1}, {1}, {1}, {0.01}}, TooFewRepeats},
+		{"wide spread", [][]float64{{0.3, 0.5, 0.4}, {11, 9, 12}, {1, 1.2, 0.9}, {2, 1.5, 3}, {0.9, 0.6, 0.8}, {0.034, 0.05, 0.03}}, TooWide},
+	} {
+		counted := make([]bool, len(c.speed))
+		for i := range counted {
+			counted[i] = true
+		}
+		figs, j := judge(c.speed, counted, 0.8)
+		if j.Inconclusive != c.reason {
+			t.Errorf("%s: inconclusive %q, want %q (%+v)", c.name, j.Inconclusive, c.reason, j)
+		}
+		for u, f := range figs {
+			if f.Suspect || f.Intermittent {
+				t.Errorf("%s: unit %d named: %+v", c.name, u, f)
+			}
+		}
+		v, _ := judgeAll([][][]float64{c.speed}, []Probe{{"AllReduce 8K", true}}, counted, 0.8)
+		if len(v[0].Unsure) != 1 || v[0].Unsure[0].Reason != c.reason || v[0].Unsure[0].Problem != "latency" {
+			t.Errorf("%s: unit 0 unsure %+v", c.name, v[0].Unsure)
+		}
+	}
+	// Healthy units within 10% of each other judge well: a unit at 0.3x
+	// among them is a suspect, and the rest are healthy.
+	speed := [][]float64{{1, 1.05, 0.95}, {1.1, 1, 1}, {0.95, 1, 1.05}, {1, 0.9, 1}, {0.3, 0.3, 0.3}}
+	counted := []bool{true, true, true, true, true}
+	v, js := judgeAll([][][]float64{speed}, []Probe{{"AllReduce 8K", true}}, counted, 0.8)
+	if js[0].Inconclusive != "" || !v[4].Suspect || v[0].Suspect || len(v[0].Unsure) > 0 {
+		t.Errorf("a clear suspect: %+v %+v %+v", js[0], v[4], v[0])
 	}
 }

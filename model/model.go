@@ -35,10 +35,13 @@ const (
 )
 
 // Point is one median: a case (its mode and size included) and its median
-// time per operation. It is what the report has per statistic.
+// time per operation, with its p10 and p90 (the noise around it; both 0
+// when unknown, which counts as no spread). It is what the report has per
+// statistic.
 type Point struct {
 	coll.Case
-	MedianUS float64
+	MedianUS     float64
+	P10US, P90US float64
 }
 
 // Series is one case's and mode's medians over its sizes, in increasing
@@ -47,6 +50,9 @@ type Series struct {
 	coll.Case
 	Sizes   []int64   // bytes
 	Medians []float64 // microseconds per operation, one per size
+	// P10 and P90 bound each median's noise, one per size; nil (or 0 at a
+	// size) when unknown: the median alone.
+	P10, P90 []float64
 }
 
 // Group collects points into series, one per case and mode, in the order
@@ -69,6 +75,7 @@ func Group(points []Point) []Series {
 		}
 		s.Sizes = append(s.Sizes, p.SizeBytes)
 		s.Medians = append(s.Medians, p.MedianUS)
+		s.P10, s.P90 = append(s.P10, p.P10US), append(s.P90, p.P90US)
 	}
 	for i := range out {
 		out[i].sort()
@@ -83,10 +90,17 @@ func (s *Series) sort() {
 	}
 	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(s.Sizes[a], s.Sizes[b]) })
 	sizes, medians := make([]int64, len(idx)), make([]float64, len(idx))
+	var p10, p90 []float64
+	if len(s.P10) == len(idx) && len(s.P90) == len(idx) {
+		p10, p90 = make([]float64, len(idx)), make([]float64, len(idx))
+	}
 	for i, j := range idx {
 		sizes[i], medians[i] = s.Sizes[j], s.Medians[j]
+		if p10 != nil {
+			p10[i], p90[i] = s.P10[j], s.P90[j]
+		}
 	}
-	s.Sizes, s.Medians = sizes, medians
+	s.Sizes, s.Medians, s.P10, s.P90 = sizes, medians, p10, p90
 }
 
 // median returns the series' median at size, if it has one.
@@ -95,6 +109,21 @@ func (s Series) median(size int64) (float64, bool) {
 		return s.Medians[i], true
 	}
 	return 0, false
+}
+
+// spread returns the series' p10 and p90 at size; the median for both
+// where they are unknown (0 or missing), so that no noise is assumed.
+func (s Series) spread(size int64) (lo, hi float64) {
+	i := slices.Index(s.Sizes, size)
+	m := s.Medians[i]
+	lo, hi = m, m
+	if i < len(s.P10) && s.P10[i] > 0 {
+		lo = min(s.P10[i], m)
+	}
+	if i < len(s.P90) && s.P90[i] > 0 {
+		hi = max(s.P90[i], m)
+	}
+	return lo, hi
 }
 
 // Fit is the Hockney model of one case's mode. Reason is empty for a
@@ -275,8 +304,10 @@ func MeasuredCrossover(direct, decomposed Series) Crossing {
 	slices.SortFunc(rs, func(a, b ratio) int { return cmp.Compare(a.size, b.size) })
 	last := rs[len(rs)-1]
 	if last.r > 1+Tolerance {
-		return Crossing{Why: fmt.Sprintf("not within the measured range: %s/%s is %.3g at the largest size, %s",
-			decomposed.Mode, direct.Mode, last.r, coll.SizeText(last.size))}
+		// The ratio itself is in the timings; the reason is said without
+		// it, so that the cases of a sweep that share it share one note.
+		return Crossing{Why: fmt.Sprintf("not within the measured range: %s/%s is above %.3g at the largest size, %s",
+			decomposed.Mode, direct.Mode, 1+Tolerance, coll.SizeText(last.size))}
 	}
 	from := last.size
 	for i := len(rs) - 2; i >= 0 && rs[i].r <= 1+Tolerance; i-- {
@@ -329,28 +360,54 @@ func FittedCrossover(d, c Fit) Crossing {
 	return Crossing{Found: true, Bytes: int64(n)}
 }
 
-// Part is one part's median at a size and its share of the whole's.
+// Part is one part's median at a size and its share.
 type Part struct {
-	Mode  coll.Mode `json:"mode"`
-	US    float64   `json:"us"`
-	Share float64   `json:"share"` // US / the whole's median
+	Mode coll.Mode `json:"mode"`
+	US   float64   `json:"us"`
+	// Share is US / the whole's median when the time splits (Split), US /
+	// the parts' sum when the rest is within noise (SplitWithinNoise), and
+	// nil (null) when it does not split: noise made it no share at all.
+	Share *float64 `json:"share"`
 }
+
+// How a decomposition's time at one size splits between its parts (Share.Split).
+const (
+	// Split: the parts timed alone add up to no more than the whole; each
+	// part's share is of the whole, and the rest is what running them in
+	// sequence adds.
+	Split = "split"
+	// SplitWithinNoise: the parts add up to more than the whole, but by
+	// less than the runs' noise (the parts' p10s add up to no more than the
+	// whole's p90): the shares are of the parts' sum, and the rest is zero
+	// within noise, not a negative time.
+	SplitWithinNoise = "within-noise"
+	// NotSplit: the parts add up to more than the whole beyond the noise,
+	// which no split can explain (a part cannot take longer than the whole
+	// that contains it): the runs saw different conditions. No share.
+	NotSplit = "not-split"
+)
 
 // Share is where the decomposition's time goes at one size: each part's
 // median and share, and what the parts leave unexplained (the whole's
-// median minus theirs; negative when the parts take longer alone).
+// median minus theirs). Split says whether the time splits (Split,
+// SplitWithinNoise, NotSplit), and Why says why not where it does not.
 type Share struct {
-	SizeBytes        int64   `json:"size_bytes"`
-	WholeUS          float64 `json:"whole_us"`
-	Parts            []Part  `json:"parts"`
-	UnexplainedUS    float64 `json:"unexplained_us"`
-	UnexplainedShare float64 `json:"unexplained_share"`
+	SizeBytes     int64   `json:"size_bytes"`
+	WholeUS       float64 `json:"whole_us"`
+	Parts         []Part  `json:"parts"`
+	UnexplainedUS float64 `json:"unexplained_us"`
+	// UnexplainedShare is UnexplainedUS / WholeUS when Split, 0 when
+	// SplitWithinNoise, nil (null) when NotSplit.
+	UnexplainedShare *float64 `json:"unexplained_share"`
+	Split            string   `json:"split"`
+	Why              string   `json:"why,omitempty"`
 }
 
 // Breakdown splits whole (the decomposed series) into parts (the
 // reduce-scatter and all-gather series of the same case, those that ran),
-// at every size of whole that every part has and whose median is positive.
-// With no parts it returns nothing.
+// at every size of whole that every part has and whose median is positive,
+// and decides whether the split is possible (SplitOf). With no parts it
+// returns nothing.
 func Breakdown(whole Series, parts ...Series) []Share {
 	if len(parts) == 0 {
 		return nil
@@ -362,19 +419,70 @@ sizes:
 		if !(t > 0) {
 			continue
 		}
-		s := Share{SizeBytes: n, WholeUS: t, UnexplainedUS: t}
+		var ps []PartTime
 		for _, p := range parts {
 			pt, ok := p.median(n)
 			if !ok {
 				continue sizes
 			}
-			s.Parts = append(s.Parts, Part{Mode: p.Mode, US: pt, Share: pt / t})
-			s.UnexplainedUS -= pt
+			lo, hi := p.spread(n)
+			ps = append(ps, PartTime{Mode: p.Mode, MedianUS: pt, P10US: lo, P90US: hi})
 		}
-		s.UnexplainedShare = s.UnexplainedUS / t
+		lo, hi := whole.spread(n)
+		s := SplitOf(PartTime{Mode: whole.Mode, MedianUS: t, P10US: lo, P90US: hi}, ps)
+		s.SizeBytes = n
 		out = append(out, s)
 	}
 	return out
+}
+
+// PartTime is a median time with its p10 and p90.
+type PartTime struct {
+	Mode                   coll.Mode
+	MedianUS, P10US, P90US float64
+}
+
+// SplitOf decides how whole's median splits between the parts' medians.
+// The parts run one after the other inside the whole, so their sum cannot
+// exceed it: where the medians say it does, either the excess is within
+// the noise (the parts' p10s add up to no more than the whole's p90), and
+// the rest is taken as zero, or it is not, and the time is not split:
+// printing 190% and -106% would be reading noise as shares.
+func SplitOf(whole PartTime, parts []PartTime) Share {
+	t := whole.MedianUS
+	s := Share{WholeUS: t, UnexplainedUS: t}
+	var sum, sumLo float64
+	for _, p := range parts {
+		sum += p.MedianUS
+		sumLo += p.P10US
+		s.UnexplainedUS -= p.MedianUS
+	}
+	share := func(v float64) *float64 { return &v }
+	switch {
+	case sum <= t:
+		s.Split = Split
+		for _, p := range parts {
+			s.Parts = append(s.Parts, Part{Mode: p.Mode, US: p.MedianUS, Share: share(p.MedianUS / t)})
+		}
+		s.UnexplainedShare = share(s.UnexplainedUS / t)
+	case sumLo <= whole.P90US:
+		s.Split = SplitWithinNoise
+		s.Why = fmt.Sprintf("the parts alone add up to %.3g%% of the whole, within the noise (their p10s add up to %.4g us, "+
+			"the whole's p90 is %.4g us): the rest is zero within noise, and the shares are of the parts' sum", 100*sum/t, sumLo, whole.P90US)
+		for _, p := range parts {
+			s.Parts = append(s.Parts, Part{Mode: p.Mode, US: p.MedianUS, Share: share(p.MedianUS / sum)})
+		}
+		s.UnexplainedShare = share(0)
+	default:
+		s.Split = NotSplit
+		s.Why = fmt.Sprintf("the parts timed alone take %.3g%% of the whole, beyond the noise (their p10s add up to %.4g us, "+
+			"above the whole's p90 of %.4g us): the runs saw different conditions (a busy machine); rerun with more cycles on a quiet one",
+			100*sum/t, sumLo, whole.P90US)
+		for _, p := range parts {
+			s.Parts = append(s.Parts, Part{Mode: p.Mode, US: p.MedianUS})
+		}
+	}
+	return s
 }
 
 // Modes names the modes Analyze and Sweep.Compare compare: which is direct, which is the

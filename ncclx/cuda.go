@@ -132,8 +132,7 @@ func (c *cudaAPI) table() []symbol {
 func loadCUDA() (*cudaAPI, error) {
 	lib, err := dlopen("cuda", cudaLibrary)
 	if err != nil {
-		err.(*LoadError).Hint = "this node has no NVIDIA driver (or it is not on the loader path); " +
-			"run on a GPU node, or use the MPI backend"
+		err.(*LoadError).Hint = "this node has no NVIDIA driver (or it is not on the loader path); run on a GPU node"
 		return nil, err
 	}
 	c := &cudaAPI{lib: lib}

@@ -2,41 +2,47 @@ package outdir
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"rsag/internal/atomicfile"
+	"rsag/internal/rankset"
 )
 
-// BeatPrefix starts the name of each rank's heartbeat file in the output
-// dir, .rsag-beat-rankN: what the rank is doing, rewritten about once a
-// second (BeatEvery) by a goroutine of its own, so that when a collective
-// hangs, or the launcher ends the job, rank 0 (or its guard) can name
-// every rank's state without MPI, which may be stuck. The files are
-// rsag's outputs: run.json lists them, so -overwrite removes them, and a
-// beat names its run, so a stale one is never taken for this run's.
-const BeatPrefix = ".rsag-beat-rank"
+// BeatPrefix starts the name of every heartbeat file in the output dir:
+// one a node, .rsag-beat-nodeK (NodeBeatName), holding what every rank of
+// that node is doing, rewritten about once a second (BeatEvery) by one
+// rank of the node from the beats its ranks keep in node-local memory
+// (LocalBeats), so that when a collective hangs, or the launcher ends the
+// job, rank 0 (or its guard) can name every rank's state without MPI,
+// which may be stuck. The shared file system sees one file a node, not
+// one a rank. The files are rsag's outputs: run.json lists them, so
+// -overwrite removes them, and a beat names its run, so a stale one is
+// never taken for this run's. (Runs before node files wrote
+// .rsag-beat-rankN, one a rank: the prefix still knows them for rsag's.)
+const BeatPrefix = ".rsag-beat-"
 
-// BeatEvery is how often a rank rewrites its heartbeat; SilentAfter, a
-// few missed beats, is how old one may grow before its rank is called
-// silent: stopped, frozen, dead, or on a node that is gone.
+// nodeBeatPrefix starts a node's heartbeat file.
+const nodeBeatPrefix = BeatPrefix + "node"
+
+// BeatEvery is how often a rank beats; SilentAfter, a few missed beats,
+// is how old one may grow before its rank is called silent: stopped,
+// frozen, dead, or on a node that is gone.
 const (
 	BeatEvery   = time.Second
 	SilentAfter = 3 * time.Second
 )
 
-// maxBeatBytes bounds a heartbeat file read: one is a few hundred bytes,
-// a few kilobytes with many ranks on its host.
-const maxBeatBytes = 1 << 20
+// maxBeatBytes bounds a heartbeat file read: a node's is a few hundred
+// bytes a rank.
+const maxBeatBytes = 16 << 20
 
-// BeatName is rank's heartbeat file.
-func BeatName(rank int) string { return BeatPrefix + strconv.Itoa(rank) }
+// NodeBeatName is the heartbeat file of node, numbered from 0 in the
+// order of the nodes' first ranks.
+func NodeBeatName(node int) string { return nodeBeatPrefix + strconv.Itoa(node) }
 
 // Beat is one rank's heartbeat.
 type Beat struct {
@@ -58,8 +64,14 @@ type Beat struct {
 	// that its launcher wakes to end it says so here.
 	Frozen float64 `json:"frozen_s,omitempty"`
 	// Peers are the other ranks on this rank's host, as /proc shows them
-	// when it wrote: what another host cannot see of them.
+	// when it wrote: what another host cannot see of them (the beat of
+	// the rank that wrote its node's file has them).
 	Peers []Peer `json:"peers,omitempty"`
+	// Relayed is when the node's file that carried this beat was
+	// written; zero for a beat read from node-local memory. A rank is
+	// silent by the age its beat had then; a node whose file stops is
+	// silent whole.
+	Relayed time.Time `json:"-"`
 }
 
 // BeatStep is the blocking step a rank is in or last left
@@ -86,35 +98,6 @@ type Peer struct {
 // run.json has them.
 func RunID(host string, pid int, started string) string {
 	return fmt.Sprintf("%s/%d/%s", host, pid, started)
-}
-
-// WriteBeat writes b as dir's heartbeat file of its rank, atomically.
-func WriteBeat(dir string, b Beat) error {
-	data, err := json.Marshal(b)
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(filepath.Join(dir, BeatName(b.Rank)), data)
-}
-
-// ReadBeats reads the heartbeats of run in dir, by rank; a file of
-// another run, or one that cannot be read, is left out.
-func ReadBeats(dir, run string) map[int]Beat {
-	entries, _ := os.ReadDir(dir)
-	out := map[int]Beat{}
-	for _, e := range entries {
-		r, err := strconv.Atoi(strings.TrimPrefix(e.Name(), BeatPrefix))
-		if !strings.HasPrefix(e.Name(), BeatPrefix) || err != nil {
-			continue
-		}
-		data, err := atomicfile.ReadIn(dir, e.Name(), maxBeatBytes) // never through a planted link
-		var b Beat
-		if err != nil || json.NewDecoder(bytes.NewReader(data)).Decode(&b) != nil || b.Run != run || b.Rank != r {
-			continue
-		}
-		out[r] = b
-	}
-	return out
 }
 
 // ProcState is the state of process pid on this host, from /proc: "R"
@@ -153,6 +136,9 @@ type Hang struct {
 	// own beats stopped), when it did not: then it is the stopped one.
 	Frozen time.Duration
 	Self   int // the reader's rank; -1 for the guard
+	// Unread are the heartbeat files that could not be read (ReadBeats):
+	// the ranks they hold have no beat, and the hang says why.
+	Unread []error
 }
 
 // Text names every rank's part in the hang: the ranks that wait in the
@@ -215,16 +201,21 @@ func (h Hang) Text() string {
 				r, b.Host, b.PID, frozen.Seconds()))
 		}
 	}
+	var others []rankPart
 	for r := range h.World {
 		if slices.Contains(group, r) {
 			continue
 		}
-		if part := h.rankText(r, most.seq, group, began); part != "" {
-			parts = append(parts, part)
+		if p := h.rankText(r, most.seq, group, began); p.text != "" {
+			others = append(others, p)
 		}
 	}
+	parts = append(parts, foldParts(others)...)
 	if len(group) == 0 && !slices.ContainsFunc(seq(h.World), silent) && h.Frozen <= SilentAfter {
 		return ""
+	}
+	for _, err := range h.Unread {
+		parts = append(parts, fmt.Sprintf("a heartbeat file could not be read: %v", err))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -241,19 +232,84 @@ func (h Hang) Silent(r int) bool {
 		return true
 	case b.Ended != "":
 		return false
-	case h.Now.Sub(b.Written) > SilentAfter:
+	case !b.Relayed.IsZero() && (b.Relayed.Sub(b.Written) > SilentAfter || h.Now.Sub(b.Relayed) > SilentAfter+BeatEvery):
+		// Silent by its node's file: its beat was old when the file was
+		// written, or the file itself has stopped (another rank of the
+		// node takes over within BeatEvery and a half of its writer's
+		// stop).
+		return true
+	case b.Relayed.IsZero() && h.Now.Sub(b.Written) > SilentAfter:
 		return true
 	}
 	state, _ := h.procState(r, b)
 	return state == "gone" || state == "Z"
 }
 
+// rankPart is one rank's part in a hang: its text, and what it shares
+// with other ranks in the same plight (the text without its rank, host,
+// pid and ages), by which many are folded into one.
+type rankPart struct {
+	rank       int
+	text, kind string
+}
+
+// foldAbove is how many ranks' parts a hang names one by one; beyond it,
+// ranks of one kind are said once, their ranks as ranges, so that a hang
+// among thousands of ranks is a line, not a page.
+const foldAbove = 8
+
+// foldParts is each part's text, or, past foldAbove parts, one clause a
+// kind: "ranks 4-1023 had ended (signal SIGTERM)".
+func foldParts(parts []rankPart) []string {
+	var out []string
+	if len(parts) <= foldAbove {
+		for _, p := range parts {
+			out = append(out, p.text)
+		}
+		return out
+	}
+	var kinds []string
+	byKind := map[string][]rankPart{}
+	for _, p := range parts {
+		if _, ok := byKind[p.kind]; !ok {
+			kinds = append(kinds, p.kind)
+		}
+		byKind[p.kind] = append(byKind[p.kind], p)
+	}
+	for i, k := range kinds {
+		if i == rankset.MaxParts {
+			var rest []int
+			for _, k := range kinds[i:] {
+				for _, p := range byKind[k] {
+					rest = append(rest, p.rank)
+				}
+			}
+			out = append(out, fmt.Sprintf("%s: %d other kinds of state", rankset.Ranks(rest), len(kinds)-i))
+			break
+		}
+		ps := byKind[k]
+		if len(ps) == 1 {
+			out = append(out, ps[0].text)
+			continue
+		}
+		var rs []int
+		for _, p := range ps {
+			rs = append(rs, p.rank)
+		}
+		out = append(out, fmt.Sprintf("%s %s (as rank %d: %s)", rankset.Ranks(rs), k, ps[0].rank, strings.TrimPrefix(ps[0].text, fmt.Sprintf("rank %d ", ps[0].rank))))
+	}
+	return out
+}
+
 // rankText is one rank's part, told against the waiters' step (seq),
 // which the last of the ranks in group entered at began.
-func (h Hang) rankText(r int, seq uint64, group []int, began time.Time) string {
+func (h Hang) rankText(r int, seq uint64, group []int, began time.Time) rankPart {
+	part := func(kind, format string, args ...any) rankPart {
+		return rankPart{rank: r, kind: kind, text: fmt.Sprintf(format, args...)}
+	}
 	b, ok := h.Beats[r]
 	if !ok {
-		return fmt.Sprintf("rank %d wrote no heartbeat in this run", r)
+		return part("wrote no heartbeat in this run", "rank %d wrote no heartbeat in this run", r)
 	}
 	who := fmt.Sprintf("rank %d on %s (pid %d)", r, b.Host, b.PID)
 	frozen := time.Duration(b.Frozen * float64(time.Second))
@@ -261,34 +317,38 @@ func (h Hang) rankText(r int, seq uint64, group []int, began time.Time) string {
 		frozen = max(frozen, h.Frozen)
 	}
 	if frozen > SilentAfter {
-		return fmt.Sprintf("%s did not run for %.1f s (stopped, e.g. by SIGSTOP, or frozen) until it was woken: the others waited for it; its last heartbeat, %.1f s ago, %s",
+		return part("did not run (stopped, e.g. by SIGSTOP, or frozen) until woken",
+			"%s did not run for %.1f s (stopped, e.g. by SIGSTOP, or frozen) until it was woken: the others waited for it; its last heartbeat, %.1f s ago, %s",
 			who, frozen.Seconds(), h.Now.Sub(b.Written).Seconds(), positionText(b, seq, group, began))
 	}
 	if b.Ended != "" {
-		return fmt.Sprintf("%s had ended (%s) and %s", who, b.Ended, positionText(b, seq, group, began))
+		return part(fmt.Sprintf("had ended (%s)", b.Ended), "%s had ended (%s) and %s", who, b.Ended, positionText(b, seq, group, began))
 	}
 	age := h.Now.Sub(b.Written)
 	if !h.Silent(r) {
 		if b.Step.In {
-			return fmt.Sprintf("%s waits in %s instead", who, stepText(b.Step, true))
+			return part(fmt.Sprintf("wait in %s instead", stepText(b.Step, true)), "%s waits in %s instead", who, stepText(b.Step, true))
 		}
-		return fmt.Sprintf("%s runs outside any collective: it left %s %.1f s ago", who, stepText(b.Step, true), h.Now.Sub(b.Step.At).Seconds())
+		return part(fmt.Sprintf("run outside any collective, past %s", stepText(b.Step, true)),
+			"%s runs outside any collective: it left %s %.1f s ago", who, stepText(b.Step, true), h.Now.Sub(b.Step.At).Seconds())
 	}
 	state, seen := h.procState(r, b)
-	var what string
+	var what, kind string
 	switch state {
 	case "T", "t":
-		what = fmt.Sprintf("is stopped (state %s%s)", state, seen)
+		what, kind = fmt.Sprintf("is stopped (state %s%s)", state, seen), fmt.Sprintf("are stopped (state %s)", state)
 	case "gone":
-		what = fmt.Sprintf("exited without a word: its process is gone%s and it wrote no last heartbeat", seen)
+		what, kind = fmt.Sprintf("exited without a word: its process is gone%s and it wrote no last heartbeat", seen), "exited without a word"
 	case "Z":
-		what = fmt.Sprintf("exited without a word (state Z%s) and wrote no last heartbeat", seen)
+		what, kind = fmt.Sprintf("exited without a word (state Z%s) and wrote no last heartbeat", seen), "exited without a word"
 	case "":
 		what = fmt.Sprintf("has written no heartbeat for %.1f s, and no rank on %s can say why (stopped, killed, or its node gone)", age.Seconds(), b.Host)
+		kind = "are silent, and no rank on their hosts can say why (stopped, killed, or their node gone)"
 	default:
 		what = fmt.Sprintf("lives (state %s%s) but has written no heartbeat for %.1f s: it is frozen or starved", state, seen, age.Seconds())
+		kind = fmt.Sprintf("live (state %s) but are silent: frozen or starved", state)
 	}
-	return fmt.Sprintf("%s %s; its last heartbeat, %.1f s ago, %s", who, what, age.Seconds(), positionText(b, seq, group, began))
+	return part(kind, "%s %s; its last heartbeat, %.1f s ago, %s", who, what, age.Seconds(), positionText(b, seq, group, began))
 }
 
 // procState looks at rank r's process: itself when it is on this host,
@@ -360,15 +420,13 @@ func stepText(s BeatStep, phase bool) string {
 	return t
 }
 
+// waitText is "rank 2 waits" or "ranks 0-7,9 wait" (rankset: bounded
+// for any world).
 func waitText(ranks []int) string {
 	if len(ranks) == 1 {
 		return fmt.Sprintf("rank %d waits", ranks[0])
 	}
-	s := make([]string, len(ranks))
-	for i, r := range ranks {
-		s[i] = strconv.Itoa(r)
-	}
-	return "ranks " + strings.Join(s, ",") + " wait"
+	return rankset.Ranks(ranks) + " wait"
 }
 
 func seq(n int) []int {

@@ -1,6 +1,7 @@
 package outdir
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,20 +101,82 @@ func TestHangText(t *testing.T) {
 	}
 }
 
-// Beats are read back by rank, only this run's: a stale file of another
-// run, a rank's file under another's name, or a broken one is left out.
+// Beats are read back by rank from the nodes' files, only this run's: a
+// stale file of another run, a node's file under another's name, a beat
+// of another host's, or a broken file is left out; a link planted at a
+// node's file is said, not followed.
 func TestReadBeats(t *testing.T) {
 	dir := t.TempDir()
-	for _, b := range []Beat{{Run: "this", Rank: 0}, {Run: "this", Rank: 1}, {Run: "earlier", Rank: 2}} {
-		if err := WriteBeat(dir, b); err != nil {
+	at := t0.Add(-time.Second)
+	for _, n := range []NodeBeats{
+		{Run: "this", Host: "a", Node: 0, Written: t0, Beats: []Beat{{Run: "this", Rank: 0, Host: "a", Written: at}, {Run: "this", Rank: 1, Host: "a", Written: at}, {Run: "this", Rank: 9, Host: "b"}}},
+		{Run: "this", Host: "b", Node: 1, Written: t0, Beats: []Beat{{Run: "this", Rank: 2, Host: "b", Written: at}}},
+		{Run: "earlier", Host: "c", Node: 2, Beats: []Beat{{Run: "earlier", Rank: 3, Host: "c"}}},
+	} {
+		if err := WriteNodeBeats(dir, n); err != nil {
 			t.Fatal(err)
 		}
 	}
-	os.WriteFile(filepath.Join(dir, BeatName(3)), []byte("{"), 0o644)
-	os.WriteFile(filepath.Join(dir, BeatName(4)), []byte(`{"run":"this","rank":1}`), 0o644)
-	got := ReadBeats(dir, "this")
-	if len(got) != 2 || got[0].Rank != 0 || got[1].Rank != 1 {
-		t.Errorf("%+v, want ranks 0 and 1 of this run", got)
+	os.WriteFile(filepath.Join(dir, NodeBeatName(3)), []byte("{"), 0o644)
+	os.WriteFile(filepath.Join(dir, NodeBeatName(4)), []byte(`{"run":"this","node":1,"host":"b","beats":[{"run":"this","rank":5,"host":"b"}]}`), 0o644)
+	os.Symlink("/etc/passwd", filepath.Join(dir, NodeBeatName(5)))
+	got, unread := ReadBeats(dir, "this")
+	if len(got) != 3 || got[0].Rank != 0 || got[1].Rank != 1 || got[2].Rank != 2 || !got[2].Relayed.Equal(t0) {
+		t.Errorf("%+v, want ranks 0, 1 and 2 of this run, relayed at %v", got, t0)
+	}
+	if len(unread) != 1 || !strings.Contains(unread[0].Error(), "is a symbolic link to /etc/passwd") {
+		t.Errorf("unread %v, want the link named", unread)
+	}
+	// A rank is silent by its beat's age when its node's file was
+	// written, or when that file itself has stopped.
+	h := Hang{World: 3, Beats: got, Now: t0.Add(2 * time.Second), Host: "z", Self: 0}
+	if h.Silent(1) {
+		t.Errorf("rank 1, relayed 2 s ago a second old, is silent")
+	}
+	h.Now = t0.Add(SilentAfter + BeatEvery + time.Millisecond)
+	if !h.Silent(1) {
+		t.Errorf("rank 1, whose node's file stopped %v ago, is not silent", h.Now.Sub(t0))
+	}
+	old := got[2]
+	old.Written = t0.Add(-SilentAfter - time.Millisecond)
+	h.Beats[2], h.Now = old, t0
+	if !h.Silent(2) {
+		t.Errorf("rank 2, relayed with a beat %v old, is not silent", SilentAfter)
+	}
+}
+
+// The rank of a node that writes its file is its first live one; a
+// stopped or ended one is passed over.
+func TestWriter(t *testing.T) {
+	kept := map[int]Beat{4: {Written: t0.Add(-2 * time.Second)}, 5: {Written: t0, Ended: "exit 0"}, 6: {Written: t0}, 7: {Written: t0}}
+	if w := Writer([]int{4, 5, 6, 7}, kept, 7, t0); w != 6 {
+		t.Errorf("writer %d, want 6", w)
+	}
+	if w := Writer([]int{4, 5}, kept, 5, t0); w != 5 {
+		t.Errorf("writer %d, want itself when none is live", w)
+	}
+}
+
+// Beats kept in node-local memory are read back by rank, this run's and
+// host's only.
+func TestLocalBeats(t *testing.T) {
+	l := LocalBeats{Dir: filepath.Join(t.TempDir(), "beats")}
+	for _, b := range []Beat{{Run: "this", Rank: 0, Host: "a"}, {Run: "this", Rank: 1, Host: "a"}, {Run: "this", Rank: 2, Host: "b"}, {Run: "other", Rank: 3, Host: "a"}} {
+		if err := l.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unlock, err := l.Lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	if got := l.Read("this", "a"); len(got) != 2 || got[1].Rank != 1 {
+		t.Errorf("%+v", got)
+	}
+	l.Remove()
+	if _, err := os.Stat(l.Dir); !os.IsNotExist(err) {
+		t.Errorf("%s left: %v", l.Dir, err)
 	}
 }
 
@@ -129,4 +192,35 @@ func TestProcState(t *testing.T) {
 	if s := ProcState(cmd.Process.Pid); s != "gone" {
 		t.Errorf("an ended, reaped process: %q", s)
 	}
+}
+
+// At 8,192 ranks on 1,024 nodes, a hang's line and the notes' clause stay
+// a line: rank 5 stopped, ranks 0-4 and 6-8191 waiting, half of them
+// having ended by the launcher's signal, every rank leaving a note.
+func TestClosingLinesAreBoundedAt8192Ranks(t *testing.T) {
+	const world = 8192
+	h := Hang{World: world, Beats: map[int]Beat{}, Now: t0, Host: "node0", State: states(map[int]string{105: "T"}), Self: 0}
+	var notes []Note
+	for r := range world {
+		host := fmt.Sprintf("node%d", r/8)
+		b := beat(r, host, 1834, "all-reduce", true, 200*time.Millisecond, 5*time.Second)
+		switch {
+		case r == 5:
+			b = beat(r, host, 1833, "all-gather", false, 6*time.Second, 6*time.Second)
+		case r%2 == 1:
+			b.Ended = "received SIGTERM: stopping"
+		case r%3 == 0:
+			b.Step.Seq, b.Step.Op = 1700, "barrier"
+		}
+		h.Beats[r] = b
+		notes = append(notes, Note{Rank: r, Text: fmt.Sprintf("rank %d (%s): watchdog: all-reduce did not finish within 5s", r, host)})
+	}
+	text := h.Text()
+	if len(text) > 2000 || !strings.Contains(text, "rank 5 on node0 (pid 105) is stopped (state T)") || !strings.Contains(text, "wait in timing barrier #1700") {
+		t.Errorf("hang at %d ranks: %d bytes: %.3000s", world, len(text), text)
+	}
+	if n := NotesText(notes); len(n) > 300 || !strings.HasPrefix(n, "ranks 0-8191: watchdog") {
+		t.Errorf("notes at %d ranks: %d bytes: %.500s", world, len(n), n)
+	}
+	t.Logf("hang line %d bytes: %s", len(text), text)
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"rsag/internal/atomicfile"
 	"rsag/internal/exitcode"
 )
@@ -26,28 +28,51 @@ const GuardCommand = "__guard"
 // group and session, so that what kills the ranks does not kill it. The
 // returned pipe must stay open as long as rank 0 lives: its closing, which
 // the kernel does however rank 0 ends, is the guard's cue.
+//
+// It returns once the guard has started (or after guardStartWithin): the
+// guard is a whole rsag process, and its start (loading MPI's libraries,
+// Go's runtime) takes milliseconds of a processor. Started beside rank 0 it
+// inherits rank 0's binding, so without the wait that start lands on rank
+// 0's core in the first timed case, and one sample there takes milliseconds
+// (docs/PERFORMANCE.md, "The first case's tail").
 func StartGuard(exe string, lock *Lock, dir, host string, pid int) (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
+	ready, started, err := os.Pipe()
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	defer ready.Close()
 	cmd := exec.Command(exe, GuardCommand, dir, host, strconv.Itoa(pid))
 	cmd.Stdin = r
+	cmd.Stdout = started
 	// Rank 0's stderr: when rank 0 dies first, the guard says what it
 	// found where rank 0 would have.
 	cmd.Stderr = os.Stderr
 	cmd.ExtraFiles = []*os.File{lock.f} // fd 3
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	started.Close()
+	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("starting the guard of %s: %w", RunFile, err)
 	}
+	// One byte, or the pipe's end should the guard fail at once; a guard
+	// slow to start on a loaded machine still does its job later.
+	_ = ready.SetReadDeadline(time.Now().Add(guardStartWithin))
+	_, _ = ready.Read(make([]byte, 1))
 	// Not waited for: it ends after this process does. Release keeps the
 	// process from lingering as a zombie should this process live on.
 	_ = cmd.Process.Release()
 	return w, nil
 }
+
+// guardStartWithin bounds how long StartGuard waits for its guard to start.
+const guardStartWithin = 5 * time.Second
 
 // Guard is the guard's whole life (args: dir, host, pid): it waits for its
 // stdin to close, then marks the run failed if run.json still says running
@@ -58,6 +83,10 @@ func Guard(args []string) error {
 	// Its own session has no terminal; a hang-up or Ctrl-C meant for the
 	// job must not end it before it has done its one job.
 	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGPIPE)
+	unbind()
+	// Started: StartGuard waits for this byte before rank 0 goes on.
+	_, _ = os.Stdout.Write([]byte{1})
+	os.Stdout.Close()
 	if len(args) != 3 {
 		return exitcode.Silent(2)
 	}
@@ -70,6 +99,19 @@ func Guard(args []string) error {
 		return exitcode.Silent(1)
 	}
 	return nil
+}
+
+// unbind lets the guard run on any processor this process may use: it
+// inherits rank 0's binding, often one core, where rank 0 polls inside its
+// timed collectives, and the few times the guard's runtime wakes belong
+// elsewhere. The kernel keeps the mask within the job's cpuset and the
+// processors online.
+func unbind() {
+	var all unix.CPUSet
+	for c := 0; c < len(all)*64; c++ {
+		all.Set(c)
+	}
+	_ = unix.SchedSetaffinity(0, &all)
 }
 
 // guard waits for stdin's end, then marks dir's run.json failed if rank 0
@@ -90,10 +132,19 @@ func guard(stdin io.Reader, stderr io.Writer, lock *os.File, dir, host string, p
 		return nil // marked, or not the run this guard watches
 	}
 	run.Status, run.Ended = StatusFailed, time.Now().UTC().Format(time.RFC3339)
-	run.Reason = KilledReason(host, pid, Notes(dir))
 	// What every rank was doing, from their heartbeats: rank 0 cannot say.
-	h := Hang{World: run.WorldSize, Beats: ReadBeats(dir, RunID(run.Host, run.PID, run.Started)), Now: time.Now(),
-		Host: host, State: ProcState, Self: -1}
+	id := RunID(run.Host, run.PID, run.Started)
+	beats, unread := ReadBeats(dir, id)
+	Merge(beats, LocalBeatsOf(id).Read(id, host)) // rank 0's node's, fresher than its file
+	now := time.Now()
+	// Rank 0's own beats stopped long before it died: it was stopped or
+	// frozen, and what the others did then (a watchdog's note) followed.
+	var silent time.Duration
+	if b, ok := beats[0]; ok && b.PID == pid && b.Ended == "" {
+		silent = max(now.Sub(b.Written), time.Duration(b.Frozen*float64(time.Second)))
+	}
+	run.Reason = KilledReason(host, pid, Notes(dir), silent)
+	h := Hang{World: run.WorldSize, Beats: beats, Now: now, Host: host, State: ProcState, Self: -1, Unread: unread}
 	if text := h.Text(); text != "" {
 		run.Reason += "; hang: " + text
 		fmt.Fprintf(stderr, "rsag: guard of rank 0 (%s, pid %d): rank 0 ended before it could say; hang: %s\n", host, pid, text)
@@ -103,7 +154,18 @@ func guard(stdin io.Reader, stderr io.Writer, lock *os.File, dir, host string, p
 
 // KilledReason is run.json's reason for a run whose rank 0 was killed
 // before it could say why, with what ranks that failed on their own said.
-func KilledReason(host string, pid int, notes []Note) string {
+// silent is how long rank 0's heartbeat had stopped when it died: above
+// SilentAfter, rank 0 was stopped (SIGSTOP) or frozen first, and the
+// reason leads with that, the others' failures (waiting for it) after.
+func KilledReason(host string, pid int, notes []Note, silent time.Duration) string {
+	if silent > SilentAfter {
+		reason := fmt.Sprintf("rank 0 (%s, pid %d) was stopped (e.g. by SIGSTOP) or frozen: it wrote no heartbeat for the last %.1f s "+
+			"before it ended, killed while stopped (a launcher forcing the job down, as mpirun does) before it could mark the run; its guard marked it", host, pid, silent.Seconds())
+		if len(notes) > 0 {
+			reason += "; the other ranks waited for it: " + NotesText(notes)
+		}
+		return reason
+	}
 	reason := fmt.Sprintf("rank 0 (%s, pid %d) ended before it could mark the run: killed outright (SIGKILL, the OOM killer, "+
 		"or a launcher forcing the job down, as mpirun does on a second SIGTERM) or crashed; its guard marked it", host, pid)
 	if len(notes) > 0 {

@@ -2,12 +2,16 @@ package outdir
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func writeRunning(t *testing.T, dir, host string, pid int) {
@@ -61,25 +65,31 @@ func TestGuardMarksOnlyItsOwnRunningRun(t *testing.T) {
 	}
 }
 
+const guardStarted = "2026-12-01T12:00:00Z"
+
+// guardedRun is a run.json of rank 0 (node1, pid 42) of 2 ranks, running,
+// and each of beats in a node's file of its own.
+func guardedRun(t *testing.T, dir string, beats []Beat) {
+	t.Helper()
+	if err := WriteRecord(dir, Record{Status: StatusRunning, Host: "node1", PID: 42, Started: guardStarted, WorldSize: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range beats {
+		if err := WriteNodeBeats(dir, NodeBeats{Run: b.Run, Host: b.Host, Node: i, Writer: b.Rank, Written: b.Written, Beats: []Beat{b}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // When rank 0 dies first, its guard names every rank's part from their
 // heartbeats, in run.json and on stderr: here rank 0 itself, gone with no
 // last beat, and rank 1 waiting for it.
 func TestGuardNamesTheHang(t *testing.T) {
-	dir := t.TempDir()
-	started := "2026-12-01T12:00:00Z"
-	if err := WriteRecord(dir, Record{Status: StatusRunning, Host: "node1", PID: 42, Started: started, WorldSize: 2}); err != nil {
-		t.Fatal(err)
-	}
-	run := RunID("node1", 42, started)
-	now := time.Now()
-	for _, b := range []Beat{
+	dir, run, now := t.TempDir(), RunID("node1", 42, guardStarted), time.Now()
+	guardedRun(t, dir, []Beat{
 		{Run: run, Rank: 0, Host: "node1", PID: 42, Written: now.Add(-10 * time.Second), Step: BeatStep{Seq: 9, Op: "barrier", In: true, At: now.Add(-10 * time.Second)}},
 		{Run: run, Rank: 1, Host: "node2", PID: 7, Written: now, Step: BeatStep{Seq: 10, Op: "all-reduce", Bytes: 64, In: true, At: now.Add(-8 * time.Second)}},
-	} {
-		if err := WriteBeat(dir, b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	var stderr strings.Builder
 	if err := guard(strings.NewReader(""), &stderr, nil, dir, "node1", 42); err != nil {
 		t.Fatal(err)
@@ -88,6 +98,30 @@ func TestGuardNamesTheHang(t *testing.T) {
 	want := "hang: rank 1 waits in all-reduce #10 (64 bytes) for 8.0 s; rank 0 on node1 (pid 42) "
 	if err != nil || rec.Status != StatusFailed || !strings.Contains(rec.Reason, want) || !strings.Contains(stderr.String(), want) {
 		t.Errorf("%+v, %v\nstderr: %s\nwant %q", rec, err, stderr.String(), want)
+	}
+}
+
+// Rank 0 stopped, then killed by the launcher while rank 1's watchdog
+// gave up on it: the reason leads with the stop, and rank 1's failure
+// follows as what it was, waiting for rank 0 (issue 34 class 6: it said
+// "killed outright or crashed" and "rank 1 failed on its own" first).
+func TestGuardLeadsWithAStoppedRank0(t *testing.T) {
+	dir, run, now := t.TempDir(), RunID("node1", 42, guardStarted), time.Now()
+	guardedRun(t, dir, []Beat{
+		{Run: run, Rank: 0, Host: "node1", PID: 42, Written: now.Add(-7 * time.Second), Step: BeatStep{Seq: 10, Op: "all-reduce", In: true, At: now.Add(-7 * time.Second)}},
+		{Run: run, Rank: 1, Host: "node2", PID: 7, Written: now, Ended: "watchdog: all-reduce did not finish within 5s", TimedOut: true,
+			Step: BeatStep{Seq: 10, Op: "all-reduce", Bytes: 64, In: true, At: now.Add(-6 * time.Second)}},
+	})
+	LeaveNote(dir, 1, "rank 1 (node2): watchdog: all-reduce did not finish within 5s")
+	var stderr strings.Builder
+	if err := guard(strings.NewReader(""), &stderr, nil, dir, "node1", 42); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := ReadRecord(dir)
+	lead := "rank 0 (node1, pid 42) was stopped (e.g. by SIGSTOP) or frozen: it wrote no heartbeat for the last 7."
+	if err != nil || rec.Status != StatusFailed || !strings.HasPrefix(rec.Reason, lead) ||
+		!strings.Contains(rec.Reason, "the other ranks waited for it: rank 1 (node2): watchdog") || strings.Contains(rec.Reason, "failed on its own") {
+		t.Errorf("%+v, %v\nwant a reason that starts %q", rec, err, lead)
 	}
 }
 
@@ -134,4 +168,73 @@ func TestGuardProcess(t *testing.T) {
 		t.Fatalf("after the guard: %v", err)
 	}
 	l2.Release()
+}
+
+// A guard started by a rank bound to one core (as mpirun binds up to 2
+// ranks) has left that core by the time StartGuard returns: its start and
+// its wake-ups are kept out of rank 0's timed collectives.
+func TestGuardHasStartedAndLeftTheRanksCoreOnReturn(t *testing.T) {
+	var online unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &online); err != nil || online.Count() < 2 {
+		t.Skipf("needs 2 processors to choose from (%v)", err)
+	}
+	dir := t.TempDir()
+	l, err := Acquire(dir, me)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	writeRunning(t, dir, "here", os.Getpid())
+	// The guard is forked from this thread, and inherits its binding.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var one unix.CPUSet
+	one.Set(firstCPU(online))
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.SchedSetaffinity(0, &online)
+	w, err := StartGuard(os.Args[0], l, dir, "here", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	pid := guardOf(t, dir)
+	var got unix.CPUSet
+	if err := unix.SchedGetaffinity(pid, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Count() < 2 {
+		t.Errorf("the guard (pid %d) runs on %d processor(s) on StartGuard's return, want all %d of the job's", pid,
+			got.Count(), online.Count())
+	}
+}
+
+func firstCPU(s unix.CPUSet) int {
+	for c := 0; ; c++ {
+		if s.IsSet(c) {
+			return c
+		}
+	}
+}
+
+// guardOf finds the pid of the guard process that watches dir.
+func guardOf(t *testing.T, dir string) int {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 2 && args[1] == GuardCommand && args[2] == dir {
+			var pid int
+			if _, err := fmt.Sscan(filepath.Base(filepath.Dir(p)), &pid); err == nil {
+				return pid
+			}
+		}
+	}
+	t.Fatalf("no guard process watches %s", dir)
+	return 0
 }

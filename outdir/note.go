@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"rsag/internal/atomicfile"
+	"rsag/internal/rankset"
 )
 
 // notePrefix names the notes a rank leaves in the output directory when
@@ -38,10 +39,35 @@ func LeaveNote(dir string, rank int, text string) {
 const maxNoteBytes = 64 << 10
 
 // NotesText is what the notes say, joined for a run.json reason.
+// Past foldAbove notes, ranks that said the same (after their "rank N
+// (host): ") are said once, their ranks as ranges.
 func NotesText(notes []Note) string {
 	said := make([]string, len(notes))
 	for i, n := range notes {
 		said[i] = n.Text
+	}
+	if len(notes) <= foldAbove {
+		return strings.Join(said, "; ")
+	}
+	var order []string
+	by := map[string][]int{}
+	for _, n := range notes {
+		msg := n.Text
+		if _, rest, ok := strings.Cut(n.Text, "): "); ok && strings.HasPrefix(n.Text, "rank ") {
+			msg = rest
+		}
+		if _, ok := by[msg]; !ok {
+			order = append(order, msg)
+		}
+		by[msg] = append(by[msg], n.Rank)
+	}
+	said = said[:0]
+	for i, msg := range order {
+		if i == rankset.MaxParts {
+			said = append(said, fmt.Sprintf("and %d other messages", len(order)-i))
+			break
+		}
+		said = append(said, fmt.Sprintf("%s: %s", rankset.Ranks(by[msg]), msg))
 	}
 	return strings.Join(said, "; ")
 }

@@ -3,6 +3,7 @@ package phases
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"rsag/coll"
 )
@@ -68,12 +69,18 @@ func CheckSupport(be coll.Backend, sweeps []coll.Sweep, groups *Groups) error {
 				return fmt.Errorf("run %s: mode %s needs sub-communicators, which the %s backend has not", r.Name, m.Name, be.Info().Backend)
 			}
 		}
+		// Every dtype and op the backend lacks, each once: a sweep that
+		// lacks three is fixed in one go, not three.
+		var lacks []string
 		for _, d := range r.DTypes {
 			for _, o := range r.Ops {
-				if err := be.Supports(d, o); err != nil {
-					return fmt.Errorf("run %s: %w", r.Name, err)
+				if err := be.Supports(d, o); err != nil && !slices.Contains(lacks, err.Error()) {
+					lacks = append(lacks, err.Error())
 				}
 			}
+		}
+		if len(lacks) > 0 {
+			return fmt.Errorf("run %s: %s", r.Name, strings.Join(lacks, "; "))
 		}
 		for _, v := range r.Variants() {
 			if v == coll.Baseline {

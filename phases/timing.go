@@ -38,9 +38,17 @@ type TimingSample struct {
 // between samples, after the same ones (pace.go). Either keeps Go's
 // runtime out of the timed loop. groups are the hierarchy's, for the modes that run
 // within and across them (nil when [hierarchy] is off). progress, if not
-// nil, gets one line per completed case.
+// nil, gets one line per completed case, or in a sweep of more than
+// streamAll cases one per eighth of them (sampledProgress).
 func RunTiming(be coll.Backend, comm coll.Comm, sweeps []coll.Sweep, groups *Groups, progress func(string)) ([]TimingSample, error) {
 	var samples []TimingSample
+	total := 0
+	for _, sw := range sweeps {
+		total += len(sw.Cases())
+	}
+	if progress != nil {
+		progress = sampledProgress(progress, total)
+	}
 	for _, sw := range sweeps {
 		modes, err := sw.TimedModes()
 		if err != nil {
@@ -58,6 +66,27 @@ func RunTiming(be coll.Backend, comm coll.Comm, sweeps []coll.Sweep, groups *Gro
 		}
 	}
 	return samples, nil
+}
+
+// streamAll is how many cases get a streamed line each; a sweep of more
+// (sweep-mpi's 256) gets one per eighth of its cases, each "[k/N]" first:
+// the Timings table has every case, and hundreds of lines streamed before
+// it would say the same.
+const streamAll = 32
+
+// sampledProgress passes every line on when there are at most streamAll
+// cases, and otherwise every ceil(total/8)-th and the last, numbered.
+func sampledProgress(progress func(string), total int) func(string) {
+	if total <= streamAll {
+		return progress
+	}
+	every, done := (total+7)/8, 0
+	return func(line string) {
+		done++
+		if done%every == 0 || done == total {
+			progress(fmt.Sprintf("[%d/%d] %s", done, total, line))
+		}
+	}
 }
 
 // run is the length of the run of cases at the start of cases that share
@@ -175,21 +204,54 @@ func timeBuffers(sc *scopes, comm coll.Comm, sw coll.Sweep, modes []coll.TimedMo
 			return samples, err
 		}
 		if progress != nil {
-			progress(progressLine(c, modes, got, sw.Cycles))
+			// Every rank takes part: the figure is the slowest rank's.
+			medians, err := slowestMedians(comm, modes, got, sw.Discard)
+			if err != nil {
+				return samples, err
+			}
+			progress(progressLine(c, modes, medians, sw.Cycles))
 		}
 	}
 	return samples, nil
 }
 
-// progressLine is rank 0's line for a finished case: each mode's median.
-func progressLine(c coll.Case, modes []coll.TimedMode, got []TimingSample, cycles int) string {
+// ProgressHeader is the line above the timing phase's progress lines: it
+// names the statistic they stream, the Timings table's.
+const ProgressHeader = "timing: us per operation, the median over the kept cycles of the slowest rank's time (the Timings table's median)"
+
+// progressLine is rank 0's line for a finished case: each mode's median,
+// under its short name, as the Timings table prints it.
+func progressLine(c coll.Case, modes []coll.TimedMode, medians []float64, cycles int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "timing %-44s", c)
-	for _, m := range modes {
-		fmt.Fprintf(&b, " %s median %10.2f us ", m.Name, medianOf(got, m.Name))
+	fmt.Fprintf(&b, "timing %s:", c)
+	for i, m := range modes {
+		fmt.Fprintf(&b, " %s %s", m.Short, coll.USText(medians[i]))
 	}
-	fmt.Fprintf(&b, " (rank 0, %d cycles, checked)", cycles)
+	fmt.Fprintf(&b, " (%d cycles, checked)", cycles)
 	return b.String()
+}
+
+// slowestMedians is each mode's median, over the cycles past discard, of
+// the slowest rank's time in each cycle: the statistic report.TimingStats
+// computes from every rank's rows, so that the streamed line and the table
+// agree. A collective: every rank calls it with the same cases.
+func slowestMedians(comm coll.Comm, modes []coll.TimedMode, got []TimingSample, discard int) ([]float64, error) {
+	out := make([]float64, len(modes))
+	for i, m := range modes {
+		var v []float64
+		for _, s := range got {
+			if s.Mode != m.Name || s.Cycle < discard {
+				continue
+			}
+			slowest, err := comm.MaxFloat64(s.DurationUS)
+			if err != nil {
+				return nil, err
+			}
+			v = append(v, slowest)
+		}
+		out[i] = quantile.Median(v)
+	}
+	return out, nil
 }
 
 func timeCase(be coll.Backend, comm coll.Comm, modes []*modeCase, method timingMethod, c coll.Case, sw coll.Sweep) (samples []TimingSample, err error) {
@@ -393,16 +455,6 @@ func (m *modeCase) inOneCall(be coll.Backend, c coll.Case, cycles int, every boo
 		return samples, nil, nil
 	}
 	return samples, &oneCallFault{cycle: f.Sample, Mismatch: m.mismatchAt(f.Element, f.Got, c.DType)}, nil
-}
-
-func medianOf(samples []TimingSample, mode coll.Mode) float64 {
-	var v []float64
-	for _, s := range samples {
-		if s.Mode == mode {
-			v = append(v, s.DurationUS)
-		}
-	}
-	return quantile.Median(v)
 }
 
 // CheckError is a correctness check that failed: on this rank (Ranks nil)

@@ -140,7 +140,7 @@ func TestTimingsTableAndGate(t *testing.T) {
 	}
 	// Median of 11,21,31,41 is 26; 1 MiB / 26 us = 40.33 GB/s, factor 1 on 2 ranks.
 	for _, want := range []string{"default float32 sum out-of-place per-op", "| 1M ", "26.00 [14.00..38.00]",
-		"51.00 [27.00..75.00]", "1.962", "40.33", "1 / 1"} {
+		"51.00 [27.00..75.00]", "1.962", "40.33", "|       1 |\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}

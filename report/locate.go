@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -103,9 +104,17 @@ type SummaryLocate struct {
 	Probes    []SummaryLocateProbe   `json:"probes"`
 	Steps     []SummaryLocateStep    `json:"steps"`
 	Suspects  []SummaryLocateSuspect `json:"suspects"`
-	Nodes     []SummaryLocateNode    `json:"nodes"`
-	Pairs     []SummaryLocatePair    `json:"pairs"`      // of nodes: the matrix
-	RankPairs []SummaryLocatePair    `json:"rank_pairs"` // of ranks within a node
+	// Intermittent are the units slow beyond the spread in some repeats
+	// but not all (a flapping link, a throttled node): kept apart from
+	// the suspects, which are slow in every one.
+	Intermittent []SummaryLocateSuspect `json:"intermittent"`
+	// Verdict is the phase's in a word: "suspects", "intermittent",
+	// "healthy", or "inconclusive" when no suspect was found but some
+	// step could not judge (its steps[].inconclusive says why).
+	Verdict   string              `json:"verdict"`
+	Nodes     []SummaryLocateNode `json:"nodes"`
+	Pairs     []SummaryLocatePair `json:"pairs"`      // of nodes: the matrix
+	RankPairs []SummaryLocatePair `json:"rank_pairs"` // of ranks within a node
 }
 
 // SummaryLocateProbe is one measurement every unit took.
@@ -130,6 +139,12 @@ type SummaryLocateStep struct {
 	// rank's split and free of the round's sub-communicator.
 	SplitUS float64 `json:"split_us"`
 	FreeUS  float64 `json:"free_us"`
+	// Spread is the widest spread of the step's healthy units about the
+	// median over its probes, a factor (1.3: within 1.3x); Inconclusive
+	// says why the step cannot call its units healthy ("" when it can):
+	// too few units or repeats, or a spread wider than the threshold.
+	Spread       float64 `json:"spread"`
+	Inconclusive string  `json:"inconclusive"`
 }
 
 // SummaryLocateFigure is a unit at one probe.
@@ -139,29 +154,35 @@ type SummaryLocateFigure struct {
 	BusBWGBps       float64 `json:"busbw_gbps"`
 	MedianBusBWGBps float64 `json:"median_busbw_gbps"`
 	SlowRepeats     int     `json:"slow_repeats"`
+	Dips            int     `json:"dips"`    // repeats slow beyond the spread of single measurements
+	Repeats         int     `json:"repeats"` // with a measurement
 	Suspect         bool    `json:"suspect"`
+	Intermittent    bool    `json:"intermittent"`
 }
 
 // SummaryLocateNode is one node: its inside figures, its median pair
 // figures (its k-th slowest pair's, k most of its partners and all of up
 // to three), and the verdict.
 type SummaryLocateNode struct {
-	Host    string                `json:"host"`
-	Ranks   []int                 `json:"ranks"`
-	Inside  []SummaryLocateFigure `json:"inside"`
-	Pairs   []SummaryLocateFigure `json:"pairs"`
-	Suspect bool                  `json:"suspect"`
-	Verdict string                `json:"verdict"`
+	Host         string                `json:"host"`
+	Ranks        []int                 `json:"ranks"`
+	Inside       []SummaryLocateFigure `json:"inside"`
+	Pairs        []SummaryLocateFigure `json:"pairs"`
+	Suspect      bool                  `json:"suspect"`
+	Intermittent bool                  `json:"intermittent"`
+	Verdict      string                `json:"verdict"`
 }
 
 // SummaryLocatePair is one pair of nodes (or of ranks within a node)
 // against the median of the pairs between members that are no suspects.
 type SummaryLocatePair struct {
-	Nodes   []string              `json:"nodes"`
-	Ranks   []int                 `json:"ranks"` // a rank pair's; empty for nodes
-	Round   int                   `json:"round"`
-	Figures []SummaryLocateFigure `json:"figures"`
-	Suspect bool                  `json:"suspect"`
+	Nodes        []string              `json:"nodes"`
+	Ranks        []int                 `json:"ranks"` // a rank pair's; empty for nodes
+	Round        int                   `json:"round"`
+	Figures      []SummaryLocateFigure `json:"figures"`
+	Suspect      bool                  `json:"suspect"`
+	Intermittent bool                  `json:"intermittent"`
+	Verdict      string                `json:"verdict"` // as a node's
 }
 
 // SummaryLocateSuspect is one suspect, as a banner or a health check reads
@@ -178,7 +199,11 @@ type SummaryLocateSuspect struct {
 	Figure          float64 `json:"figure"`
 	BusBWGBps       float64 `json:"busbw_gbps"`
 	MedianBusBWGBps float64 `json:"median_busbw_gbps"`
-	Text            string  `json:"text"` // "node3 (bandwidth 0.31x median)"
+	// SlowRepeats of Repeats: the repeats it was slow in (for an
+	// intermittent unit: beyond the spread of single measurements).
+	SlowRepeats int    `json:"slow_repeats"`
+	Repeats     int    `json:"repeats"`
+	Text        string `json:"text"` // "node3 (bandwidth 0.31x median)", "node7 slow in 4 of 9 repeats, bandwidth"
 }
 
 // unitKey is a unit within its step.
@@ -247,7 +272,21 @@ func summaryLocate(in LocateInput, rows Rows) *SummaryLocate {
 	for _, level := range phases.LocateLevels {
 		excluded = judgeLevel(out, plan, level, lp, data, in.Threshold, excluded)
 	}
+	out.Verdict = phaseVerdict(*out)
 	return out
+}
+
+// phaseVerdict is the phase's verdict in a word (SummaryLocate.Verdict).
+func phaseVerdict(l SummaryLocate) string {
+	switch {
+	case len(l.Suspects) > 0:
+		return "suspects"
+	case len(l.Intermittent) > 0:
+		return "intermittent"
+	case slices.ContainsFunc(l.Steps, func(s SummaryLocateStep) bool { return s.Ran && s.Inconclusive != "" }):
+		return "inconclusive"
+	}
+	return "healthy"
 }
 
 func nanGrid(probes, repeats int) [][]float64 {
@@ -365,6 +404,8 @@ func judgeLevel(out *SummaryLocate, plan phases.LocatePlan, level phases.LocateL
 	}
 	res := locate.Solve(in)
 	by := map[string]string{locate.ByInside: stepName(inside), locate.ByPartners: stepName(pairs)}
+	judgedStep(out, inside, res.InsideJudged)
+	judgedStep(out, pairs, res.PartnersJudged, res.PairsJudged)
 
 	nameOf := func(m int) ([]string, []int) {
 		if level.OfRanks {
@@ -379,13 +420,9 @@ func judgeLevel(out *SummaryLocate, plan phases.LocatePlan, level phases.LocateL
 			named = append(named, by[b])
 		}
 		if !level.OfRanks {
-			n := SummaryLocateNode{Host: plan.Nodes[m], Ranks: plan.Ranks[m], Suspect: v.Suspect, Verdict: "healthy",
-				Inside: figures(res.Inside, m), Pairs: figures(res.Partners, m)}
-			if v.Worst < 0 {
-				n.Verdict = "not measured"
-			}
+			n := SummaryLocateNode{Host: plan.Nodes[m], Ranks: plan.Ranks[m], Suspect: v.Suspect, Intermittent: v.Intermittent,
+				Verdict: unitVerdict(v, probes, named, by), Inside: figures(res.Inside, m), Pairs: figures(res.Partners, m)}
 			if v.Suspect {
-				n.Verdict = fmt.Sprintf("SUSPECT: %s (%s)", problemText(v, probes), strings.Join(named, ", "))
 				for _, r := range plan.Ranks[m] {
 					suspectRanks[r] = true
 				}
@@ -394,18 +431,23 @@ func judgeLevel(out *SummaryLocate, plan phases.LocatePlan, level phases.LocateL
 		} else if v.Suspect {
 			suspectRanks[m] = true
 		}
-		if !v.Suspect {
+		if !v.Suspect && !v.Intermittent {
 			continue
 		}
 		nodes, ranks := nameOf(m)
 		s := suspect(level.Member, nodes, ranks, v, probes, plan.Spec)
 		s.By = named
-		s.Text = suspectText(s)
-		out.Suspects = append(out.Suspects, s)
+		s.Text = suspectText(s, v.Intermittent)
+		if v.Suspect {
+			out.Suspects = append(out.Suspects, s)
+		} else {
+			out.Intermittent = append(out.Intermittent, s)
+		}
 	}
 	for i, v := range res.Pairs {
 		k := keys[i]
-		p := SummaryLocatePair{Round: k.round, Figures: figures(res.Pairs, i), Suspect: v.Suspect, Ranks: []int{}}
+		p := SummaryLocatePair{Round: k.round, Figures: figures(res.Pairs, i), Suspect: v.Suspect, Intermittent: v.Intermittent,
+			Ranks: []int{}, Verdict: unitVerdict(v, probes, []string{pairs.Name}, map[string]string{"": pairs.Name})}
 		if level.OfRanks {
 			p.Nodes, p.Ranks = []string{plan.Nodes[node[k.a]]}, []int{k.a, k.b}
 			out.RankPairs = append(out.RankPairs, p)
@@ -413,18 +455,75 @@ func judgeLevel(out *SummaryLocate, plan phases.LocatePlan, level phases.LocateL
 			p.Nodes = []string{plan.Nodes[k.a], plan.Nodes[k.b]}
 			out.Pairs = append(out.Pairs, p)
 		}
-		if !v.Suspect {
+		if !v.Suspect && !v.Intermittent {
 			continue
 		}
 		s := suspect(level.Pair, p.Nodes, p.Ranks, v, probes, plan.Spec)
 		s.By = []string{pairs.Name}
-		s.Text = suspectText(s)
-		out.Suspects = append(out.Suspects, s)
+		s.Text = suspectText(s, v.Intermittent)
+		if v.Suspect {
+			out.Suspects = append(out.Suspects, s)
+		} else {
+			out.Intermittent = append(out.Intermittent, s)
+		}
 	}
 	for r, x := range excludedRanks {
 		suspectRanks[r] = suspectRanks[r] || x
 	}
 	return suspectRanks
+}
+
+// judgedStep records on st's summary how its probes were judged: the
+// widest healthy spread, and the first reason it cannot call its units
+// healthy, with the probe ("" when it can).
+func judgedStep(out *SummaryLocate, st *phases.PlannedStep, judged ...[]locate.Judgement) {
+	if st == nil {
+		return
+	}
+	i := slices.IndexFunc(out.Steps, func(s SummaryLocateStep) bool { return s.Name == st.Name })
+	if i < 0 {
+		return
+	}
+	s := &out.Steps[i]
+	for _, js := range judged {
+		for pr, j := range js {
+			if j.Spread > s.Spread && !math.IsInf(j.Spread, 0) {
+				s.Spread = j.Spread
+			}
+			if j.Inconclusive != "" && s.Inconclusive == "" {
+				s.Inconclusive = j.Detail(out.Threshold) + " (" + probeText(out.Probes[pr]) + ")"
+			}
+		}
+	}
+}
+
+// unitVerdict is a unit's verdict in words: "healthy", "not measured",
+// "SUSPECT: bandwidth 0.31x median (pairs)", "INTERMITTENT: slow in 4 of
+// 9 repeats, bandwidth (pairs)", or "inconclusive: the spread is too wide
+// (ranks)"; by maps the solver's step names to the phase's.
+func unitVerdict(v locate.Verdict, probes []locate.Probe, named []string, by map[string]string) string {
+	switch {
+	case v.Worst < 0:
+		return "not measured"
+	case v.Suspect:
+		return fmt.Sprintf("SUSPECT: %s (%s)", problemText(v, probes), strings.Join(named, ", "))
+	case v.Intermittent:
+		f := v.Figures[v.Worst]
+		return fmt.Sprintf("INTERMITTENT: slow in %d of %d repeats, %s (%s)", f.Dips, f.Repeats, v.Problem(probes), strings.Join(named, ", "))
+	case len(v.Unsure) > 0:
+		var reasons, where []string
+		for _, u := range v.Unsure {
+			if !slices.Contains(reasons, u.Reason) {
+				reasons = append(reasons, u.Reason)
+			}
+			w := by[u.By]
+			if !slices.Contains(where, w) {
+				where = append(where, w)
+			}
+		}
+		return fmt.Sprintf("inconclusive: %s (%s)", strings.Join(reasons, "; "), strings.Join(where, "; "))
+	}
+	return "healthy"
 }
 
 func stepName(s *phases.PlannedStep) string {
@@ -446,7 +545,7 @@ func figures(vs []locate.Verdict, u int) []SummaryLocateFigure {
 			continue
 		}
 		out = append(out, SummaryLocateFigure{Probe: pr, Figure: f.Ratio, BusBWGBps: f.Speed, MedianBusBWGBps: f.Median,
-			SlowRepeats: f.SlowRepeats, Suspect: f.Suspect})
+			SlowRepeats: f.SlowRepeats, Dips: f.Dips, Repeats: f.Repeats, Suspect: f.Suspect, Intermittent: f.Intermittent})
 	}
 	return out
 }
@@ -455,7 +554,18 @@ func suspect(kind string, nodes []string, ranks []int, v locate.Verdict, probes 
 	f := v.Figures[v.Worst]
 	p := spec.Probes()[v.Worst]
 	return SummaryLocateSuspect{Kind: kind, Nodes: nodes, Ranks: ranks, Problem: v.Problem(probes), By: []string{},
-		Collective: p.Collective.Name, SizeBytes: p.SizeBytes, Figure: f.Ratio, BusBWGBps: f.Speed, MedianBusBWGBps: f.Median}
+		Collective: p.Collective.Name, SizeBytes: p.SizeBytes, Figure: f.Ratio, BusBWGBps: f.Speed, MedianBusBWGBps: f.Median,
+		SlowRepeats: slowRepeats(v), Repeats: f.Repeats}
+}
+
+// slowRepeats are the repeats a unit was slow in: below the threshold for
+// a suspect, beyond the spread of single measurements for an intermittent
+// one.
+func slowRepeats(v locate.Verdict) int {
+	if v.Intermittent {
+		return v.Figures[v.Worst].Dips
+	}
+	return v.Figures[v.Worst].SlowRepeats
 }
 
 // problemText is "bandwidth 0.31x median".
@@ -475,9 +585,23 @@ func figureText(f float64) string {
 
 // suspectText is how a suspect reads in one line: "node3 (bandwidth 0.31x
 // median)", "node1-node2 (link, bandwidth 0.12x median)", "rank 5 on
-// node2 (latency 0.40x median)".
-func suspectText(s SummaryLocateSuspect) string {
-	what := fmt.Sprintf("%s %s median", s.Problem, figureText(s.Figure))
+// node2 (latency 0.40x median)"; an intermittent one "node7 slow in 4 of 9
+// repeats, bandwidth", "node1-node2 (link) slow in 4 of 9 repeats,
+// bandwidth".
+func suspectText(s SummaryLocateSuspect, intermittent bool) string {
+	if intermittent {
+		what := fmt.Sprintf("slow in %d of %d repeats, %s", s.SlowRepeats, s.Repeats, s.Problem)
+		switch {
+		case len(s.Ranks) == 2:
+			return fmt.Sprintf("ranks %d-%d on %s (%s) %s", s.Ranks[0], s.Ranks[1], s.Nodes[0], s.Kind, what)
+		case len(s.Ranks) == 1:
+			return fmt.Sprintf("rank %d on %s %s", s.Ranks[0], s.Nodes[0], what)
+		case len(s.Nodes) == 2:
+			return fmt.Sprintf("%s (%s) %s", strings.Join(s.Nodes, "-"), s.Kind, what)
+		}
+		return fmt.Sprintf("%s %s", s.Nodes[0], what)
+	}
+	what := s.FigureText()
 	switch {
 	case len(s.Ranks) == 2:
 		return fmt.Sprintf("ranks %d-%d on %s (%s, %s)", s.Ranks[0], s.Ranks[1], s.Nodes[0], s.Kind, what)
@@ -515,6 +639,9 @@ func LocateTable(w io.Writer, l SummaryLocate) error {
 			}
 		}
 		fmt.Fprintln(w, line)
+		if s.Ran && s.Inconclusive != "" {
+			fmt.Fprintf(w, "    inconclusive: %s\n", s.Inconclusive)
+		}
 	}
 	t := newTable(w, "node", "ranks", "inside (lowest)", "pairs (lowest)", "verdict")
 	for _, n := range l.Nodes {
@@ -523,8 +650,13 @@ func LocateTable(w io.Writer, l SummaryLocate) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
+	if len(l.RankPairs) > 0 {
+		if err := rankPairsTable(w, l); err != nil {
+			return err
+		}
+	}
 	var others []SummaryLocateSuspect
-	for _, s := range l.Suspects {
+	for _, s := range append(slices.Clone(l.Intermittent), l.Suspects...) {
 		if s.Kind != phases.NodeLevel.Member {
 			others = append(others, s)
 		}
@@ -545,6 +677,35 @@ func LocateTable(w io.Writer, l SummaryLocate) error {
 		}
 	}
 	return nil
+}
+
+// shownRankPairs bounds the rank pairs the terminal lists, lowest first;
+// summary.json has them all.
+const shownRankPairs = 12
+
+// rankPairsTable lists the rank pairs within nodes that were measured,
+// lowest figure first, with their verdicts: on one node, what it can tell.
+func rankPairsTable(w io.Writer, l SummaryLocate) error {
+	pairs := slices.Clone(l.RankPairs)
+	low := func(p SummaryLocatePair) float64 {
+		m := math.Inf(1)
+		for _, f := range p.Figures {
+			m = math.Min(m, f.Figure)
+		}
+		return m
+	}
+	slices.SortStableFunc(pairs, func(a, b SummaryLocatePair) int { return cmp.Compare(low(a), low(b)) })
+	title := fmt.Sprintf("Rank pairs within nodes (%d, lowest first)", len(pairs))
+	if len(pairs) > shownRankPairs {
+		title = fmt.Sprintf("Rank pairs within nodes (the lowest %d of %d; summary.json has them all)", shownRankPairs, len(pairs))
+		pairs = pairs[:shownRankPairs]
+	}
+	fmt.Fprintln(w, title)
+	t := newTable(w, "node", "ranks", "lowest", "verdict")
+	for _, p := range pairs {
+		t.Append([]string{p.Nodes[0], listText(p.Ranks), lowest(p.Figures, l.Probes), p.Verdict})
+	}
+	return t.Render()
 }
 
 func usText(us float64) string {
@@ -587,32 +748,65 @@ func probeText(p SummaryLocateProbe) string {
 	return p.Collective + " " + SizeText(p.SizeBytes)
 }
 
-// LocateLine is the phase's closing line: "locate: no suspect among 4
+// LocateLine is the phase's closing lines: "locate: no suspect among 4
 // nodes", or "suspects: node3 (bandwidth 0.31x median)", which under Slurm
 // ends with the sbatch option that leaves the suspects' nodes out, for the
 // operator to paste into the next submission (a link's two nodes: leaving
-// either out avoids it; a rank's node).
+// either out avoids it; a rank's node); then the intermittent units,
+// "intermittent: node7 slow in 4 of 9 repeats, bandwidth"; then, when no
+// suspect was found, what could not be judged, and on one node what one
+// node cannot tell.
 func LocateLine(l SummaryLocate, slurm bool) string {
+	var lines []string
+	switch {
+	case len(l.Suspects) > 0:
+		var texts, nodes []string
+		for _, s := range l.Suspects {
+			texts = append(texts, s.Text)
+			for _, n := range s.Nodes {
+				if !slices.Contains(nodes, n) {
+					nodes = append(nodes, n)
+				}
+			}
+		}
+		line := "suspects: " + strings.Join(texts, ", ")
+		if slurm {
+			line += ": sbatch --exclude=" + strings.Join(nodes, ",") + " ..."
+		}
+		lines = append(lines, line)
+	case len(l.Nodes) == 1:
+		lines = append(lines, "locate: no suspect on the one node")
+	default:
+		lines = append(lines, fmt.Sprintf("locate: no suspect among %d nodes", len(l.Nodes)))
+	}
+	if len(l.Intermittent) > 0 {
+		lines = append(lines, "intermittent: "+strings.Join(IntermittentTexts(&l), ", "))
+	}
 	if len(l.Suspects) == 0 {
 		if len(l.Nodes) == 1 {
-			return "locate: no suspect on the one node"
+			lines = append(lines, "locate: one node can tell only its ranks from each other: the node itself and the links "+
+				"between nodes need other nodes to compare with")
 		}
-		return fmt.Sprintf("locate: no suspect among %d nodes", len(l.Nodes))
-	}
-	var texts, nodes []string
-	for _, s := range l.Suspects {
-		texts = append(texts, s.Text)
-		for _, n := range s.Nodes {
-			if !slices.Contains(nodes, n) {
-				nodes = append(nodes, n)
+		for _, s := range l.Steps {
+			if s.Ran && s.Inconclusive != "" {
+				lines = append(lines, fmt.Sprintf("locate: %s: inconclusive: %s", s.Title, s.Inconclusive))
 			}
 		}
 	}
-	line := "suspects: " + strings.Join(texts, ", ")
-	if slurm {
-		line += ": sbatch --exclude=" + strings.Join(nodes, ",") + " ..."
+	return strings.Join(lines, "\n")
+}
+
+// IntermittentTexts are the intermittent units in one line each, for
+// run.json.
+func IntermittentTexts(l *SummaryLocate) []string {
+	if l == nil {
+		return nil
 	}
-	return line
+	var out []string
+	for _, s := range l.Intermittent {
+		out = append(out, s.Text)
+	}
+	return out
 }
 
 // SuspectTexts are the suspects in one line each, for run.json.
@@ -650,13 +844,15 @@ func normalizedLocate(l SummaryLocate) SummaryLocate {
 	for i := range l.Steps {
 		l.Steps[i].Strides = ints(l.Steps[i].Strides)
 	}
-	if l.Suspects == nil {
-		l.Suspects = []SummaryLocateSuspect{}
-	}
-	for i := range l.Suspects {
-		l.Suspects[i].Ranks = ints(l.Suspects[i].Ranks)
-		if l.Suspects[i].By == nil {
-			l.Suspects[i].By = []string{}
+	for _, ss := range []*[]SummaryLocateSuspect{&l.Suspects, &l.Intermittent} {
+		if *ss == nil {
+			*ss = []SummaryLocateSuspect{}
+		}
+		for i := range *ss {
+			(*ss)[i].Ranks = ints((*ss)[i].Ranks)
+			if (*ss)[i].By == nil {
+				(*ss)[i].By = []string{}
+			}
 		}
 	}
 	if l.Nodes == nil {

@@ -54,7 +54,7 @@ type SummaryBreakdown struct {
 func FitsOf(stats []TimingStat) ([]model.Fit, []SummaryCrossover, []SummaryBreakdown) {
 	points := make([]model.Point, len(stats))
 	for i, s := range stats {
-		points[i] = model.Point{Case: s.Case, MedianUS: s.MedianUS}
+		points[i] = model.Point{Case: s.Case, MedianUS: s.MedianUS, P10US: s.P10US, P90US: s.P90US}
 	}
 	sw := model.NewSweep(model.Group(points))
 	var cross []SummaryCrossover
@@ -106,7 +106,10 @@ func caseText(names, values []string) string {
 
 // ModelTable explains the timings: the Hockney fit of each case and mode
 // (why there is none, when there is not), where each decomposition of
-// AllReduce comes within 5% of direct, and where its time goes.
+// AllReduce comes within 5% of direct, and where its time goes. Whatever
+// many cases share (a fit's absence and its reason, a crossover's cells, a
+// poor fit's warning) is said once: a row stands for the cases it repeats
+// (collapseRows) and a note for every row it explains.
 func ModelTable(w io.Writer, s Summary) error {
 	if len(s.Fits) == 0 {
 		return nil
@@ -124,91 +127,201 @@ func ModelTable(w io.Writer, s Summary) error {
 		return row
 	}
 	fmt.Fprintln(w, "Model (t(n) = alpha + n/B, weighted least squares on the medians, weights 1/t^2)")
-	t := newTable(w, append(names, "mode", "alpha us", "B GB/s", "R^2", "max rel residual", "sizes")...)
+	var fitNotes tableNotes
+	var rows [][]string
 	for _, f := range s.Fits {
 		row := append(dims(f.Case), string(f.Mode))
 		if !f.OK() {
-			row = append(row, "-", "-", "-", "-", "no fit: "+f.Reason)
+			row = append(row, "-", "-", "-", "-", "no fit "+fitNotes.ref(f.Reason))
 		} else {
 			row = append(row, fmt.Sprintf("%.2f", f.AlphaUS), fmt.Sprintf("%.2f", f.BandwidthGBps), fmt.Sprintf("%.4f", f.R2),
 				fmt.Sprintf("%.3f", f.MaxRelResidual), sizesText(f.SizesBytes))
 		}
-		t.Append(row)
+		rows = append(rows, row)
 	}
-	if err := t.Render(); err != nil {
+	if err := foldTable(w, names, []string{"mode", "alpha us", "B GB/s", "R^2", "max rel residual", "sizes"}, collapseRows(rows, len(names))); err != nil {
 		return err
 	}
-	for _, f := range s.Fits {
-		if f.OK() && f.MaxRelResidual > PoorFitResidual {
-			fmt.Fprintf(w, "note: the %s fit%s misses a measured median by %.0f%%: the times are noisy, or no line holds from %s to %s; "+
-				"trust its alpha, B and crossover less, and rerun with more cycles on a quiet machine\n",
-				f.Mode, caseText(names, dims(f.Case)), 100*f.MaxRelResidual,
-				SizeText(f.SizesBytes[0]), SizeText(f.SizesBytes[len(f.SizesBytes)-1]))
-		}
-	}
+	fitNotes.write(w, "no fit: ")
+	poorFitNote(w, s.Fits, names, dims)
 	if len(s.Crossover) > 0 {
 		fmt.Fprintf(w, "Crossover (the smallest size from which the decomposition stays within %.0f%% of direct AllReduce)\n", 100*model.Tolerance)
-		t := newTable(w, append(names, "decomposition", "measured", "from the fits", "extra latency us", "B ratio")...)
-		var notes crossoverNotes
+		var notes tableNotes
+		var rows [][]string
 		for _, c := range s.Crossover {
-			about := string(c.Mode) + caseText(names, dims(c.Case))
-			row := append(dims(c.Case), string(c.Mode),
-				notes.cell(c.Measured, about+", measured"), notes.cell(c.Fitted, about+", from the fits"))
+			mode := string(c.Mode)
+			row := append(dims(c.Case), mode,
+				crossingCell(&notes, c.Measured, mode+", measured"), crossingCell(&notes, c.Fitted, mode+", from the fits"))
 			if c.FromFits {
 				row = append(row, fmt.Sprintf("%+.2f", c.ExtraLatencyUS), fmt.Sprintf("%.3f", c.BandwidthRatio))
 			} else {
 				row = append(row, "-", "-")
 			}
-			t.Append(row)
+			rows = append(rows, row)
 		}
-		if err := t.Render(); err != nil {
+		if err := foldTable(w, names, []string{"decomposition", "measured", "from the fits", "extra latency us", "B ratio"}, collapseRows(rows, len(names))); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "B ratio: direct's B / the decomposition's, the ratio of their times at large sizes (above %.2f: never within %.0f%%)\n",
 			1+model.Tolerance, 100*model.Tolerance)
-		for i, n := range notes {
-			fmt.Fprintf(w, "[%d] %s\n", i+1, n)
-		}
+		notes.write(w, "")
 	}
 	if len(s.Breakdown) > 0 {
-		fmt.Fprintln(w, "Where the decomposition's time goes (each part timed alone, share of the whole's median)")
-		t := newTable(w, append(names, "decomposition", "size", "whole us", "parts", "unexplained")...)
+		fmt.Fprintln(w, "Where the decomposition's time goes (each part timed alone: its median in us and share of the whole's median)")
+		var notes tableNotes
+		var rows [][]string
 		for _, b := range s.Breakdown {
 			for _, sh := range b.Shares {
-				var parts []string
-				for _, p := range sh.Parts {
-					parts = append(parts, fmt.Sprintf("%s %.2f us (%.0f%%)", p.Mode, p.US, 100*p.Share))
+				parts, rest, note := ShareText(sh)
+				if note != "" {
+					rest += " " + notes.ref(note)
 				}
-				t.Append(append(dims(b.Case), string(b.Mode), SizeText(sh.SizeBytes), fmt.Sprintf("%.2f", sh.WholeUS),
-					strings.Join(parts, " + "), fmt.Sprintf("%.2f us (%.0f%%)", sh.UnexplainedUS, 100*sh.UnexplainedShare)))
+				rows = append(rows, append(dims(b.Case), string(b.Mode), SizeText(sh.SizeBytes), USText(sh.WholeUS), parts, rest))
 			}
 		}
-		return t.Render()
+		if err := foldTable(w, names, []string{"decomposition", "size", "whole us", "parts", "rest"}, rows); err != nil {
+			return err
+		}
+		notes.write(w, "")
 	}
 	return nil
 }
 
-// crossoverNotes are the explanations of the Crossover table's cells
-// that found no crossover, said once each under the table, so that the
-// cells stay short enough for an 80-column terminal.
-type crossoverNotes []string
+// ShareText is a share's parts and rest as the model decided them
+// (model.SplitOf): shares where the time splits; where noise makes a share
+// impossible, the parts' times alone, a rest that says so, and note, why
+// in words ("" where the time splits). The terminal and the page print it.
+func ShareText(sh model.Share) (parts, rest, note string) {
+	var ps []string
+	for _, p := range sh.Parts {
+		text := shortMode(p.Mode) + " " + USText(p.US)
+		if p.Share != nil {
+			text += fmt.Sprintf(" (%.0f%%)", 100**p.Share)
+		}
+		ps = append(ps, text)
+	}
+	parts = strings.Join(ps, " + ")
+	switch sh.Split {
+	case model.SplitWithinNoise:
+		return parts, "0 within noise", "within noise: the parts alone add up to more than the whole, " +
+			"by less than the runs' p10..p90 spread; the rest is zero within noise, and the shares are of the parts' sum"
+	case model.NotSplit:
+		return parts, "not split", "not split: the parts timed alone add up to more than the whole, beyond the runs' " +
+			"p10..p90 spread, which no split explains (a part cannot take longer than the whole that holds it): the runs saw different " +
+			"conditions, a busy machine; rerun with more cycles on a quiet one"
+	}
+	if sh.UnexplainedShare == nil { // a summary written before the split was decided
+		return parts, USText(sh.UnexplainedUS), ""
+	}
+	return parts, fmt.Sprintf("%s (%.0f%%)", USText(sh.UnexplainedUS), 100**sh.UnexplainedShare), ""
+}
 
-// cell is a crossing's cell: its size, "at every size", or "none [N]"
-// with note N saying why, about which decomposition and case.
-func (n *crossoverNotes) cell(c model.Crossing, about string) string {
+// shortMode is a mode's short name ("RS", "H-AG"), or the mode itself when
+// coll has no record of it.
+func shortMode(m coll.Mode) string {
+	if t, ok := coll.ModeOf(m); ok && t.Short != "" {
+		return t.Short
+	}
+	return string(m)
+}
+
+// poorFitNote calls out, in one note, every usable fit whose residual
+// passes PoorFitResidual, naming at most four.
+func poorFitNote(w io.Writer, fits []model.Fit, names []string, dims func(coll.Case) []string) {
+	var poor []string
+	for _, f := range fits {
+		if f.OK() && f.MaxRelResidual > PoorFitResidual {
+			poor = append(poor, fmt.Sprintf("%s%s by %.0f%%", f.Mode, caseText(names, dims(f.Case)), 100*f.MaxRelResidual))
+		}
+	}
+	if len(poor) == 0 {
+		return
+	}
+	const named = 4
+	list := strings.Join(poor[:min(len(poor), named)], ", ")
+	if len(poor) > named {
+		list += fmt.Sprintf(" and %d more", len(poor)-named)
+	}
+	what := "fit misses"
+	if len(poor) > 1 {
+		what = fmt.Sprintf("%d fits miss", len(poor))
+	}
+	fmt.Fprintf(w, "note: the %s a measured median by more than %.0f%% (%s): the times are noisy, or no line holds over the sizes; "+
+		"trust their alpha, B and crossover less, and rerun with more cycles on a quiet machine\n", what, 100*PoorFitResidual, list)
+}
+
+// collapseRows keeps a table from repeating itself: rows that agree in
+// every cell past their ndims dimension cells, three or more of them,
+// become one row, where the first of them was, whose dimensions say how
+// many cases it stands for.
+func collapseRows(rows [][]string, ndims int) [][]string {
+	if ndims == 0 {
+		return rows
+	}
+	key := func(r []string) string { return strings.Join(r[ndims:], "\x00") }
+	count := map[string]int{}
+	cases := map[string]bool{}
+	for _, r := range rows {
+		count[key(r)]++
+		cases[strings.Join(r[:ndims], "\x00")] = true
+	}
+	var out [][]string
+	done := map[string]bool{}
+	for _, r := range rows {
+		k := key(r)
+		if count[k] < 3 {
+			out = append(out, r)
+			continue
+		}
+		if done[k] {
+			continue
+		}
+		done[k] = true
+		row := make([]string, ndims)
+		row[0] = fmt.Sprintf("%d cases", count[k])
+		if count[k] == len(cases) {
+			row[0] = fmt.Sprintf("all %d cases", count[k])
+		}
+		for i := 1; i < ndims; i++ {
+			row[i] = "*"
+		}
+		out = append(out, append(row, r[ndims:]...))
+	}
+	return out
+}
+
+// tableNotes are the explanations of a table's cells, said once each under
+// it, so that the cells stay short: a cell holds "[N]", and note N says
+// why for every cell that holds it.
+type tableNotes []string
+
+// ref is the reference to note, "[N]", adding the note if it is new.
+func (n *tableNotes) ref(note string) string {
+	i := slices.Index(*n, note)
+	if i < 0 {
+		*n = append(*n, note)
+		i = len(*n) - 1
+	}
+	return fmt.Sprintf("[%d]", i+1)
+}
+
+// write prints each note under its number, after prefix.
+func (n tableNotes) write(w io.Writer, prefix string) {
+	for i, note := range n {
+		fmt.Fprintf(w, "[%d] %s%s\n", i+1, prefix, note)
+	}
+}
+
+// crossingCell is a crossing's cell: its size, "at every size", or
+// "none [N]" with note N saying why, about which decomposition.
+func crossingCell(n *tableNotes, c model.Crossing, about string) string {
 	switch {
 	case c.Found && c.Bytes == 0:
 		return "at every size"
 	case c.Found:
 		return approxSize(c.Bytes)
 	}
-	note := about + ": " + c.Why
-	i := slices.Index(*n, note)
-	if i < 0 {
-		*n = append(*n, note)
-		i = len(*n) - 1
-	}
-	return fmt.Sprintf("none [%d]", i+1)
+	return "none " + n.ref(about+": "+c.Why)
 }
 
 // approxSize writes a size that is no whole number of K, M or G as bytes

@@ -39,6 +39,40 @@ type Input struct {
 	// an output plans every name it may write for them (MayWrite); nil
 	// when a run lists the files it will write.
 	Runs []string
+	// Nodes is the node of every rank, by rank, numbered from 0 in the
+	// order of their first ranks (NodesOf), for outputs written one a
+	// node; nil where it is not known: each rank its own, which names
+	// every file such an output may write.
+	Nodes []int
+	// Gates are the bus-bandwidth gates (the config's min_busbw_gbps) of
+	// the final outputs, judged on Summary's timing; nil without one.
+	Gates []GateResult
+	// MetricsDir is a directory the operator names (the config's
+	// metrics_dir, node_exporter's textfile directory) where rsag.prom is
+	// written too; "" for none.
+	MetricsDir string
+}
+
+// Node is the input rank's node (Nodes).
+func (in Input) Node() int {
+	if in.Rank < len(in.Nodes) {
+		return in.Nodes[in.Rank]
+	}
+	return in.Rank
+}
+
+// NodesOf numbers the nodes of ranks on hosts (by rank) from 0 in the
+// order of their first ranks: Input's Nodes.
+func NodesOf(hosts []string) []int {
+	index := map[string]int{}
+	nodes := make([]int, len(hosts))
+	for r, h := range hosts {
+		if _, ok := index[h]; !ok {
+			index[h] = len(index)
+		}
+		nodes[r] = index[h]
+	}
+	return nodes
 }
 
 // Output is one kind of file a run writes into its output directory, or a
@@ -115,17 +149,33 @@ func Write(stage Stage, dir string, in Input) error {
 // ran, as far as it is known before the run has a summary: every rank's
 // files, then the combined ones, then the final ones whose names need no
 // summary. A run lists them in run.json before it writes any.
-func Planned(world int, ran Phases) []string {
+func Planned(world int, ran Phases) []string { return planned(world, nil, ran) }
+
+// PlannedOn is Planned for ranks on nodes (Input's Nodes, by rank).
+func PlannedOn(nodes []int, ran Phases) []string { return planned(len(nodes), nodes, ran) }
+
+func planned(world int, nodes []int, ran Phases) []string {
 	var files []string
 	for r := range world {
-		f, _ := Plan(EachRank, Input{Rank: r, World: world, Ran: ran})
+		f, _ := Plan(EachRank, Input{Rank: r, World: world, Ran: ran, Nodes: nodes})
 		files = append(files, f...)
 	}
 	for _, stage := range []Stage{Combined, Final, Last} {
-		f, _ := Plan(stage, Input{World: world, Ran: ran})
+		f, _ := Plan(stage, Input{World: world, Ran: ran, Nodes: nodes})
 		files = append(files, f...)
 	}
-	return slices.Compact(files)
+	return dedupe(files)
+}
+
+// dedupe is files without repeats, in order: ranks of one node plan its
+// one file.
+func dedupe(files []string) []string {
+	seen := map[string]bool{}
+	return slices.DeleteFunc(files, func(f string) bool {
+		dup := seen[f]
+		seen[f] = true
+		return dup
+	})
 }
 
 // MayWrite is every file a run may write, known before it starts: what
@@ -140,10 +190,5 @@ func MayWrite(world int, ran Phases, runs []string) []string {
 		f, _ := Plan(stage, Input{World: world, Ran: ran, Runs: append([]string{}, runs...)})
 		files = append(files, f...)
 	}
-	seen := map[string]bool{}
-	return slices.DeleteFunc(files, func(f string) bool {
-		dup := seen[f]
-		seen[f] = true
-		return dup
-	})
+	return dedupe(files)
 }

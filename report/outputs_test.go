@@ -32,7 +32,7 @@ func TestOutputNames(t *testing.T) {
 func TestPlanned(t *testing.T) {
 	got := report.Planned(2, report.Phases{Contracts: true, Memory: true})
 	want := []string{"rank0_contracts.csv", "rank0_memory.csv", "rank1_contracts.csv", "rank1_memory.csv",
-		"contracts.csv", "memory.csv", "summary.json"}
+		"contracts.csv", "memory.csv", "junit.xml", "rsag.prom", "summary.json"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}

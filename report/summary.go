@@ -35,13 +35,17 @@ func init() {
 
 // SummarySchemaVersion is summary.json's schema_version. Version 2 writes
 // null, not 0, for the numbers of a fit that is not there (fits[]) and of
-// a crossover without two fits (crossover[]).
-const SummarySchemaVersion = 2
+// a crossover without two fits (crossover[]). Version 3 says whether a
+// breakdown's time splits (breakdown[].shares[].split, why) and writes null
+// for the shares that noise makes impossible, and adds the locate phase's
+// verdict, intermittent units and inconclusive steps.
+const SummarySchemaVersion = 3
 
 // ReadsSchemaVersions are the versions ReadSummary reads: version 1's
 // zeros where version 2 has null read as the same zeros, with the reason
-// or from_fits saying there is no number.
-var ReadsSchemaVersions = []int{1, 2}
+// or from_fits saying there is no number; before version 3 a breakdown's
+// split is "" and its shares are printed as they were written.
+var ReadsSchemaVersions = []int{1, 2, 3}
 
 // Summary is summary.json. Field order is the file's key order.
 type Summary struct {

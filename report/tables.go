@@ -1,22 +1,28 @@
 package report
 
 import (
+	"rsag/internal/termsafe"
+
+	"bytes"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 
-	"rsag/coll"
-
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"rsag/coll"
+	"rsag/internal/rankset"
 )
 
 // newTable is an ASCII table (job logs are often read in plain terminals
 // and editors) whose header is printed as given.
 func newTable(w io.Writer, header ...string) *tablewriter.Table {
-	t := tablewriter.NewTable(w,
+	// A cell can hold a string from another rank or a file (a host name,
+	// a run's name): it reaches the terminal through termsafe.
+	t := tablewriter.NewTable(termsafe.NewWriter(w),
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
 		tablewriter.WithHeaderAutoFormat(tw.Off),
 		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{Global: tw.AlignRight, PerColumn: []tw.Align{tw.AlignLeft}}),
@@ -28,6 +34,10 @@ func newTable(w io.Writer, header ...string) *tablewriter.Table {
 
 // RanksTable lists every rank's host, node-local rank and device.
 func RanksTable(w io.Writer, infos []coll.Info) error {
+	if len(infos) > FoldRanksAbove {
+		_, err := fmt.Fprintf(w, "Ranks: %d, one row a node in the Nodes table (above %d ranks the rows fold)\n", len(infos), FoldRanksAbove)
+		return err
+	}
 	fmt.Fprintln(w, "Ranks")
 	t := newTable(w, "rank", "host", "local rank", "device", "bus id")
 	for r, in := range infos {
@@ -35,6 +45,11 @@ func RanksTable(w io.Writer, infos []coll.Info) error {
 	}
 	return t.Render()
 }
+
+// FoldRanksAbove is the most ranks the Ranks table lists one by one, in
+// the terminal and on the page; above it the Nodes table, one row a node
+// with the ranks as ranges, says the same in a row a node.
+const FoldRanksAbove = 64
 
 // NodesTable lists every host with its ranks, their node-local ranks and
 // devices: the shape of the job at a glance, at any world size.
@@ -105,25 +120,8 @@ func groupsText(g []int) string {
 func listText(v []int) string { return ListText(v, ",") }
 
 // ListText writes ascending runs of three or more as a range, the parts
-// joined by sep: "0-3,6,8".
-func ListText(v []int, sep string) string {
-	var parts []string
-	for i := 0; i < len(v); {
-		j := i
-		for j+1 < len(v) && v[j+1] == v[j]+1 {
-			j++
-		}
-		if j-i >= 2 {
-			parts = append(parts, fmt.Sprintf("%d-%d", v[i], v[j]))
-		} else {
-			for k := i; k <= j; k++ {
-				parts = append(parts, fmt.Sprint(v[k]))
-			}
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, sep)
-}
+// joined by sep: "0-3,6,8" (rankset.Join: bounded for any world).
+func ListText(v []int, sep string) string { return rankset.Join(v, sep) }
 
 // WriteTables prints the tables of the phases that ran, from the summary:
 // contracts, timings, memory.
@@ -167,9 +165,13 @@ func WriteTables(w io.Writer, s Summary, ran Phases) error {
 // is from the exact sum against the error bound of summing W terms.
 func NumericsTable(w io.Writer, rows []SummaryNumerics) error {
 	fmt.Fprintln(w, "Numerics (AllReduce vs RS + AG on the same random floats; errors against the exact sum, worst rank)")
-	t := newTable(w, "dtype", "size", "AllReduce vs RS + AG", "max abs error AR", "max abs error RS+AG", "bound", "error / bound", "within bound")
+	t := newTable(w, "dtype", "size", "AR vs RS+AG: elements differing", "max abs error AR", "RS+AG", "bound", "error / bound", "within")
 	for _, n := range rows {
-		t.Append([]string{n.DType, SizeText(n.SizeBytes), n.Verdict(), fmt.Sprintf("%.3g", n.MaxAbsErrorDirect),
+		verdict := "none: bitwise equal"
+		if !n.BitwiseEqual {
+			verdict = fmt.Sprintf("%d of %d, <= %d ULP", n.DifferingElements, n.Elements, n.MaxULP)
+		}
+		t.Append([]string{n.DType, SizeText(n.SizeBytes), verdict, fmt.Sprintf("%.3g", n.MaxAbsErrorDirect),
 			fmt.Sprintf("%.3g", n.MaxAbsErrorDecomposed), fmt.Sprintf("%.3g", n.Bound), fmt.Sprintf("%.3f", n.MaxBoundRatio),
 			yesNo(n.WithinBound)})
 	}
@@ -186,25 +188,29 @@ func ContractsTable(w io.Writer, contracts []SummaryContract, world int) error {
 		for i, r := range c.FailedRanks {
 			failed[i] = fmt.Sprint(r)
 		}
-		t.Append([]string{c.Name, fmt.Sprintf("%d/%d", c.HeldOn, world), orDash(strings.Join(failed, " ")), truncate(c.Detail, 60)})
+		t.Append([]string{c.Name, fmt.Sprintf("%d/%d", c.HeldOn, world), orDash(strings.Join(failed, " ")), truncate(c.Detail, 46)})
 	}
 	return t.Render()
 }
 
-// TimingsTable prints, for each case, every timed mode's statistics side by
-// side, from TimingStats: a sample is the slowest rank's time. Modes come
-// in coll.Modes' order, each with its median and bus bandwidth, and the
-// decomposed/direct ratio when both ran. Dimensions that do not vary over
-// the sweep are named once above the table instead of in columns. A run
-// over more than one node says so: its bandwidth is the network's between
-// the nodes, not NVLink's.
+// TimingsTable prints a row for each case and timed mode, from
+// TimingStats: a sample is the slowest rank's time in a cycle, and every
+// figure is a statistic over the kept cycles, named in the header (the
+// median with p10..p90, the p99 and the maximum, the bus bandwidth from the
+// median, the median over direct AllReduce's, and the rank whose own median
+// is the highest). Modes come in coll.Modes' order, under their short
+// names, which a line under the table spells out. Dimensions that do not
+// vary over the sweep are named once above the table instead of in
+// columns; a table wider than the terminal is split by its first varying
+// dimension (foldTable). A run over more than one node says so: its
+// bandwidth is the network's between the nodes, not NVLink's.
 func TimingsTable(w io.Writer, stats []TimingStat, world, nodes int) error {
-	var header, fixed []string
+	var dims, fixed []string
 	var varying []func(coll.Case) string
 	for _, d := range coll.Dims {
 		of := func(s TimingStat) string { return d.Text(s.Case) }
 		if len(uniqueInOrder(stats, of)) > 1 {
-			header = append(header, d.Name)
+			dims = append(dims, d.Name)
 			varying = append(varying, d.Text)
 		} else if v := firstOf(stats, of); v != "" && v != d.Usual {
 			fixed = append(fixed, v)
@@ -218,32 +224,25 @@ func TimingsTable(w io.Writer, stats []TimingStat, world, nodes int) error {
 		}
 	}
 	byKey := map[coll.Case]TimingStat{}
-	first := map[coll.Case]TimingStat{} // each case's first statistic, for its dimensions
 	var pairs []coll.Case
 	for _, s := range stats {
 		byKey[s.Case] = s
-		if _, ok := first[s.Pair()]; !ok {
-			first[s.Pair()] = s
+		if !slices.Contains(pairs, s.Pair()) {
 			pairs = append(pairs, s.Pair())
 		}
 	}
-	ratio := slices.ContainsFunc(modes, isMode(coll.Direct)) && slices.ContainsFunc(modes, isMode(coll.Decomposed))
-	fmt.Fprintf(w, "Timings (us per operation; a sample is the slowest of %d ranks; median [p10..p90]; GB/s from the median) %s\n",
-		world, strings.Join(fixed, " "))
+	fmt.Fprintf(w, "Timings (us per operation; a sample is the slowest of %d ranks in a cycle; statistics over the kept cycles; "+
+		"busbw in GB/s from the median) %s\n", world, strings.Join(fixed, " "))
 	if nodes > 1 {
 		fmt.Fprintf(w, "  across %d nodes: the bandwidth is bounded by the network between them (NIC, switch), not by NVLink\n", nodes)
 	}
-	header = append(header, "size")
-	for _, m := range modes {
-		header = append(header, m.Label)
+	direct := slices.ContainsFunc(modes, isMode(coll.Direct))
+	rest := []string{"size", "mode", "median [p10..p90]", "p99", "max", "busbw"}
+	if direct && len(modes) > 1 {
+		rest = append(rest, "vs AR")
 	}
-	if ratio {
-		header = append(header, "RS+AG / AR")
-	}
-	for _, m := range modes {
-		header = append(header, m.Short+" busbw")
-	}
-	t := newTable(w, append(header, "slowest rank")...)
+	rest = append(rest, "slowest")
+	var rows [][]string
 	for _, pair := range pairs {
 		at := func(m coll.Mode) (TimingStat, bool) {
 			k := pair
@@ -251,35 +250,81 @@ func TimingsTable(w io.Writer, stats []TimingStat, world, nodes int) error {
 			s, ok := byKey[k]
 			return s, ok
 		}
-		var row []string
-		for _, of := range varying {
-			row = append(row, of(first[pair].Case))
-		}
-		row = append(row, SizeText(pair.SizeBytes))
-		var busbw, slowest []string
+		d, haveDirect := at(coll.Direct)
 		for _, m := range modes {
 			s, ok := at(m.Name)
 			if !ok {
-				row, busbw, slowest = append(row, "-"), append(busbw, "-"), append(slowest, "-")
 				continue
 			}
-			row = append(row, fmt.Sprintf("%.2f [%.2f..%.2f]", s.MedianUS, s.P10US, s.P90US))
-			busbw = append(busbw, fmt.Sprintf("%.2f", s.BusBWGBps))
-			slowest = append(slowest, fmt.Sprint(s.SlowestRank))
+			var row []string
+			for _, of := range varying {
+				row = append(row, of(s.Case))
+			}
+			row = append(row, SizeText(s.SizeBytes), m.Short,
+				fmt.Sprintf("%s [%s..%s]", USText(s.MedianUS), USText(s.P10US), USText(s.P90US)),
+				USText(s.P99US), USText(s.MaxUS), fmt.Sprintf("%.2f", s.BusBWGBps))
+			if direct && len(modes) > 1 {
+				ratio := "-"
+				if m.Name != coll.Direct && haveDirect && d.MedianUS > 0 {
+					ratio = fmt.Sprintf("%.3f", s.MedianUS/d.MedianUS)
+				}
+				row = append(row, ratio)
+			}
+			rows = append(rows, append(row, fmt.Sprint(s.SlowestRank)))
 		}
-		if ratio {
-			d, okD := at(coll.Direct)
-			c, okC := at(coll.Decomposed)
-			if okD && okC && d.MedianUS > 0 {
-				row = append(row, fmt.Sprintf("%.3f", c.MedianUS/d.MedianUS))
-			} else {
-				row = append(row, "-")
+	}
+	if err := foldTable(w, dims, rest, rows); err != nil {
+		return err
+	}
+	var legend []string
+	for _, m := range modes {
+		legend = append(legend, m.Short+" "+m.Title)
+	}
+	fmt.Fprintf(w, "modes: %s; vs AR: the mode's median / direct AllReduce's; slowest: the rank whose own median is highest\n",
+		strings.Join(legend, ", "))
+	return nil
+}
+
+// foldTable renders a table of the dims columns then the rest; a table
+// wider than TerminalWidth is split by its first dimension instead, a
+// table per value under a line that names it, and so on down the
+// dimensions until it fits (or none is left).
+func foldTable(w io.Writer, dims, rest []string, rows [][]string) error {
+	return foldTableAt(w, dims, rest, rows, "")
+}
+
+func foldTableAt(w io.Writer, dims, rest []string, rows [][]string, named string) error {
+	var b bytes.Buffer
+	t := newTable(&b, append(slices.Clone(dims), rest...)...)
+	for _, r := range rows {
+		t.Append(r)
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if tableWidth(b.String()) <= TerminalWidth || len(dims) == 0 {
+		if named != "" {
+			fmt.Fprintln(w, named)
+		}
+		_, err := w.Write(b.Bytes())
+		return err
+	}
+	for _, v := range uniqueInOrder(rows, func(r []string) string { return r[0] }) {
+		var sub [][]string
+		for _, r := range rows {
+			if r[0] == v {
+				sub = append(sub, r[1:])
 			}
 		}
-		row = append(append(row, busbw...), strings.Join(slowest, " / "))
-		t.Append(row)
+		name := dims[0] + " " + v
+		if named != "" {
+			name = named + ", " + name
+		}
+		if err := foldTableAt(w, dims[1:], rest, sub, name); err != nil {
+			return err
+		}
 	}
-	return t.Render()
+	return nil
 }
 
 // FastestTable names, for each size and mode of a sweep over NCCL's fast
@@ -388,27 +433,68 @@ func isMode(name coll.Mode) func(coll.TimedMode) bool {
 // falls below it: a cluster health check gates on the fabric, which the
 // direct AllReduce measures.
 func BusBWGate(stats []TimingStat, thresholds map[string]float64) []string {
-	largest := map[string]int64{}
-	for _, s := range stats {
-		largest[s.Run] = max(largest[s.Run], s.SizeBytes)
-	}
 	var failures []string
-	for _, s := range stats {
-		min := thresholds[s.Run]
-		if min <= 0 || s.Mode != coll.Direct || s.SizeBytes != largest[s.Run] || s.BusBWGBps >= min {
-			continue
+	for _, g := range Gates(stats, thresholds) {
+		if !g.Passed() {
+			failures = append(failures, g.Failure())
 		}
-		failures = append(failures, fmt.Sprintf("run %s %s %s %s %s %s: AllReduce busbw %.2f GB/s < min_busbw_gbps %.2f",
-			s.Run, SizeText(s.SizeBytes), s.DType, s.Op, s.Placement, s.Method, s.BusBWGBps, min))
 	}
 	return failures
 }
 
-// MemoryTable shows each mode's deltas next to the analytic values. Where
-// ranks differ, the range over ranks is shown.
+// GateResult is one run's bus-bandwidth gate: its min_busbw_gbps and the
+// direct AllReduce at the run's largest size, one per case of that size.
+type GateResult struct {
+	Run     string
+	MinGBps float64
+	Stat    TimingStat
+}
+
+// Passed is whether the case met the gate.
+func (g GateResult) Passed() bool { return g.Stat.BusBWGBps >= g.MinGBps }
+
+// Name is the case the gate judged: "run default 1 MiB float32 sum out-of-place per-op".
+func (g GateResult) Name() string {
+	s := g.Stat
+	return fmt.Sprintf("run %s %s %s %s %s %s", s.Run, SizeText(s.SizeBytes), s.DType, s.Op, s.Placement, s.Method)
+}
+
+// Failure says why the case failed the gate.
+func (g GateResult) Failure() string {
+	return fmt.Sprintf("%s: AllReduce busbw %.2f GB/s < min_busbw_gbps %.2f", g.Name(), g.Stat.BusBWGBps, g.MinGBps)
+}
+
+// Gates are the gates of every run with a min_busbw_gbps (thresholds, by
+// run): each direct AllReduce case at the run's largest size.
+func Gates(stats []TimingStat, thresholds map[string]float64) []GateResult {
+	largest := map[string]int64{}
+	for _, s := range stats {
+		largest[s.Run] = max(largest[s.Run], s.SizeBytes)
+	}
+	var gates []GateResult
+	for _, s := range stats {
+		min := thresholds[s.Run]
+		if min <= 0 || s.Mode != coll.Direct || s.SizeBytes != largest[s.Run] {
+			continue
+		}
+		gates = append(gates, GateResult{Run: s.Run, MinGBps: min, Stat: s})
+	}
+	return gates
+}
+
+// MemoryTable shows each mode's deltas next to the analytic values, in
+// binary units (BytesText). Where ranks differ, the range over ranks is
+// shown.
 func MemoryTable(w io.Writer, modes []SummaryMemory) error {
-	fmt.Fprintln(w, "Memory (bytes above the baseline; x = multiples of the payload)")
-	t := newTable(w, "mode", "steady", "x", "peak", "x", "analytic steady / peak", "match", "device steady / peak", "checked")
+	fmt.Fprintln(w, "Memory (above the baseline; x = multiples of the payload, steady / peak)")
+	device := slices.ContainsFunc(modes, func(m SummaryMemory) bool {
+		return len(m.Ranks) > 0 && m.Ranks[0].DeviceSteadyDeltaBytes != nil
+	})
+	header := []string{"mode", "steady", "peak", "x", "analytic steady / peak", "match"}
+	if device {
+		header = append(header, "device steady / peak")
+	}
+	t := newTable(w, append(header, "checked")...)
 	for _, m := range modes {
 		if len(m.Ranks) == 0 {
 			continue
@@ -423,14 +509,18 @@ func MemoryTable(w io.Writer, modes []SummaryMemory) error {
 		steady := field(func(r SummaryMemoryRank) int64 { return r.SteadyDeltaBytes })
 		peak := field(func(r SummaryMemoryRank) int64 { return r.PeakDeltaBytes })
 		payload := float64(m.PayloadBytes)
-		device := "n/a"
-		if m.Ranks[0].DeviceSteadyDeltaBytes != nil {
-			device = rangeText(field(func(r SummaryMemoryRank) int64 { return deref(r.DeviceSteadyDeltaBytes) })) + " / " +
-				rangeText(field(func(r SummaryMemoryRank) int64 { return deref(r.DevicePeakDeltaBytes) }))
+		row := []string{m.Mode, rangeText(steady), rangeText(peak),
+			fmt.Sprintf("%.3g / %.3g", float64(slices.Max(steady))/payload, float64(slices.Max(peak))/payload),
+			BytesText(m.AnalyticSteadyBytes) + " / " + BytesText(m.AnalyticPeakBytes), yesNo(m.MatchesAnalytic)}
+		if device {
+			cell := "n/a"
+			if m.Ranks[0].DeviceSteadyDeltaBytes != nil {
+				cell = rangeText(field(func(r SummaryMemoryRank) int64 { return deref(r.DeviceSteadyDeltaBytes) })) + " / " +
+					rangeText(field(func(r SummaryMemoryRank) int64 { return deref(r.DevicePeakDeltaBytes) }))
+			}
+			row = append(row, cell)
 		}
-		t.Append([]string{m.Mode, rangeText(steady), fmt.Sprintf("%.3f", float64(slices.Max(steady))/payload),
-			rangeText(peak), fmt.Sprintf("%.3f", float64(slices.Max(peak))/payload),
-			fmt.Sprintf("%d / %d", m.AnalyticSteadyBytes, m.AnalyticPeakBytes), yesNo(m.MatchesAnalytic), device, yesNo(m.Correct)})
+		t.Append(append(row, yesNo(m.Correct)))
 	}
 	return t.Render()
 }
@@ -461,9 +551,9 @@ func SizeText(b int64) string { return coll.SizeText(b) }
 func rangeText(v []int64) string {
 	lo, hi := slices.Min(v), slices.Max(v)
 	if lo == hi {
-		return fmt.Sprint(lo)
+		return BytesText(lo)
 	}
-	return fmt.Sprintf("%d..%d", lo, hi)
+	return BytesText(lo) + ".." + BytesText(hi)
 }
 
 func uniqueInOrder[R any, K comparable](rows []R, key func(R) K) []K {

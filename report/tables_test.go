@@ -174,7 +174,7 @@ func TestModelTableCallsOutPoorFit(t *testing.T) {
 	if !(direct.MaxRelResidual > PoorFitResidual) {
 		t.Fatalf("direct fit %+v: want a residual past %v", direct, PoorFitResidual)
 	}
-	want := fmt.Sprintf("note: the direct fit misses a measured median by %.0f%%", 100*direct.MaxRelResidual)
+	want := fmt.Sprintf("note: the fit misses a measured median by more than 25%% (direct by %.0f%%)", 100*direct.MaxRelResidual)
 	if got := strings.Count(b.String(), "note: the "); got != 1 || !strings.Contains(b.String(), want) {
 		t.Errorf("want one note %q, got %d notes:\n%s", want, got, b.String())
 	}
@@ -213,11 +213,24 @@ func TestCrossoverTableIsNarrowAndNamesEachMode(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"| decomposed    | none [1] |      none [2] |", "| hierarchical  | none [3] |      none [4] |",
-		"[1] decomposed, measured: not within the measured range: decomposed/direct is 2 at the largest size, 4M",
-		"[3] hierarchical, measured: not within the measured range: hierarchical/direct is 3 at the largest size, 4M",
+		"[1] decomposed, measured: not within the measured range: decomposed/direct is above 1.05 at the largest size, 4M",
+		"[3] hierarchical, measured: not within the measured range: hierarchical/direct is above 1.05 at the largest size, 4M",
 		"[4] hierarchical, from the fits: the fits' asymptotic ratio B_direct/B_hierarchical = 3 exceeds 1.05"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("the table lacks %q:\n%s", want, table)
 		}
+	}
+}
+
+// Above FoldRanksAbove ranks the Ranks table folds into a line: the Nodes
+// table has a row a node.
+func TestRanksTableFolds(t *testing.T) {
+	var b strings.Builder
+	infos := make([]coll.Info, FoldRanksAbove+1)
+	if err := RanksTable(&b, infos); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "65, one row a node") {
+		t.Errorf("%q", got)
 	}
 }

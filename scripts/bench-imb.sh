@@ -25,7 +25,14 @@
 # IMB_LEVELS (the thread levels IMB runs at, default "single funneled"),
 # MPIRUN_ARGS (more mpirun arguments for both tools, e.g. "-x
 # GOMAXPROCS=2"), KEEP (a directory: each round's rsag output and both
-# tools' logs are kept there).
+# tools' logs are kept there), SIZES (the message sizes in bytes, default
+# "1024 1048576"), RSAG_ARGS (more rsag arguments, e.g. "-set
+# timing.batch=10 -set timing.cycles=22" for sizes whose 3800 operations
+# take minutes; IMB follows, with as many operations), CLOOP (a
+# bench-cloop binary, built from scripts/bench-cloop.c with mpicc: rsag's
+# timed loop in plain C, run in each round as a third tool, so that what
+# rsag adds above the machine and MPI shows apart from what IMB does
+# differently).
 #
 # Why as many operations: a machine stalls every rank at once now and
 # then (a few per second on 16 ranks of 16 cores, 2 to 4 ms each, seen in
@@ -106,7 +113,8 @@ summarize() {
         a[++n] = c == 4 ? v4[r, "rsag", s] / v4[r, t, s] : v5[r, "rsag", s] / v5[r, t, s]
       return n ? median(a, n) : -1
     }
-    { v4[$1, $2, $3] = $4; v5[$1, $2, $3] = $5; v6[$1, $2, $3] = $6; if ($1 > rounds) rounds = $1; sizes[$3] = 1 }
+    { v4[$1, $2, $3] = $4; v5[$1, $2, $3] = $5; v6[$1, $2, $3] = $6; if ($1 > rounds) rounds = $1; sizes[$3] = 1
+      if ($2 == "cloop") have_cloop = 1 }
     END {
       printf "%-8s | %-26s | %-17s | %-17s | %-23s | %-23s\n", "bytes", "rsag t_avg t_max median",
         "IMB t_avg t_max", "IMBf t_avg t_max", "rsag/IMB t_avg t_max", "rsag/IMBf t_avg t_max"
@@ -120,6 +128,13 @@ summarize() {
           f(ratio("imbf", s, 4), 3), f(ratio("imbf", s, 5), 3)
       }
       printf "(medians over %d rounds; each ratio is the median of the per-round ratios)\n", rounds
+      if (!have_cloop) exit
+      printf "%-8s | %-26s | %-23s\n", "bytes", "C loop t_avg t_max median", "rsag/C loop t_avg t_max"
+      for (i = 1; i <= n; i++) {
+        s = order[i]
+        printf "%-8d | %8s %8s %8s | %11s %11s\n", s, f(med("cloop", s, 4), 2), f(med("cloop", s, 5), 2),
+          f(med("cloop", s, 6), 2), f(ratio("cloop", s, 4), 3), f(ratio("cloop", s, 5), 3)
+      }
     }'
 }
 
@@ -188,12 +203,16 @@ rounds=${ROUNDS:-5}
 config=${CONFIG:-configs/bench-imb.toml}
 iter=${IMB_ITER:-}
 levels=${IMB_LEVELS:-single funneled}
-sizes=(1024 1048576)
+read -ra sizes <<<"${SIZES:-1024 1048576}"
+read -ra rsag_args <<<"${RSAG_ARGS:-}"
+cloop=${CLOOP:-}
 
 [[ $np =~ ^[0-9]+$ ]] && [ "$np" -ge 2 ] || { echo "bench-imb.sh: -n $np: give at least 2 ranks" >&2; exit 2; }
 [ -n "$imb" ] || { echo "bench-imb.sh: give the IMB-MPI1 binary as the argument or in IMB" >&2; exit 2; }
 [ -x "$imb" ] || { echo "bench-imb.sh: $imb is not an executable IMB-MPI1" >&2; exit 2; }
 [ -x "$rsag" ] || { echo "bench-imb.sh: $rsag is not an executable rsag (make build, or set RSAG)" >&2; exit 2; }
+[ -z "$cloop" ] || [ -x "$cloop" ] ||
+  { echo "bench-imb.sh: CLOOP=$cloop is not an executable (mpicc -O2 -o bench-cloop scripts/bench-cloop.c)" >&2; exit 2; }
 command -v jq >/dev/null || { echo "bench-imb.sh: needs jq to read summary.json" >&2; exit 2; }
 
 work=$(mktemp -d)
@@ -213,11 +232,23 @@ keep() { [ -z "${KEEP:-}" ] || { mkdir -p "$KEEP/$1" && cp -r "${@:2}" "$KEEP/$1
 run_rsag() {
   rm -rf "$work/rsag"
   scripts/mpirun.sh "$np" "${extra[@]}" "$rsag" -config "$config" -set "required_ranks=$np" \
-    -set "timing.sizes_bytes=[$list]" -output-dir "$work/rsag" >"$work/rsag.log" 2>&1 ||
+    -set "timing.sizes_bytes=[$list]" "${rsag_args[@]}" -output-dir "$work/rsag" >"$work/rsag.log" 2>&1 ||
     { cat "$work/rsag.log" >&2; echo "bench-imb.sh: rsag failed" >&2; exit 1; }
   reduce "$work/rsag" | awk -v r="$1" '{print r, "rsag", $0}' >>"$work/rows"
   [ -n "$iter" ] || iter=$(jq -r '.config.timing | (.cycles - .discard) * .batch' "$work/rsag/summary.json")
+  # The C loop takes the same batch, warm-ups, cycles and discard.
+  [ -n "${loop_args:-}" ] || loop_args=$(jq -r '.config.timing | "\(.batch) \(.warmups) \(.cycles) \(.discard)"' "$work/rsag/summary.json")
   keep "round$1" "$work/rsag" "$work/rsag.log"
+}
+# run_cloop ROUND: the C loop's "size t_avg t_max median" rows.
+run_cloop() {
+  [ -n "$cloop" ] || return 0
+  local a
+  read -ra a <<<"$loop_args"
+  scripts/mpirun.sh "$np" "${extra[@]}" "$cloop" "${a[@]}" "${sizes[@]}" >"$work/cloop.log" 2>&1 ||
+    { cat "$work/cloop.log" >&2; echo "bench-imb.sh: bench-cloop failed" >&2; exit 1; }
+  awk -v r="$1" 'NF == 4 && $1 ~ /^[0-9]+$/ {print r, "cloop", $0}' "$work/cloop.log" >>"$work/rows"
+  keep "round$1" "$work/cloop.log"
 }
 # run_imb ROUND TOOL THREAD_LEVEL
 run_imb() {
@@ -241,13 +272,14 @@ run_both_imb() {
 echo "bench-imb.sh: $np ranks, binding ${bind:-"mpirun's default"}, $rounds rounds, IMB at ${levels// /, }, ${iter:-"as many as rsag keeps"} operations per size" >&2
 : >"$work/rows"
 for round in $(seq 1 "$rounds"); do
-  if [ $((round % 2)) = 1 ]; then run_rsag "$round"; run_both_imb "$round"; else run_both_imb "$round"; run_rsag "$round"; fi
+  if [ $((round % 2)) = 1 ]; then run_rsag "$round"; run_both_imb "$round"; run_cloop "$round"
+  else run_cloop "$round"; run_both_imb "$round"; run_rsag "$round"; fi
   # This round: rsag's samples IMB's way (t_avg, t_max) beside its own
   # median, and IMB's t_avg, t_max at both thread levels.
   awk -v r="$round" '$1 == r { f[$3, $2] = sprintf("t_avg %.2f t_max %.2f", $4, $5); if ($2 == "rsag") m[$3] = $6; s[$3] = 1 }
     END {
       for (z in s) printf "  round %d, %d bytes: rsag %s (its median %.2f) | IMB %s | IMB funneled %s\n", r, z,
-        f[z, "rsag"], m[z], f[z, "imb"], f[z, "imbf"]
+        f[z, "rsag"], m[z], f[z, "imb"], f[z, "imbf"] (f[z, "cloop"] == "" ? "" : " | C loop " f[z, "cloop"])
     }' "$work/rows" | sort -t, -k2n >&2
   echo "bench-imb.sh: round $round of $rounds done" >&2
 done

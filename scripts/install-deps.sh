@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what rsag needs when it is missing: an MPI (Open MPI from the
 # distribution's packages) and pkg-config, to build and run; with --test,
-# also Chromium, which make test drives headless to open report.html. It
+# also Chromium, which make test drives headless to open report.html, and
+# node_exporter, promtool and xmllint, which check rsag.prom and junit.xml. It
 # changes nothing when everything is already there, so a user without root
 # who has an MPI builds without it.
 #
@@ -29,10 +30,17 @@ have_chromium() {
 if [ "$want_test" = 1 ] && ! have_chromium; then
   packages+=(chromium)
 fi
+# The operator files' tests run the real programs (e2e/operators_test.go):
+# node_exporter's textfile collector, promtool, and xmllint for junit.xml.
+if [ "$want_test" = 1 ]; then
+  command -v prometheus-node-exporter >/dev/null || packages+=(prometheus-node-exporter)
+  command -v promtool >/dev/null || packages+=(prometheus)
+  command -v xmllint >/dev/null || packages+=(libxml2-utils)
+fi
 [ "${#packages[@]}" = 0 ] && exit 0
 
 if ! command -v apt-get >/dev/null; then
-  if command -v mpicc >/dev/null && command -v mpirun >/dev/null && { [ "$want_test" = 0 ] || have_chromium; }; then
+  if command -v mpicc >/dev/null && command -v mpirun >/dev/null && { [ "$want_test" = 0 ] || { have_chromium && command -v promtool >/dev/null && command -v xmllint >/dev/null && command -v prometheus-node-exporter >/dev/null; }; }; then
     exit 0 # pkg-config is only a convenience for plain go commands
   fi
   echo "install-deps: missing ${packages[*]} and this is not a Debian/Ubuntu machine: install Open MPI or MPICH (with its compiler wrapper mpicc)" \

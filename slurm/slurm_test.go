@@ -255,6 +255,7 @@ func TestSlurmTwoNodes(t *testing.T) {
 		})
 	}
 	t.Run("a stopped rank is named", c.testStoppedRank)
+	t.Run("health check", c.testHealthCheck)
 	// The node-death tests come last: the second leaves node2 down.
 	t.Run("killed ranks of a node end the job", func(t *testing.T) {
 		c.testNodeDies(t, "node2's ranks (SIGKILL)", func(t *testing.T) {

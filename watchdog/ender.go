@@ -38,9 +38,11 @@ type Ender struct {
 	explain    func(signal string) string // rank 0: a signal's reason, with what is known of its cause
 	atEnd      []func()                   // last, before exiting: releasing the output dir
 	linger     time.Duration              // how long a rank a signal ends waits before it exits
+	quiet      bool                       // a signal's line is left to rank 0 (SetQuietOnSignal)
 	abort      func() <-chan struct{}     // once the backend can abort; nil channel: nothing to abort
 	onEnd      []func(how string)         // first, with what ends the process: the last heartbeat
 	settle     func() string              // rank 0, after a signal: what it learns from the others' ends
+	verdict    func(code int, msg string) // rank 0: the run's last line, as the process exits
 
 	once    sync.Once
 	ending  atomic.Bool
@@ -96,11 +98,21 @@ func (e *Ender) OnEnd(f func(how string)) { e.mu.Lock(); e.onEnd = append(e.onEn
 // learnt, which End prints ("" for nothing).
 func (e *Ender) SetSettle(f func() string) { e.mu.Lock(); e.settle = f; e.mu.Unlock() }
 
+// SetVerdict gives rank 0 the function that prints the run's last line,
+// called with the exit code and the message that ends the process, just
+// before it exits.
+func (e *Ender) SetVerdict(f func(code int, msg string)) { e.mu.Lock(); e.verdict = f; e.mu.Unlock() }
+
 // SetLinger makes a rank that a signal ends wait d before it exits, so
 // that rank 0, which looks at that moment for a rank that had already gone
 // (the one whose end made the launcher signal the others), still finds
 // every rank that the same signal ends.
 func (e *Ender) SetLinger(d time.Duration) { e.mu.Lock(); e.linger = d; e.mu.Unlock() }
+
+// SetQuietOnSignal leaves the line a signal ends this process with
+// unsaid: rank 0 speaks for every rank, whose last heartbeat says it, so
+// that a launcher's SIGTERM to 8,192 ranks prints a line, not 8,192.
+func (e *Ender) SetQuietOnSignal() { e.mu.Lock(); e.quiet = true; e.mu.Unlock() }
 
 // SetAbort gives the function that asks the backend to abort its
 // communicator; its channel is closed once it has (nil: nothing to abort).
@@ -120,7 +132,7 @@ func (e *Ender) end(code int, msg, reason string, bySignal bool) {
 	e.once.Do(func() {
 		e.ending.Store(true)
 		e.mu.Lock()
-		who, mark, atEnd, abort, linger, onEnd, settle := e.who, e.markFailed, e.atEnd, e.abort, e.linger, e.onEnd, e.settle
+		who, mark, atEnd, abort, linger, onEnd, settle, quiet, verdict := e.who, e.markFailed, e.atEnd, e.abort, e.linger, e.onEnd, e.settle, e.quiet, e.verdict
 		e.mu.Unlock()
 		line := msg
 		if who != "" {
@@ -135,7 +147,9 @@ func (e *Ender) end(code int, msg, reason string, bySignal bool) {
 		if mark != nil {
 			mark(reason)
 		}
-		fmt.Fprintf(e.stderr, "rsag: %s\n", line)
+		if !bySignal || !quiet {
+			fmt.Fprintf(e.stderr, "rsag: %s\n", line)
+		}
 		if bySignal && settle != nil {
 			if more := settle(); more != "" {
 				fmt.Fprintf(e.stderr, "rsag: %s: hang: %s\n", who, more)
@@ -153,6 +167,9 @@ func (e *Ender) end(code int, msg, reason string, bySignal bool) {
 		}
 		for _, f := range atEnd {
 			f()
+		}
+		if verdict != nil {
+			verdict(code, msg)
 		}
 		if bySignal {
 			time.Sleep(linger)

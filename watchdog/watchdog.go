@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"rsag/internal/stopped"
 )
 
 // Watchdog watches one process's blocking steps.
@@ -146,12 +148,15 @@ func (w *Watchdog) loop() {
 		case <-t.C:
 		}
 		if msg, ok := w.check(); ok {
-			// A timer that fires seconds late means this process did not
-			// run (SIGSTOP, a frozen VM): then it held the job up, not the
-			// others, though its step overran too.
-			if late := time.Since(slept) - every; late > frozenAfter {
+			// A timer that fires seconds late may mean this process was
+			// stopped, and then it held the job up, not the others; but a
+			// loaded machine makes timers as late, and an innocent rank
+			// must not take the blame (issue 34 class 5). Only a SIGCONT
+			// since the timer was set proves a stop: without one, nothing
+			// is claimed.
+			if late := time.Since(slept) - every; late > frozenAfter && stopped.Since(slept) {
 				msg = strings.TrimSuffix(msg, "; aborting the job") + fmt.Sprintf("; this process itself did not run for %.1f s "+
-					"(stopped, e.g. by SIGSTOP, or frozen): the other ranks waited for it; aborting the job", late.Seconds())
+					"(stopped by a signal and continued, SIGCONT): the other ranks waited for it; aborting the job", late.Seconds())
 			}
 			w.fire(msg)
 			return

@@ -202,6 +202,50 @@ func Write(path string, data []byte) error {
 	return p.Commit()
 }
 
+// ExistsError is a regular file at a name rsag was asked to write that
+// rsag may not replace: one it did not write, or one of the inputs of the
+// command writing it.
+type ExistsError struct {
+	Path string
+	Why  string // "it is not a file rsag wrote", "it is the input ..."
+}
+
+func (e *ExistsError) Error() string { return fmt.Sprintf("%s exists: %s", e.Path, e.Why) }
+
+// HeadBytes is how much of an existing file Replace shows its ours check.
+const HeadBytes = 4096
+
+// Replace is Write under the one rule about a file that is already there,
+// for a file rsag writes outside an output dir's manifest (rsag report
+// -html, rsag compare -html): a regular file at path is replaced only when
+// ours, shown its first HeadBytes bytes, says rsag wrote it; any other is
+// an *ExistsError, left as it is. (A link or a non-regular file is refused
+// by Write's own rule.) ours nil replaces any regular file: the user said
+// so (-overwrite).
+func Replace(path string, data []byte, ours func(head []byte) bool) error {
+	if ours != nil {
+		dir, name := filepath.Split(path)
+		f, err := OpenIn(filepath.Clean(dir), name, os.O_RDONLY, 0)
+		var pe *fs.PathError
+		switch {
+		case errors.As(err, &pe) && errors.Is(pe.Err, unix.ENOENT):
+			// nothing there: a new file
+		case err != nil:
+			return err
+		default:
+			head, rerr := io.ReadAll(io.LimitReader(f, HeadBytes))
+			f.Close()
+			if rerr != nil {
+				return rerr
+			}
+			if !ours(head) {
+				return &ExistsError{Path: path, Why: "it is not a file rsag wrote"}
+			}
+		}
+	}
+	return Write(path, data)
+}
+
 // Prepared is a file written in full to its temporary, not yet renamed
 // into place: its data has its space on the file system, and Commit, a
 // rename, needs none. A run's last step uses it to make its final state

@@ -13,7 +13,7 @@ import (
 	"slices"
 
 	"rsag/internal/atomicfile"
-	"rsag/internal/exitcode"
+	"rsag/internal/termsafe"
 	"rsag/outdir"
 	"rsag/report"
 )
@@ -25,77 +25,100 @@ const (
 	ExitBadInput = 2 // bad flags, no such run, not a summary, a page that cannot be written
 )
 
-const usage = `usage: rsag report [-html FILE] DIR
+const usage = `usage: rsag report [-html FILE [-overwrite]] DIR
        (DIR is a finished run's output dir, or its summary.json)
 
 Writes DIR/report.html again from DIR/summary.json, and prints the run's
 tables, as the run did. No MPI, no GPU. -html FILE writes the page there
-instead, for a DIR you cannot write. Exit status: 0 when the page is
+instead, for a DIR you cannot write; a file already there is replaced
+only when it is a page rsag wrote (or with -overwrite), never when it is
+the summary.json or run.json read. Exit status: 0 when the page is
 written, 2 on bad input.
 
 `
 
-// Command is rsag report with args (after "report"); its error carries the
-// exit status (internal/exitcode), which main alone passes to os.Exit.
-func Command(args []string, stdout, stderr io.Writer) error {
-	dir, out, err := parseReport(args, stderr)
+// Command is rsag report with args (after "report"); it returns the exit
+// code.
+func Command(args []string, stdout, stderr io.Writer) int {
+	// Every string of summary.json and run.json reaches the terminal
+	// through termsafe: none of their ESC, BEL or CR is printed raw.
+	stdout, stderr = termsafe.NewWriter(report.Terminal(stdout)), termsafe.NewWriter(stderr) // and the run's tables folded as the run printed them
+	o, err := parseReport(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		return nil
+		return ExitOK
 	}
 	if err != nil {
-		return exitcode.New(ExitBadInput, err)
+		fmt.Fprintf(stderr, "rsag report: %v\n", err)
+		return ExitBadInput
 	}
-	s, err := Load(dir)
+	in, err := Read(o.dir)
 	if err != nil {
-		return exitcode.New(ExitBadInput, err)
+		fmt.Fprintf(stderr, "rsag report: %v\n", err)
+		return ExitBadInput
 	}
+	// run.json has the last word on how the run ended: the banner and the
+	// verdict line say what it says, not what a summary copied before the
+	// end (or edited) claims.
+	s := in.Summary
+	s.Status, s.Reason = in.Status, in.Reason
 	// A run of an older rsag gets the model and the node table too.
 	s = Complete(s)
 	var page bytes.Buffer
 	if err := Write(&page, s); err != nil {
-		return exitcode.New(ExitFailed, fmt.Errorf("drawing the page of %s: %v", dir, err))
+		fmt.Fprintf(stderr, "rsag report: drawing the page of %s: %v\n", o.dir, err)
+		return ExitFailed
 	}
-	fix := "choose a file in a directory you can write"
+	out, fix := o.html, "choose a file in a directory you can write"
 	inDir := out == ""
 	if inDir {
-		out = filepath.Join(dirOf(dir), File)
+		out = filepath.Join(dirOf(o.dir), File)
 		fix = "make the directory writable, or write the page elsewhere with -html FILE"
 	}
-	if err := WriteBytes(out, page.Bytes(), fix); err != nil {
-		return exitcode.New(ExitBadInput, err)
+	if err := WriteBytes(out, page.Bytes(), Writing{Fix: fix, Overwrite: o.overwrite, Inputs: in.Files()}); err != nil {
+		fmt.Fprintf(stderr, "rsag report: %v\n", err)
+		return ExitBadInput
 	}
 	if inDir {
-		if err := listPage(dirOf(dir)); err != nil {
+		if err := listPage(dirOf(o.dir)); err != nil {
 			fmt.Fprintf(stderr, "rsag report: warning: %v\n", err)
 		}
 	}
 	ran := report.Phases{Contracts: len(s.Contracts) > 0, Timing: len(s.Timing) > 0, Memory: len(s.Memory) > 0, Numerics: len(s.Numerics) > 0}
 	if err := report.WriteTables(stdout, s, ran); err != nil {
-		return exitcode.New(ExitFailed, err)
+		fmt.Fprintf(stderr, "rsag report: %v\n", err)
+		return ExitFailed
 	}
 	fmt.Fprintf(stdout, "wrote %s (%d bytes): the run %s\n", out, page.Len(), verdictWord(s))
-	return nil
+	return ExitOK
 }
 
 func verdictWord(s report.Summary) string {
-	if s.Status == outdir.StatusComplete && s.ChecksPassed {
+	if verdictOf(s).Held {
 		return "held"
 	}
 	return "FAILED"
 }
 
-func parseReport(args []string, stderr io.Writer) (dir, out string, err error) {
+// reportOptions are rsag report's command line.
+type reportOptions struct {
+	dir, html string
+	overwrite bool // replace a file at -html that rsag did not write
+}
+
+func parseReport(args []string, stderr io.Writer) (reportOptions, error) {
+	var o reportOptions
 	fs := flag.NewFlagSet("rsag report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&out, "html", "", "write the page to `FILE` instead of DIR/report.html")
+	fs.StringVar(&o.html, "html", "", "write the page to `FILE` instead of DIR/report.html")
+	fs.BoolVar(&o.overwrite, "overwrite", false, OverwriteHelp)
 	var dirs []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return "", "", err
+			return o, err
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -104,9 +127,10 @@ func parseReport(args []string, stderr io.Writer) (dir, out string, err error) {
 		dirs, args = append(dirs, args[0]), args[1:]
 	}
 	if len(dirs) != 1 {
-		return "", "", fmt.Errorf("want one output dir, got %d (rsag report results/ch7)", len(dirs))
+		return o, fmt.Errorf("want one output dir, got %d (rsag report results/ch7)", len(dirs))
 	}
-	return dirs[0], out, nil
+	o.dir = dirs[0]
+	return o, nil
 }
 
 // listPage makes dir's run.json list the page among the run's files, so
@@ -137,37 +161,10 @@ func dirOf(path string) string {
 	return path
 }
 
-// Load reads the summary.json of a finished run: path is its output dir or
-// the file itself. Every error names the file and says what to do.
+// Load reads the summary of a finished run (see Read).
 func Load(path string) (report.Summary, error) {
-	st, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return report.Summary{}, fmt.Errorf("%s does not exist: give the output dir of a finished rsag run (the -output-dir it ran with)", path)
-	case err != nil:
-		return report.Summary{}, fmt.Errorf("%s: %w", path, err)
-	}
-	file := path
-	if st.IsDir() {
-		file = filepath.Join(path, report.SummaryFile)
-	}
-	data, err := os.ReadFile(file)
-	switch {
-	case errors.Is(err, fs.ErrNotExist) && st.IsDir():
-		return report.Summary{}, fmt.Errorf("%s holds no %s: it is not the output dir of a finished rsag run "+
-			"(a run that failed before its end writes none; its run.json says why)", path, report.SummaryFile)
-	case err != nil:
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the path is named once, here
-		}
-		return report.Summary{}, fmt.Errorf("reading %s: %w", file, err)
-	}
-	s, err := report.ReadSummary(file, data)
-	if err != nil {
-		return report.Summary{}, fmt.Errorf("%w%s", err, readHint(data))
-	}
-	return s, nil
+	in, err := Read(path)
+	return in.Summary, err
 }
 
 // readHint says how to read a summary this rsag cannot: with the rsag that
@@ -182,19 +179,57 @@ func readHint(data []byte) string {
 	return fmt.Sprintf(": read it with the rsag that wrote it (rsag %s, commit %s)", head.RSAG.Version, head.RSAG.Commit)
 }
 
-// WriteBytes writes a page to path atomically; an error names the file,
-// why it could not be written and fix, what to do about it.
-func WriteBytes(path string, data []byte, fix string) error {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
+// OverwriteHelp is -overwrite's help in rsag report and rsag compare.
+const OverwriteHelp = "replace the file at -html even when it is not a page rsag wrote (never the command's own input)"
+
+// Writing is how a page is written: fix says what to do when it cannot
+// be; Overwrite replaces a file rsag did not write; Inputs are the files
+// the command read, never replaced.
+type Writing struct {
+	Fix       string
+	Overwrite bool
+	Inputs    []string
+}
+
+// IsPage reports whether head, the start of a file, is a page rsag wrote:
+// its generator marker.
+func IsPage(head []byte) bool { return bytes.Contains(head, []byte(pageMarker)) }
+
+// pageMarker is in the head of every page rsag writes (page.tmpl).
+const pageMarker = `<meta name="generator" content="rsag">`
+
+// WriteBytes writes a page to path atomically, under the rule of every
+// file rsag writes outside an output dir's manifest (atomicfile.Replace):
+// a file already there is replaced only when it is a page rsag wrote, or
+// with -overwrite, and never when it is one of the command's inputs. An
+// error names the file, why it could not be written and what to do.
+func WriteBytes(path string, data []byte, w Writing) error {
+	st, err := os.Stat(path)
+	if err == nil && st.IsDir() {
 		return fmt.Errorf("cannot write the page to %s: it is a directory: give a file name, e.g. %s", path, filepath.Join(path, File))
 	}
-	err := atomicfile.Write(path, data)
 	if err == nil {
+		for _, in := range w.Inputs {
+			if ist, err := os.Stat(in); err == nil && os.SameFile(st, ist) {
+				return fmt.Errorf("cannot write the page to %s: it is %s, which this command reads: give another file", path, in)
+			}
+		}
+	}
+	ours := IsPage
+	if w.Overwrite {
+		ours = nil
+	}
+	err = atomicfile.Replace(path, data, ours)
+	var exists *atomicfile.ExistsError
+	switch {
+	case err == nil:
 		return nil
+	case errors.As(err, &exists):
+		return fmt.Errorf("cannot write the page to %s: it exists and is not a page rsag wrote: give another file, or pass -overwrite to replace it", path)
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err // the temporary file's name would only confuse
 	}
-	return fmt.Errorf("cannot write the page to %s: %v: %s", path, err, fix)
+	return fmt.Errorf("cannot write the page to %s: %v: %s", path, err, w.Fix)
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"rsag/internal/exitcode"
 	"rsag/outdir"
 )
 
@@ -28,7 +27,7 @@ func runDir(t *testing.T, summary string) string {
 
 func command(args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
-	code = exitcode.Say(&errb, "rsag report", Command(args, &out, &errb))
+	code = Command(args, &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -48,7 +47,7 @@ func TestReportWritesThePageAndTheTables(t *testing.T) {
 		if want := pageOf(t, load(t, name)); string(got) != want {
 			t.Errorf("%s: report.html is not the page of its summary", name)
 		}
-		for _, want := range []string{"Contracts", "Timings (us per operation", "Model (t(n) = alpha + n/B", "Memory (bytes above the baseline",
+		for _, want := range []string{"Contracts", "Timings (us per operation", "Model (t(n) = alpha + n/B", "Memory (above the baseline",
 			"wrote " + filepath.Join(dir, File), "the run held"} {
 			if !strings.Contains(stdout, want) {
 				t.Errorf("%s: stdout lacks %q:\n%s", name, want, stdout)
@@ -83,7 +82,7 @@ func TestReportRefusesBadInput(t *testing.T) {
 	os.WriteFile(filepath.Join(foreign, "summary.json"), []byte(`{"status": "complete"}`), 0o644)
 	newer := filepath.Join(tmp, "newer")
 	os.Mkdir(newer, 0o755)
-	os.WriteFile(filepath.Join(newer, "summary.json"), []byte(`{"schema_version": 3, "rsag": {"version": "v9.0.0", "commit": "abc"}}`), 0o644)
+	os.WriteFile(filepath.Join(newer, "summary.json"), []byte(`{"schema_version": 4, "rsag": {"version": "v9.0.0", "commit": "abc"}}`), 0o644)
 	good := runDir(t, "smoke-summary.json")
 	readOnly := runDir(t, "smoke-summary.json")
 	if err := os.Chmod(readOnly, 0o555); err != nil {
@@ -101,7 +100,7 @@ func TestReportRefusesBadInput(t *testing.T) {
 		{"no summary", []string{empty}, []string{"holds no summary.json", "not the output dir of a finished rsag run", "run.json says why"}},
 		{"not json", []string{notJSON}, []string{"not a summary.json", "give the summary.json of an rsag run"}},
 		{"no schema", []string{foreign}, []string{"no schema_version: not an rsag summary.json"}},
-		{"newer schema", []string{newer}, []string{"schema_version 3, but this rsag reads versions 1 and 2", "read it with the rsag that wrote it (rsag v9.0.0, commit abc)"}},
+		{"newer schema", []string{newer}, []string{"schema_version 4, but this rsag reads versions 1, 2 and 3", "read it with the rsag that wrote it (rsag v9.0.0, commit abc)"}},
 		{"unwritable dir", []string{readOnly}, []string{"cannot write the page to " + filepath.Join(readOnly, File), "make the directory writable, or write the page elsewhere with -html FILE"}},
 		{"unwritable -html", []string{"-html", filepath.Join(tmp, "no", "such", "page.html"), good}, []string{"cannot write the page to", "no such file or directory", "choose a file in a directory you can write"}},
 		{"-html a dir", []string{"-html", tmp, good}, []string{"it is a directory: give a file name"}},
@@ -133,7 +132,7 @@ func TestReportRefusesBadInput(t *testing.T) {
 // the run's other files instead of refusing the directory.
 func TestReportListsThePageInRunJSON(t *testing.T) {
 	dir := runDir(t, "rsag-552bdd6-smoke-summary.json")
-	old := outdir.Record{Status: outdir.StatusComplete, Version: "v0.old", Files: []string{"run.json", "summary.json"}}
+	old := outdir.Record{Status: outdir.StatusComplete, Version: "v0.old", Started: "2026-12-01T21:54:28Z", Files: []string{"run.json", "summary.json"}}
 	if err := outdir.WriteRecord(dir, old); err != nil {
 		t.Fatal(err)
 	}

@@ -10,92 +10,113 @@ import (
 )
 
 // Comparison is what rsag compare found, for its page: two runs' summaries,
-// the cases both have with the compared statistic of each and B/A, and the
-// cases only one has.
+// the cases both have with the compared statistics of each and B/A, and
+// the cases only one has. What each case's verdict is, compare decides;
+// the page only shows it.
 type Comparison struct {
 	PathA, PathB string
 	A, B         report.Summary
-	Metric       string  // median, p90 or min
-	Threshold    float64 // B/A above it is slower
+	Metric       string   // the metrics, "median" or "median, p99"
+	Metrics      []string // each one, in the order of each row's A, B and Ratio
+	Threshold    float64  // B/A above it is slower, beyond the spread
 	Rows         []ComparedCase
 	OnlyA, OnlyB []report.TimingStat
 	Warnings     []string // what makes the comparison less fair: a failed run, different setups
+	// Verdict is compare's closing line, which counts every row by its
+	// verdict; Large points out each case beyond the threshold either way.
+	Verdict                             string
+	Large                               []string
+	Slower, Inconclusive, Noise, Faster int
 }
 
 // ComparedCase is one case both runs have.
 type ComparedCase struct {
 	Case        report.TimingStat // A's
-	A, B, Ratio float64           // the statistic in µs, and B/A (0 when A is not positive)
-	Over        bool              // Ratio > Threshold and beyond noise: B is slower
-	// Noise: over the threshold, but B's p10..p90 overlaps A's, so the
-	// runs' own spreads cannot tell them apart.
-	Noise bool
+	A, B, Ratio []float64         // each metric in µs, and B/A
+	Mark        string            // the verdict in words: "SLOWER", "within noise", "inconclusive: ..."
+	Slower      bool              // beyond the threshold and A's spread
+	// Inconclusive: above the threshold, with too few samples to judge.
+	Inconclusive bool
 }
 
 // WriteComparison writes the comparison's page to w: a banner that says
-// whether B is slower anywhere, then the common cases with the slower ones
-// marked, then the cases only one run has.
+// whether B is slower anywhere and counts every row by its verdict, the
+// large changes both ways, then the common cases with their verdicts,
+// then the cases only one run has.
 func WriteComparison(w io.Writer, c Comparison) error {
 	return render(w, comparisonView(c))
 }
 
 func comparisonView(c Comparison) view {
-	slower := 0
-	for _, r := range c.Rows {
-		if r.Over {
-			slower++
-		}
-	}
 	limit := strconv.FormatFloat(c.Threshold, 'f', -1, 64)
-	v := view{Verdict: verdict{Held: slower == 0}}
-	if slower == 0 {
-		v.Verdict.Headline = fmt.Sprintf("No case slower: every one of the %s is within %s x A (%s) in B", plural(len(c.Rows), "common case", "common cases"), limit, c.Metric)
-	} else {
-		v.Verdict.Headline = fmt.Sprintf("SLOWER: %d of %s slower in B than %s x A (%s)", slower, plural(len(c.Rows), "common case", "common cases"), limit, c.Metric)
+	n := len(c.Rows)
+	v := view{Verdict: verdict{Held: c.Slower == 0 && c.Inconclusive == 0}}
+	cases := plural(n, "common case", "common cases")
+	switch {
+	case c.Slower > 0:
+		v.Verdict.Headline = fmt.Sprintf("SLOWER: %d of %s slower in B than %s x A (%s), beyond A's spread", c.Slower, cases, limit, c.Metric)
+	case c.Inconclusive > 0:
+		v.Verdict.Headline = fmt.Sprintf("INCONCLUSIVE: %d of %s above %s x A (%s) with too few samples to judge; none slower beyond A's spread",
+			c.Inconclusive, cases, limit, c.Metric)
+	case c.Noise > 0 || c.Faster > 0:
+		v.Verdict.Headline = fmt.Sprintf("No case slower beyond A's spread: of the %s, %d beyond %s x A (%s) either way are within noise, %d faster",
+			cases, c.Noise, limit, c.Metric, c.Faster)
+	default:
+		v.Verdict.Headline = fmt.Sprintf("No case slower: every one of the %s is within %s x A (%s) in B", cases, limit, c.Metric)
 	}
-	v.Title = fmt.Sprintf("rsag compare: %d of %d cases slower", slower, len(c.Rows))
+	v.Title = fmt.Sprintf("rsag compare: %d of %d cases slower", c.Slower, n)
 	v.Verdict.About = []string{"A: " + describe(c.PathA, c.A), "B: " + describe(c.PathB, c.B)}
-	state := "ok"
-	if slower > 0 {
-		state = "bad"
+	state := func(bad bool) string {
+		if bad {
+			return "bad"
+		}
+		return "ok"
 	}
 	v.Verdict.Checks = []check{
-		{"Slower in B", fmt.Sprintf("%d of %d common cases have B/A above %s", slower, len(c.Rows), limit), state},
+		{"Slower in B", fmt.Sprintf("%d of %d common cases have B/A above %s beyond A's spread", c.Slower, n, limit), state(c.Slower > 0)},
+		{"Inconclusive", fmt.Sprintf("%d of %d above %s with too few samples to judge", c.Inconclusive, n, limit), state(c.Inconclusive > 0)},
+		{"Within noise", fmt.Sprintf("%d of %d beyond %s x A either way, within A's spread", c.Noise, n, limit), "none"},
+		{"Faster in B", fmt.Sprintf("%d of %d below 1/%s x A beyond A's spread", c.Faster, n, limit), "none"},
 		{"Only in A", plural(len(c.OnlyA), "case", "cases"), "none"},
 		{"Only in B", plural(len(c.OnlyB), "case", "cases"), "none"},
 	}
 	for _, w := range c.Warnings {
 		v.Verdict.Checks = append(v.Verdict.Checks, check{"Warning", w, "none"})
 	}
+	v.Verdict.Findings = c.Large
 	common := section{ID: "common", Title: "Cases both runs have",
-		How: fmt.Sprintf("The %s time per operation of each case in A and in B, and B/A: above %s the case is marked slower, unless B's p10..p90 overlaps A's (within noise). "+
-			"A click on a column's heading sorts by it (B/A: the worst last, or first).", c.Metric, limit)}
-	if len(c.Rows) == 0 {
+		How: fmt.Sprintf("The %s time per operation of each case in A and in B, and B/A. Above %s a case is slower only when B's statistic lies beyond A's own spread "+
+			"(the median above A's p90, p90 above A's p99, p99 above A's max) or every sample of B is slower than every sample of A; otherwise it is within noise, "+
+			"and inconclusive when there are too few samples to place the spread. Below 1/%s the same rule calls it faster. "+
+			"A click on a column's heading sorts by it (B/A: the worst last, or first).", c.Metric, limit, limit)}
+	if n == 0 {
 		common.Empty = "No case in common."
 	} else {
-		stats := make([]report.TimingStat, len(c.Rows))
+		stats := make([]report.TimingStat, n)
 		for i, r := range c.Rows {
 			stats[i] = r.Case
 		}
 		dims, fixed := splitDims(stats)
-		t := &table{Sortable: true, Caption: joinDot(append(fixed, c.Metric+", µs per operation")),
-			Head: append(dimHeadsOf(dims), heads("size", "mode", "A µs", "B µs", "B/A", "> "+limit)...)}
-		for _, r := range c.Rows {
-			rw := row{Cells: append(dimCellsOf(dims, r.Case), size(r.Case.SizeBytes), plain(modeLabel(text(r.Case.Mode))),
-				num("%.2f", r.A), num("%.2f", r.B))}
-			if r.A > 0 {
-				rw.Cells = append(rw.Cells, num("%.3f", r.Ratio))
+		head := append(dimHeadsOf(dims), heads("size", "mode")...)
+		for _, m := range c.Metrics {
+			if len(c.Metrics) == 1 {
+				head = append(head, heads("A µs", "B µs", "B/A")...)
 			} else {
-				rw.Cells = append(rw.Cells, plain("n/a"))
+				head = append(head, heads("A "+m+" µs", "B "+m+" µs", "B/A "+m)...)
+			}
+		}
+		t := &table{Sortable: true, Caption: joinDot(append(fixed, c.Metric+", µs per operation")), Head: append(head, heads("> "+limit)...)}
+		for _, r := range c.Rows {
+			rw := row{Cells: append(dimCellsOf(dims, r.Case), size(r.Case.SizeBytes), plain(modeLabel(text(r.Case.Mode))))}
+			for i := range r.A {
+				rw.Cells = append(rw.Cells, num("%.2f", r.A[i]), num("%.2f", r.B[i]), num("%.3f", r.Ratio[i]))
 			}
 			switch {
-			case r.Over:
+			case r.Slower:
 				rw.Class = "bad"
-				rw.Cells = append(rw.Cells, cell{Text: "✗ SLOWER", Class: "bad"})
-			case r.Noise:
-				rw.Cells = append(rw.Cells, plain("within noise"))
+				rw.Cells = append(rw.Cells, cell{Text: "✗ " + r.Mark, Class: "bad"})
 			default:
-				rw.Cells = append(rw.Cells, plain(""))
+				rw.Cells = append(rw.Cells, plain(r.Mark))
 			}
 			t.Rows = append(t.Rows, rw)
 		}

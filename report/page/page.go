@@ -26,6 +26,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"rsag/coll"
@@ -154,6 +155,7 @@ type row struct {
 
 type cell struct {
 	Text, Sort, Class string
+	HTML              template.HTML // drawn instead of Text when set: a strip of the row's distribution
 }
 
 type figure struct {
@@ -162,7 +164,7 @@ type figure struct {
 }
 
 func render(w io.Writer, v view) error {
-	v.CSS = template.CSS(css + modeCSS())
+	v.CSS = template.CSS(css + modeCSS() + distCSS())
 	v.Script = template.JS(script)
 	sum := sha256.Sum256([]byte(script))
 	v.ScriptHash = "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
@@ -174,7 +176,8 @@ func render(w io.Writer, v view) error {
 func modeCSS() string {
 	var b strings.Builder
 	for _, m := range coll.Modes {
-		fmt.Fprintf(&b, "th.m-%s{border-bottom:.3em solid %s}\n", m, plot.ModeColour(string(m)))
+		fmt.Fprintf(&b, "th.m-%s{border-bottom:.3em solid %s}\ntd.m-%s{border-left:.3em solid %s}\n", m, plot.ModeColour(string(m)),
+			m, plot.ModeColour(string(m)))
 	}
 	return b.String()
 }
@@ -213,8 +216,19 @@ func figuresFor(figs map[string][]plot.Inline, kind, run string) []block {
 func text(v any) string { return fmt.Sprint(v) }
 
 func num(format string, v float64) cell {
-	return cell{Text: fmt.Sprintf(format, v), Sort: fmt.Sprint(v), Class: "n"}
+	return cell{Text: fmt.Sprintf(format, v), Sort: sortKey(v), Class: "n"}
 }
+
+// sortKey is a number's sort key, to six digits: a sweep's table has
+// thousands of them.
+func sortKey(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+// us is a time in microseconds as the terminal writes it (report.USText).
+func us(v float64) cell { return cell{Text: report.USText(v), Sort: sortKey(v), Class: "n"} }
+
+// bytesCell is a count of bytes in binary units (268435456: 256 MiB),
+// sorted by the count.
+func bytesCell(b int64) cell { return cell{Text: report.BytesText(b), Sort: fmt.Sprint(b), Class: "n"} }
 
 func size(b int64) cell {
 	return cell{Text: report.SizeText(b), Sort: fmt.Sprint(b), Class: "n"}

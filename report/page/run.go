@@ -124,6 +124,15 @@ func verdictOf(s report.Summary) verdict {
 		v.Checks = append(v.Checks, locateCheck(*s.Locate))
 	}
 	v.Checks = append(v.Checks, gateCheck(s))
+	// The banner is derived from the lines below it, not taken from the
+	// summary's flag alone: a summary.json is mailed and hand-edited, and
+	// a green banner over a failed row is a lie. A locate suspect is a
+	// finding about the cluster, said in the headline, not a failed proof.
+	for _, c := range v.Checks {
+		if c.State == "bad" && c.Name != locateName {
+			v.Held = false
+		}
+	}
 	v.Suspects = suspectsOf(s)
 	notRun := 0
 	for _, c := range v.Checks {
@@ -219,12 +228,29 @@ func timingCheck(s report.Summary) check {
 		}
 	}
 	if len(wrong) == 0 {
-		return check{"Timing results", fmt.Sprintf("every sample of the %s checked correct on every rank", plural(len(s.Timing), "case", "cases")), "ok"}
+		return check{"Timing results", timingCheckedText(s), "ok"}
 	}
 	if len(wrong) > 5 {
 		wrong = append(wrong[:5], fmt.Sprintf("and %d more", len(wrong)-5))
 	}
 	return check{"Timing results", fmt.Sprintf("wrong results in %d of %d cases: %s", len(wrong), len(s.Timing), strings.Join(wrong, "; ")), "bad"}
+}
+
+// timingCheckedText says exactly what was checked of timing results that
+// held: every sample, or (timing.check = "last") only some, with how many
+// were not looked at.
+func timingCheckedText(s report.Summary) string {
+	unchecked, samples := 0, 0
+	for _, t := range s.Timing {
+		unchecked += t.Unchecked
+		samples += (t.Samples + t.Discarded) * max(t.Ranks, 1)
+	}
+	cases := plural(len(s.Timing), "case", "cases")
+	if unchecked == 0 {
+		return fmt.Sprintf("every sample of the %s checked correct on every rank", cases)
+	}
+	return fmt.Sprintf("only the last sample of each mode was checked (timing.check = \"last\"), correct on every rank in the %s; "+
+		"%d of %d samples (over ranks) were not checked: a wrong result among them would not be seen", cases, unchecked, max(samples, unchecked))
 }
 
 func memoryCheck(s report.Summary) check {
@@ -279,7 +305,10 @@ func numericsCheck(s report.Summary) check {
 		"(the largest error is %.3g of it): expected, compare them within the bound, not bitwise", len(differ), len(s.Numerics), worst), "ok"}
 }
 
-const gateName = "Bus-bandwidth gate"
+const (
+	gateName   = "Bus-bandwidth gate"
+	locateName = "Locate"
+)
 
 // soakCheck is the soak's line: how many iterations, and the verdict of
 // the first wrong one.
@@ -296,10 +325,22 @@ func soakCheck(k report.SummarySoak) check {
 // locateCheck is the locate phase's line: a suspect is a finding about the
 // cluster, marked as a failed check so that it is seen.
 func locateCheck(l report.SummaryLocate) check {
+	if len(l.Suspects) == 0 && l.Verdict == "inconclusive" {
+		var why []string
+		for _, s := range l.Steps {
+			if s.Ran && s.Inconclusive != "" {
+				why = append(why, s.Title+": "+s.Inconclusive)
+			}
+		}
+		return check{"Locate", "no suspect, but inconclusive: " + strings.Join(why, "; "), "none"}
+	}
+	if len(l.Suspects) == 0 && len(l.Intermittent) > 0 {
+		return check{"Locate", "no suspect; intermittent: " + strings.Join(report.IntermittentTexts(&l), "; "), "bad"}
+	}
 	if len(l.Suspects) == 0 {
 		return check{"Locate", fmt.Sprintf("no node, link or rank below %.2gx the median in every repeat", l.Threshold), "ok"}
 	}
-	return check{"Locate", plural(len(l.Suspects), "suspect", "suspects") + ": " + strings.Join(locateTexts(l), "; "), "bad"}
+	return check{locateName, plural(len(l.Suspects), "suspect", "suspects") + ": " + strings.Join(locateTexts(l), "; "), "bad"}
 }
 
 func locateTexts(l report.SummaryLocate) []string {
@@ -550,8 +591,11 @@ func splitDims(stats []report.TimingStat, skip ...string) (varying []dim, fixed 
 
 func timingSection(s report.Summary, figs map[string][]plot.Inline) section {
 	sec := section{ID: "timing", Title: "Timing",
-		How: fmt.Sprintf("Microseconds per operation. A sample is the slowest of the %d ranks in one cycle; each cell is the median "+
-			"[p10..p90] of the kept samples, and bus bandwidth (GB/s) is nccl-tests' from the median. A click on a column's heading sorts by it.", s.WorldSize)}
+		How: fmt.Sprintf("Microseconds per operation. A sample is the slowest of the %d ranks in one cycle; a row gives a case's mode the median "+
+			"[p10..p90], the p99 and the maximum of its kept samples, the terminal's figures, and draws them: the whisker from the minimum to the maximum, "+
+			"the box from p10 to p90, the bar at the median, the dot at the p99, on one log scale from half the median to %gx it (the faint line is 2x), "+
+			"so that the tails of every row compare. Bus bandwidth (GB/s) is nccl-tests' from the median; vs AR is the median over direct AllReduce's; "+
+			"the slowest rank is the one whose own median is highest. A click on a column's heading sorts by it.", s.WorldSize, distHi)}
 	if len(s.Timing) == 0 {
 		sec.Empty = absent(s, "timing")
 		return sec
@@ -581,87 +625,86 @@ func timingSection(s report.Summary, figs map[string][]plot.Inline) section {
 }
 
 // timingTable is one run's timings as the terminal shows them: a row per
-// case and size, each mode's median [p10..p90], the RS+AG / AR ratio, each
-// mode's bus bandwidth and slowest rank.
+// case and mode, its median [p10..p90], p99 and maximum, a strip of that
+// distribution (distStrip), its bus bandwidth, its median over direct
+// AllReduce's and its slowest rank.
 func timingTable(stats []report.TimingStat) *table {
 	varying, fixed := splitDims(stats, "run")
-	var modes []coll.TimedMode
-	for _, name := range coll.Modes {
-		if slices.ContainsFunc(stats, func(t report.TimingStat) bool { return text(t.Mode) == string(name) }) {
-			m, _ := coll.ModeOf(name)
-			modes = append(modes, m)
+	direct := map[coll.Case]report.TimingStat{}
+	modes := map[coll.Mode]bool{}
+	for _, st := range stats {
+		modes[st.Mode] = true
+		if st.Mode == coll.Direct {
+			direct[st.Pair()] = st
 		}
 	}
-	has := func(name coll.Mode) bool {
-		return slices.ContainsFunc(modes, func(m coll.TimedMode) bool { return m.Name == name })
+	vsAR := len(direct) > 0 && len(modes) > 1
+	var legend []string
+	for _, name := range coll.Modes {
+		if m, _ := coll.ModeOf(name); modes[name] {
+			legend = append(legend, m.Short+" "+m.Title)
+		}
 	}
-	ratio := has(coll.Direct) && has(coll.Decomposed)
-	t := &table{Sortable: true, Caption: strings.Join(append(fixed, "µs per operation, median [p10..p90]"), " · ")}
+	t := &table{Sortable: true, Caption: strings.Join(append(fixed, "µs per operation; a sample is the slowest rank's in a cycle; modes: "+
+		strings.Join(legend, ", ")), " · ")}
 	for _, d := range varying {
 		t.Head = append(t.Head, headCell{Text: d.Name})
 	}
-	t.Head = append(t.Head, headCell{Text: "size"})
-	for _, m := range modes {
-		t.Head = append(t.Head, headCell{Text: m.Label, Class: "m-" + string(m.Name)})
-	}
-	if ratio {
-		t.Head = append(t.Head, headCell{Text: "RS+AG / AR"})
-	}
-	for _, m := range modes {
-		t.Head = append(t.Head, headCell{Text: m.Short + " busbw", Class: "m-" + string(m.Name)})
+	t.Head = append(t.Head, heads("size", "mode", "median [p10..p90]", "p99", "max", "distribution", "busbw GB/s")...)
+	if vsAR {
+		t.Head = append(t.Head, headCell{Text: "vs AR"})
 	}
 	t.Head = append(t.Head, headCell{Text: "slowest rank"})
-	byKey := map[coll.Case]report.TimingStat{}
+	// Rows in the order of the cases, each case's modes in coll.Modes' order.
 	var pairs []coll.Case
-	first := map[coll.Case]report.TimingStat{}
+	byPair := map[coll.Case][]report.TimingStat{}
 	for _, st := range stats {
-		byKey[st.Case] = st
-		if _, ok := first[st.Pair()]; !ok {
-			first[st.Pair()] = st
+		if _, ok := byPair[st.Pair()]; !ok {
 			pairs = append(pairs, st.Pair())
 		}
+		byPair[st.Pair()] = append(byPair[st.Pair()], st)
 	}
-	for _, pair := range pairs {
-		at := func(m coll.Mode) (report.TimingStat, bool) {
-			k := pair
-			k.Mode = m
-			st, ok := byKey[k]
-			return st, ok
-		}
+	var ordered []report.TimingStat
+	for _, p := range pairs {
+		of := byPair[p]
+		slices.SortStableFunc(of, func(a, b report.TimingStat) int {
+			return rankOf(coll.Modes, a.Mode) - rankOf(coll.Modes, b.Mode)
+		})
+		ordered = append(ordered, of...)
+	}
+	for _, st := range ordered {
+		m, _ := coll.ModeOf(st.Mode)
 		var r row
 		for _, d := range varying {
-			r.Cells = append(r.Cells, plain(orDash(d.Text(first[pair].Case))))
+			r.Cells = append(r.Cells, plain(orDash(d.Text(st.Case))))
 		}
-		r.Cells = append(r.Cells, size(pair.SizeBytes))
-		var busbw []cell
-		var slowest []string
-		for _, m := range modes {
-			st, ok := at(m.Name)
-			if !ok {
-				r.Cells, busbw, slowest = append(r.Cells, plain("-")), append(busbw, plain("-")), append(slowest, "-")
-				continue
-			}
-			c := cell{Text: fmt.Sprintf("%.2f [%.2f..%.2f]", st.MedianUS, st.P10US, st.P90US), Sort: fmt.Sprint(st.MedianUS), Class: "n"}
-			if !st.Correct {
-				c.Text, c.Class, r.Class = c.Text+" ✗ wrong", "n bad", "bad"
-			}
-			r.Cells = append(r.Cells, c)
-			busbw = append(busbw, num("%.2f", st.BusBWGBps))
-			slowest = append(slowest, fmt.Sprint(st.SlowestRank))
+		med := cell{Text: fmt.Sprintf("%s [%s..%s]", report.USText(st.MedianUS), report.USText(st.P10US), report.USText(st.P90US)),
+			Sort: sortKey(st.MedianUS), Class: "n"}
+		if !st.Correct {
+			med.Text, med.Class, r.Class = med.Text+" ✗ wrong", "n bad", "bad"
 		}
-		if ratio {
-			d, okD := at(coll.Direct)
-			c, okC := at(coll.Decomposed)
-			if okD && okC && d.MedianUS > 0 {
-				r.Cells = append(r.Cells, num("%.3f", c.MedianUS/d.MedianUS))
+		r.Cells = append(r.Cells, size(st.SizeBytes), cell{Text: orDash(m.Short), Class: "m m-" + string(st.Mode)}, med,
+			us(st.P99US), us(st.MaxUS), cell{HTML: distStrip(st), Sort: sortKey(st.MaxUS / math.Max(st.MedianUS, 1e-9))},
+			num("%.2f", st.BusBWGBps))
+		if vsAR {
+			if d, ok := direct[st.Pair()]; ok && st.Mode != coll.Direct && d.MedianUS > 0 {
+				r.Cells = append(r.Cells, num("%.3f", st.MedianUS/d.MedianUS))
 			} else {
 				r.Cells = append(r.Cells, plain("-"))
 			}
 		}
-		r.Cells = append(append(r.Cells, busbw...), cell{Text: strings.Join(slowest, " / "), Class: "n"})
+		r.Cells = append(r.Cells, cell{Text: fmt.Sprint(st.SlowestRank), Sort: fmt.Sprint(st.SlowestRank), Class: "n"})
 		t.Rows = append(t.Rows, r)
 	}
 	return t
+}
+
+// rankOf is v's place in order, past every known one when it is not there.
+func rankOf[T comparable](order []T, v T) int {
+	if i := slices.Index(order, v); i >= 0 {
+		return i
+	}
+	return len(order)
 }
 
 // caseDim is a dimension of a case as a table shows it (coll.Dims).
@@ -796,8 +839,9 @@ func sizesText(sizes []int64) string {
 
 func breakdownSection(s report.Summary) section {
 	sec := section{ID: "breakdown", Title: "Where the decomposition's time goes",
-		How: "At each size, ReduceScatter alone and AllGather alone as shares of the decomposition's median, and what is left. " +
-			"A positive rest is what running the two back to back costs beyond their sum (synchronisation, a cache or protocol effect); a negative one, that they overlap."}
+		How: "At each size, ReduceScatter alone and AllGather alone (their medians in µs) as shares of the decomposition's median, and what is left: " +
+			"what running the two back to back costs beyond their sum (synchronisation, a cache or protocol effect). The parts run one after the other inside the whole, " +
+			"so they cannot add up to more: where they do by less than the runs' noise the rest is zero within noise, and where they do beyond it the time is not split."}
 	if len(s.Breakdown) == 0 {
 		if len(s.Timing) == 0 {
 			sec.Empty = absent(s, "timing")
@@ -811,16 +855,16 @@ func breakdownSection(s report.Summary) section {
 		cases = append(cases, b.Case)
 	}
 	dims := modelCaseDims(cases)
-	t := &table{Sortable: true, Head: append(dimHeads(dims), heads("decomposition", "size", "whole µs", "parts", "unexplained")...)}
+	t := &table{Sortable: true, Head: append(dimHeads(dims), heads("decomposition", "size", "whole µs", "parts µs (share)", "rest µs (share)")...)}
 	for _, b := range s.Breakdown {
 		for _, sh := range b.Shares {
-			var parts []string
-			for _, p := range sh.Parts {
-				parts = append(parts, fmt.Sprintf("%s %.2f µs (%.0f%%)", modeLabel(p.Mode), p.US, 100*p.Share))
+			parts, rest, note := report.ShareText(sh)
+			if note != "" {
+				rest = note // it begins with the verdict: "not split: ...", "within noise: ..."
 			}
 			t.Rows = append(t.Rows, row{Cells: append(dimCells(dims, b.Case), plain(modeLabel(b.Mode)), size(sh.SizeBytes),
-				num("%.2f", sh.WholeUS), plain(strings.Join(parts, " + ")),
-				cell{Text: fmt.Sprintf("%.2f µs (%.0f%%)", sh.UnexplainedUS, 100*sh.UnexplainedShare), Sort: fmt.Sprint(sh.UnexplainedShare), Class: "n"})})
+				us(sh.WholeUS), plain(parts),
+				cell{Text: rest, Sort: fmt.Sprint(sh.UnexplainedUS), Class: "n wrap"})})
 		}
 	}
 	sec.Blocks = []block{{Table: t}}
@@ -829,7 +873,7 @@ func breakdownSection(s report.Summary) section {
 
 func memorySection(s report.Summary, figs map[string][]plot.Inline) section {
 	sec := section{ID: "memory", Title: "Memory",
-		How: "Bytes above the baseline while each strategy holds its result (steady) and at its highest (peak), on the rank where they are " +
+		How: "Memory (binary units: 1 MiB = 1048576 bytes; summary.json has the bytes) above the baseline while each strategy holds its result (steady) and at its highest (peak), on the rank where they are " +
 			"highest, against what the buffers' sizes say they must be; x is the multiple of the payload. The device count (cuMemGetInfo) includes the library's own buffers."}
 	if len(s.Memory) == 0 {
 		sec.Empty = absent(s, "memory")
@@ -854,7 +898,7 @@ func memorySection(s report.Summary, figs map[string][]plot.Inline) section {
 		}
 		r := row{Cells: []cell{plain(m.Mode), {Text: rangeText(steady), Sort: fmt.Sprint(slices.Max(steady)), Class: "n"},
 			num("%.3f", float64(slices.Max(steady))/payload), {Text: rangeText(peak), Sort: fmt.Sprint(slices.Max(peak)), Class: "n"},
-			num("%.3f", float64(slices.Max(peak))/payload), {Text: fmt.Sprintf("%d / %d", m.AnalyticSteadyBytes, m.AnalyticPeakBytes), Class: "n"},
+			num("%.3f", float64(slices.Max(peak))/payload), {Text: report.BytesText(m.AnalyticSteadyBytes) + " / " + report.BytesText(m.AnalyticPeakBytes), Class: "n"},
 			yesNo(m.MatchesAnalytic), {Text: device, Class: "n"}, yesNo(m.Correct)}}
 		if !m.Correct {
 			r.Class = "bad"
@@ -868,9 +912,9 @@ func memorySection(s report.Summary, figs map[string][]plot.Inline) section {
 func rangeText(v []int64) string {
 	lo, hi := slices.Min(v), slices.Max(v)
 	if lo == hi {
-		return fmt.Sprint(lo)
+		return report.BytesText(lo)
 	}
-	return fmt.Sprintf("%d..%d", lo, hi)
+	return report.BytesText(lo) + ".." + report.BytesText(hi)
 }
 
 func numericsSection(s report.Summary) section {
@@ -909,7 +953,7 @@ func soakSection(k report.SummarySoak) section {
 	}
 	runs := &table{Head: heads("seed", "iterations", "failed", "failure rate", "bytes moved (rank 0)", "seconds", "not drawn at this width"),
 		Rows: []row{{Cells: []cell{plain(fmt.Sprint(k.Seed)), num("%.0f", float64(k.Iterations)), num("%.0f", float64(k.FailedIterations)),
-			num("%.3g", k.FailureRate), size(k.BytesMoved), num("%.1f", k.ElapsedS), plain(notDrawn)}}}}
+			num("%.3g", k.FailureRate), bytesCell(k.BytesMoved), num("%.1f", k.ElapsedS), plain(notDrawn)}}}}
 	sec.Blocks = []block{{Table: runs}}
 	if len(k.Faults) == 0 {
 		return sec
@@ -948,6 +992,22 @@ func locateSection(l report.SummaryLocate, figs map[string][]plot.Inline) sectio
 		nodes.Rows = append(nodes.Rows, r)
 	}
 	sec.Blocks = []block{{Table: nodes}}
+	if len(l.RankPairs) > 0 {
+		ranks := &table{Sortable: true, Caption: plural(len(l.RankPairs), "rank pair", "rank pairs") + " within nodes",
+			Head: heads("host", "ranks", "figures", "verdict")}
+		for _, p := range l.RankPairs {
+			var figs []string
+			for _, f := range p.Figures {
+				figs = append(figs, fmt.Sprintf("%.3g", f.Figure))
+			}
+			r := row{Cells: []cell{plain(p.Nodes[0]), plain(listText(p.Ranks)), plain(strings.Join(figs, " ")), plain(p.Verdict)}}
+			if p.Suspect {
+				r.Class = "bad"
+			}
+			ranks.Rows = append(ranks.Rows, r)
+		}
+		sec.Blocks = append(sec.Blocks, block{Table: ranks})
+	}
 	for _, f := range figs[plot.LocatePairs] {
 		sec.Blocks = append(sec.Blocks, figureBlock(f))
 	}
@@ -984,6 +1044,12 @@ func nodesSection(s report.Summary) section {
 			{Text: fmt.Sprint(r.LocalRank), Sort: fmt.Sprint(r.LocalRank), Class: "n"}, plain(r.Device), plain(orDash(r.BusID))}})
 	}
 	sec.Blocks = []block{{Table: nodes}, {Table: ranks}}
+	if len(s.Ranks) > report.FoldRanksAbove {
+		// A row a rank would be thousands: the nodes' rows say it.
+		nodes.Caption = fmt.Sprintf("%s; %s, one row a node (above %d ranks the rank rows fold)", nodes.Caption,
+			plural(len(s.Ranks), "rank", "ranks"), report.FoldRanksAbove)
+		sec.Blocks = []block{{Table: nodes}}
+	}
 	return sec
 }
 

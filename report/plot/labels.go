@@ -31,11 +31,12 @@ type names struct {
 	width vg.Length // the widest label, with its gap
 }
 
-// lineNames returns the labels for a figure whose lines are told apart by
-// mode alone (one element type, one reduction, at most maxNamedLines
-// modes), or nil.
+// lineNames returns the labels for a figure's lines, told apart by mode
+// alone in every panel, when it has at most maxNamedLines modes; nil for
+// small multiples, whose panels are too narrow for them (the legend names
+// the modes), and for the ratio figure.
 func lineNames(lay layout, vals []value) *names {
-	if len(lay.dtypes) != 1 || len(lay.ops) != 1 {
+	if len(lay.panels) > manyPanels {
 		return nil
 	}
 	n := &names{text: map[string]string{}, style: newLegend(nil).TextStyle}
@@ -70,7 +71,8 @@ func dataWidth(panels int, legend []legendSection) vg.Length {
 		lw, _ := legendExtent(legend)
 		return width - lw - 2*pad - vg.Points(yAxis+40) // the axis label and its padding too
 	}
-	return panelW - vg.Points(yAxis)
+	pw, _ := panelSize(panels)
+	return pw - vg.Points(yAxis)
 }
 
 // makeRoom widens p's log x axis to the right so that the widest label

@@ -16,18 +16,21 @@
 // '-' and '_' replaced by '_'. When the only run is "default" (a config
 // without [[run]] tables) the suffix is left off: time_vs_size.png.
 //
-// A run's figure has one panel per placement and method that it timed
-// ("out-of-place, batched x20"), all on the same axis ranges so that the
-// panels compare. Inside a panel the mode is the colour (Okabe-Ito's
-// colour-blind-safe palette, the same in every figure: direct AllReduce
-// blue, ReduceScatter + AllGather vermillion) and the line style too
-// (solid, dashed, ...), so that grey-scale print keeps the modes apart;
-// the reduction is the marker, or the element type in a run of one
-// reduction. One legend at the right lists the modes and the markers, so
-// it grows with their sum, not their product; a field with one value over
-// the run is named in the title instead. A panel whose lines differ by
-// mode alone names each line at its end, so that the reader need not look
-// across to the legend.
+// A run's figure is small multiples: one panel per case but its size and
+// mode ("int8 sum, out-of-place, batched x20"), named by what differs
+// between the panels, all on the same axis ranges so that the panels
+// compare; a row per element type and reduction, a column per placement
+// and method. Each line is then one mode of one case. The mode is the
+// colour (Okabe-Ito's colour-blind-safe palette, the same in every figure:
+// direct AllReduce blue, ReduceScatter + AllGather vermillion) and the
+// line style too (solid, dashed, ...), so that grey-scale print keeps the
+// modes apart. One legend at the right lists the modes; a field with one
+// value over the run is named in the title instead. A figure of a few
+// panels names each line at its end, so that the reader need not look
+// across to the legend; one of many draws them smaller, with shared axes
+// labelled on the outer panels, no grid and square markers, so that a
+// sweep of hundreds of cases stays small enough to mail. Time axes are
+// labelled in units (10 µs, 1 ms), never "100000" beside "1e+06".
 //
 // Like the CSVs and tables, it is a separate writer over the same rows.
 package plot
@@ -67,7 +70,21 @@ const (
 
 	panelW = 4.6 * vg.Inch
 	panelH = 3.4 * vg.Inch
+
+	// Small multiples: a figure of more than manyPanels panels (a sweep's
+	// cases, a panel each) draws them smaller, smallW x smallH.
+	manyPanels = 6
+	smallW     = 3.3 * vg.Inch
+	smallH     = 2.4 * vg.Inch
 )
+
+// panelSize is the size of each of n panels.
+func panelSize(n int) (w, h vg.Length) {
+	if n > manyPanels {
+		return smallW, smallH
+	}
+	return panelW, panelH
+}
 
 // Names of the figures, without extension (and without a run's suffix).
 const (
@@ -399,7 +416,8 @@ func (f figure) size() (w, h vg.Length) {
 	lw, lh := legendExtent(f.legend)
 	rows := (len(f.panels) + f.cols - 1) / f.cols
 	top, label := f.titleHeight(), labelHeight()
-	return label + vg.Length(f.cols)*panelW + lw + 3*pad, max(top+vg.Length(rows)*panelH+label, top+lh+pad)
+	pw, ph := panelSize(len(f.panels))
+	return label + vg.Length(f.cols)*pw + lw + 3*pad, max(top+vg.Length(rows)*ph+label, top+lh+pad)
 }
 
 func labelStyle() draw.TextStyle {
@@ -471,7 +489,8 @@ func (f figure) render(format string) ([]byte, error) {
 		lh := labelHeight()
 		area := draw.Crop(dc, lh, -lw-pad, 0, -th)
 		// The panels keep their height at the top when the legend is taller.
-		area.Min.Y = area.Max.Y - vg.Length(rows)*panelH
+		_, ph := panelSize(len(f.panels))
+		area.Min.Y = area.Max.Y - vg.Length(rows)*ph
 		canvases := plot.Align(grid, tiles, area)
 		// The axis labels, centred on the data areas of the outer panels.
 		ls := labelStyle()
@@ -520,6 +539,15 @@ func (c fastPNG) WriteTo(w io.Writer) (int64, error) {
 // newPlot is a plot with rsag's fonts and grid; its title and axis
 // labels are the figure's, set when it is drawn.
 func newPlot() *plot.Plot {
+	p := newBarePlot()
+	p.Add(&plotter.Grid{Vertical: draw.LineStyle{Color: color.Gray{225}, Width: vg.Points(0.5)},
+		Horizontal: draw.LineStyle{Color: color.Gray{225}, Width: vg.Points(0.5)}})
+	return p
+}
+
+// newBarePlot is newPlot without the grid, for small multiples: their
+// panels are read against each other, not against a grid.
+func newBarePlot() *plot.Plot {
 	p := plot.New()
 	p.Title.TextStyle.Font.Size = titleSize
 	p.Title.Padding = vg.Points(8)
@@ -527,8 +555,6 @@ func newPlot() *plot.Plot {
 		a.Label.TextStyle.Font.Size = labelSize
 		a.Tick.Label.Font.Size = tickSize
 	}
-	p.Add(&plotter.Grid{Vertical: draw.LineStyle{Color: color.Gray{225}, Width: vg.Points(0.5)},
-		Horizontal: draw.LineStyle{Color: color.Gray{225}, Width: vg.Points(0.5)}})
 	return p
 }
 
@@ -624,7 +650,7 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 			}
 			tk := plot.Tick{Value: v}
 			if m == 1 || all {
-				tk.Label = number(v)
+				tk.Label = usTick(v)
 			}
 			t = append(t, tk)
 		}
@@ -632,12 +658,48 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 	return t
 }
 
-// number writes a tick value plainly: 0.5, 20, 1000, 1e+06.
-func number(v float64) string {
-	if v >= 1e6 || v < 1e-3 {
-		return strconv.FormatFloat(v, 'g', 3, 64)
+// usTick writes a time in microseconds in the unit that keeps it short,
+// every label of an axis alike: 500 ns, 20 µs, 1 ms, 100 ms, 2 s (not
+// "100000" beside "1e+06").
+func usTick(us float64) string {
+	for _, u := range []struct {
+		name string
+		per  float64
+	}{{"s", 1e6}, {"ms", 1e3}, {"µs", 1}, {"ns", 1e-3}} {
+		if us >= u.per || u.name == "ns" {
+			return strconv.FormatFloat(us/u.per, 'f', -1, 64) + " " + u.name
+		}
 	}
-	return strconv.FormatFloat(v, 'f', -1, 64)
+	return ""
+}
+
+// number writes a tick value plainly: 0.5, 20, 1000, 2500000.
+func number(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// majorOnly is a ticker's labelled ticks alone: small multiples draw no
+// minor ticks, which would crowd a small panel and weigh its SVG.
+type majorOnly struct{ plot.Ticker }
+
+func (m majorOnly) Ticks(min, max float64) []plot.Tick {
+	var out []plot.Tick
+	for _, t := range m.Ticker.Ticks(min, max) {
+		if t.Label != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// unlabelled is a panel's ticks without their labels: inside a grid only
+// the outer panels label their axes, which the others share.
+type unlabelled struct{ plot.Ticker }
+
+func (u unlabelled) Ticks(min, max float64) []plot.Tick {
+	t := u.Ticker.Ticks(min, max)
+	for i := range t {
+		t[i].Label = "" // drawn as a short tick, with no text to weigh the page
+	}
+	return t
 }
 
 // linearTicks label a 1, 2 or 5 x 10^k step that gives 5 to 10 labels,

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/plot"
+
 	"rsag/coll"
 	"rsag/report"
 )
@@ -362,29 +364,15 @@ func TestSweepExample(t *testing.T) {
 	}
 }
 
-func TestLegendGrowsWithTheSum(t *testing.T) {
-	dtypes := []string{"int8", "float16", "bfloat16", "float32", "float64"}
-	ops := []string{"sum", "prod", "max", "min"}
-	modes := []string{"direct", "decomposed"}
-	// Several types and reductions: the modes, the reductions' markers and
-	// one line saying the types are not told apart.
-	if got, want := entryCount(timingLegend(dtypes, ops, modes)), len(modes)+len(ops)+1; got != want {
-		t.Errorf("timing legend has %d entries, want modes+ops+1 = %d", got, want)
+// The legend lists the modes alone, however many types and reductions:
+// each panel names its case.
+func TestLegendListsTheModes(t *testing.T) {
+	lay := layoutOf(splitRuns(summaryOf(multiRunStats(), nil))[0])
+	if got := entryCount(timingLegend(lay, []string{"direct", "decomposed"})); got != 2 {
+		t.Errorf("timing legend has %d entries, want the 2 modes", got)
 	}
-	if got, want := entryCount(ratioLegend(dtypes, ops)), 2+len(ops)+1; got != want {
-		t.Errorf("ratio legend has %d entries, want 2+ops+1 = %d", got, want)
-	}
-	// The seed's one case: just the two modes (and the ratio and its
-	// reference), the case named in the title.
-	if got := entryCount(timingLegend(dtypes[3:4], ops[:1], modes)); got != 2 {
-		t.Errorf("one case: %d entries, want 2", got)
-	}
-	if got := entryCount(ratioLegend(dtypes[3:4], ops[:1])); got != 2 {
-		t.Errorf("one case, ratio: %d entries, want 2", got)
-	}
-	// One reduction over several types: the types have the markers.
-	if got := entryCount(timingLegend(dtypes, []string{"avg"}, modes)); got != len(dtypes)+2 {
-		t.Errorf("one reduction: %d entries, want %d", got, len(dtypes)+2)
+	if got := entryCount(ratioLegend(lay)); got != 2 {
+		t.Errorf("ratio legend has %d entries, want the ratio and 1", got)
 	}
 }
 
@@ -418,10 +406,6 @@ func TestModesHaveTheirOwnColour(t *testing.T) {
 	if a.Color != b.Color {
 		t.Errorf("direct is drawn %v for float32 and %v for int8: the colour is the mode's", a.Color, b.Color)
 	}
-	// One reduction, several types: the types have the markers.
-	if markerOf(lay.dtypes, lay.ops, lineKey{"float32", "sum", "direct"}) == markerOf(lay.dtypes, lay.ops, lineKey{"int8", "sum", "direct"}) {
-		t.Error("float32 and int8 share a marker in a run of one reduction")
-	}
 }
 
 // A figure whose lines differ by mode alone names them at their ends, in
@@ -435,7 +419,7 @@ func TestLinesAreNamedWhenFew(t *testing.T) {
 	}
 	many := splitRuns(summaryOf(multiRunStats(), nil))[0]
 	if n := lineNames(layoutOf(many), timingValues(many.stats, func(s report.TimingStat) float64 { return s.MedianUS })); n != nil {
-		t.Errorf("a run of 3 types x 2 reductions: names %+v, want none (the legend says)", n.text)
+		t.Errorf("small multiples of 3 types x 2 reductions: names %+v, want none (the legend says)", n.text)
 	}
 	// The names fit: the x axis reaches past the largest size by more
 	// than the widest label needs.
@@ -455,6 +439,9 @@ func TestLinesAreNamedWhenFew(t *testing.T) {
 	}
 }
 
+// A sweep is drawn as small multiples: a panel per case but its size and
+// mode, so that each line is one mode of one case, named by its panel; a
+// row per element type and reduction, a column per placement and method.
 func TestLayout(t *testing.T) {
 	runs := splitRuns(summaryOf(multiRunStats(), nil))
 	if len(runs) != 2 || runs[0].suffix != "_matrix" || runs[1].suffix != "_my_run_2" {
@@ -463,12 +450,14 @@ func TestLayout(t *testing.T) {
 	lay := layoutOf(runs[0])
 	var panels []string
 	for _, k := range lay.panels {
-		panels = append(panels, k.label())
+		panels = append(panels, lay.label(k))
 	}
-	want := "out-of-place, per-op|out-of-place, batched x20|out-of-place, graph x20|" +
-		"in-place, per-op|in-place, batched x20|in-place, graph x20"
-	if got := strings.Join(panels, "|"); got != want || lay.cols != 3 {
-		t.Errorf("panels %q in %d columns, want %q in 3", got, lay.cols, want)
+	if len(panels) != 3*2*2*3 || lay.cols != 3 {
+		t.Fatalf("%d panels in %d columns, want 36 (3 types x 2 reductions x 2 placements x 3 methods) in 3", len(panels), lay.cols)
+	}
+	if got, want := strings.Join(panels[:4], "|"), "int8 sum out-of-place per-op|int8 sum out-of-place batched x20|"+
+		"int8 sum out-of-place graph x20|int8 sum in-place per-op"; got != want {
+		t.Errorf("panels %q, want %q", got, want)
 	}
 	if got := strings.Join(lay.dtypes, " "); got != "int8 bfloat16 float32" {
 		t.Errorf("dtypes in report order: %q", got)
@@ -479,6 +468,38 @@ func TestLayout(t *testing.T) {
 	one := layoutOf(splitRuns(summaryOf(sweepStats()[:2], nil))[0])
 	if got, want := one.title("Median time per operation"), "Median time per operation: float32 sum out-of-place per-op, 4 ranks"; got != want {
 		t.Errorf("title %q, want %q", got, want)
+	}
+	// Each panel holds one line per mode, and only the outer panels label
+	// their axes.
+	lines := map[panelKey]map[lineKey]bool{}
+	for _, v := range timingValues(runs[0].stats, func(s report.TimingStat) float64 { return s.MedianUS }) {
+		if lines[v.panel] == nil {
+			lines[v.panel] = map[lineKey]bool{}
+		}
+		lines[v.panel][v.line] = true
+	}
+	for k, ls := range lines {
+		modes := map[string]bool{}
+		for l := range ls {
+			modes[l.Mode] = true
+		}
+		if len(modes) != len(ls) {
+			t.Errorf("panel %s has lines %v: want one per mode", lay.label(k), ls)
+		}
+	}
+	f := timeVsSize(runs[0])
+	for i, p := range f.panels {
+		_, inner := p.X.Tick.Marker.(unlabelled)
+		if inner != (i+f.cols < len(f.panels)) {
+			t.Errorf("panel %d: x labels hidden %v", i, inner)
+		}
+	}
+}
+
+// A time axis is labelled in one unit style, never "100000" beside "1e+06".
+func TestTimeTicksInUnits(t *testing.T) {
+	if got, want := strings.Join(tickLabels(logTicks{}.Ticks(3, 2e6)), ", "), "10 µs, 100 µs, 1 ms, 10 ms, 100 ms, 1 s"; got != want {
+		t.Errorf("ticks %q, want %q", got, want)
 	}
 }
 
@@ -581,14 +602,19 @@ func TestLinearTicks(t *testing.T) {
 	}
 }
 
-func TestBinaryTicks(t *testing.T) {
+// tickLabels are the labels of the labelled ticks.
+func tickLabels(ticks []plot.Tick) []string {
 	var labels []string
-	for _, tk := range (binaryTicks{}).Ticks(0, 716.8) {
+	for _, tk := range ticks {
 		if tk.Label != "" {
 			labels = append(labels, tk.Label)
 		}
 	}
-	if got, want := strings.Join(labels, " "), "0 128 256 384 512 640"; got != want {
+	return labels
+}
+
+func TestBinaryTicks(t *testing.T) {
+	if got, want := strings.Join(tickLabels(binaryTicks{}.Ticks(0, 716.8)), " "), "0 128 256 384 512 640"; got != want {
 		t.Errorf("ticks = %q, want %q", got, want)
 	}
 }

@@ -62,32 +62,6 @@ func ModeColour(mode string) string {
 	return fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8)
 }
 
-// opGlyphs give each reduction its marker, filled; sum, the seed's, keeps
-// its circle.
-var opGlyphs = map[string]draw.GlyphDrawer{
-	"sum": draw.CircleGlyph{}, "prod": draw.BoxGlyph{}, "max": draw.PyramidGlyph{},
-	"min": downGlyph{}, "avg": diamondGlyph{},
-}
-
-// dtypeGlyphs give each of NCCL's ten element types a marker, for a run
-// of one reduction over several types: the filled ones for the float
-// types, float32 (the seed's) keeping the circle, outlines and strokes for
-// the integers.
-var dtypeGlyphs = map[string]draw.GlyphDrawer{
-	"float32": draw.CircleGlyph{}, "float16": draw.BoxGlyph{}, "bfloat16": draw.PyramidGlyph{},
-	"float64": diamondGlyph{}, "int8": downGlyph{}, "uint8": draw.RingGlyph{}, "int32": draw.SquareGlyph{},
-	"uint32": draw.TriangleGlyph{}, "int64": draw.CrossGlyph{}, "uint64": draw.PlusGlyph{},
-}
-
-func glyphOf(table map[string]draw.GlyphDrawer, v string) draw.GlyphDrawer {
-	if g, ok := table[v]; ok {
-		return g
-	}
-	return draw.CrossGlyph{}
-}
-
-func opGlyph(o string) draw.GlyphDrawer { return glyphOf(opGlyphs, o) }
-
 // downGlyph is a filled triangle pointing down: the mirror of max's.
 type downGlyph struct{}
 
@@ -143,32 +117,46 @@ func modeStyle(mode string) ([]vg.Length, string) {
 }
 
 // panelKey is what a panel of a run's figure stands for: a case without
-// what its figure, lines and x axis show (run, dtype, op, mode, size), so
-// that every other dimension of a sweep gets panels of its own.
+// what its figure, lines and x axis show (run, mode, size), so that every
+// other dimension of a sweep gets panels of its own, small multiples in
+// which each line is one mode of one case.
 type panelKey coll.Case
 
 // panelOf is the panel a case's curves are drawn in.
 func panelOf(c coll.Case) panelKey {
-	c.Run, c.SizeBytes, c.DType, c.Op, c.Mode = "", 0, 0, 0, ""
+	c.Run, c.SizeBytes, c.Mode = "", 0, ""
 	return panelKey(c)
 }
 
-// parts are the panel's dimensions as reports spell them, those it sets
-// (a dimension the panel zeroes reads as the zero case does) and that are
-// not the seed's: "out-of-place", "batched x20", then buffers and CTA
-// policy when they are not plain and default.
-func (k panelKey) parts() []string {
+// parts are the panel's dimensions as reports spell them, those in vary
+// (the dimensions whose values differ between the figure's panels): "int8
+// sum", "out-of-place, batched x20".
+func (k panelKey) parts(vary []coll.Dim) []string {
 	var parts []string
-	for _, d := range coll.Dims {
-		if v := d.Text(coll.Case(k)); v != d.Text(coll.Case{}) && v != d.Usual {
+	for _, d := range vary {
+		parts = append(parts, d.Text(coll.Case(k)))
+	}
+	return parts
+}
+
+// fixedParts are the dimensions that have one value over all the panels,
+// those that are not the seed's usual ones.
+func (lay layout) fixedParts() []string {
+	var parts []string
+	for _, d := range coll.Dims[1:] {
+		if slices.ContainsFunc(lay.vary, func(v coll.Dim) bool { return v.Name == d.Name }) || len(lay.panels) == 0 {
+			continue
+		}
+		if v := d.Text(coll.Case(lay.panels[0])); v != "" && v != d.Usual {
 			parts = append(parts, v)
 		}
 	}
 	return parts
 }
 
-// label names a panel: "out-of-place, batched x20".
-func (k panelKey) label() string { return strings.Join(k.parts(), ", ") }
+// label names a panel by what differs between the panels: "int8 sum,
+// out-of-place, batched x20".
+func (lay layout) label(k panelKey) string { return strings.Join(k.parts(lay.vary), " ") }
 
 // lineKey is one line of a panel; Mode is empty on the ratio figure.
 type lineKey struct{ DType, Op, Mode string }
@@ -188,6 +176,7 @@ type layout struct {
 	run                string
 	dtypes, ops, modes []string
 	panels             []panelKey
+	vary               []coll.Dim // the dimensions that differ between panels
 	cols               int
 	ranks              int
 	xlo, xhi           float64
@@ -241,20 +230,41 @@ func layoutOf(run runStats) layout {
 	sortBy(lay.ops, opOrder)
 	sortBy(lay.modes, modeOrder)
 	slices.SortStableFunc(lay.panels, func(a, b panelKey) int { return coll.Compare(coll.Case(a), coll.Case(b)) })
-	// One column per method and batch, so that a row is a placement; one
-	// row of up to three panels when there is one method; three columns
-	// when there are too many methods for a row.
-	methods := map[[2]any]bool{}
-	for _, k := range lay.panels {
-		methods[[2]any{k.Method, k.Batch}] = true
+	for _, d := range coll.Dims[1:] {
+		if len(uniqueText(lay.panels, d)) > 1 {
+			lay.vary = append(lay.vary, d)
+		}
 	}
-	lay.cols = len(methods)
-	if lay.cols == 1 {
-		lay.cols = min(len(lay.panels), 3)
-	} else if lay.cols > 4 {
-		lay.cols = 3
+	// A row per value of the first dimensions, a column per combination of
+	// the last ones (placement and method, or op when those do not vary),
+	// at most four to a row: every panel of a column shows the same kind
+	// of case. One row of up to three panels for a few.
+	lay.cols = min(len(lay.panels), 3)
+	if len(lay.panels) > 3 {
+		lay.cols = 1
+		for i := len(lay.vary) - 1; i >= 0; i-- {
+			n := len(uniqueText(lay.panels, lay.vary[i]))
+			if lay.cols*n > 4 {
+				break
+			}
+			lay.cols *= n
+		}
+		if lay.cols == 1 {
+			lay.cols = min(len(lay.panels), 4)
+		}
 	}
 	return lay
+}
+
+// uniqueText is the distinct values of d over panels.
+func uniqueText(panels []panelKey, d coll.Dim) []string {
+	var out []string
+	for _, k := range panels {
+		if v := d.Text(coll.Case(k)); !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // title is what the figure shows, then the run (unless it is the seed's
@@ -267,15 +277,7 @@ func (lay layout) title(what string) string {
 		t += ", run " + lay.run
 	}
 	var fixed []string
-	if len(lay.dtypes) == 1 {
-		fixed = append(fixed, lay.dtypes[0])
-	}
-	if len(lay.ops) == 1 {
-		fixed = append(fixed, lay.ops[0])
-	}
-	if len(lay.panels) == 1 {
-		fixed = append(fixed, lay.panels[0].parts()...)
-	}
+	fixed = append(fixed, lay.fixedParts()...)
 	if len(fixed) > 0 {
 		t += ": " + strings.Join(fixed, " ")
 	}
@@ -307,19 +309,19 @@ func (lay layout) lineStyle(l lineKey) draw.LineStyle {
 }
 
 func (lay layout) glyphStyle(l lineKey) draw.GlyphStyle {
-	return draw.GlyphStyle{Color: modeColour(l.Mode), Radius: lay.radius(), Shape: markerOf(lay.dtypes, lay.ops, l)}
+	return draw.GlyphStyle{Color: modeColour(l.Mode), Radius: lay.radius(), Shape: markerOf(len(lay.panels))}
 }
 
-// markerOf is a line's marker: its reduction when the run has several,
-// else its element type when it has several, else the reduction's (the
-// seed's sum circle). With several of both, the reduction has the marker
-// and the element types are not told apart: ten shapes in each of four
-// reductions would be read by no one, and the tables name every case.
-func markerOf(dtypes, ops []string, l lineKey) draw.GlyphDrawer {
-	if len(ops) == 1 && len(dtypes) > 1 {
-		return glyphOf(dtypeGlyphs, l.DType)
+// markerOf is a line's marker. Each panel is one case, named in its
+// title, so the marker carries nothing the panel does not say: the
+// seed's circle, or in small multiples a square, a quarter of a circle's
+// bytes in SVG, which a sweep of hundreds of panels needs to stay small
+// enough to mail.
+func markerOf(panels int) draw.GlyphDrawer {
+	if panels > manyPanels {
+		return draw.BoxGlyph{}
 	}
-	return opGlyph(l.Op)
+	return draw.CircleGlyph{}
 }
 
 // neutralGrey is the colour of legend entries that stand for no mode: the
@@ -334,73 +336,29 @@ func glyphThumb(c color.Color, g draw.GlyphDrawer) plot.Thumbnailer {
 	return &plotter.Scatter{GlyphStyle: draw.GlyphStyle{Color: c, Radius: vg.Points(3.5), Shape: g}}
 }
 
-// markerSections are the legend's markers: the reductions, or the element
-// types when there is one reduction; a field with one value is in the
-// title instead. With several of both, the element types get one line
-// that says they are not told apart.
-func markerSections(dtypes, ops []string) []legendSection {
-	var out []legendSection
-	switch {
-	case len(ops) > 1:
-		s := legendSection{heading: "reduction"}
-		for _, o := range ops {
-			s.entries = append(s.entries, legendEntry{o, []plot.Thumbnailer{glyphThumb(neutralGrey, opGlyph(o))}})
-		}
-		out = append(out, s)
-		if len(dtypes) > 1 {
-			out = append(out, legendSection{heading: "element type", entries: []legendEntry{
-				{fmt.Sprintf("%d types, a line each", len(dtypes)), nil}}})
-		}
-	case len(dtypes) > 1:
-		s := legendSection{heading: "element type"}
-		for _, d := range dtypes {
-			s.entries = append(s.entries, legendEntry{d, []plot.Thumbnailer{glyphThumb(neutralGrey, glyphOf(dtypeGlyphs, d))}})
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-// oneMarker is the marker every line of a run has when it has one element
-// type and one reduction; nil otherwise.
-func oneMarker(dtypes, ops []string) draw.GlyphDrawer {
-	if len(dtypes) == 1 && len(ops) == 1 {
-		return opGlyph(ops[0])
-	}
-	return nil
-}
-
-// timingLegend is a time or bandwidth figure's legend: the modes first,
-// each in its colour and line style, then the markers; modes+ops+1 or
-// modes+dtypes entries at most. With one element type and one reduction it
-// is the seed's legend, the modes with the case's marker.
-func timingLegend(dtypes, ops, modes []string) []legendSection {
+// timingLegend is a time or bandwidth figure's legend: the modes, each in
+// its colour, line style and marker. The panels name their cases, so the
+// legend grows with the modes alone.
+func timingLegend(lay layout, modes []string) []legendSection {
 	s := legendSection{heading: "mode"}
 	for _, m := range modes {
 		dashes, name := modeStyle(m)
-		thumbs := []plot.Thumbnailer{lineThumb(modeColour(m), dashes)}
-		if g := oneMarker(dtypes, ops); g != nil {
-			thumbs = append(thumbs, glyphThumb(modeColour(m), g))
-		}
-		s.entries = append(s.entries, legendEntry{name, thumbs})
+		s.entries = append(s.entries, legendEntry{name, []plot.Thumbnailer{lineThumb(modeColour(m), dashes),
+			glyphThumb(modeColour(m), markerOf(len(lay.panels)))}})
 	}
-	return append([]legendSection{s}, markerSections(dtypes, ops)...)
+	return []legendSection{s}
 }
 
 // refStyle is the ratio figure's line at 1.
 var refStyle = draw.LineStyle{Color: color.Gray{60}, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(3), vg.Points(3)}}
 
 // ratioLegend is the ratio figure's: the ratio's line in the
-// decomposition's colour, the line at 1, then the markers.
-func ratioLegend(dtypes, ops []string) []legendSection {
+// decomposition's colour, and the line at 1.
+func ratioLegend(lay layout) []legendSection {
 	c := modeColour(string(coll.Decomposed))
-	thumbs := []plot.Thumbnailer{lineThumb(c, nil)}
-	if g := oneMarker(dtypes, ops); g != nil {
-		thumbs = append(thumbs, glyphThumb(c, g))
-	}
-	s := legendSection{entries: []legendEntry{{"RS+AG / AllReduce", thumbs},
-		{"1 = no cost", []plot.Thumbnailer{&plotter.Line{LineStyle: refStyle}}}}}
-	return append([]legendSection{s}, markerSections(dtypes, ops)...)
+	thumbs := []plot.Thumbnailer{lineThumb(c, nil), glyphThumb(c, markerOf(len(lay.panels)))}
+	return []legendSection{{entries: []legendEntry{{"RS+AG / AllReduce", thumbs},
+		{"1 = no cost", []plot.Thumbnailer{&plotter.Line{LineStyle: refStyle}}}}}}
 }
 
 // grid draws a run's values as a figure: a panel per placement and method,
@@ -430,8 +388,11 @@ func grid(kind, suffix, what, yLabel string, lay layout, vals []value, valid fun
 	named := lineNames(lay, vals)
 	for _, k := range lay.panels {
 		p := newPlot()
+		if n > manyPanels {
+			p = newBarePlot()
+		}
 		if n > 1 {
-			p.Title.Text = k.label()
+			p.Title.Text = lay.label(k)
 			p.Title.TextStyle.Font.Size = panelTitleSize
 			p.Title.Padding = vg.Points(4)
 		}
@@ -478,6 +439,19 @@ func grid(kind, suffix, what, yLabel string, lay layout, vals []value, valid fun
 		}
 		f.panels = append(f.panels, p)
 	}
+	// Small multiples share their axes: the bottom panel of each column
+	// labels the sizes, the left one of each row the values.
+	if n > manyPanels {
+		for i, p := range f.panels {
+			p.X.Tick.Marker, p.Y.Tick.Marker = majorOnly{p.X.Tick.Marker}, majorOnly{p.Y.Tick.Marker}
+			if i+f.cols < n {
+				p.X.Tick.Marker = unlabelled{p.X.Tick.Marker}
+			}
+			if i%f.cols != 0 {
+				p.Y.Tick.Marker = unlabelled{p.Y.Tick.Marker}
+			}
+		}
+	}
 	return f
 }
 
@@ -504,7 +478,7 @@ func timingValues(stats []report.TimingStat, y func(report.TimingStat) float64) 
 
 func timeVsSize(run runStats) figure {
 	lay := layoutOf(run)
-	legend := timingLegend(lay.dtypes, lay.ops, lay.modes)
+	legend := timingLegend(lay, lay.modes)
 	if slices.ContainsFunc(run.fits, model.Fit.OK) {
 		legend = append(legend, legendSection{entries: []legendEntry{{"fit: alpha + n/B", []plot.Thumbnailer{lineThumb(neutralGrey, fitDashes)}}}})
 	}
@@ -530,9 +504,14 @@ func addFits(p *plot.Plot, lay layout, k panelKey, fits []model.Fit) {
 			continue
 		}
 		lo, hi := float64(f.SizesBytes[0]), float64(f.SizesBytes[len(f.SizesBytes)-1])
+		// A curve on the log-log axes: 32 segments, 8 in a small panel.
+		segs := 32
+		if len(lay.panels) > manyPanels {
+			segs = 8
+		}
 		var xy plotter.XYs
-		for i := range 33 {
-			n := lo * math.Pow(hi/lo, float64(i)/32)
+		for i := range segs + 1 {
+			n := lo * math.Pow(hi/lo, float64(i)/float64(segs))
 			if t := f.At(n); t > 0 {
 				xy = append(xy, plotter.XY{X: n, Y: t})
 			}
@@ -556,7 +535,7 @@ func busBWVsSize(run runStats) figure {
 				p.Y.Max = 1
 			}
 			p.Y.Tick.Marker = linearTicks{}
-		}, nil, timingLegend(lay.dtypes, lay.ops, lay.modes))
+		}, nil, timingLegend(lay, lay.modes))
 }
 
 // crossoverVsSize is, for every decomposition of AllReduce the run timed
@@ -594,7 +573,7 @@ func crossoverVsSize(run runStats) (figure, bool) {
 	}
 	sortBy(decomps, modeOrder)
 	limit := 1 + model.Tolerance
-	legend := timingLegend(lay.dtypes, lay.ops, decomps)
+	legend := timingLegend(lay, decomps)
 	legend = append(legend, legendSection{entries: []legendEntry{
 		{fmt.Sprintf("%.2f = within %.0f%%", limit, 100*model.Tolerance), []plot.Thumbnailer{&plotter.Line{LineStyle: limitStyle}}},
 		{"measured crossover", []plot.Thumbnailer{&plotter.Line{LineStyle: crossStyle(neutralGrey)}}}}})
@@ -654,6 +633,6 @@ func ratioVsSize(run runStats) (figure, bool) {
 			ref, _ := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: 1}, {X: p.X.Max, Y: 1}})
 			ref.LineStyle = refStyle
 			p.Add(ref)
-		}, ratioLegend(lay.dtypes, lay.ops))
+		}, ratioLegend(lay))
 	return f, true
 }

@@ -182,6 +182,14 @@ func EvalPrint[T any](p *Page, expr string) (T, error) {
 	return v, err
 }
 
+// Resize lays the page out again in a window of width x height CSS
+// pixels, as a reader's narrower or wider screen would.
+func (p *Page) Resize(width, height int) error {
+	ctx, cancel := context.WithTimeout(p.ctx, 20*time.Second)
+	defer cancel()
+	return chromedp.Do(ctx, chromedp.EmulateViewport(int64(width), int64(height)))
+}
+
 // Click clicks the first element a CSS selector finds.
 func (p *Page) Click(selector string) error {
 	ctx, cancel := context.WithTimeout(p.ctx, 20*time.Second)

@@ -1,20 +1,25 @@
 // Command rsag proves, on the ranks it is started on, that AllReduce equals
 // ReduceScatter followed by AllGather, times both and measures their memory.
 //
-// main is thin: it reads the flags, hands them to job.Main (or to rsag
-// compare or rsag report) and exits with the code it gets back. Only main
-// exits.
+// main is thin: a table of subcommands (rsag report, compare, suspects,
+// history, check and the guard), each a function that returns an error carrying its
+// exit status (internal/exitcode); anything else is a run, whose flags it
+// reads and hands to job.Main. Only main exits.
 package main
 
 import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"time"
 
+	"rsag/baseline"
 	"rsag/compare"
+	"rsag/history"
+	"rsag/internal/exitcode"
 	"rsag/job"
 	"rsag/outdir"
 	"rsag/report"
@@ -31,37 +36,63 @@ var (
 // so every call stays on the main goroutine's OS thread.
 func init() { runtime.LockOSThread() }
 
+// command is a subcommand: rsag NAME args. None of them starts MPI or a GPU.
+type command struct {
+	name string
+	run  func(args []string, stdout, stderr io.Writer) error
+}
+
+// commands are rsag's subcommands; the first argument picks one, and a
+// first argument that is none of them starts a run.
+var commands = []command{
+	// A finished run's page and tables again, from its summary.json.
+	// report, compare and suspects keep returning their code (they print
+	// their own messages, through termsafe); the table turns it into an
+	// error.
+	{"report", func(args []string, stdout, stderr io.Writer) error {
+		return exitcode.Silent(page.Command(args, stdout, stderr))
+	}},
+	// B against A, case by case.
+	{"compare", func(args []string, stdout, stderr io.Writer) error {
+		return exitcode.Silent(compare.Main(args, stdout, stderr))
+	}},
+	// A locate run's suspects, one a line, for scripts (slurm/healthcheck.sbatch).
+	{"suspects", func(args []string, stdout, stderr io.Writer) error {
+		return exitcode.Silent(report.SuspectsCommand(args, stdout, stderr))
+	}},
+	// Runs over time: the history database's trends, and appending a run.
+	{"history", history.Command},
+	// A run against a baseline run or the history's last complete runs.
+	{"check", baseline.Command},
+	// The guard rank 0 starts beside itself (outdir.StartGuard).
+	{outdir.GuardCommand, func(args []string, _, _ io.Writer) error { return outdir.Guard(args) }},
+}
+
 func main() {
-	// rsag compare A/summary.json B/summary.json: no MPI, no GPU.
-	if len(os.Args) > 1 && os.Args[1] == "compare" {
-		os.Exit(compare.Main(os.Args[2:], os.Stdout, os.Stderr))
+	if len(os.Args) > 1 {
+		for _, c := range commands {
+			if os.Args[1] == c.name {
+				os.Exit(exitcode.Say(os.Stderr, "rsag "+c.name, c.run(os.Args[2:], os.Stdout, os.Stderr)))
+			}
+		}
 	}
-	// rsag report DIR: a finished run's page and tables again, from its
-	// summary.json; no MPI, no GPU.
-	if len(os.Args) > 1 && os.Args[1] == "report" {
-		os.Exit(page.Command(os.Args[2:], os.Stdout, os.Stderr))
-	}
-	// rsag suspects DIR: a locate run's suspects, one a line, for scripts
-	// (slurm/healthcheck.sbatch); no MPI.
-	if len(os.Args) > 1 && os.Args[1] == "suspects" {
-		os.Exit(report.SuspectsCommand(os.Args[2:], os.Stdout, os.Stderr))
-	}
-	// The guard rank 0 starts beside itself (outdir.StartGuard): no MPI.
-	if len(os.Args) > 1 && os.Args[1] == outdir.GuardCommand {
-		os.Exit(outdir.Guard(os.Args[2:]))
-	}
+	os.Exit(run(os.Args[1:]))
+}
+
+// run is an rsag run on this rank: its exit code.
+func run(args []string) int {
 	started := time.Now()
-	opts, err := parseFlags(os.Args[1:], os.Stderr)
+	opts, err := parseFlags(args, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(job.ExitOK)
+		return job.ExitOK
 	}
 	if err == nil && opts.version {
 		fmt.Printf("rsag %s (commit %s, %s)\n", version, commit, runtime.Version())
-		os.Exit(job.ExitOK)
+		return job.ExitOK
 	}
 	// A bad flag is refused once MPI has started, so that every rank
 	// agrees on it and it is said once.
-	os.Exit(job.Main(job.Options{FlagError: err, ConfigPath: opts.configPath, OutputDir: opts.outputDir,
+	return job.Main(job.Options{FlagError: err, ConfigPath: opts.configPath, OutputDir: opts.outputDir,
 		Backend: opts.backend, Sets: opts.sets, Overwrite: opts.overwrite, Version: version, Commit: commit,
-		Started: started, Stdout: os.Stdout, Stderr: os.Stderr, Exit: os.Exit}))
+		Started: started, Stdout: os.Stdout, Stderr: os.Stderr, Exit: os.Exit})
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"rsag/internal/atomicfile"
+	"rsag/internal/exitcode"
 )
 
 // GuardCommand is the hidden first argument that makes rsag a run's guard
@@ -75,9 +76,10 @@ const guardStartWithin = 5 * time.Second
 
 // Guard is the guard's whole life (args: dir, host, pid): it waits for its
 // stdin to close, then marks the run failed if run.json still says running
-// for that pid, and releases the lock it shares (fd 3). It returns the
-// process's exit code.
-func Guard(args []string) int {
+// for that pid, and releases the lock it shares (fd 3). Its error carries
+// the process's exit status (internal/exitcode); it prints nothing: what
+// it finds goes into run.json and, when rank 0 died first, rank 0's stderr.
+func Guard(args []string) error {
 	// Its own session has no terminal; a hang-up or Ctrl-C meant for the
 	// job must not end it before it has done its one job.
 	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGPIPE)
@@ -86,17 +88,17 @@ func Guard(args []string) int {
 	_, _ = os.Stdout.Write([]byte{1})
 	os.Stdout.Close()
 	if len(args) != 3 {
-		return 2
+		return exitcode.Silent(2)
 	}
 	pid, err := strconv.Atoi(args[2])
 	if err != nil {
-		return 2
+		return exitcode.Silent(2)
 	}
 	lock := os.NewFile(3, "lock")
 	if err := guard(os.Stdin, os.Stderr, lock, args[0], args[1], pid); err != nil {
-		return 1
+		return exitcode.Silent(1)
 	}
-	return 0
+	return nil
 }
 
 // unbind lets the guard run on any processor this process may use: it

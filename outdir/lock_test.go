@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"rsag/internal/exitcode"
 )
 
 // holdEnv makes the test binary a process that takes the lock on a
@@ -20,7 +22,8 @@ const holdEnv = "OUTDIR_TEST_HOLD"
 
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == GuardCommand { // StartGuard runs this binary
-		os.Exit(Guard(os.Args[2:]))
+		code, _ := exitcode.Of(Guard(os.Args[2:]))
+		os.Exit(code)
 	}
 	if dir := os.Getenv(holdEnv); dir != "" {
 		if _, err := Acquire(dir, Holder{Host: "here", PID: os.Getpid(), Started: "then"}); err != nil {

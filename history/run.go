@@ -1,0 +1,141 @@
+package history
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+
+	"rsag/coll"
+	"rsag/outdir"
+	"rsag/report"
+	"rsag/report/page"
+)
+
+// TimingsFile is the combined per-sample file a run's samples come from.
+const TimingsFile = "timings.csv"
+
+// maxTimingsBytes caps timings.csv: a row is about 120 bytes, so this is
+// some eight million samples over every rank.
+const maxTimingsBytes = 1 << 30
+
+// Run is one finished run as the history keeps it.
+type Run struct {
+	Dir     string // its output dir, as given
+	Summary report.Summary
+	Status  string // run.json's word (outdir.StatusComplete or StatusFailed)
+	Reason  string
+	// Samples are each timing case's kept samples (report.CaseSamples),
+	// nil when the dir has no timings.csv.
+	Samples map[coll.Case][]float64
+}
+
+// BaselineOK is whether the run may be a baseline: it completed and every
+// check held. A failed run is kept in the history, marked, and never
+// taken as one.
+func (r Run) BaselineOK() bool { return r.Status == outdir.StatusComplete && r.Summary.ChecksPassed }
+
+// Hosts are the run's hosts in the order of their first rank.
+func (r Run) Hosts() []string {
+	var out []string
+	for _, n := range r.Summary.Nodes {
+		out = append(out, n.Host)
+	}
+	return out
+}
+
+// ConfigDigest is the SHA-256 of the resolved config as summary.json has
+// it (JSON, keys sorted): two runs of one config have one digest.
+func (r Run) ConfigDigest() string {
+	data, _ := json.Marshal(r.Summary.Config)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// Key is the run's identity in the history: its start, hosts, command line
+// and config. A run appended twice is refused by it.
+func (r Run) Key() string {
+	data, _ := json.Marshal([]any{r.Summary.Started, r.Hosts(), r.Summary.Command, r.ConfigDigest(), r.Summary.WorldSize})
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// LoadRun reads a finished run from its output dir (or its summary.json):
+// summary.json and run.json as rsag compare reads them, and the samples
+// from timings.csv beside them. A run still running is refused: it has
+// not ended, and its files may be partial.
+func LoadRun(path string) (Run, error) {
+	in, err := page.Read(path)
+	if err != nil {
+		return Run{}, err
+	}
+	r := Run{Dir: filepath.Dir(in.Path), Summary: in.Summary, Status: in.Status, Reason: in.Reason}
+	if r.Status != outdir.StatusComplete && r.Status != outdir.StatusFailed {
+		return r, fmt.Errorf("%s is from a run that has not ended (its status is %q): add it once run.json says complete or failed", in.Path, r.Status)
+	}
+	file := filepath.Join(r.Dir, TimingsFile)
+	data, err := page.ReadBounded(file, maxTimingsBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return r, nil // no timing phase, or a summary copied alone
+	}
+	if err != nil {
+		return r, err
+	}
+	rows, err := report.ReadCSV[report.TimingRow](bytes.NewReader(data))
+	if err != nil {
+		return r, fmt.Errorf("reading %s: %w", file, err)
+	}
+	discard := map[coll.Case]int{}
+	for _, s := range r.Summary.Timing {
+		discard[s.Case] = s.Discarded
+	}
+	r.Samples = report.CaseSamples(rows, func(c coll.Case) int { return discard[c] })
+	// The file must be the summary's: every case with its number of samples.
+	for _, s := range r.Summary.Timing {
+		if got := len(r.Samples[s.Case]); got != s.Samples {
+			return r, fmt.Errorf("%s has %d samples of case %s where %s says %d: it is not that run's; was it replaced?",
+				file, got, s.Case, filepath.Base(in.Path), s.Samples)
+		}
+	}
+	return r, nil
+}
+
+// caseKey is a case's key in the database: the case as JSON, every
+// dimension in it, so that two runs' cases match exactly as rsag compare
+// matches them.
+func caseKey(c coll.Case) string {
+	data, _ := json.Marshal(c)
+	return string(data)
+}
+
+// parseCaseKey is the case a key names.
+func parseCaseKey(key string) (coll.Case, error) {
+	var c coll.Case
+	err := json.Unmarshal([]byte(key), &c)
+	return c, err
+}
+
+// sortedCases are a sample map's cases in a stable order.
+func sortedCases(m map[coll.Case][]float64) []coll.Case {
+	keys := make([]coll.Case, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b coll.Case) int { return compareStrings(caseKey(a), caseKey(b)) })
+	return keys
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

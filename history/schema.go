@@ -1,0 +1,146 @@
+package history
+
+// SchemaVersion is the database's schema version, kept in meta as
+// schema_version. A change that is not an added table or an added nullable
+// column raises it; rsag refuses a file of a version it does not know.
+// docs/history.md documents every table and column, and a test reads the
+// file with Python's sqlite3 and checks them against the docs.
+const SchemaVersion = 1
+
+// schema is the database's tables. Every table but meta and runs has a
+// run_id, runs.id, and rows of a run are written in one transaction with
+// it: a run is in the file whole or not at all.
+const schema = `
+CREATE TABLE IF NOT EXISTS meta (
+	key   TEXT PRIMARY KEY,
+	value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+	id            INTEGER PRIMARY KEY,
+	run_key       TEXT NOT NULL UNIQUE,
+	started       TEXT NOT NULL,
+	ended         TEXT NOT NULL,
+	status        TEXT NOT NULL,
+	reason        TEXT NOT NULL,
+	checks_passed INTEGER NOT NULL,
+	baseline_ok   INTEGER NOT NULL,
+	rsag_version  TEXT NOT NULL,
+	rsag_commit   TEXT NOT NULL,
+	backend       TEXT NOT NULL,
+	world_size    INTEGER NOT NULL,
+	mpi_library   TEXT NOT NULL,
+	driver        TEXT NOT NULL,
+	config_digest TEXT NOT NULL,
+	config        TEXT NOT NULL,
+	command       TEXT NOT NULL,
+	hosts         TEXT NOT NULL,
+	output_dir    TEXT NOT NULL,
+	appended      TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS nodes (
+	run_id INTEGER NOT NULL REFERENCES runs(id),
+	host   TEXT NOT NULL,
+	ranks  TEXT NOT NULL,
+	PRIMARY KEY (run_id, host)
+);
+CREATE TABLE IF NOT EXISTS cases (
+	run_id       INTEGER NOT NULL REFERENCES runs(id),
+	case_key     TEXT NOT NULL,
+	case_text    TEXT NOT NULL,
+	run          TEXT NOT NULL,
+	size_bytes   INTEGER NOT NULL,
+	dtype        TEXT NOT NULL,
+	op           TEXT NOT NULL,
+	placement    TEXT NOT NULL,
+	method       TEXT NOT NULL,
+	batch        INTEGER NOT NULL,
+	buffers      TEXT NOT NULL,
+	cta_policy   TEXT NOT NULL,
+	offset_bytes INTEGER NOT NULL,
+	mode         TEXT NOT NULL,
+	samples      INTEGER NOT NULL,
+	discarded    INTEGER NOT NULL,
+	ranks        INTEGER NOT NULL,
+	min_us       REAL NOT NULL,
+	p10_us       REAL NOT NULL,
+	median_us    REAL NOT NULL,
+	p90_us       REAL NOT NULL,
+	p99_us       REAL NOT NULL,
+	max_us       REAL NOT NULL,
+	mean_us      REAL NOT NULL,
+	std_us       REAL NOT NULL,
+	busbw_gbps   REAL NOT NULL,
+	slowest_rank INTEGER NOT NULL,
+	slowest_host TEXT NOT NULL,
+	correct      INTEGER NOT NULL,
+	PRIMARY KEY (run_id, case_key)
+);
+CREATE TABLE IF NOT EXISTS samples (
+	run_id   INTEGER NOT NULL REFERENCES runs(id),
+	case_key TEXT NOT NULL,
+	cycle    INTEGER NOT NULL,
+	us       REAL NOT NULL,
+	PRIMARY KEY (run_id, case_key, cycle)
+);
+CREATE TABLE IF NOT EXISTS fits (
+	run_id           INTEGER NOT NULL REFERENCES runs(id),
+	series_key       TEXT NOT NULL,
+	series_text      TEXT NOT NULL,
+	mode             TEXT NOT NULL,
+	alpha_us         REAL,
+	bandwidth_gbps   REAL,
+	r2               REAL,
+	max_rel_residual REAL,
+	sizes            INTEGER NOT NULL,
+	reason           TEXT NOT NULL,
+	PRIMARY KEY (run_id, series_key)
+);
+CREATE TABLE IF NOT EXISTS locate_nodes (
+	run_id            INTEGER NOT NULL REFERENCES runs(id),
+	host              TEXT NOT NULL,
+	suspect           INTEGER NOT NULL,
+	verdict           TEXT NOT NULL,
+	place             TEXT NOT NULL,
+	collective        TEXT NOT NULL,
+	size_bytes        INTEGER NOT NULL,
+	figure            REAL NOT NULL,
+	busbw_gbps        REAL NOT NULL,
+	median_busbw_gbps REAL NOT NULL,
+	slow_repeats      INTEGER NOT NULL,
+	figure_suspect    INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS locate_links (
+	run_id            INTEGER NOT NULL REFERENCES runs(id),
+	kind              TEXT NOT NULL,
+	a                 TEXT NOT NULL,
+	b                 TEXT NOT NULL,
+	round             INTEGER NOT NULL,
+	collective        TEXT NOT NULL,
+	size_bytes        INTEGER NOT NULL,
+	figure            REAL NOT NULL,
+	busbw_gbps        REAL NOT NULL,
+	median_busbw_gbps REAL NOT NULL,
+	suspect           INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS suspects (
+	run_id  INTEGER NOT NULL REFERENCES runs(id),
+	source  TEXT NOT NULL,
+	kind    TEXT NOT NULL,
+	nodes   TEXT NOT NULL,
+	ranks   TEXT NOT NULL,
+	problem TEXT NOT NULL,
+	text    TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS soak (
+	run_id            INTEGER PRIMARY KEY REFERENCES runs(id),
+	seed              INTEGER NOT NULL,
+	iterations        INTEGER NOT NULL,
+	failed_iterations INTEGER NOT NULL,
+	failure_rate      REAL NOT NULL,
+	elapsed_s         REAL NOT NULL,
+	bytes_moved       INTEGER NOT NULL,
+	verdict           TEXT NOT NULL,
+	suspect_ranks     TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cases_by_key ON cases (case_key, run_id);
+`

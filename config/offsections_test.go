@@ -17,11 +17,11 @@ func TestOffSectionsAndGivenZerosAreRefused(t *testing.T) {
 		{"timing off, cycles 0", "[timing]\nenabled = false\ncycles = 0\n", nil, "timing.cycles", "at least 1"},
 		{"memory off, modes", "[memory]\nenabled = false\nmodes = [\"nope\"]\n", nil, "memory.modes", "nope"},
 		{"soak off, fail_after", "[soak]\nfail_after = -1\n", nil, "soak.fail_after", "negative"},
-		{"soak iterations 0", "[soak]\nenabled = true\niterations = 0\nduration_s = 5\n", nil, "soak.iterations", "would be ignored"},
-		{"soak iterations 0 by -set", "[soak]\nenabled = true\nduration_s = 5\n", []string{"soak.iterations=0"}, "soak.iterations", "would be ignored"},
+		{"soak min_bytes 0", "[soak]\nenabled = true\niterations = 5\nmin_bytes = 0\n", nil, "soak.min_bytes", "would be ignored"},
+		{"soak min_bytes 0 by -set", "[soak]\nenabled = true\nduration_s = 5\n", []string{"soak.min_bytes=0"}, "soak.min_bytes", "would be ignored"},
 		{"soak max_bytes 0", "[soak]\nenabled = true\niterations = 5\nmax_bytes = 0\n", nil, "soak.max_bytes", "would be ignored"},
 		{"soak sizes []", "[soak]\nenabled = true\niterations = 5\nsizes_bytes = []\n", nil, "soak.sizes_bytes", "= [] would be ignored"},
-		{"soak off, iterations 0", "[soak]\niterations = 0\n", nil, "soak.iterations", "would be ignored"},
+		{"soak off, max_bytes 0", "[soak]\nmax_bytes = 0\n", nil, "soak.max_bytes", "would be ignored"},
 	} {
 		t.Run(c.name, func(t *testing.T) { wantError(t, c.file, c.sets, 4, c.key, c.want) })
 	}

@@ -166,11 +166,10 @@ type zeroKey struct {
 	fix           string
 }
 
+// soak.iterations and soak.duration_s are not among them: one of the two
+// set to 0 is how a -set turns a config's soak from seconds to iterations
+// or back (validate refuses both or neither), so 0 there is not ignored.
 var zeroKeys = []zeroKey{
-	{"soak", "iterations", func(c *Config) bool { return c.Soak.Iterations == 0 },
-		"give at least 1 iteration, or leave the key out and give soak.duration_s"},
-	{"soak", "duration_s", func(c *Config) bool { return c.Soak.DurationS == 0 },
-		"give at least 1 second, or leave the key out and give soak.iterations"},
 	{"soak", "min_bytes", func(c *Config) bool { return c.Soak.MinBytes == 0 },
 		"give a size of at least 1 byte, or leave the key out to draw from 1 byte"},
 	{"soak", "max_bytes", func(c *Config) bool { return c.Soak.MaxBytes == 0 },

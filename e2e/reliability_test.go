@@ -288,8 +288,8 @@ func TestExistingResultsNeedOverwrite(t *testing.T) {
 	}
 	first, err := outdir.ReadRecord(dir)
 	// run.json, 9 CSVs, a heartbeat (one node), summary.json, 5 figures as PNG and SVG, report.html.
-	if err != nil || first.Status != outdir.StatusComplete || len(first.Files) != 23 || first.Files[0] != outdir.RunFile {
-		t.Fatalf("first run's %s: %+v, %v; want complete with 23 files, itself first", outdir.RunFile, first, err)
+	if err != nil || first.Status != outdir.StatusComplete || len(first.Files) != 25 || first.Files[0] != outdir.RunFile {
+		t.Fatalf("first run's %s: %+v, %v; want complete with 25 files, itself first", outdir.RunFile, first, err)
 	}
 	for _, f := range first.Files {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {

@@ -443,9 +443,13 @@ func judge(speed [][]float64, counted []bool, threshold float64) ([]Figure, Judg
 			candidate[u] = true
 			continue
 		}
-		healthy = append(healthy, math.Abs(math.Log(f.Ratio)))
+		// The spread that can excuse a slowness is the healthy units'
+		// below the median: with several slow units the median sinks and
+		// healthy ones read fast, which is no evidence that a slow one is
+		// noise.
+		healthy = append(healthy, below(f.Ratio))
 		for _, r := range ratios[u] {
-			single = append(single, math.Abs(math.Log(r)))
+			single = append(single, below(r))
 		}
 	}
 	j.Healthy = len(healthy)
@@ -484,6 +488,9 @@ func judge(speed [][]float64, counted []bool, threshold float64) ([]Figure, Judg
 	}
 	return figs, j
 }
+
+// below is how far ratio r lies below the median, in log; 0 above it.
+func below(r float64) float64 { return max(0, -math.Log(r)) }
 
 // intermittentDips is how many of its repeats a unit that is no suspect
 // must dip in to be intermittent: two, and a quarter of them, so that one

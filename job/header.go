@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 
 	"rsag/coll"
-	"rsag/config"
 	"rsag/mpi"
 	"rsag/phases"
 	"rsag/report"
@@ -47,19 +46,12 @@ var sameForBackend = map[[2]string]string{{"sweep.toml", "mpi"}: "configs/sweep-
 // preflight refuses, on every rank alike and before any collective, a run
 // the backend cannot do: a dtype, op, method or mode it lacks, or phases
 // that do not fit in some rank's free memory.
-func (s *session) preflight(cfg config.Config, w work, be coll.Backend) error {
+func (s *session) preflight(w work, be coll.Backend) error {
 	var err error
-	if cfg.Timing.Enabled {
-		err = phases.CheckSupport(be, w.timing, w.groups)
-	}
-	if err == nil && cfg.Numerics.Enabled {
-		err = phases.CheckNumerics(be, cfg.Numerics.Spec())
-	}
-	if err == nil && w.locate != nil {
-		err = checkLocate(be, w.locate)
-	}
-	if err == nil && cfg.Soak.Enabled {
-		err = phases.CheckSoak(be, cfg.Soak.Spec(), w.groups)
+	for _, p := range w.phases {
+		if err == nil && p.Support != nil {
+			err = p.Support(be)
+		}
 	}
 	if other, ok := sameForBackend[[2]string{filepath.Base(s.opts.ConfigPath), be.Info().Backend}]; err != nil && ok {
 		err = fmt.Errorf("%w; or run %s, the same for the %s backend", err, other, be.Info().Backend)
@@ -67,19 +59,11 @@ func (s *session) preflight(cfg config.Config, w work, be coll.Backend) error {
 	if err := s.agree(err, ExitBadArgs, "the config asks for what this backend cannot do"); err != nil {
 		return err
 	}
-	world := s.comm.Size()
 	err = nil
-	if cfg.Timing.Enabled {
-		err = phases.CheckFits(be, phases.TimingFootprint(be, w.timing, w.groups), "timing at the largest size")
-	}
-	if err == nil && cfg.Memory.Enabled {
-		err = phases.CheckFits(be, phases.MemoryFootprint(world, w.memory), "the memory phase at memory.payload_bytes")
-	}
-	if err == nil && cfg.Numerics.Enabled {
-		err = phases.CheckFits(be, phases.NumericsFootprint(world, cfg.Numerics.Spec()), "the numerics phase at its largest size")
-	}
-	if err == nil && cfg.Soak.Enabled {
-		err = phases.CheckFits(be, phases.SoakFootprint(world, cfg.Soak.Spec(), w.groups), "the soak at its largest size")
+	for _, p := range w.phases {
+		if err == nil && p.Fits != nil {
+			err = p.Fits(be)
+		}
 	}
 	return s.agree(err, ExitBadArgs, "payload too large")
 }

@@ -25,6 +25,7 @@ import (
 	"rsag/config"
 	"rsag/mpi"
 	"rsag/outdir"
+	"rsag/phase"
 	"rsag/phases"
 	"rsag/report"
 	"rsag/watchdog"
@@ -77,6 +78,8 @@ type session struct {
 	// newRunDir: no -output-dir was given, and OutputDir is the new one
 	// rank 0 made for this run (chooseOutputDir).
 	newRunDir bool
+	// phaseSeconds are how long each phase that ran took on this rank.
+	phaseSeconds []phaseTime
 }
 
 // Main runs rsag on this rank and returns the process's exit code.
@@ -311,8 +314,7 @@ func (s *session) execute(st *state) error {
 	if err := s.checkEnvironment(); err != nil {
 		return err
 	}
-	ran := report.Phases{Contracts: cfg.Contracts.Enabled, Timing: cfg.Timing.Enabled, Memory: cfg.Memory.Enabled,
-		Numerics: cfg.Numerics.Enabled, Sweep: !cfg.IsSeedCase(), Locate: cfg.Locate.Enabled, Soak: cfg.Soak.Enabled}
+	ran := phase.Enabled(cfg)
 	if err := s.chooseOutputDir(st); err != nil {
 		return err
 	}
@@ -340,7 +342,7 @@ func (s *session) execute(st *state) error {
 		return err
 	}
 	s.printHeader(be.Info(), infos, w.groups)
-	if err := s.preflight(cfg, w, be); err != nil {
+	if err := s.preflight(w, be); err != nil {
 		return err
 	}
 	if err := s.checkMetricsDir(cfg); err != nil {
@@ -361,17 +363,12 @@ func (s *session) execute(st *state) error {
 	if err := s.startBeats(); err != nil {
 		return err
 	}
-	res, phaseErr := s.runPhases(cfg, w, watched)
+	rows, phaseErr := s.runPhases(w, watched)
 	var shErr *sharedError
 	if phaseErr != nil && !errors.As(phaseErr, &shErr) {
 		return phaseErr
 	}
 	s.phase("results")
-	rows := report.FromResults(s.comm.Rank(), s.comm.Host(), res.contracts, res.timings, res.memory, res.numerics)
-	rows.Locate, rows.LocateComms, rows.LocateRanks = report.LocateRows(s.comm.Rank(), s.comm.Host(), res.locate)
-	if s.comm.Rank() == 0 { // every rank has the same soak: rank 0 reports it
-		rows.Soak, rows.SoakSummary = report.SoakRows(res.soak)
-	}
 	sum, err := s.writeResults(cfg, w, rows, ran, infos)
 	if err != nil {
 		return err

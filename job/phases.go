@@ -3,56 +3,64 @@ package job
 import (
 	"errors"
 	"fmt"
-	"strings"
+	"time"
 
 	"rsag/coll"
 	"rsag/config"
+	"rsag/phase"
 	"rsag/phases"
+	"rsag/report"
 )
 
-// results are one rank's phase results.
-type results struct {
-	contracts []phases.ContractResult
-	timings   []phases.TimingSample
-	memory    []phases.MemoryResult
-	numerics  []phases.NumericsResult
-	locate    phases.LocateResult
-	soak      phases.SoakResult
+// work is what the run runs, resolved against the job: the hierarchy's
+// groups when it is on, and every enabled phase, prepared.
+type work struct {
+	groups *phases.Groups
+	phases []prepared
 }
 
-// work is what the phases run, resolved against the job: the config's
-// timing runs and memory run, with the hierarchy's groups when it is on.
-type work struct {
-	timing []coll.Sweep
-	memory phases.MemoryRun
-	groups *phases.Groups
-	hosts  []string           // every rank's, in rank order
-	locate *phases.LocatePlan // nil when [locate] is off
+// prepared is one enabled phase, ready to run.
+type prepared struct {
+	name string
+	phase.Prepared
 }
 
 // plan resolves the config against the job: the hierarchy's groups come
 // from every rank's host, the same on every rank, so that a world that
-// cannot split evenly is refused alike everywhere before any collective.
+// cannot split evenly is refused alike everywhere before any collective;
+// then each enabled phase is prepared, and what it refuses is the config's
+// fault, refused alike everywhere too.
 func (s *session) plan(cfg config.Config) (work, error) {
-	w := work{timing: cfg.Sweeps,
-		memory: phases.MemoryRun{PayloadBytes: int64(cfg.Memory.PayloadBytes), Modes: cfg.Memory.Modes}}
-	if cfg.Locate.Enabled {
-		if err := s.planLocate(cfg, &w); err != nil {
+	var w work
+	var hostsErr error
+	hosts := func() ([]string, error) {
+		h, err := s.hosts()
+		hostsErr = err
+		return h, err
+	}
+	if cfg.Hierarchy.Enabled {
+		h, err := hosts()
+		if err != nil {
 			return w, err
 		}
+		if w.groups, err = phases.NewGroups(h, cfg.Hierarchy.GroupSize); err != nil {
+			return w, shared(ExitBadArgs, fmt.Errorf("config: hierarchy: %w", err))
+		}
 	}
-	if !cfg.Hierarchy.Enabled {
-		return w, nil
+	j := phase.Job{Config: cfg, World: s.comm.Size(), Hosts: hosts, Groups: w.groups}
+	for _, p := range phase.All() {
+		if !p.Enabled(cfg) {
+			continue
+		}
+		ready, err := p.Prepare(j)
+		if hostsErr != nil {
+			return w, hostsErr
+		}
+		if err != nil {
+			return w, shared(ExitBadArgs, err)
+		}
+		w.phases = append(w.phases, prepared{p.Name, ready})
 	}
-	hosts, err := s.hosts()
-	if err != nil {
-		return w, err
-	}
-	if w.groups, err = phases.NewGroups(hosts, cfg.Hierarchy.GroupSize); err != nil {
-		return w, shared(ExitBadArgs, fmt.Errorf("config: hierarchy: %w", err))
-	}
-	w.hosts = hosts
-	w.memory.Groups = w.groups
 	return w, nil
 }
 
@@ -64,91 +72,56 @@ func (w work) groupSize() int {
 	return w.groups.Size
 }
 
-// runPhases runs the enabled phases in order. A check that failed on any
-// rank stops the run as a sharedError, with what ran so far; a backend
-// failure is returned as is.
-func (s *session) runPhases(cfg config.Config, w work, be coll.Backend) (res results, err error) {
-	progress := func(line string) { s.printf("%s\n", line) }
-	comm := phases.WatchComm(s.comm, s.tr)
-	if cfg.Contracts.Enabled {
-		s.phase("contracts")
-		if res.contracts, err = phases.RunContracts(be); err != nil {
-			return res, fmt.Errorf("contracts on rank %d: %w", s.comm.Rank(), err)
+// runPhases runs the prepared phases in order, each through runPhase. A
+// check that failed on any rank stops the run as a sharedError, with the
+// rows so far; a failure of this rank alone is returned as is.
+func (s *session) runPhases(w work, be coll.Backend) (report.Rows, error) {
+	env := phase.Env{Backend: be, Comm: phases.WatchComm(s.comm, s.tr), Rank: s.comm.Rank(), Host: s.comm.Host(),
+		Progress: func(line string) { s.printf("%s\n", line) }}
+	var rows report.Rows
+	for _, p := range w.phases {
+		if err := s.runPhase(p, env, &rows); err != nil {
+			return rows, err
 		}
-		if w.groups != nil {
-			more, err := phases.RunHierarchyContracts(be, w.groups, w.hosts)
-			res.contracts = append(res.contracts, more...)
-			if err != nil {
-				return res, fmt.Errorf("hierarchical contracts on rank %d: %w", s.comm.Rank(), err)
-			}
-		}
-		var failed []string
-		for _, r := range res.contracts {
-			if !r.Correct {
-				failed = append(failed, r.Name)
-			}
-		}
-		ok, bad, err := comm.AllTrue(len(failed) == 0)
-		if err != nil {
-			return res, err
-		}
-		if !ok {
-			return res, shared(ExitFailed, fmt.Errorf("contracts failed on rank(s) %v (rank 0: %s)", bad, orNone(failed)))
-		}
-		progress(fmt.Sprintf("contracts: %d held on every rank", len(res.contracts)))
-	}
-	if err := comm.Barrier(); err != nil {
-		return res, err
-	}
-	if w.locate != nil {
-		if res.locate, err = s.runLocate(be, comm, w.locate, progress); err != nil {
-			return res, err
+		// Every phase ends together: what follows is timed, or judged
+		// against every rank at once.
+		if err := env.Comm.Barrier(); err != nil {
+			return rows, err
 		}
 	}
-	if cfg.Timing.Enabled {
-		s.phase("timing")
-		progress(phases.ProgressHeader)
-		if res.timings, err = phases.RunTiming(be, comm, w.timing, w.groups, progress); err != nil {
-			return res, checkShared(err)
-		}
-	}
-	if cfg.Memory.Enabled {
-		s.phase("memory")
-		if res.memory, err = phases.RunMemory(be, comm, w.memory, progress); err != nil {
-			return res, checkShared(err)
-		}
-	}
-	if cfg.Numerics.Enabled {
-		s.phase("numerics")
-		if res.numerics, err = phases.RunNumerics(be, comm, cfg.Numerics.Spec()); err != nil {
-			return res, checkShared(err)
-		}
-		for _, r := range res.numerics {
-			progress(fmt.Sprintf("numerics %-8s %-6s %s (rank 0; largest error %.3g of its bound)",
-				r.DType, coll.SizeText(r.SizeBytes), r.Verdict(), r.MaxBoundRatio))
-		}
-	}
-	if cfg.Soak.Enabled {
-		s.phase("soak")
-		if res.soak, err = phases.RunSoak(be, comm, cfg.Soak.Spec(), w.groups, progress); err != nil {
-			return res, checkShared(err)
-		}
-	}
-	return res, nil
+	return rows, nil
 }
 
-// checkShared marks a check failure that every rank agreed on as shared.
-func checkShared(err error) error {
+// runPhase is the one wrapper every phase runs in: it names the phase to
+// the watchdog, keeps how long it took, and shapes its error alike for
+// all: a failure every rank found is shared, said once by rank 0.
+func (s *session) runPhase(p prepared, env phase.Env, rows *report.Rows) error {
+	s.phase(p.name)
+	start := time.Now()
+	err := p.Run(env, rows)
+	s.phaseSeconds = append(s.phaseSeconds, phaseTime{p.name, time.Since(start).Seconds()})
+	var agreed *phase.Agreed
 	var ce *phases.CheckError
-	if errors.As(err, &ce) && ce.Ranks != nil {
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &agreed), errors.As(err, &ce) && ce.Ranks != nil:
 		return shared(ExitFailed, err)
 	}
 	return err
 }
 
-func orNone(s []string) string {
-	if len(s) == 0 {
-		return "none"
+// phaseTime is how long one phase took on this rank.
+type phaseTime struct {
+	name    string
+	seconds float64
+}
+
+// summarize adds each phase's part of the summary, on rank 0.
+func (w work) summarize(merged report.Rows, sum *report.Summary) {
+	for _, p := range w.phases {
+		if p.Summarize != nil {
+			p.Summarize(merged, sum)
+		}
 	}
-	return strings.Join(s, ", ")
 }

@@ -4,20 +4,66 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"rsag/internal/atomicfile"
 )
 
-// Phases says which phases ran, so that a disabled phase leaves no file,
-// and whether the timing phase swept beyond the seed's single case, so that
-// the per-rank timing files say which case each row is.
-type Phases struct{ Contracts, Timing, Memory, Numerics, Sweep, Locate, Soak bool }
+// Phases says which phases ran, by name, so that a disabled phase leaves
+// no file, and whether the timing phase swept beyond the seed's single
+// case (Sweep), so that the per-rank timing files say which case each row
+// is. The names are the phases' own (phase.Register); an output names the
+// phase whose rows it holds.
+type Phases struct {
+	names map[string]bool
+	Sweep bool
+}
+
+// The names of the phases whose rows report's own outputs hold.
+const (
+	Contracts = "contracts"
+	Timing    = "timing"
+	Memory    = "memory"
+	Numerics  = "numerics"
+	Locate    = "locate"
+	Soak      = "soak"
+)
+
+// Ran is the set of phases named.
+func Ran(names ...string) Phases {
+	p := Phases{names: map[string]bool{}}
+	for _, n := range names {
+		p.names[n] = true
+	}
+	return p
+}
+
+// Has reports whether the phase named ran.
+func (p Phases) Has(name string) bool { return p.names[name] }
+
+// With is p with the phase named added.
+func (p Phases) With(name string) Phases {
+	q := Ran(p.Names()...)
+	q.Sweep = p.Sweep
+	q.names[name] = true
+	return q
+}
+
+// Names are the phases that ran, sorted.
+func (p Phases) Names() []string {
+	var names []string
+	for n := range p.names {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
 
 // csvFile is one kind of CSV: its name, the phase whose rows it holds, and
 // how to write those rows with some columns.
 type csvFile struct {
 	kind  string // "timings": rank{r}_timings.csv and timings.csv
-	ran   func(Phases) bool
+	phase string // the phase whose rows it holds
 	write func(b *bytes.Buffer, rows Rows, cols Columns) error
 	// perRank: every rank writes its own file with exactly the seed's
 	// columns (and the sweep's, in a sweep), as well as rank 0 the
@@ -27,13 +73,13 @@ type csvFile struct {
 }
 
 var csvFiles = []csvFile{
-	{kind: "contracts", perRank: true, ran: func(p Phases) bool { return p.Contracts },
+	{kind: "contracts", perRank: true, phase: Contracts,
 		write: func(b *bytes.Buffer, r Rows, c Columns) error { return WriteCSV(b, r.Contracts, c, true) }},
-	{kind: "timings", perRank: true, ran: func(p Phases) bool { return p.Timing },
+	{kind: "timings", perRank: true, phase: Timing,
 		write: func(b *bytes.Buffer, r Rows, c Columns) error { return WriteCSV(b, r.Timings, c, true) }},
-	{kind: "memory", perRank: true, ran: func(p Phases) bool { return p.Memory },
+	{kind: "memory", perRank: true, phase: Memory,
 		write: func(b *bytes.Buffer, r Rows, c Columns) error { return WriteCSV(b, r.Memory, c, true) }},
-	{kind: "numerics", ran: func(p Phases) bool { return p.Numerics },
+	{kind: "numerics", phase: Numerics,
 		write: func(b *bytes.Buffer, r Rows, c Columns) error { return WriteCSV(b, r.Numerics, c, true) }},
 }
 
@@ -64,7 +110,7 @@ func perRankColumns(ran Phases) Columns {
 // plan is the file's Output.Plan: nothing when its phase did not run.
 func (f csvFile) plan(name func(string, Input) string, cols func(Phases) Columns) func(Input) ([]string, func(string) error) {
 	return func(in Input) ([]string, func(string) error) {
-		if !f.ran(in.Ran) {
+		if !in.Ran.Has(f.phase) {
 			return nil, nil
 		}
 		file := name(f.kind, in)
@@ -104,4 +150,17 @@ func writeFile(path string, fill func(*bytes.Buffer) error) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// RanIn is the phases whose results summary s holds: what a summary read
+// back (rsag report) shows.
+func RanIn(s Summary) Phases {
+	p := Ran()
+	for name, held := range map[string]bool{Contracts: len(s.Contracts) > 0, Timing: len(s.Timing) > 0,
+		Memory: len(s.Memory) > 0, Numerics: len(s.Numerics) > 0, Locate: s.Locate != nil, Soak: s.Soak != nil} {
+		if held {
+			p.names[name] = true
+		}
+	}
+	return p
 }

@@ -102,13 +102,13 @@ func JUnit(s Summary, ran Phases, gates []GateResult) JUnitSuites {
 		}
 	}
 	run.add("status", s.Status != Statuses[0], "run", fmt.Sprintf("the run %s: %s", s.Status, s.Reason))
-	if ran.Contracts {
+	if ran.Has(Contracts) {
 		c := newSuite("contracts")
 		for _, k := range s.Contracts {
 			c.add(k.Name, len(k.FailedRanks) > 0, "contract", fmt.Sprintf("%s failed on rank(s) %s: %s", k.Name, listText(k.FailedRanks), k.Detail))
 		}
 	}
-	if ran.Timing {
+	if ran.Has(Timing) {
 		t := newSuite("timing")
 		for _, st := range s.Timing {
 			name := GateResult{Stat: st}.Name() + " " + string(st.Mode)
@@ -118,23 +118,23 @@ func JUnit(s Summary, ran Phases, gates []GateResult) JUnitSuites {
 			t.add("gate "+g.Name()+fmt.Sprintf(": busbw >= %.2f GB/s", g.MinGBps), !g.Passed(), "gate", g.Failure())
 		}
 	}
-	if ran.Memory {
+	if ran.Has(Memory) {
 		m := newSuite("memory")
 		for _, mm := range s.Memory {
 			m.add(mm.Mode+": output correct", !mm.Correct, "check", mm.Mode+": a memory run's output was wrong on some rank")
 		}
 	}
-	if ran.Numerics {
+	if ran.Has(Numerics) {
 		n := newSuite("numerics")
 		for _, nn := range s.Numerics {
 			name := fmt.Sprintf("%s %s: within the error bound", nn.DType, SizeText(nn.SizeBytes))
 			n.add(name, !nn.WithinBound, "check", fmt.Sprintf("%s %s: error %.3gx the bound", nn.DType, SizeText(nn.SizeBytes), nn.MaxBoundRatio))
 		}
 	}
-	if l := s.Locate; ran.Locate && l != nil {
+	if l := s.Locate; ran.Has(Locate) && l != nil {
 		junitLocate(newSuite("locate"), *l)
 	}
-	if sk := s.Soak; ran.Soak && sk != nil {
+	if sk := s.Soak; ran.Has(Soak) && sk != nil {
 		k := newSuite("soak")
 		k.Time = fmt.Sprintf("%.3f", sk.ElapsedS)
 		k.add(fmt.Sprintf("%d iterations: every output correct", sk.Iterations), sk.FailedIterations > 0, "soak",

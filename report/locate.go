@@ -77,7 +77,7 @@ func LocateRows(rank int, host string, res phases.LocateResult) ([]LocateRow, []
 // locate.csv registers itself: rank 0's, from every rank's rows.
 func init() {
 	Register(Output{Stage: Combined, Patterns: []string{LocateFile}, Plan: func(in Input) ([]string, func(string) error) {
-		if !in.Ran.Locate {
+		if !in.Ran.Has(Locate) {
 			return nil, nil
 		}
 		return []string{LocateFile}, func(dir string) error {
@@ -219,7 +219,7 @@ type stepData struct {
 }
 
 // summaryLocate judges the phase from every rank's rows.
-func summaryLocate(in LocateInput, rows Rows) *SummaryLocate {
+func LocateSummary(in LocateInput, rows Rows) *SummaryLocate {
 	plan := in.Plan
 	spec := plan.Spec
 	probes := spec.Probes()

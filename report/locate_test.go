@@ -104,7 +104,7 @@ func TestLocateSummaryNamesTheCulprit(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in, rows := locateRun(t, c.nodes, c.per, c.slow)
-			l := summaryLocate(in, rows)
+			l := LocateSummary(in, rows)
 			var texts, kinds []string
 			for _, s := range l.Suspects {
 				texts, kinds = append(texts, s.Text), append(kinds, s.Kind)
@@ -131,7 +131,7 @@ func TestLocateTableGolden(t *testing.T) {
 		}
 		return 1
 	})
-	l := *summaryLocate(in, rows)
+	l := *LocateSummary(in, rows)
 	if err := LocateTable(&b, l); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestLocateSummaryValidatesAgainstTheSchema(t *testing.T) {
 			return 1
 		})
 		s := fixedSummary()
-		s.Locate = summaryLocate(in, rows)
+		s.Locate = LocateSummary(in, rows)
 		var b bytes.Buffer
 		if err := EncodeSummary(&b, s); err != nil {
 			t.Fatal(err)
@@ -192,7 +192,7 @@ func TestLocateSummaryValidatesAgainstTheSchema(t *testing.T) {
 		return 1
 	})
 	s := fixedSummary()
-	s.Locate = summaryLocate(in, rows)
+	s.Locate = LocateSummary(in, rows)
 	s.Locate.Suspects[0].Kind = "switch"
 	var b bytes.Buffer
 	if err := EncodeSummary(&b, s); err != nil {
@@ -208,7 +208,7 @@ func TestLocateSummaryValidatesAgainstTheSchema(t *testing.T) {
 func TestLocateCSV(t *testing.T) {
 	_, rows := locateRun(t, 4, 1, noFault)
 	dir := t.TempDir()
-	files, write := Plan(Combined, Input{World: 4, Ran: Phases{Locate: true}, Rows: rows})
+	files, write := Plan(Combined, Input{World: 4, Ran: Ran(Locate), Rows: rows})
 	if !strings.Contains(strings.Join(files, " "), LocateFile) {
 		t.Fatalf("planned %v, want %s", files, LocateFile)
 	}
@@ -223,7 +223,7 @@ func TestLocateCSV(t *testing.T) {
 	if lines[0] != "rank,step,round,repeat,unit,a,b,probe,collective,size_bytes,bytes,ranks,duration_us,host" || len(lines) != 1+len(rows.Locate) {
 		t.Errorf("locate.csv: %d lines, header %q", len(lines), lines[0])
 	}
-	if files, _ := Plan(Combined, Input{World: 4, Ran: Phases{}, Rows: rows}); strings.Contains(strings.Join(files, " "), LocateFile) {
+	if files, _ := Plan(Combined, Input{World: 4, Ran: Ran(), Rows: rows}); strings.Contains(strings.Join(files, " "), LocateFile) {
 		t.Errorf("planned %s without the phase", LocateFile)
 	}
 }

@@ -30,7 +30,7 @@ func TestOutputNames(t *testing.T) {
 // A run lists every rank's files, then the combined ones, then the final
 // ones it can name before it has a summary, for the phases that ran.
 func TestPlanned(t *testing.T) {
-	got := report.Planned(2, report.Phases{Contracts: true, Memory: true})
+	got := report.Planned(2, report.Ran(report.Contracts, report.Memory))
 	want := []string{"rank0_contracts.csv", "rank0_memory.csv", "rank1_contracts.csv", "rank1_memory.csv",
 		"contracts.csv", "memory.csv", "junit.xml", "rsag.prom", "summary.json"}
 	if !slices.Equal(got, want) {
@@ -42,7 +42,7 @@ func TestPlanned(t *testing.T) {
 // that -overwrite can tell it for rsag's: a new output whose names its
 // patterns miss fails here.
 func TestEveryPlannedFileIsAnOutput(t *testing.T) {
-	ran := report.Phases{Contracts: true, Timing: true, Memory: true, Numerics: true, Sweep: true}
+	ran := withSweep(report.Ran(report.Contracts, report.Timing, report.Memory, report.Numerics))
 	sum := report.NewSummary(report.SummaryInput{World: 2, Rows: sweepRows()})
 	for _, stage := range []report.Stage{report.EachRank, report.Combined, report.Final} {
 		files, _ := report.Plan(stage, report.Input{Rank: 1, World: 2, Ran: ran, Summary: &sum})
@@ -78,7 +78,7 @@ func sweepRows() report.Rows {
 // every file a summary of those runs plans is among them, and each is an
 // output.
 func TestMayWriteHoldsEveryFileARunWrites(t *testing.T) {
-	ran := report.Phases{Contracts: true, Timing: true, Memory: true, Sweep: true}
+	ran := withSweep(report.Ran(report.Contracts, report.Timing, report.Memory))
 	may := report.MayWrite(2, ran, []string{"a b/c", "matrix"})
 	sum := report.NewSummary(report.SummaryInput{World: 2, Rows: sweepRows()})
 	var all []string
@@ -103,7 +103,12 @@ func TestMayWriteHoldsEveryFileARunWrites(t *testing.T) {
 			t.Errorf("MayWrite lacks %s: %v", f, may)
 		}
 	}
-	if got := report.MayWrite(2, report.Phases{Contracts: true}, []string{"default"}); slices.ContainsFunc(got, func(f string) bool { return strings.HasSuffix(f, ".png") }) {
+	if got := report.MayWrite(2, report.Ran(report.Contracts), []string{"default"}); slices.ContainsFunc(got, func(f string) bool { return strings.HasSuffix(f, ".png") }) {
 		t.Errorf("figures for phases that did not run: %v", got)
 	}
+}
+
+func withSweep(p report.Phases) report.Phases {
+	p.Sweep = true
+	return p
 }

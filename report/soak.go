@@ -16,7 +16,7 @@ const SoakFile = "soak.csv"
 // soak.csv registers itself: a combined output, written when the soak ran.
 func init() {
 	Register(Output{Stage: Combined, Patterns: []string{SoakFile}, Plan: func(in Input) ([]string, func(string) error) {
-		if !in.Ran.Soak {
+		if !in.Ran.Has(Soak) {
 			return nil, nil
 		}
 		return []string{SoakFile}, func(dir string) error {

@@ -268,9 +268,6 @@ type SummaryInput struct {
 	// Discard is each run's number of timing cycles dropped from the start
 	// of each case (config's timing.discard, per [[run]]); missing: 0.
 	Discard map[string]int
-	// Locate is the locate phase's plan and threshold; nil when it did
-	// not run.
-	Locate *LocateInput
 }
 
 // NewSummary builds summary.json's content.
@@ -297,9 +294,6 @@ func NewSummary(in SummaryInput) Summary {
 	s.Memory = summaryMemory(in.Rows.Memory)
 	s.Numerics = summaryNumerics(in.Rows.Numerics)
 	s.ChecksPassed = allCorrect(in.Rows)
-	if in.Locate != nil {
-		s.Locate = summaryLocate(*in.Locate, in.Rows)
-	}
 	s.Soak = in.Rows.SoakSummary
 	return s
 }

@@ -126,12 +126,12 @@ func ListText(v []int, sep string) string { return rankset.Join(v, sep) }
 // WriteTables prints the tables of the phases that ran, from the summary:
 // contracts, timings, memory.
 func WriteTables(w io.Writer, s Summary, ran Phases) error {
-	if ran.Contracts {
+	if ran.Has(Contracts) {
 		if err := ContractsTable(w, s.Contracts, s.WorldSize); err != nil {
 			return err
 		}
 	}
-	if ran.Timing && len(s.Timing) > 0 {
+	if ran.Has(Timing) && len(s.Timing) > 0 {
 		if err := TimingsTable(w, s.Timing, s.WorldSize, len(s.Nodes)); err != nil {
 			return err
 		}
@@ -142,17 +142,17 @@ func WriteTables(w io.Writer, s Summary, ran Phases) error {
 			return err
 		}
 	}
-	if ran.Memory && len(s.Memory) > 0 {
+	if ran.Has(Memory) && len(s.Memory) > 0 {
 		if err := MemoryTable(w, s.Memory); err != nil {
 			return err
 		}
 	}
-	if ran.Numerics && len(s.Numerics) > 0 {
+	if ran.Has(Numerics) && len(s.Numerics) > 0 {
 		if err := NumericsTable(w, s.Numerics); err != nil {
 			return err
 		}
 	}
-	if ran.Locate && s.Locate != nil {
+	if ran.Has(Locate) && s.Locate != nil {
 		if err := LocateTable(w, *s.Locate); err != nil {
 			return err
 		}

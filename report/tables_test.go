@@ -34,7 +34,7 @@ func golden(t *testing.T, name string, got []byte) {
 // modes, memory with and without a device count.
 func TestTablesGolden(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteTables(&b, fixedSummary(), Phases{Contracts: true, Timing: true, Memory: true}); err != nil {
+	if err := WriteTables(&b, fixedSummary(), Ran(Contracts, Timing, Memory)); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "tables.golden.txt", b.Bytes())

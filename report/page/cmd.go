@@ -83,7 +83,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "rsag report: warning: %v\n", err)
 		}
 	}
-	ran := report.Phases{Contracts: len(s.Contracts) > 0, Timing: len(s.Timing) > 0, Memory: len(s.Memory) > 0, Numerics: len(s.Numerics) > 0}
+	ran := report.RanIn(s)
 	if err := report.WriteTables(stdout, s, ran); err != nil {
 		fmt.Fprintf(stderr, "rsag report: %v\n", err)
 		return ExitFailed

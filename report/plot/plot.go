@@ -257,14 +257,14 @@ func FiguresOf(s report.Summary) Figures {
 // need data that may not come), and the memory figure.
 func mayWrite(in report.Input) []string {
 	var figs Figures
-	if in.Ran.Timing {
+	if in.Ran.Has(report.Timing) {
 		for _, suffix := range suffixes(in.Runs) {
 			for _, name := range []string{TimeVsSize, BusBWVsSize, RatioVsSize, CrossoverVsSize} {
 				figs = append(figs, figure{name: name + suffix})
 			}
 		}
 	}
-	if in.Ran.Memory && in.Runs != nil {
+	if in.Ran.Has(report.Memory) && in.Runs != nil {
 		figs = append(figs, figure{name: MemoryByMode})
 	}
 	return figs.Names()

@@ -1,0 +1,34 @@
+package phase
+
+import (
+	"rsag/coll"
+	"rsag/config"
+	"rsag/phases"
+	"rsag/report"
+)
+
+// The timing phase: the config's runs, each case timed cycle by cycle.
+func init() {
+	Register(Phase{Name: report.Timing, Order: 30,
+		Enabled: func(cfg config.Config) bool { return cfg.Timing.Enabled },
+		Prepare: prepareTiming})
+}
+
+func prepareTiming(j Job) (Prepared, error) {
+	sweeps := j.Config.Sweeps
+	return Prepared{
+		Support: func(be coll.Backend) error { return phases.CheckSupport(be, sweeps, j.Groups) },
+		Fits: func(be coll.Backend) error {
+			return phases.CheckFits(be, phases.TimingFootprint(be, sweeps, j.Groups), "timing at the largest size")
+		},
+		Run: func(env Env, rows *report.Rows) error {
+			env.Progress(phases.ProgressHeader)
+			samples, err := phases.RunTiming(env.Backend, env.Comm, sweeps, j.Groups, env.Progress)
+			for _, x := range samples {
+				rows.Timings = append(rows.Timings, report.TimingRow{Rank: env.Rank, Case: x.Case, Cycle: x.Cycle,
+					DurationUS: x.DurationUS, Correct: report.VerdictOf(x.Checked, x.Correct), Host: env.Host})
+			}
+			return err
+		},
+	}, nil
+}

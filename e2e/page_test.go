@@ -18,6 +18,7 @@ import (
 	"rsag/internal/testkit/browser"
 	"rsag/internal/testkit/inmem"
 	"rsag/outdir"
+	"rsag/phase"
 	"rsag/phases"
 	"rsag/report"
 	"rsag/report/page"
@@ -399,7 +400,7 @@ func TestBrokenContractTurnsTheBannerRed(t *testing.T) {
 	var all []report.Rows
 	var infos []coll.Info
 	for r := range world {
-		all = append(all, report.FromResults(r, "inmem", results[r], nil, nil, nil))
+		all = append(all, report.Rows{Contracts: phase.ContractRows(r, "inmem", results[r])})
 		infos = append(infos, coll.Info{Backend: "inmem", Host: "inmem", LocalRank: r, Device: "host memory"})
 	}
 	rows := report.Merge(all)

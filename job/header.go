@@ -36,7 +36,7 @@ func (s *session) printHeader(mine coll.Info, infos []coll.Info, groups *phases.
 		s.printf("  driver %s\n", mine.Driver)
 	}
 	report.RanksTable(s.out, infos)
-	report.NodesTable(s.out, report.WithGroups(report.Nodes(infos), groups))
+	report.NodesTable(s.out, report.WithGroups(report.Nodes(infos), groups.Of()))
 }
 
 // sameForBackend is, for a shipped config and a backend it asks too much

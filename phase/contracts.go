@@ -34,11 +34,11 @@ func prepareContracts(j Job) (Prepared, error) {
 			more, err := phases.RunHierarchyContracts(env.Backend, j.Groups, hosts)
 			results = append(results, more...)
 			if err != nil {
-				addContracts(rows, env, results)
+				rows.Contracts = append(rows.Contracts, ContractRows(env.Rank, env.Host, results)...)
 				return fmt.Errorf("hierarchical contracts on rank %d: %w", env.Rank, err)
 			}
 		}
-		addContracts(rows, env, results)
+		rows.Contracts = append(rows.Contracts, ContractRows(env.Rank, env.Host, results)...)
 		var failed []string
 		for _, r := range results {
 			if !r.Correct {
@@ -57,10 +57,13 @@ func prepareContracts(j Job) (Prepared, error) {
 	}}, nil
 }
 
-func addContracts(rows *report.Rows, env Env, results []phases.ContractResult) {
+// ContractRows are one rank's contract results as rows.
+func ContractRows(rank int, host string, results []phases.ContractResult) []report.ContractRow {
+	var rows []report.ContractRow
 	for _, x := range results {
-		rows.Contracts = append(rows.Contracts, report.ContractRow{Rank: env.Rank, Name: x.Name, Correct: x.Correct, Detail: x.Detail, Host: env.Host})
+		rows = append(rows, report.ContractRow{Rank: rank, Name: x.Name, Correct: x.Correct, Detail: x.Detail, Host: host})
 	}
+	return rows
 }
 
 func orNone(s []string) string {

@@ -42,11 +42,11 @@ func prepareLocate(j Job) (Prepared, error) {
 				return err
 			}
 			env.Progress(fmt.Sprintf("locate: %d measurements on rank 0 in %.1f s", len(res.Samples), time.Since(t0).Seconds()))
-			rows.Locate, rows.LocateComms, rows.LocateRanks = report.LocateRows(env.Rank, env.Host, res)
+			rows.Locate, rows.LocateComms, rows.LocateRanks = LocateRows(env.Rank, env.Host, res)
 			return nil
 		},
 		Summarize: func(merged report.Rows, sum *report.Summary) {
-			sum.Locate = report.LocateSummary(report.LocateInput{Plan: plan, Threshold: threshold}, merged)
+			sum.Locate = LocateSummary(LocateInput{Plan: plan, Threshold: threshold}, merged)
 		},
 	}, nil
 }

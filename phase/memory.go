@@ -23,13 +23,20 @@ func prepareMemory(j Job) (Prepared, error) {
 		},
 		Run: func(env Env, rows *report.Rows) error {
 			results, err := phases.RunMemory(env.Backend, env.Comm, run, env.Progress)
-			for _, x := range results {
-				rows.Memory = append(rows.Memory, report.MemoryRow{Rank: env.Rank, Mode: x.Mode, PayloadBytes: x.PayloadBytes,
-					BaselineBytes: x.BaselineBytes, SteadyDeltaBytes: x.SteadyDeltaBytes, PeakDeltaBytes: x.PeakDeltaBytes,
-					Correct: x.Correct, Host: env.Host, AnalyticSteady: x.AnalyticSteady, AnalyticPeak: x.AnalyticPeak,
-					DeviceSteadyDelta: x.DeviceSteadyDelta, DevicePeakDelta: x.DevicePeakDelta})
-			}
+			rows.Memory = append(rows.Memory, MemoryRows(env.Rank, env.Host, results)...)
 			return err
 		},
 	}, nil
+}
+
+// MemoryRows are one rank's memory results as rows.
+func MemoryRows(rank int, host string, results []phases.MemoryResult) []report.MemoryRow {
+	var rows []report.MemoryRow
+	for _, x := range results {
+		rows = append(rows, report.MemoryRow{Rank: rank, Mode: x.Mode, PayloadBytes: x.PayloadBytes,
+			BaselineBytes: x.BaselineBytes, SteadyDeltaBytes: x.SteadyDeltaBytes, PeakDeltaBytes: x.PeakDeltaBytes,
+			Correct: x.Correct, Host: host, AnalyticSteady: x.AnalyticSteady, AnalyticPeak: x.AnalyticPeak,
+			DeviceSteadyDelta: x.DeviceSteadyDelta, DevicePeakDelta: x.DevicePeakDelta})
+	}
+	return rows
 }

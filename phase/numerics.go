@@ -29,17 +29,26 @@ func prepareNumerics(j Job) (Prepared, error) {
 			if err != nil {
 				return err
 			}
+			rows.Numerics = append(rows.Numerics, NumericsRows(env.Rank, env.Host, results)...)
 			for _, x := range results {
-				rows.Numerics = append(rows.Numerics, report.NumericsRow{Rank: env.Rank, DType: x.DType.String(), SizeBytes: x.SizeBytes,
-					Elements: x.Elements, BitwiseEqual: x.BitwiseEqual, DifferingElements: x.DifferingElements,
-					MaxULP: int64(min(x.MaxULP, 1<<62)), MaxAbsErrorDirect: x.MaxAbsErrorDirect,
-					MaxAbsErrorDecomposed: x.MaxAbsErrorDecomposed, MaxRelErrorDirect: x.MaxRelErrorDirect,
-					MaxRelErrorDecomposed: x.MaxRelErrorDecomposed, UnitRoundoff: x.UnitRoundoff, Bound: x.Bound,
-					MaxBoundRatio: x.MaxBoundRatio, WithinBound: x.WithinBound, Host: env.Host})
 				env.Progress(fmt.Sprintf("numerics %-8s %-6s %s (rank 0; largest error %.3g of its bound)",
 					x.DType, coll.SizeText(x.SizeBytes), x.Verdict(), x.MaxBoundRatio))
 			}
 			return nil
 		},
 	}, nil
+}
+
+// NumericsRows are one rank's numerics results as rows.
+func NumericsRows(rank int, host string, results []phases.NumericsResult) []report.NumericsRow {
+	var rows []report.NumericsRow
+	for _, x := range results {
+		rows = append(rows, report.NumericsRow{Rank: rank, DType: x.DType.String(), SizeBytes: x.SizeBytes,
+			Elements: x.Elements, BitwiseEqual: x.BitwiseEqual, DifferingElements: x.DifferingElements,
+			MaxULP: int64(min(x.MaxULP, 1<<62)), MaxAbsErrorDirect: x.MaxAbsErrorDirect,
+			MaxAbsErrorDecomposed: x.MaxAbsErrorDecomposed, MaxRelErrorDirect: x.MaxRelErrorDirect,
+			MaxRelErrorDecomposed: x.MaxRelErrorDecomposed, UnitRoundoff: x.UnitRoundoff, Bound: x.Bound,
+			MaxBoundRatio: x.MaxBoundRatio, WithinBound: x.WithinBound, Host: host})
+	}
+	return rows
 }

@@ -24,11 +24,18 @@ func prepareTiming(j Job) (Prepared, error) {
 		Run: func(env Env, rows *report.Rows) error {
 			env.Progress(phases.ProgressHeader)
 			samples, err := phases.RunTiming(env.Backend, env.Comm, sweeps, j.Groups, env.Progress)
-			for _, x := range samples {
-				rows.Timings = append(rows.Timings, report.TimingRow{Rank: env.Rank, Case: x.Case, Cycle: x.Cycle,
-					DurationUS: x.DurationUS, Correct: report.VerdictOf(x.Checked, x.Correct), Host: env.Host})
-			}
+			rows.Timings = append(rows.Timings, TimingRows(env.Rank, env.Host, samples)...)
 			return err
 		},
 	}, nil
+}
+
+// TimingRows are one rank's timed samples as rows.
+func TimingRows(rank int, host string, samples []phases.TimingSample) []report.TimingRow {
+	var rows []report.TimingRow
+	for _, x := range samples {
+		rows = append(rows, report.TimingRow{Rank: rank, Case: x.Case, Cycle: x.Cycle,
+			DurationUS: x.DurationUS, Correct: report.VerdictOf(x.Checked, x.Correct), Host: host})
+	}
+	return rows
 }

@@ -164,3 +164,11 @@ func openScopes(be coll.Backend, g *Groups) (*scopes, func() error, error) {
 
 // layout is the world's shape as the modes see it.
 func (sc *scopes) layout() coll.Layout { return layoutOf(sc.be[coll.World].WorldSize(), sc.groups) }
+
+// Of is every rank's group, by rank; nil for no groups (g nil).
+func (g *Groups) Of() []int {
+	if g == nil {
+		return nil
+	}
+	return g.Group
+}

@@ -182,7 +182,7 @@ func junitLocate(st *suite, l SummaryLocate) {
 
 // FigureText is what a suspect's figure says: "bandwidth 0.31x median".
 func (s SummaryLocateSuspect) FigureText() string {
-	return fmt.Sprintf("%s %s median", s.Problem, figureText(s.Figure))
+	return fmt.Sprintf("%s %s median", s.Problem, FigureText(s.Figure))
 }
 
 // EncodeJUnit writes j as indented XML with its declaration.

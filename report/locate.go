@@ -11,15 +11,16 @@ import (
 	"strings"
 
 	"rsag/coll"
-	"rsag/internal/quantile"
-	"rsag/locate"
-	"rsag/phases"
 )
+
+// SuspectNode is the kind of a suspect that is a whole node; the others
+// are links and ranks.
+const SuspectNode = "node"
 
 // LocateFile is rank 0's file of every locate measurement of every rank.
 const LocateFile = "locate.csv"
 
-// LocateRow is one locate measurement on one rank (phases.LocateSample):
+// LocateRow is one locate measurement on one rank:
 //
 //	locate.csv: rank,step,round,repeat,unit,a,b,probe,collective,size_bytes,bytes,ranks,duration_us,host
 //
@@ -59,21 +60,6 @@ type LocateRankRow struct {
 	Seconds float64
 }
 
-// LocateRows turns one rank's locate result into rows.
-func LocateRows(rank int, host string, res phases.LocateResult) ([]LocateRow, []LocateCommRow, []LocateRankRow) {
-	var rows []LocateRow
-	for _, s := range res.Samples {
-		rows = append(rows, LocateRow{Rank: rank, Step: s.Step, Round: s.Round, Repeat: s.Repeat, Unit: s.Unit, A: s.A, B: s.B,
-			Probe: s.Probe, Collective: s.Collective, SizeBytes: s.SizeBytes, Bytes: s.Bytes, Ranks: s.Ranks,
-			DurationUS: s.DurationUS, Host: host})
-	}
-	var comms []LocateCommRow
-	for _, c := range res.Comms {
-		comms = append(comms, LocateCommRow{Rank: rank, Step: c.Step, Round: c.Round, Member: c.Member, SplitUS: c.SplitUS, FreeUS: c.FreeUS})
-	}
-	return rows, comms, []LocateRankRow{{Rank: rank, Seconds: res.Seconds}}
-}
-
 // locate.csv registers itself: rank 0's, from every rank's rows.
 func init() {
 	Register(Output{Stage: Combined, Patterns: []string{LocateFile}, Plan: func(in Input) ([]string, func(string) error) {
@@ -84,13 +70,6 @@ func init() {
 			return writeFile(filepath.Join(dir, LocateFile), func(b *bytes.Buffer) error { return WriteCSV(b, in.Rows.Locate, AllColumns, true) })
 		}
 	}})
-}
-
-// LocateInput is what the summary's locate section is judged from, beyond
-// the rows: the plan every rank ran and the config's threshold.
-type LocateInput struct {
-	Plan      phases.LocatePlan
-	Threshold float64
 }
 
 // SummaryLocate is summary.json's locate section: what ran, every node's
@@ -206,389 +185,22 @@ type SummaryLocateSuspect struct {
 	Text        string `json:"text"` // "node3 (bandwidth 0.31x median)", "node7 slow in 4 of 9 repeats, bandwidth"
 }
 
-// unitKey is a unit within its step.
-type unitKey struct {
-	round, a, b int
-}
-
-// stepData is one step's measurements: per unit, per probe and repeat,
-// the slowest rank's time and the bus bandwidth from it.
-type stepData struct {
-	units []unitKey
-	speed map[unitKey][][]float64 // [probe][repeat] GB/s
-}
-
-// summaryLocate judges the phase from every rank's rows.
-func LocateSummary(in LocateInput, rows Rows) *SummaryLocate {
-	plan := in.Plan
-	spec := plan.Spec
-	probes := spec.Probes()
-	out := &SummaryLocate{Threshold: in.Threshold, Repeats: spec.Repeats}
-	var lp []locate.Probe
-	for _, p := range probes {
-		bound := locate.Probe{Latency: p.Latency}.Problem()
-		out.Probes = append(out.Probes, SummaryLocateProbe{Collective: p.Collective.Name, SizeBytes: p.SizeBytes, Bound: bound})
-		lp = append(lp, locate.Probe{Name: p.Collective.Label + " " + SizeText(p.SizeBytes), Latency: p.Latency})
-	}
-	for _, r := range rows.LocateRanks {
-		out.Seconds = max(out.Seconds, r.Seconds)
-	}
-	data := map[string]*stepData{}
-	for _, st := range plan.Steps {
-		out.Steps = append(out.Steps, stepSummary(st, rows.LocateComms))
-		if st.Skip != "" {
-			continue
-		}
-		d := &stepData{speed: map[unitKey][][]float64{}}
-		for r, round := range st.Rounds {
-			for _, u := range round {
-				k := unitKey{r, u.A, u.B}
-				d.units = append(d.units, k)
-				d.speed[k] = nanGrid(len(probes), spec.Repeats)
-			}
-		}
-		// A measurement of a unit is as slow as its slowest rank.
-		type measurement struct {
-			unit          unitKey
-			probe, repeat int
-		}
-		slowest := map[measurement]LocateRow{}
-		for _, row := range rows.Locate {
-			m := measurement{unitKey{row.Round, row.A, row.B}, row.Probe, row.Repeat}
-			if row.Step == st.Name && row.DurationUS >= slowest[m].DurationUS {
-				slowest[m] = row
-			}
-		}
-		for m, row := range slowest {
-			grid, ok := d.speed[m.unit]
-			if !ok || m.probe < 0 || m.probe >= len(probes) || m.repeat < 0 || m.repeat >= spec.Repeats || row.DurationUS <= 0 {
-				continue
-			}
-			grid[m.probe][m.repeat] = busBW(probes[m.probe].Collective, row.Bytes, row.Ranks, row.DurationUS)
-		}
-		data[st.Name] = d
-	}
-	excluded := make([]bool, 0)
-	for _, level := range phases.LocateLevels {
-		excluded = judgeLevel(out, plan, level, lp, data, in.Threshold, excluded)
-	}
-	out.Verdict = phaseVerdict(*out)
-	return out
-}
-
-// phaseVerdict is the phase's verdict in a word (SummaryLocate.Verdict).
-func phaseVerdict(l SummaryLocate) string {
-	switch {
-	case len(l.Suspects) > 0:
-		return "suspects"
-	case len(l.Intermittent) > 0:
-		return "intermittent"
-	case slices.ContainsFunc(l.Steps, func(s SummaryLocateStep) bool { return s.Ran && s.Inconclusive != "" }):
-		return "inconclusive"
-	}
-	return "healthy"
-}
-
-func nanGrid(probes, repeats int) [][]float64 {
-	g := make([][]float64, probes)
-	for i := range g {
-		g[i] = make([]float64, repeats)
-		for j := range g[i] {
-			g[i][j] = math.NaN()
-		}
-	}
-	return g
-}
-
-// busBW is nccl-tests' bus bandwidth in GB/s of bytes moved in us on ranks.
-func busBW(c coll.Collective, bytes int64, ranks int, us float64) float64 {
-	return float64(bytes) / us / 1e3 * c.BusFactor(ranks)
-}
-
-// stepSummary says what a step ran and what its sub-communicators cost.
-func stepSummary(st phases.PlannedStep, comms []LocateCommRow) SummaryLocateStep {
-	s := SummaryLocateStep{Name: st.Name, Title: st.Title, Ran: st.Skip == "", Note: st.Skip, Rounds: len(st.Rounds),
-		Schedule: st.Schedule.Kind, Strides: st.Schedule.Strides}
-	if s.Note == "" {
-		s.Note = st.Note
-	}
-	for _, r := range st.Rounds {
-		s.Units += len(r)
-	}
-	split, free := map[int]float64{}, map[int]float64{}
-	for _, c := range comms {
-		if c.Step == st.Name {
-			split[c.Round], free[c.Round] = max(split[c.Round], c.SplitUS), max(free[c.Round], c.FreeUS)
-		}
-	}
-	s.SplitUS, s.FreeUS = medianOfMap(split), medianOfMap(free)
-	return s
-}
-
-func medianOfMap(m map[int]float64) float64 {
-	if len(m) == 0 {
-		return 0
-	}
-	var v []float64
-	for _, x := range m {
-		v = append(v, x)
-	}
-	return quantile.Median(v)
-}
-
-// judgeLevel solves one level (nodes, or ranks) from its steps' data:
-// the step of single members is its inside measurement, the step of pairs
-// its pairs. excluded are the members of the level above that are
-// suspects (for ranks: the ranks of suspect nodes); it returns this
-// level's, for the next.
-func judgeLevel(out *SummaryLocate, plan phases.LocatePlan, level phases.LocateLevel, probes []locate.Probe,
-	data map[string]*stepData, threshold float64, excludedRanks []bool) []bool {
-	var inside, pairs *phases.PlannedStep
-	for i, st := range plan.Steps {
-		if st.Level.Name != level.Name || data[st.Name] == nil {
-			continue
-		}
-		if st.Pairs {
-			pairs = &plan.Steps[i]
-		} else {
-			inside = &plan.Steps[i]
-		}
-	}
-	world := 0
-	for _, r := range plan.Ranks {
-		world += len(r)
-	}
-	node := make([]int, world) // each rank's node
-	for n, ranks := range plan.Ranks {
-		for _, r := range ranks {
-			node[r] = n
-		}
-	}
-	members := len(plan.Nodes)
-	if level.OfRanks {
-		members = world
-	}
-	in := locate.Input{Members: members, Probes: probes, Threshold: threshold}
-	if level.OfRanks {
-		in.Excluded = excludedRanks
-	}
-	if inside != nil {
-		d := data[inside.Name]
-		in.Inside = make([][][]float64, len(probes))
-		for pr := range probes {
-			in.Inside[pr] = make([][]float64, members)
-			for m := range members {
-				in.Inside[pr][m] = nanGrid(1, plan.Spec.Repeats)[0]
-			}
-			for _, k := range d.units {
-				in.Inside[pr][k.a] = d.speed[k][pr]
-			}
-		}
-	}
-	var keys []unitKey
-	if pairs != nil {
-		d := data[pairs.Name]
-		keys = d.units
-		in.Speed = make([][][]float64, len(probes))
-		for _, k := range keys {
-			in.Pairs = append(in.Pairs, locate.Pair{A: k.a, B: k.b})
-		}
-		for pr := range probes {
-			for _, k := range keys {
-				in.Speed[pr] = append(in.Speed[pr], d.speed[k][pr])
-			}
-		}
-	}
-	if inside == nil && pairs == nil {
-		return make([]bool, world)
-	}
-	res := locate.Solve(in)
-	by := map[string]string{locate.ByInside: stepName(inside), locate.ByPartners: stepName(pairs)}
-	judgedStep(out, inside, res.InsideJudged)
-	judgedStep(out, pairs, res.PartnersJudged, res.PairsJudged)
-
-	nameOf := func(m int) ([]string, []int) {
-		if level.OfRanks {
-			return []string{plan.Nodes[node[m]]}, []int{m}
-		}
-		return []string{plan.Nodes[m]}, []int{}
-	}
-	suspectRanks := make([]bool, world)
-	for m, v := range res.Members {
-		var named []string // the steps that name it
-		for _, b := range v.By {
-			named = append(named, by[b])
-		}
-		if !level.OfRanks {
-			n := SummaryLocateNode{Host: plan.Nodes[m], Ranks: plan.Ranks[m], Suspect: v.Suspect, Intermittent: v.Intermittent,
-				Verdict: unitVerdict(v, probes, named, by), Inside: figures(res.Inside, m), Pairs: figures(res.Partners, m)}
-			if v.Suspect {
-				for _, r := range plan.Ranks[m] {
-					suspectRanks[r] = true
-				}
-			}
-			out.Nodes = append(out.Nodes, n)
-		} else if v.Suspect {
-			suspectRanks[m] = true
-		}
-		if !v.Suspect && !v.Intermittent {
-			continue
-		}
-		nodes, ranks := nameOf(m)
-		s := suspect(level.Member, nodes, ranks, v, probes, plan.Spec)
-		s.By = named
-		s.Text = suspectText(s, v.Intermittent)
-		if v.Suspect {
-			out.Suspects = append(out.Suspects, s)
-		} else {
-			out.Intermittent = append(out.Intermittent, s)
-		}
-	}
-	for i, v := range res.Pairs {
-		k := keys[i]
-		p := SummaryLocatePair{Round: k.round, Figures: figures(res.Pairs, i), Suspect: v.Suspect, Intermittent: v.Intermittent,
-			Ranks: []int{}, Verdict: unitVerdict(v, probes, []string{pairs.Name}, map[string]string{"": pairs.Name})}
-		if level.OfRanks {
-			p.Nodes, p.Ranks = []string{plan.Nodes[node[k.a]]}, []int{k.a, k.b}
-			out.RankPairs = append(out.RankPairs, p)
-		} else {
-			p.Nodes = []string{plan.Nodes[k.a], plan.Nodes[k.b]}
-			out.Pairs = append(out.Pairs, p)
-		}
-		if !v.Suspect && !v.Intermittent {
-			continue
-		}
-		s := suspect(level.Pair, p.Nodes, p.Ranks, v, probes, plan.Spec)
-		s.By = []string{pairs.Name}
-		s.Text = suspectText(s, v.Intermittent)
-		if v.Suspect {
-			out.Suspects = append(out.Suspects, s)
-		} else {
-			out.Intermittent = append(out.Intermittent, s)
-		}
-	}
-	for r, x := range excludedRanks {
-		suspectRanks[r] = suspectRanks[r] || x
-	}
-	return suspectRanks
-}
-
-// judgedStep records on st's summary how its probes were judged: the
-// widest healthy spread, and the first reason it cannot call its units
-// healthy, with the probe ("" when it can).
-func judgedStep(out *SummaryLocate, st *phases.PlannedStep, judged ...[]locate.Judgement) {
-	if st == nil {
-		return
-	}
-	i := slices.IndexFunc(out.Steps, func(s SummaryLocateStep) bool { return s.Name == st.Name })
-	if i < 0 {
-		return
-	}
-	s := &out.Steps[i]
-	for _, js := range judged {
-		for pr, j := range js {
-			if j.Spread > s.Spread && !math.IsInf(j.Spread, 0) {
-				s.Spread = j.Spread
-			}
-			if j.Inconclusive != "" && s.Inconclusive == "" {
-				s.Inconclusive = j.Detail(out.Threshold) + " (" + probeText(out.Probes[pr]) + ")"
-			}
-		}
-	}
-}
-
-// unitVerdict is a unit's verdict in words: "healthy", "not measured",
-// "SUSPECT: bandwidth 0.31x median (pairs)", "INTERMITTENT: slow in 4 of
-// 9 repeats, bandwidth (pairs)", or "inconclusive: the spread is too wide
-// (ranks)"; by maps the solver's step names to the phase's.
-func unitVerdict(v locate.Verdict, probes []locate.Probe, named []string, by map[string]string) string {
-	switch {
-	case v.Worst < 0:
-		return "not measured"
-	case v.Suspect:
-		return fmt.Sprintf("SUSPECT: %s (%s)", problemText(v, probes), strings.Join(named, ", "))
-	case v.Intermittent:
-		f := v.Figures[v.Worst]
-		return fmt.Sprintf("INTERMITTENT: slow in %d of %d repeats, %s (%s)", f.Dips, f.Repeats, v.Problem(probes), strings.Join(named, ", "))
-	case len(v.Unsure) > 0:
-		var reasons, where []string
-		for _, u := range v.Unsure {
-			if !slices.Contains(reasons, u.Reason) {
-				reasons = append(reasons, u.Reason)
-			}
-			w := by[u.By]
-			if !slices.Contains(where, w) {
-				where = append(where, w)
-			}
-		}
-		return fmt.Sprintf("inconclusive: %s (%s)", strings.Join(reasons, "; "), strings.Join(where, "; "))
-	}
-	return "healthy"
-}
-
-func stepName(s *phases.PlannedStep) string {
-	if s == nil {
-		return ""
-	}
-	return s.Name
-}
-
-// figures are unit u's figures in vs, or none when vs is nil or it was not
-// measured.
-func figures(vs []locate.Verdict, u int) []SummaryLocateFigure {
-	out := []SummaryLocateFigure{}
-	if vs == nil || vs[u].Figures == nil {
-		return out
-	}
-	for pr, f := range vs[u].Figures {
-		if math.IsNaN(f.Ratio) {
-			continue
-		}
-		out = append(out, SummaryLocateFigure{Probe: pr, Figure: f.Ratio, BusBWGBps: f.Speed, MedianBusBWGBps: f.Median,
-			SlowRepeats: f.SlowRepeats, Dips: f.Dips, Repeats: f.Repeats, Suspect: f.Suspect, Intermittent: f.Intermittent})
-	}
-	return out
-}
-
-func suspect(kind string, nodes []string, ranks []int, v locate.Verdict, probes []locate.Probe, spec phases.LocateSpec) SummaryLocateSuspect {
-	f := v.Figures[v.Worst]
-	p := spec.Probes()[v.Worst]
-	return SummaryLocateSuspect{Kind: kind, Nodes: nodes, Ranks: ranks, Problem: v.Problem(probes), By: []string{},
-		Collective: p.Collective.Name, SizeBytes: p.SizeBytes, Figure: f.Ratio, BusBWGBps: f.Speed, MedianBusBWGBps: f.Median,
-		SlowRepeats: slowRepeats(v), Repeats: f.Repeats}
-}
-
-// slowRepeats are the repeats a unit was slow in: below the threshold for
-// a suspect, beyond the spread of single measurements for an intermittent
-// one.
-func slowRepeats(v locate.Verdict) int {
-	if v.Intermittent {
-		return v.Figures[v.Worst].Dips
-	}
-	return v.Figures[v.Worst].SlowRepeats
-}
-
-// problemText is "bandwidth 0.31x median".
-func problemText(v locate.Verdict, probes []locate.Probe) string {
-	return fmt.Sprintf("%s %s median", v.Problem(probes), figureText(v.Figures[v.Worst].Ratio))
-}
-
-// figureText writes a figure with two significant digits below 0.1
+// FigureText writes a figure with two significant digits below 0.1
 // (0.0042x: fifty times a difference that 0.00x would hide), else two
 // decimals.
-func figureText(f float64) string {
+func FigureText(f float64) string {
 	if f < 0.1 {
 		return fmt.Sprintf("%.2gx", f)
 	}
 	return fmt.Sprintf("%.2fx", f)
 }
 
-// suspectText is how a suspect reads in one line: "node3 (bandwidth 0.31x
+// SuspectText is how a suspect reads in one line: "node3 (bandwidth 0.31x
 // median)", "node1-node2 (link, bandwidth 0.12x median)", "rank 5 on
 // node2 (latency 0.40x median)"; an intermittent one "node7 slow in 4 of 9
 // repeats, bandwidth", "node1-node2 (link) slow in 4 of 9 repeats,
 // bandwidth".
-func suspectText(s SummaryLocateSuspect, intermittent bool) string {
+func SuspectText(s SummaryLocateSuspect, intermittent bool) string {
 	// who is the suspect; kind its kind where the name does not say it.
 	who, kind := s.Nodes[0], ""
 	switch {
@@ -656,7 +268,7 @@ func LocateTable(w io.Writer, l SummaryLocate) error {
 	}
 	var others []SummaryLocateSuspect
 	for _, s := range append(slices.Clone(l.Intermittent), l.Suspects...) {
-		if s.Kind != phases.NodeLevel.Member {
+		if s.Kind != SuspectNode {
 			others = append(others, s)
 		}
 	}
@@ -668,8 +280,8 @@ func LocateTable(w io.Writer, l SummaryLocate) error {
 			if len(s.Ranks) > 0 {
 				where = fmt.Sprintf("%s ranks %s", s.Nodes[0], listText(s.Ranks))
 			}
-			t.Append([]string{where, s.Kind, s.Problem, figureText(s.Figure), fmt.Sprintf("%.3g", s.BusBWGBps),
-				fmt.Sprintf("%.3g", s.MedianBusBWGBps), probeText(SummaryLocateProbe{Collective: s.Collective, SizeBytes: s.SizeBytes})})
+			t.Append([]string{where, s.Kind, s.Problem, FigureText(s.Figure), fmt.Sprintf("%.3g", s.BusBWGBps),
+				fmt.Sprintf("%.3g", s.MedianBusBWGBps), ProbeText(SummaryLocateProbe{Collective: s.Collective, SizeBytes: s.SizeBytes})})
 		}
 		if err := t.Render(); err != nil {
 			return err
@@ -735,10 +347,10 @@ func lowest(figs []SummaryLocateFigure, probes []SummaryLocateProbe) string {
 			}
 		}
 	}
-	return figureText(figs[i].Figure) + " " + probeText(probes[figs[i].Probe])
+	return FigureText(figs[i].Figure) + " " + ProbeText(probes[figs[i].Probe])
 }
 
-func probeText(p SummaryLocateProbe) string {
+func ProbeText(p SummaryLocateProbe) string {
 	for _, c := range coll.Collectives {
 		if c.Name == p.Collective {
 			return c.Label + " " + SizeText(p.SizeBytes)

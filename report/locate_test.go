@@ -1,4 +1,4 @@
-package report
+package report_test
 
 import (
 	"bytes"
@@ -10,14 +10,16 @@ import (
 	"testing"
 
 	"rsag/coll"
+	"rsag/phase"
 	"rsag/phases"
+	"rsag/report"
 )
 
 // locateRun is a synthetic locate phase: nodes x per ranks, every
 // measurement 100 us at the latency-bound size and 1000 us at the
 // bandwidth-bound one, a few percent apart by unit and repeat; slow says
 // how much slower a unit's measurement is (1: not).
-func locateRun(t *testing.T, nodes, per int, slow func(step string, u phases.LocateUnit, p phases.LocateProbe) float64) (LocateInput, Rows) {
+func locateRun(t *testing.T, nodes, per int, slow func(step string, u phases.LocateUnit, p phases.LocateProbe) float64) (phase.LocateInput, report.Rows) {
 	t.Helper()
 	var hosts []string
 	for n := range nodes {
@@ -31,7 +33,7 @@ func locateRun(t *testing.T, nodes, per int, slow func(step string, u phases.Loc
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows Rows
+	var rows report.Rows
 	for _, st := range plan.Steps {
 		for r, round := range st.Rounds {
 			for ui, u := range round {
@@ -43,7 +45,7 @@ func locateRun(t *testing.T, nodes, per int, slow func(step string, u phases.Loc
 						}
 						jitter := 1 + 0.01*float64((ui*7+rep*3+pr)%5)
 						for _, m := range u.Members {
-							rows.Locate = append(rows.Locate, LocateRow{Rank: m, Step: st.Name, Round: r, Repeat: rep,
+							rows.Locate = append(rows.Locate, report.LocateRow{Rank: m, Step: st.Name, Round: r, Repeat: rep,
 								Unit: plan.UnitName(st, u), A: u.A, B: u.B, Probe: pr, Collective: p.Collective.Name,
 								SizeBytes: p.SizeBytes, Bytes: p.SizeBytes, Ranks: len(u.Members),
 								DurationUS: base * jitter * slow(st.Name, u, p), Host: hosts[m]})
@@ -51,13 +53,13 @@ func locateRun(t *testing.T, nodes, per int, slow func(step string, u phases.Loc
 					}
 				}
 			}
-			rows.LocateComms = append(rows.LocateComms, LocateCommRow{Rank: 0, Step: st.Name, Round: r, Member: true, SplitUS: 1500, FreeUS: 20})
+			rows.LocateComms = append(rows.LocateComms, report.LocateCommRow{Rank: 0, Step: st.Name, Round: r, Member: true, SplitUS: 1500, FreeUS: 20})
 		}
 	}
 	for r := range hosts {
-		rows.LocateRanks = append(rows.LocateRanks, LocateRankRow{Rank: r, Seconds: 1.5 + float64(r)/10})
+		rows.LocateRanks = append(rows.LocateRanks, report.LocateRankRow{Rank: r, Seconds: 1.5 + float64(r)/10})
 	}
-	return LocateInput{Plan: plan, Threshold: 0.8}, rows
+	return phase.LocateInput{Plan: plan, Threshold: 0.8}, rows
 }
 
 func noFault(string, phases.LocateUnit, phases.LocateProbe) float64 { return 1 }
@@ -104,7 +106,7 @@ func TestLocateSummaryNamesTheCulprit(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in, rows := locateRun(t, c.nodes, c.per, c.slow)
-			l := LocateSummary(in, rows)
+			l := phase.LocateSummary(in, rows)
 			var texts, kinds []string
 			for _, s := range l.Suspects {
 				texts, kinds = append(texts, s.Text), append(kinds, s.Kind)
@@ -119,7 +121,7 @@ func TestLocateSummaryNamesTheCulprit(t *testing.T) {
 	}
 }
 
-// The Locate table of a slow node and of a slow link, as rank 0 prints it.
+// The report.Locate table of a slow node and of a slow link, as rank 0 prints it.
 func TestLocateTableGolden(t *testing.T) {
 	var b bytes.Buffer
 	in, rows := locateRun(t, 4, 2, func(step string, u phases.LocateUnit, p phases.LocateProbe) float64 {
@@ -131,14 +133,14 @@ func TestLocateTableGolden(t *testing.T) {
 		}
 		return 1
 	})
-	l := *LocateSummary(in, rows)
-	if err := LocateTable(&b, l); err != nil {
+	l := *phase.LocateSummary(in, rows)
+	if err := report.LocateTable(&b, l); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintln(&b, LocateLine(l, false))
-	fmt.Fprintln(&b, LocateLine(l, true))
+	fmt.Fprintln(&b, report.LocateLine(l, false))
+	fmt.Fprintln(&b, report.LocateLine(l, true))
 	golden := filepath.Join("testdata", "locate.golden.txt")
-	if *update {
+	if report.Update() {
 		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +150,7 @@ func TestLocateTableGolden(t *testing.T) {
 		t.Fatalf("%v (run go test ./report -run LocateTableGolden -update)", err)
 	}
 	if !bytes.Equal(b.Bytes(), want) {
-		t.Errorf("the Locate table differs from %s (if intended, rerun with -update and review the diff):\n%s", golden, firstDifference(string(want), b.String()))
+		t.Errorf("the Locate table differs from %s (if intended, rerun with -update and review the diff):\n%s", golden, report.FirstDifference(string(want), b.String()))
 	}
 	for _, s := range []string{"SUSPECT: bandwidth 0.33x median (pairs)", "node1-node2", "suspects: node3 (bandwidth 0.33x median), node1-node2 (link, latency 0.25x median): sbatch --exclude=node3,node1,node2 ..."} {
 		if !strings.Contains(b.String(), s) {
@@ -160,7 +162,7 @@ func TestLocateTableGolden(t *testing.T) {
 // A summary with a locate section (suspects, skipped steps, rank pairs)
 // follows the schema, and reads back strictly.
 func TestLocateSummaryValidatesAgainstTheSchema(t *testing.T) {
-	sch := compileSchema(t)
+	sch := report.CompileSchema(t)
 	for name, shape := range map[string][2]int{"4 nodes of 2": {4, 2}, "1 node of 4": {1, 4}, "2 nodes of 3": {2, 3}} {
 		in, rows := locateRun(t, shape[0], shape[1], func(step string, u phases.LocateUnit, p phases.LocateProbe) float64 {
 			if u.A == 0 && !p.Latency {
@@ -168,18 +170,18 @@ func TestLocateSummaryValidatesAgainstTheSchema(t *testing.T) {
 			}
 			return 1
 		})
-		s := fixedSummary()
-		s.Locate = LocateSummary(in, rows)
+		s := report.FixedSummary()
+		s.Locate = phase.LocateSummary(in, rows)
 		var b bytes.Buffer
-		if err := EncodeSummary(&b, s); err != nil {
+		if err := report.EncodeSummary(&b, s); err != nil {
 			t.Fatal(err)
 		}
-		if err := validate(t, sch, b.Bytes()); err != nil {
+		if err := sch.Validate(b.Bytes()); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 		dec := json.NewDecoder(bytes.NewReader(b.Bytes()))
 		dec.DisallowUnknownFields()
-		var back Summary
+		var back report.Summary
 		if err := dec.Decode(&back); err != nil || back.Locate == nil || len(back.Locate.Steps) != 3 {
 			t.Errorf("%s: strict decode: %v, %+v", name, err, back.Locate)
 		}
@@ -191,14 +193,14 @@ func TestLocateSummaryValidatesAgainstTheSchema(t *testing.T) {
 		}
 		return 1
 	})
-	s := fixedSummary()
-	s.Locate = LocateSummary(in, rows)
+	s := report.FixedSummary()
+	s.Locate = phase.LocateSummary(in, rows)
 	s.Locate.Suspects[0].Kind = "switch"
 	var b bytes.Buffer
-	if err := EncodeSummary(&b, s); err != nil {
+	if err := report.EncodeSummary(&b, s); err != nil {
 		t.Fatal(err)
 	}
-	if validate(t, sch, b.Bytes()) == nil {
+	if sch.Validate(b.Bytes()) == nil {
 		t.Error("the schema accepted a suspect of kind \"switch\"")
 	}
 }
@@ -208,14 +210,14 @@ func TestLocateSummaryValidatesAgainstTheSchema(t *testing.T) {
 func TestLocateCSV(t *testing.T) {
 	_, rows := locateRun(t, 4, 1, noFault)
 	dir := t.TempDir()
-	files, write := Plan(Combined, Input{World: 4, Ran: Ran(Locate), Rows: rows})
-	if !strings.Contains(strings.Join(files, " "), LocateFile) {
-		t.Fatalf("planned %v, want %s", files, LocateFile)
+	files, write := report.Plan(report.Combined, report.Input{World: 4, Ran: report.Ran(report.Locate), Rows: rows})
+	if !strings.Contains(strings.Join(files, " "), report.LocateFile) {
+		t.Fatalf("planned %v, want %s", files, report.LocateFile)
 	}
 	if err := write(dir); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, LocateFile))
+	data, err := os.ReadFile(filepath.Join(dir, report.LocateFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +225,7 @@ func TestLocateCSV(t *testing.T) {
 	if lines[0] != "rank,step,round,repeat,unit,a,b,probe,collective,size_bytes,bytes,ranks,duration_us,host" || len(lines) != 1+len(rows.Locate) {
 		t.Errorf("locate.csv: %d lines, header %q", len(lines), lines[0])
 	}
-	if files, _ := Plan(Combined, Input{World: 4, Ran: Ran(), Rows: rows}); strings.Contains(strings.Join(files, " "), LocateFile) {
-		t.Errorf("planned %s without the phase", LocateFile)
+	if files, _ := report.Plan(report.Combined, report.Input{World: 4, Ran: report.Ran(), Rows: rows}); strings.Contains(strings.Join(files, " "), report.LocateFile) {
+		t.Errorf("planned %s without the phase", report.LocateFile)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"rsag/coll"
-	"rsag/phases"
 )
 
 // cyclic is 5 ranks placed round-robin over two hosts, one of them with a
@@ -128,7 +127,7 @@ func TestNodesTableHierarchyGroups(t *testing.T) {
 		note   bool
 	}{{[]int{0, 0, 0, 0}, true}, {[]int{0, 1, 0, 1}, false}} {
 		var out strings.Builder
-		if err := NodesTable(&out, WithGroups(Nodes(cyclic[:4]), &phases.Groups{Size: 2, Group: c.groups})); err != nil {
+		if err := NodesTable(&out, WithGroups(Nodes(cyclic[:4]), c.groups)); err != nil {
 			t.Fatal(err)
 		}
 		squeezed := strings.Join(strings.Fields(out.String()), " ")

@@ -29,7 +29,6 @@ import (
 	"fmt"
 
 	"rsag/coll"
-	"rsag/phases"
 )
 
 // ContractRow is one contract on one rank.
@@ -110,7 +109,7 @@ type MemoryRow struct {
 
 // NumericsRow is one dtype and size of the numerics phase on one rank:
 // AllReduce against ReduceScatter + AllGather on the same random floats,
-// and each against the exact sum (phases.NumericsResult).
+// and each against the exact sum.
 type NumericsRow struct {
 	Rank                  int     `csv:"rank"`
 	DType                 string  `csv:"dtype"`
@@ -144,31 +143,4 @@ type Rows struct {
 	// alone carry it (SoakRows).
 	Soak        []SoakRow
 	SoakSummary *SummarySoak
-}
-
-// FromResults turns one rank's phase results into rows.
-func FromResults(rank int, host string, c []phases.ContractResult, t []phases.TimingSample, m []phases.MemoryResult, n []phases.NumericsResult) Rows {
-	var r Rows
-	for _, x := range c {
-		r.Contracts = append(r.Contracts, ContractRow{Rank: rank, Name: x.Name, Correct: x.Correct, Detail: x.Detail, Host: host})
-	}
-	for _, x := range t {
-		r.Timings = append(r.Timings, TimingRow{Rank: rank, Case: x.Case, Cycle: x.Cycle, DurationUS: x.DurationUS,
-			Correct: VerdictOf(x.Checked, x.Correct), Host: host})
-	}
-	for _, x := range m {
-		r.Memory = append(r.Memory, MemoryRow{Rank: rank, Mode: x.Mode, PayloadBytes: x.PayloadBytes,
-			BaselineBytes: x.BaselineBytes, SteadyDeltaBytes: x.SteadyDeltaBytes, PeakDeltaBytes: x.PeakDeltaBytes,
-			Correct: x.Correct, Host: host, AnalyticSteady: x.AnalyticSteady, AnalyticPeak: x.AnalyticPeak,
-			DeviceSteadyDelta: x.DeviceSteadyDelta, DevicePeakDelta: x.DevicePeakDelta})
-	}
-	for _, x := range n {
-		r.Numerics = append(r.Numerics, NumericsRow{Rank: rank, DType: x.DType.String(), SizeBytes: x.SizeBytes,
-			Elements: x.Elements, BitwiseEqual: x.BitwiseEqual, DifferingElements: x.DifferingElements,
-			MaxULP: int64(min(x.MaxULP, 1<<62)), MaxAbsErrorDirect: x.MaxAbsErrorDirect,
-			MaxAbsErrorDecomposed: x.MaxAbsErrorDecomposed, MaxRelErrorDirect: x.MaxRelErrorDirect,
-			MaxRelErrorDecomposed: x.MaxRelErrorDecomposed, UnitRoundoff: x.UnitRoundoff, Bound: x.Bound,
-			MaxBoundRatio: x.MaxBoundRatio, WithinBound: x.WithinBound, Host: host})
-	}
-	return r
 }

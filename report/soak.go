@@ -3,8 +3,6 @@ package report
 import (
 	"bytes"
 	"path/filepath"
-	"slices"
-	"strconv"
 
 	"rsag/coll"
 	"rsag/phases"
@@ -76,33 +74,3 @@ type SummarySoakFailed struct {
 	Wrong     int       `json:"wrong_elements"`
 	Verdict   string    `json:"verdict"`
 }
-
-// SoakRows are the soak's rows (soak.csv) and summary.json's section; a
-// soak that did not run has neither.
-func SoakRows(r phases.SoakResult) ([]SoakRow, *SummarySoak) {
-	if len(r.Iterations) == 0 {
-		return nil, nil
-	}
-	sum := &SummarySoak{Seed: r.Seed, Iterations: len(r.Iterations), FailedIterations: r.Failed,
-		FailureRate: float64(r.Failed) / float64(len(r.Iterations)), ElapsedS: r.Elapsed.Seconds(),
-		BytesMoved: r.BytesMoved, Verdict: r.Verdict, SuspectRanks: slices.Clone(r.Suspects), Faults: r.Faults, NotDrawn: []string{}}
-	for _, p := range r.Skipped {
-		sum.NotDrawn = append(sum.NotDrawn, p.String())
-	}
-	rows := make([]SoakRow, len(r.Iterations))
-	for i, it := range r.Iterations {
-		row := SoakRow{Iteration: it.Iteration, Case: it.Case, BytesMoved: it.BytesMoved, ElapsedS: it.Elapsed.Seconds(),
-			WrongElements: it.Wrong, Verdict: it.Verdict}
-		if f := it.First; f != nil {
-			row.Rank, row.Host, row.Step = formatValueOf(f.Rank), f.Host, string(f.Mode)+" "+f.Collective
-			row.Element, row.OffsetBytes = formatValueOf(f.Index), formatValueOf(f.OffsetBytes)
-			row.Expected, row.Got, row.ExpectedBits, row.GotBits = PyFloat(f.Expected), PyFloat(f.Got), f.ExpectedBits, f.GotBits
-			sum.Failures = append(sum.Failures, SummarySoakFailed{Iteration: it.Iteration, Case: it.Case, Wrong: it.Wrong, Verdict: it.Verdict})
-		}
-		rows[i] = row
-	}
-	return rows, sum
-}
-
-// formatValueOf spells an integer as the CSVs do.
-func formatValueOf[T int | int64](v T) string { return strconv.FormatInt(int64(v), 10) }

@@ -1,4 +1,4 @@
-package report
+package report_test
 
 import (
 	"bytes"
@@ -7,7 +7,9 @@ import (
 
 	"rsag/coll"
 	"rsag/internal/testkit/inmem"
+	"rsag/phase"
 	"rsag/phases"
+	"rsag/report"
 )
 
 // soakResult is a real soak on 2 in-memory ranks, 6 iterations to the
@@ -31,22 +33,22 @@ func soakResult(t *testing.T) phases.SoakResult {
 	return res
 }
 
-func soakSummary(t *testing.T) Summary {
-	rows, sum := SoakRows(soakResult(t))
-	return NewSummary(SummaryInput{Status: "failed", Reason: sum.Verdict, World: 2, Rows: Rows{Soak: rows, SoakSummary: sum}})
+func soakSummary(t *testing.T) report.Summary {
+	rows, sum := phase.SoakRows(soakResult(t))
+	return report.NewSummary(report.SummaryInput{Status: "failed", Reason: sum.Verdict, World: 2, Rows: report.Rows{Soak: rows, SoakSummary: sum}})
 }
 
 // soak.csv has a row per iteration; the failed ones name the first wrong
 // element, its values and bits, and the verdict; summary.json's section
 // counts the rate and keeps every fault.
 func TestSoakRows(t *testing.T) {
-	rows, sum := SoakRows(soakResult(t))
+	rows, sum := phase.SoakRows(soakResult(t))
 	if len(rows) != 6 || sum.Iterations != 6 || sum.FailedIterations != 2 || sum.FailureRate != 2.0/6 ||
 		len(sum.Faults) != 2 || len(sum.Failures) != 2 || sum.Failures[0].Iteration != 1 || sum.Failures[1].Iteration != 4 {
 		t.Fatalf("rows %d, summary %+v", len(rows), sum)
 	}
 	var b bytes.Buffer
-	if err := WriteCSV(&b, rows, AllColumns, true); err != nil {
+	if err := report.WriteCSV(&b, rows, report.AllColumns, true); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\r\n")
@@ -59,5 +61,16 @@ func TestSoakRows(t *testing.T) {
 		if got := strings.Contains(l, ",1,inmem,direct AllReduce,"); got != failed || strings.Contains(l, "iteration "+string(rune('0'+i))) != failed {
 			t.Errorf("row %d (failed %v): %s", i, failed, l)
 		}
+	}
+}
+
+// A soak's summary, with its faults, follows the schema.
+func TestSoakSummaryValidatesAgainstTheSchema(t *testing.T) {
+	var b bytes.Buffer
+	if err := report.EncodeSummary(&b, soakSummary(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := report.CompileSchema(t).Validate(b.Bytes()); err != nil {
+		t.Error(err)
 	}
 }

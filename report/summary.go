@@ -123,15 +123,16 @@ type SummaryNode struct {
 	Groups []int `json:"groups,omitempty"`
 }
 
-// WithGroups fills in each node's ranks' hierarchy groups (g nil: none).
-func WithGroups(nodes []SummaryNode, g *phases.Groups) []SummaryNode {
-	if g == nil {
+// WithGroups fills in each node's ranks' hierarchy groups: group[r] is
+// rank r's (nil: no hierarchy).
+func WithGroups(nodes []SummaryNode, group []int) []SummaryNode {
+	if group == nil {
 		return nodes
 	}
 	for i := range nodes {
 		nodes[i].Groups = nil
 		for _, r := range nodes[i].Ranks {
-			nodes[i].Groups = append(nodes[i].Groups, g.Group[r])
+			nodes[i].Groups = append(nodes[i].Groups, group[r])
 		}
 	}
 	return nodes
@@ -263,8 +264,8 @@ type SummaryInput struct {
 	Command         []string    // rank 0's os.Args
 	Rows            Rows        // every rank's rows (Merge)
 	World           int
-	GroupSize       int            // the hierarchy's ranks per group; 0 without one
-	Groups          *phases.Groups // the hierarchy's groups; nil without one
+	GroupSize       int   // the hierarchy's ranks per group; 0 without one
+	Groups          []int // the hierarchy's group of each rank, by rank; nil without one
 	// Discard is each run's number of timing cycles dropped from the start
 	// of each case (config's timing.discard, per [[run]]); missing: 0.
 	Discard map[string]int

@@ -129,7 +129,6 @@ func TestSummaryValidatesAgainstTheSchema(t *testing.T) {
 		"fixed":  fixedSummary(),
 		"failed": func() Summary { s := fixedSummary(); s.Status, s.Reason = "failed", "contracts failed"; return s }(),
 		"empty":  NewSummary(SummaryInput{Status: "failed", Reason: "no backend", World: 2}),
-		"soak":   soakSummary(t),
 	} {
 		var b bytes.Buffer
 		if err := EncodeSummary(&b, s); err != nil {

@@ -9,6 +9,7 @@ import (
 	"rsag/coll"
 	"rsag/config"
 	"rsag/outdir"
+	"rsag/phase"
 	"rsag/phases"
 	"rsag/report"
 )
@@ -61,7 +62,7 @@ func TestSweepPageIsSmallEnoughToMail(t *testing.T) {
 	}
 	var rows report.Rows
 	for rank := range world {
-		r := report.FromResults(rank, "node1", nil, timings, nil, numerics)
+		r := report.Rows{Timings: phase.TimingRows(rank, "node1", timings), Numerics: phase.NumericsRows(rank, "node1", numerics)}
 		rows = report.Merge([]report.Rows{rows, r})
 	}
 	obj, err := report.ConfigObject(cfg)

@@ -53,7 +53,7 @@ func TestANoFitIsNullAndBothVersionsAreRead(t *testing.T) {
 	}
 	// The same summary as version 1 wrote it, copied on its own.
 	v1 := t.TempDir()
-	old := strings.ReplaceAll(strings.Replace(string(data), `"schema_version": 3`, `"schema_version": 1`, 1), "null", "0")
+	old := strings.ReplaceAll(strings.Replace(string(data), `"schema_version": 4`, `"schema_version": 1`, 1), "null", "0")
 	if err := os.WriteFile(filepath.Join(v1, report.SummaryFile), []byte(old), 0o644); err != nil {
 		t.Fatal(err)
 	}

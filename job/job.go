@@ -79,7 +79,7 @@ type session struct {
 	// rank 0 made for this run (chooseOutputDir).
 	newRunDir bool
 	// phaseSeconds are how long each phase that ran took on this rank.
-	phaseSeconds []phaseTime
+	phaseSeconds []report.PhaseTime
 }
 
 // Main runs rsag on this rank and returns the process's exit code.

@@ -99,7 +99,7 @@ func (s *session) runPhase(p prepared, env phase.Env, rows *report.Rows) error {
 	s.phase(p.name)
 	start := time.Now()
 	err := p.Run(env, rows)
-	s.phaseSeconds = append(s.phaseSeconds, phaseTime{p.name, time.Since(start).Seconds()})
+	s.phaseSeconds = append(s.phaseSeconds, report.PhaseTime{Name: p.name, Seconds: time.Since(start).Seconds()})
 	var agreed *phase.Agreed
 	var ce *phases.CheckError
 	switch {
@@ -109,12 +109,6 @@ func (s *session) runPhase(p prepared, env phase.Env, rows *report.Rows) error {
 		return shared(ExitFailed, err)
 	}
 	return err
-}
-
-// phaseTime is how long one phase took on this rank.
-type phaseTime struct {
-	name    string
-	seconds float64
 }
 
 // summarize adds each phase's part of the summary, on rank 0.

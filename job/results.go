@@ -69,7 +69,7 @@ func (s *session) combine(cfg config.Config, w work, all []report.Rows, ran repo
 	sum := report.NewSummary(report.SummaryInput{Version: s.opts.Version, Commit: s.opts.Commit,
 		Status: outdir.StatusRunning, Started: s.opts.Started, Ended: time.Now(), Config: obj,
 		MPILibrary: mpi.LibraryVersion(), Infos: infos, Environ: os.Environ(), Command: os.Args, Rows: merged,
-		World: s.comm.Size(), GroupSize: w.groupSize(), Groups: w.groups.Of(), Discard: discard})
+		World: s.comm.Size(), GroupSize: w.groupSize(), Groups: w.groups.Of(), Discard: discard, Phases: s.phaseSeconds})
 	w.summarize(merged, &sum)
 	if err := report.WriteTables(s.out, sum, ran); err != nil {
 		return nil, err

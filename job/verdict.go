@@ -96,6 +96,11 @@ func heldText(sum *report.Summary) string {
 			parts = append(parts, "locate named no suspect")
 		}
 	}
+	for _, p := range sum.Phases {
+		if t := p.Table; t != nil && t.Checks {
+			parts = append(parts, fmt.Sprintf("%s: %d rows held", p.Name, len(t.Rows)-len(t.Failed)))
+		}
+	}
 	if len(parts) == 0 {
 		return "every check held"
 	}

@@ -29,6 +29,11 @@ type Phase struct {
 	Order int
 	// Enabled says whether the config asks for it.
 	Enabled func(cfg config.Config) bool
+	// Table says that the phase's rows are a table of its own
+	// (report.PhaseTable in Rows.Tables), which report writes as NAME.csv,
+	// in summary.json's phases, on the page and in the terminal: a phase
+	// that report has no struct for needs nothing else.
+	Table bool
 	// Prepare resolves the phase against the job, alike on every rank and
 	// before any collective but the job's own agreement (Job.Hosts): an
 	// error is the config's fault, and ends the run as bad input.
@@ -91,6 +96,9 @@ func Register(p Phase) {
 		}
 	}
 	registered = append(registered, p)
+	if p.Table {
+		report.RegisterTable(p.Name)
+	}
 	slices.SortFunc(registered, func(a, b Phase) int { return a.Order - b.Order })
 }
 

@@ -135,6 +135,7 @@ func Merge(all []Rows) Rows {
 		if r.SoakSummary != nil {
 			merged.SoakSummary = r.SoakSummary
 		}
+		merged.Tables = append(merged.Tables, r.Tables...)
 	}
 	return merged
 }
@@ -156,6 +157,9 @@ func writeFile(path string, fill func(*bytes.Buffer) error) error {
 // back (rsag report) shows.
 func RanIn(s Summary) Phases {
 	p := Ran()
+	for _, ph := range s.Phases {
+		p.names[ph.Name] = true
+	}
 	for name, held := range map[string]bool{Contracts: len(s.Contracts) > 0, Timing: len(s.Timing) > 0,
 		Memory: len(s.Memory) > 0, Numerics: len(s.Numerics) > 0, Locate: s.Locate != nil, Soak: s.Soak != nil} {
 		if held {

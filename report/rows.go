@@ -143,4 +143,6 @@ type Rows struct {
 	// alone carry it (SoakRows).
 	Soak        []SoakRow
 	SoakSummary *SummarySoak
+	// Tables are the rows of the phases with a table of their own.
+	Tables []PhaseTable
 }

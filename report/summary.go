@@ -38,14 +38,16 @@ func init() {
 // a crossover without two fits (crossover[]). Version 3 says whether a
 // breakdown's time splits (breakdown[].shares[].split, why) and writes null
 // for the shares that noise makes impossible, and adds the locate phase's
-// verdict, intermittent units and inconclusive steps.
-const SummarySchemaVersion = 3
+// verdict, intermittent units and inconclusive steps. Version 4 lists the
+// phases that ran (phases[]), with how long each took and the table of a
+// phase that has one of its own.
+const SummarySchemaVersion = 4
 
 // ReadsSchemaVersions are the versions ReadSummary reads: version 1's
 // zeros where version 2 has null read as the same zeros, with the reason
 // or from_fits saying there is no number; before version 3 a breakdown's
 // split is "" and its shares are printed as they were written.
-var ReadsSchemaVersions = []int{1, 2, 3}
+var ReadsSchemaVersions = []int{1, 2, 3, 4}
 
 // Summary is summary.json. Field order is the file's key order.
 type Summary struct {
@@ -88,6 +90,8 @@ type Summary struct {
 	Locate *SummaryLocate `json:"locate,omitempty"`
 	// Soak is the soak phase; absent when it did not run.
 	Soak *SummarySoak `json:"soak,omitempty"`
+	// Phases are the phases that ran, in order (schema 4).
+	Phases []SummaryPhase `json:"phases"`
 }
 
 // SummaryBuild names the rsag binary that ran.
@@ -266,6 +270,9 @@ type SummaryInput struct {
 	World           int
 	GroupSize       int   // the hierarchy's ranks per group; 0 without one
 	Groups          []int // the hierarchy's group of each rank, by rank; nil without one
+	// Phases are the phases that ran, in order, with how long each took
+	// on rank 0.
+	Phases []PhaseTime
 	// Discard is each run's number of timing cycles dropped from the start
 	// of each case (config's timing.discard, per [[run]]); missing: 0.
 	Discard map[string]int
@@ -296,6 +303,7 @@ func NewSummary(in SummaryInput) Summary {
 	s.Numerics = summaryNumerics(in.Rows.Numerics)
 	s.ChecksPassed = allCorrect(in.Rows)
 	s.Soak = in.Rows.SoakSummary
+	s.Phases = PhasesOf(in.Phases, in.Rows.Tables)
 	return s
 }
 
@@ -351,6 +359,11 @@ func summaryMemory(rows []MemoryRow) []SummaryMemory {
 }
 
 func allCorrect(rows Rows) bool {
+	for _, t := range rows.Tables {
+		if t.Checks && len(t.Failed) > 0 {
+			return false
+		}
+	}
 	for _, r := range rows.Contracts {
 		if !r.Correct {
 			return false
@@ -582,6 +595,25 @@ func normalized(s Summary) Summary {
 			}
 		}
 		s.Soak = &soak
+	}
+	s.Phases = slices.Clone(s.Phases)
+	if s.Phases == nil {
+		s.Phases = []SummaryPhase{}
+	}
+	for i, p := range s.Phases {
+		if t := p.Table; t != nil {
+			c := *t
+			if c.Rows == nil {
+				c.Rows = [][]string{}
+			}
+			if c.Failed == nil {
+				c.Failed = []int{}
+			}
+			if c.Columns == nil {
+				c.Columns = []string{}
+			}
+			s.Phases[i].Table = &c
+		}
 	}
 	return s
 }

@@ -154,7 +154,7 @@ func TestSchemaRejectsWhatItShould(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, edit := range map[string]func(map[string]any){
-		"version 4":        func(m map[string]any) { m["schema_version"] = 4 },
+		"version 5":        func(m map[string]any) { m["schema_version"] = 5 },
 		"alpha a string":   func(m map[string]any) { m["fits"].([]any)[0].(map[string]any)["alpha_us"] = "0" },
 		"no timing":        func(m map[string]any) { delete(m, "timing") },
 		"unknown field":    func(m map[string]any) { m["extra"] = true },
@@ -202,7 +202,7 @@ func TestWriteAndReadSummary(t *testing.T) {
 	for name, c := range map[string]struct{ data, want string }{
 		"not json":   {"{", "not a summary.json"},
 		"no version": {`{"status":"complete"}`, "no schema_version"},
-		"version 4":  {`{"schema_version":4}`, "schema_version 4, but this rsag reads versions 1, 2 and 3"},
+		"version 5":  {`{"schema_version":5}`, "schema_version 5, but this rsag reads versions 1, 2, 3 and 4"},
 		"bad field":  {`{"schema_version":1,"timing":"x"}`, "cannot unmarshal"},
 	} {
 		_, err := ReadSummary("x/summary.json", []byte(c.data))
@@ -347,7 +347,7 @@ func TestNoFitIsNullAndVersionOneStillReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v1data := strings.ReplaceAll(strings.Replace(b.String(), `"schema_version": 3`, `"schema_version": 1`, 1), "null", "0")
+	v1data := strings.ReplaceAll(strings.Replace(b.String(), `"schema_version": 4`, `"schema_version": 1`, 1), "null", "0")
 	v1, err := ReadSummary("v1/summary.json", []byte(v1data))
 	if err != nil {
 		t.Fatal(err)

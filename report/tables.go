@@ -157,7 +157,7 @@ func WriteTables(w io.Writer, s Summary, ran Phases) error {
 			return err
 		}
 	}
-	return nil
+	return PhaseTables(w, s.Phases)
 }
 
 // NumericsTable says, per dtype and size, whether AllReduce and ReduceScatter

@@ -82,7 +82,7 @@ func TestReportRefusesBadInput(t *testing.T) {
 	os.WriteFile(filepath.Join(foreign, "summary.json"), []byte(`{"status": "complete"}`), 0o644)
 	newer := filepath.Join(tmp, "newer")
 	os.Mkdir(newer, 0o755)
-	os.WriteFile(filepath.Join(newer, "summary.json"), []byte(`{"schema_version": 4, "rsag": {"version": "v9.0.0", "commit": "abc"}}`), 0o644)
+	os.WriteFile(filepath.Join(newer, "summary.json"), []byte(`{"schema_version": 5, "rsag": {"version": "v9.0.0", "commit": "abc"}}`), 0o644)
 	good := runDir(t, "smoke-summary.json")
 	readOnly := runDir(t, "smoke-summary.json")
 	if err := os.Chmod(readOnly, 0o555); err != nil {
@@ -100,7 +100,7 @@ func TestReportRefusesBadInput(t *testing.T) {
 		{"no summary", []string{empty}, []string{"holds no summary.json", "not the output dir of a finished rsag run", "run.json says why"}},
 		{"not json", []string{notJSON}, []string{"not a summary.json", "give the summary.json of an rsag run"}},
 		{"no schema", []string{foreign}, []string{"no schema_version: not an rsag summary.json"}},
-		{"newer schema", []string{newer}, []string{"schema_version 4, but this rsag reads versions 1, 2 and 3", "read it with the rsag that wrote it (rsag v9.0.0, commit abc)"}},
+		{"newer schema", []string{newer}, []string{"schema_version 5, but this rsag reads versions 1, 2, 3 and 4", "read it with the rsag that wrote it (rsag v9.0.0, commit abc)"}},
 		{"unwritable dir", []string{readOnly}, []string{"cannot write the page to " + filepath.Join(readOnly, File), "make the directory writable, or write the page elsewhere with -html FILE"}},
 		{"unwritable -html", []string{"-html", filepath.Join(tmp, "no", "such", "page.html"), good}, []string{"cannot write the page to", "no such file or directory", "choose a file in a directory you can write"}},
 		{"-html a dir", []string{"-html", tmp, good}, []string{"it is a directory: give a file name"}},

@@ -49,6 +49,7 @@ func runView(s report.Summary) (view, error) {
 	if s.Locate != nil {
 		v.Sections = append(v.Sections, locateSection(*s.Locate, figs))
 	}
+	v.Sections = append(v.Sections, phaseSections(s)...)
 	v.Sections = append(v.Sections,
 		nodesSection(s),
 		fastestSection(s),
@@ -123,6 +124,7 @@ func verdictOf(s report.Summary) verdict {
 	if s.Locate != nil {
 		v.Checks = append(v.Checks, locateCheck(*s.Locate))
 	}
+	v.Checks = append(v.Checks, phaseChecks(s)...)
 	v.Checks = append(v.Checks, gateCheck(s))
 	// The banner is derived from the lines below it, not taken from the
 	// summary's flag alone: a summary.json is mailed and hand-edited, and

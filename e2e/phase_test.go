@@ -1,0 +1,125 @@
+package e2e
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"rsag/internal/testkit/schemacheck"
+	"rsag/outdir"
+)
+
+// A phase is one package and one registration: the test-only echo phase
+// (internal/testkit/echophase), built in with -tags rsag_testphase and
+// touching no other file, is in run.json's files, writes echo.csv, is in
+// summary.json's phases and the terminal's tables, has its section and
+// banner line on the page, is removed by -overwrite through the earlier
+// run's manifest, and rsag report (the product binary, which has no echo
+// phase) shows it again from summary.json.
+func TestATestOnlyPhaseReachesEveryOutput(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "rsag-echo")
+	build := exec.Command("go", "build", "-tags", "rsag_mpicc,rsag_testphase", "-o", bin, "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building rsag with the echo phase: %v\n%s", err, out)
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	run := func(args ...string) result {
+		return launch(t, 3*time.Minute, append([]string{"../scripts/mpirun.sh", "2", bin, "-config", "../configs/smoke.toml",
+			"-output-dir", dir, "-set", "timing.enabled=false", "-set", "memory.enabled=false"}, args...)...)
+	}
+	r := run()
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "Echo (test-only) (phase echo: every row held)") || !strings.Contains(r.stdout, "rsag: PASSED: 5 contracts held, echo: 2 rows") {
+		t.Errorf("the terminal lacks the echo phase's table or its part of the verdict line:\n%s", r.stdout)
+	}
+	rec, err := outdir.ReadRecord(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != outdir.StatusComplete || !slices.Contains(rec.Files, "echo.csv") {
+		t.Errorf("run.json: status %q, files %v: want complete, with echo.csv", rec.Status, rec.Files)
+	}
+	f, err := os.Open(filepath.Join(dir, "echo.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"rank", "host", "largest_rank", "held"}}
+	if len(rows) != 3 || !slices.Equal(rows[0], want[0]) || rows[1][0] != "0" || rows[2][0] != "1" || rows[1][2] != "1" || rows[2][3] != "true" {
+		t.Errorf("echo.csv: %q, want its header and one row per rank, each saying the largest rank is 1", rows)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := schemacheck.Load("../docs/summary.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(data); err != nil {
+		t.Errorf("summary.json: %v", err)
+	}
+	var sum struct {
+		Phases []struct {
+			Name  string
+			Table *struct {
+				Rows   [][]string
+				Checks bool
+				Failed []int
+			}
+		}
+	}
+	if err := json.Unmarshal(data, &sum); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range sum.Phases {
+		names = append(names, p.Name)
+		if p.Name == "echo" && (p.Table == nil || len(p.Table.Rows) != 2 || !p.Table.Checks || len(p.Table.Failed) != 0) {
+			t.Errorf("summary.json's echo phase: %+v, want its 2 rows, checked, none failed", p.Table)
+		}
+	}
+	if !slices.Equal(names, []string{"contracts", "echo"}) {
+		t.Errorf("summary.json's phases: %v, want contracts then echo", names)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), `id="phase-echo"`) || !strings.Contains(string(page), "all 2 rows held (phase echo)") {
+		t.Error("report.html lacks the echo phase's section or its banner line")
+	}
+
+	// rsag report, from a binary without the phase, shows it from the summary.
+	os.Remove(filepath.Join(dir, "report.html"))
+	rr := launch(t, time.Minute, rsagBin, "report", dir)
+	if rr.code != 0 || !strings.Contains(rr.stdout, "Echo (test-only) (phase echo: every row held)") {
+		t.Errorf("rsag report: exit %d, stdout:\n%s\nstderr:\n%s", rr.code, rr.stdout, rr.stderr)
+	}
+	if page, err := os.ReadFile(filepath.Join(dir, "report.html")); err != nil || !strings.Contains(string(page), `id="phase-echo"`) {
+		t.Errorf("rsag report's page lacks the echo section (%v)", err)
+	}
+
+	// -overwrite removes echo.csv, the earlier run's, when this run has no
+	// echo phase.
+	r = run("-overwrite", "-set", "contracts.enabled=false", "-set", "numerics.enabled=true")
+	if r.code != 0 {
+		t.Fatalf("-overwrite: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "echo.csv")); !os.IsNotExist(err) {
+		t.Errorf("echo.csv after -overwrite without the phase: %v, want it removed", err)
+	}
+}

@@ -1,0 +1,8 @@
+//go:build rsag_testphase
+
+package main
+
+// A binary built with -tags rsag_testphase runs the test-only echo phase
+// too: the proof that a phase is one package and one registration
+// (e2e/phase_test.go).
+import _ "rsag/internal/testkit/echophase"

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"rsag/coll"
+	"rsag/internal/hostmem"
 	"rsag/internal/testkit/mpitesting"
 	"rsag/mpi"
 )
@@ -207,7 +208,7 @@ func (fakeBuffer) DType() coll.DType { return coll.Int64 }
 func TestForeignBuffers(t *testing.T) {
 	be, other := newTest(t), newTest(t)
 	theirs := alloc(t, other, coll.Int64, 1)
-	for _, b := range []coll.Buffer{theirs, fakeBuffer{}, nil, (*buffer)(nil)} {
+	for _, b := range []coll.Buffer{theirs, fakeBuffer{}, nil, (*hostmem.Buffer)(nil)} {
 		if err := be.Free(b); err == nil {
 			t.Errorf("Free(%#v): no error", b)
 		}

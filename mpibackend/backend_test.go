@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"math"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -22,28 +20,7 @@ import (
 // singleton of size 1, and MPI starts once per process.
 var world *mpi.Comm
 
-func TestMain(m *testing.M) {
-	runtime.LockOSThread()
-	removeSessionDir, err := mpitesting.IsolateSessionDir()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "mpibackend tests:", err)
-		os.Exit(1)
-	}
-	c, err := mpi.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "mpibackend tests: Start:", err)
-		removeSessionDir()
-		os.Exit(1)
-	}
-	world = c
-	code := m.Run()
-	if err := c.Finalize(); err != nil {
-		fmt.Fprintln(os.Stderr, "mpibackend tests: Finalize:", err)
-		code = 1
-	}
-	removeSessionDir()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { mpitesting.Main(m, "mpibackend", mpi.Start, &world) }
 
 // TestMpirun checks the three collectives on 3 ranks, out of place and in
 // place, every element type and reduction MPI has, with exact values, and

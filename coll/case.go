@@ -281,6 +281,32 @@ func (s Sweep) Variants() []Variant {
 	return out
 }
 
+// SeedCase is the seed's single case, but for its run's name, its size
+// and its mode: the values of the dimensions the seed did not sweep. A
+// new dimension is a field of Case, so IsSeed compares it without being
+// told; its seed value is its zero value unless given here.
+var SeedCase = Case{DType: Float32, Op: Sum, Placement: OutOfPlace, Method: PerOp, Batch: 1,
+	Buffers: PlainBuffers, CTAPolicy: DefaultCTAPolicy, Offset: 0}
+
+// IsSeed says whether the sweep is the seed's, at whatever sizes: every
+// case it gives is SeedCase but for its run and size, and it times the
+// seed's modes. Its per-rank CSVs then keep exactly the seed's columns
+// (the csv tags' "sweep" class is left out).
+func (s Sweep) IsSeed() bool {
+	s.SizesBytes = []int64{1} // the sizes are no dimension of the promise
+	cases := s.Cases()
+	if len(cases) != 1 {
+		return false
+	}
+	c := cases[0]
+	c.Run, c.SizeBytes = "", 0
+	modes := s.Modes
+	if len(modes) == 0 {
+		modes = DefaultModes
+	}
+	return c == SeedCase && slices.Equal(modes, DefaultModes)
+}
+
 // TimedModes returns the records of the sweep's modes (the seed's two when
 // it names none).
 func (s Sweep) TimedModes() ([]TimedMode, error) {

@@ -34,6 +34,16 @@ type TimedMode struct {
 	// decomposition of AllReduce: the model compares it with direct and
 	// splits its time between them.
 	Parts []Mode
+	// Colour and Dash are how the figures and the page draw the mode: an
+	// RGB colour as CSS writes it, "#0072b2", and a line's dashes, on and
+	// off lengths in points (nil: solid). The mode is what a reader
+	// compares most (AllReduce against its decomposition), so each has a
+	// colour of its own, from Okabe and Ito's palette ("Color Universal
+	// Design", 2008) while it lasts, which stays apart under every common
+	// colour-vision deficiency, and dashes of their own, so that the modes
+	// stay apart in grey-scale print too. Plain data: coll draws nothing.
+	Colour string
+	Dash   []float64
 }
 
 // Layout is the shape of the world a mode runs on: its ranks and, for the
@@ -57,29 +67,38 @@ func (l Layout) size(s Scope) int {
 func one(s Collective) []Step { return []Step{{s, World}} }
 
 var timedModes = []TimedMode{
-	{Name: Direct, Title: "AllReduce (direct)", Label: "direct AllReduce", Short: "AR", Steps: one(AllReduce)},
+	{Name: Direct, Title: "AllReduce (direct)", Label: "direct AllReduce", Short: "AR", Steps: one(AllReduce),
+		Colour: "#0072b2"}, // Okabe-Ito blue, solid
 	{Name: Decomposed, Title: "ReduceScatter + AllGather", Label: "RS + AG", Short: "RS+AG",
-		Steps: []Step{{ReduceScatter, World}, {AllGather, World}},
-		Parts: []Mode{ReduceScatterAlone, AllGatherAlone}},
-	{Name: ReduceScatterAlone, Title: "ReduceScatter alone", Label: "ReduceScatter", Short: "RS", Steps: one(ReduceScatter)},
-	{Name: AllGatherAlone, Title: "AllGather alone", Label: "AllGather", Short: "AG", Steps: one(AllGather)},
+		Steps:  []Step{{ReduceScatter, World}, {AllGather, World}},
+		Parts:  []Mode{ReduceScatterAlone, AllGatherAlone},
+		Colour: "#d55e00", Dash: []float64{7, 4}}, // vermillion, dashed
+	{Name: ReduceScatterAlone, Title: "ReduceScatter alone", Label: "ReduceScatter", Short: "RS", Steps: one(ReduceScatter),
+		Colour: "#009e73", Dash: []float64{3, 3}}, // bluish green, short-dashed
+	{Name: AllGatherAlone, Title: "AllGather alone", Label: "AllGather", Short: "AG", Steps: one(AllGather),
+		Colour: "#cc79a7", Dash: []float64{10, 3, 2, 3}}, // reddish purple, dash-dotted
 	// The two-level form: ReduceScatter in the group (a node), AllReduce of
 	// each shard across the groups, AllGather in the group. Its bus
 	// bandwidth uses the flat AllReduce's factor on the whole world, so
 	// that it compares with direct.
 	{Name: Hierarchical, Title: "hierarchical RS + AR + AG", Label: "hierarchical", Short: "H",
-		Steps: []Step{{ReduceScatter, InGroup}, {AllReduce, AcrossGroups}, {AllGather, InGroup}},
-		Bus:   func(l Layout) float64 { return AllReduce.BusFactor(l.World) },
-		Parts: []Mode{"hierarchical-reduce-scatter", "hierarchical-all-reduce", "hierarchical-all-gather"}},
+		Steps:  []Step{{ReduceScatter, InGroup}, {AllReduce, AcrossGroups}, {AllGather, InGroup}},
+		Bus:    func(l Layout) float64 { return AllReduce.BusFactor(l.World) },
+		Parts:  []Mode{"hierarchical-reduce-scatter", "hierarchical-all-reduce", "hierarchical-all-gather"},
+		Colour: "#e69f00", Dash: []float64{14, 4}}, // orange, long-dashed
 	// Each of its steps alone, on the buffers it has in the chain, so that
 	// the report shows where the time goes.
 	{Name: "hierarchical-reduce-scatter", Title: "hierarchical: ReduceScatter in the group", Label: "H: RS in group",
-		Short: "H-RS", Steps: []Step{{ReduceScatter, InGroup}}},
+		Short: "H-RS", Steps: []Step{{ReduceScatter, InGroup}},
+		Colour: "#56b4e9", Dash: []float64{12, 3, 4, 3}}, // sky blue
 	{Name: "hierarchical-all-reduce", Title: "hierarchical: AllReduce across groups", Label: "H: AR across",
 		Short: "H-AR", Steps: []Step{{AllReduce, AcrossGroups}},
-		Input: func(full int, l Layout) int { return full / l.Group }},
+		Input:  func(full int, l Layout) int { return full / l.Group },
+		Colour: "#000000", Dash: []float64{10, 2, 2, 2, 2, 2}}, // black
 	{Name: "hierarchical-all-gather", Title: "hierarchical: AllGather in the group", Label: "H: AG in group",
-		Short: "H-AG", Steps: []Step{{AllGather, InGroup}}},
+		Short: "H-AG", Steps: []Step{{AllGather, InGroup}},
+		// The pale yellow comes last: it is the palette's faintest on white.
+		Colour: "#f0e442", Dash: []float64{5, 2, 5, 6}}, // yellow
 }
 
 func modeNames() []Mode {

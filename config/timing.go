@@ -254,12 +254,18 @@ func (c *Config) checkRuns(source string) error {
 				return err
 			}
 		}
-		c.Sweeps = append(c.Sweeps, coll.Sweep{Name: r.Name, SizesBytes: sizes,
-			DTypes: t.DTypes, Ops: t.Ops, Placements: t.Placements, Methods: t.Methods,
-			Modes: t.Modes, Buffers: t.Buffers, CTAPolicies: t.CTAPolicies, Offsets: int64s(t.Offsets),
-			Batch: t.Batch, Warmups: t.Warmups, Cycles: t.Cycles, Discard: t.Discard, CheckLast: t.Check == "last"})
+		c.Sweeps = append(c.Sweeps, r.sweep(sizes))
 	}
 	return nil
+}
+
+// sweep is the run in the timing phase's form, at sizes.
+func (r RunTable) sweep(sizes []int64) coll.Sweep {
+	t := r.Timing
+	return coll.Sweep{Name: r.Name, SizesBytes: sizes,
+		DTypes: t.DTypes, Ops: t.Ops, Placements: t.Placements, Methods: t.Methods,
+		Modes: t.Modes, Buffers: t.Buffers, CTAPolicies: t.CTAPolicies, Offsets: int64s(t.Offsets),
+		Batch: t.Batch, Warmups: t.Warmups, Cycles: t.Cycles, Discard: t.Discard, CheckLast: t.Check == "last"}
 }
 
 // checkSizeList checks a list of sizes under key: at most MaxSizes of
@@ -403,15 +409,9 @@ func divisible(source, key string, sizes []int64, dtypes []coll.DType, world int
 	return nil
 }
 
-// IsSeedCase says whether the timing phase is the seed's single case, whose
+// IsSeedCase says whether the timing phase is the seed's single case
+// (coll.Sweep.IsSeed, which compares every dimension of coll.Case), whose
 // per-rank CSVs keep exactly the seed's columns.
 func (c *Config) IsSeedCase() bool {
-	if len(c.Runs) != 1 {
-		return false
-	}
-	t := c.Runs[0].Timing
-	return slices.Equal(t.DTypes, []coll.DType{coll.Float32}) && slices.Equal(t.Ops, []coll.Op{coll.Sum}) &&
-		slices.Equal(t.Placements, []coll.Placement{coll.OutOfPlace}) && slices.Equal(t.Methods, []coll.Method{coll.PerOp}) &&
-		slices.Equal(t.Modes, coll.DefaultModes) && slices.Equal(t.Buffers, []coll.BufferKind{coll.PlainBuffers}) &&
-		slices.Equal(t.CTAPolicies, []coll.CTAPolicy{coll.DefaultCTAPolicy}) && slices.Equal(t.Offsets, []Size{0})
+	return len(c.Runs) == 1 && c.Runs[0].sweep(nil).IsSeed()
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -86,6 +87,37 @@ func TestDefaultsAreTheSeedsCase(t *testing.T) {
 	}
 	if !cfg.IsSeedCase() || len(cfg.Runs) != 1 || cfg.Runs[0].Name != "default" {
 		t.Errorf("defaults: %+v", cfg.Runs)
+	}
+}
+
+// Every list of [timing] but the sizes is a dimension of the seed's case:
+// set to another value, the run is a sweep, and the per-rank CSVs gain the
+// case's columns. The keys come from Timing's fields, so a new dimension
+// fails here until it has another value below.
+func TestEveryDimensionLeavesTheSeedsCase(t *testing.T) {
+	other := map[string]string{"dtypes": `["float64"]`, "ops": `["max"]`, "placements": `["in-place"]`,
+		"methods": `["batched"]`, "modes": `["direct"]`, "buffers": `["registered"]`, "cta_policies": `["zero"]`,
+		"offsets": `[64]`}
+	typ := reflect.TypeFor[Timing]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		key, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if f.Type.Kind() != reflect.Slice || key == "sizes_bytes" {
+			continue
+		}
+		v, ok := other[key]
+		if !ok {
+			t.Errorf("timing.%s is a list this test has no other value for: give it one", key)
+			continue
+		}
+		cfg, err := Parse("d.toml", nil, []string{"timing." + key + "=" + v})
+		if err != nil {
+			t.Errorf("timing.%s = %s: %v", key, v, err)
+			continue
+		}
+		if cfg.IsSeedCase() {
+			t.Errorf("timing.%s = %s is still the seed's case", key, v)
+		}
 	}
 }
 

@@ -23,7 +23,7 @@ func TestTimingRunsAreResolvedOnce(t *testing.T) {
 	want := coll.Sweep{Name: "default", SizesBytes: []int64{1024, 65536, 1048576, 16777216, 268435456},
 		DTypes: []coll.DType{coll.Float32}, Ops: []coll.Op{coll.Sum},
 		Placements: []coll.Placement{coll.OutOfPlace}, Methods: []coll.Method{coll.PerOp},
-		Modes: []coll.Mode{coll.Direct, coll.Decomposed}, Buffers: []coll.BufferKind{coll.PlainBuffers},
+		Modes: coll.DefaultModes, Buffers: []coll.BufferKind{coll.PlainBuffers},
 		CTAPolicies: []coll.CTAPolicy{coll.DefaultCTAPolicy}, Offsets: []int64{0}, Batch: 20, Warmups: 3, Cycles: 10}
 	if len(cfg.Sweeps) != 1 || !equalRuns(cfg.Sweeps[0], want) {
 		t.Errorf("default Sweeps = %+v\nwant %+v", cfg.Sweeps, want)

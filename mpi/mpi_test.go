@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -20,28 +18,7 @@ import (
 // singleton of size 1, and MPI starts once per process.
 var world *Comm
 
-func TestMain(m *testing.M) {
-	runtime.LockOSThread()
-	removeSessionDir, err := mpitesting.IsolateSessionDir()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "mpi tests:", err)
-		os.Exit(1)
-	}
-	c, err := Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "mpi tests: Start:", err)
-		removeSessionDir()
-		os.Exit(1)
-	}
-	world = c
-	code := m.Run()
-	if err := c.Finalize(); err != nil {
-		fmt.Fprintln(os.Stderr, "mpi tests: Finalize:", err)
-		code = 1
-	}
-	removeSessionDir()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { mpitesting.Main(m, "mpi", Start, &world) }
 
 // TestMpirun checks the collectives on 3 ranks, with exact values, through
 // internal/testkit/mpicheck.

@@ -32,20 +32,13 @@ var (
 type Backend struct {
 	comm        *mpi.Comm
 	rank, world int
-	*pool            // the rank's buffers, shared with its groups (Split)
-	group       bool // made by Split: Close frees its communicator alone
-	closed      bool
-	localSize   int    // ranks on this node, which share its memory
-	meminfo     string // /proc/meminfo; another file in tests
-	cgroupRoot  string // "/", where /proc and /sys are; another tree in tests
-}
-
-// pool is one rank's host buffers and their exact accounting.
-type pool struct {
-	live      map[*region]struct{} // every mapping Alloc made and Free has not released
-	liveBytes int64
-	peakBytes int64
-	closed    bool
+	// The rank's buffers (memory.go), shared with its groups (Split).
+	*hostmem.Heap
+	group      bool // made by Split: Close frees its communicator alone
+	closed     bool
+	localSize  int    // ranks on this node, which share its memory
+	meminfo    string // /proc/meminfo; another file in tests
+	cgroupRoot string // "/", where /proc and /sys are; another tree in tests
 }
 
 // New returns the backend of this rank of c.
@@ -59,7 +52,7 @@ func New(c *mpi.Comm) (*Backend, error) {
 // newBackend lets tests give a backend a rank and world size other than
 // the communicator's, to check what the backend decides before MPI is called.
 func newBackend(c *mpi.Comm, rank, world int) *Backend {
-	return &Backend{comm: c, rank: rank, world: world, pool: &pool{live: map[*region]struct{}{}},
+	return &Backend{comm: c, rank: rank, world: world, Heap: newHeap(),
 		localSize: c.LocalSize(), meminfo: meminfo, cgroupRoot: "/"}
 }
 
@@ -107,7 +100,7 @@ func (be *Backend) Split(color, key int) (coll.Backend, error) {
 		return nil, nil
 	}
 	// The node's memory is shared by the world's ranks on it, whatever the group.
-	return &Backend{comm: sub, rank: sub.Rank(), world: sub.Size(), pool: be.pool, group: true,
+	return &Backend{comm: sub, rank: sub.Rank(), world: sub.Size(), Heap: be.Share(), group: true,
 		localSize: be.localSize, meminfo: be.meminfo, cgroupRoot: be.cgroupRoot}, nil
 }
 
@@ -119,19 +112,9 @@ func (be *Backend) Close() error {
 		return errors.New("mpibackend: Close: already closed")
 	}
 	be.closed = true
+	err := be.Heap.Close()
 	if be.group {
 		return be.comm.Free()
 	}
-	be.pool.closed = true
-	n, bytes := len(be.live), be.liveBytes
-	var errs []error
-	for r := range be.live {
-		if err := be.release(r); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if n > 0 {
-		errs = append([]error{fmt.Errorf("mpibackend: Close: %d buffers (%d bytes) were still allocated; released them", n, bytes)}, errs...)
-	}
-	return errors.Join(errs...)
+	return err
 }

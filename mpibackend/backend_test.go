@@ -4,15 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"math"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"rsag/coll"
+	"rsag/internal/hostmem"
 	"rsag/internal/testkit/mpitesting"
 	"rsag/mpi"
 )
@@ -21,28 +20,7 @@ import (
 // singleton of size 1, and MPI starts once per process.
 var world *mpi.Comm
 
-func TestMain(m *testing.M) {
-	runtime.LockOSThread()
-	removeSessionDir, err := mpitesting.IsolateSessionDir()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "mpibackend tests:", err)
-		os.Exit(1)
-	}
-	c, err := mpi.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "mpibackend tests: Start:", err)
-		removeSessionDir()
-		os.Exit(1)
-	}
-	world = c
-	code := m.Run()
-	if err := c.Finalize(); err != nil {
-		fmt.Fprintln(os.Stderr, "mpibackend tests: Finalize:", err)
-		code = 1
-	}
-	removeSessionDir()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { mpitesting.Main(m, "mpibackend", mpi.Start, &world) }
 
 // TestMpirun checks the three collectives on 3 ranks, out of place and in
 // place, every element type and reduction MPI has, with exact values, and
@@ -207,7 +185,7 @@ func (fakeBuffer) DType() coll.DType { return coll.Int64 }
 func TestForeignBuffers(t *testing.T) {
 	be, other := newTest(t), newTest(t)
 	theirs := alloc(t, other, coll.Int64, 1)
-	for _, b := range []coll.Buffer{theirs, fakeBuffer{}, nil, (*buffer)(nil)} {
+	for _, b := range []coll.Buffer{theirs, fakeBuffer{}, nil, (*hostmem.Buffer)(nil)} {
 		if err := be.Free(b); err == nil {
 			t.Errorf("Free(%#v): no error", b)
 		}

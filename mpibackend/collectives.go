@@ -204,23 +204,23 @@ func (be *Backend) prepare(c coll.Collective, send, recv coll.Buffer, op coll.Op
 	if err := coll.CheckShapes(c, send, recv, be.world); err != nil {
 		return nil, err
 	}
-	s, sendMem, err := be.memory(c.Name+" input", send)
+	s, sendMem, err := be.Bytes(c.Name+" input", send)
 	if err != nil {
 		return nil, err
 	}
-	_, recvMem, err := be.memory(c.Name+" output", recv)
+	_, recvMem, err := be.Bytes(c.Name+" output", recv)
 	if err != nil {
 		return nil, err
 	}
-	if err := supportsDType(s.dtype); err != nil {
+	if err := supportsDType(s.DType()); err != nil {
 		return nil, fmt.Errorf("mpibackend: %s: %w", c.Name, err)
 	}
-	args := call{send: sendMem, recv: recvMem, dt: datatypes[s.dtype]}
-	if args.inPlace, err = classify(c, spanOf(sendMem, send.Count()), spanOf(recvMem, recv.Count()), s.dtype.Size(), be.rank); err != nil {
+	args := call{send: sendMem, recv: recvMem, dt: datatypes[s.DType()]}
+	if args.inPlace, err = classify(c, spanOf(sendMem, send.Count()), spanOf(recvMem, recv.Count()), s.DType().Size(), be.rank); err != nil {
 		return nil, err
 	}
 	if args.inPlace && !c.SendInside {
-		args.recvOffset = c.InPlaceOffset(be.rank, send.Count(), recv.Count()) * s.dtype.Size()
+		args.recvOffset = c.InPlaceOffset(be.rank, send.Count(), recv.Count()) * s.DType().Size()
 	}
 	if c.Name != coll.AllGather.Name {
 		if err := supportsOp(op); err != nil {
@@ -229,7 +229,7 @@ func (be *Backend) prepare(c coll.Collective, send, recv coll.Buffer, op coll.Op
 		args.op = ops[op]
 	}
 	recvCount, sendCount := recv.Count(), send.Count()
-	p := &prepared{out: recvMem, elem: s.dtype.Size(), name: c.Name, count: max(recvCount, sendCount), dt: args.dt}
+	p := &prepared{out: recvMem, elem: s.DType().Size(), name: c.Name, count: max(recvCount, sendCount), dt: args.dt}
 	if p.call, err = makeCall(be.comm, args, recvCount, sendCount); err != nil {
 		return nil, p.wrap(err)
 	}

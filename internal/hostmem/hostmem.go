@@ -1,6 +1,7 @@
 // Package hostmem is what the two host-memory backends (mpibackend, and
-// internal/testkit/inmem for the tests) do alike: fill a buffer with one element, and
-// time back-to-back calls on the monotonic clock.
+// internal/testkit/inmem for the tests) do alike: keep a rank's buffers and
+// their exact accounting (Heap), fill a buffer with one element, and time
+// back-to-back calls on the monotonic clock.
 package hostmem
 
 import (

@@ -377,8 +377,8 @@ func TestLegendListsTheModes(t *testing.T) {
 }
 
 // The mode is the colour, the same in every figure and for any element
-// type, from Okabe and Ito's palette; no two modes share one, and the line
-// styles stay distinct too, for grey-scale print.
+// type: its record's colour and dashes (coll's test has them apart), from
+// Okabe and Ito's palette.
 func TestModesHaveTheirOwnColour(t *testing.T) {
 	if got := ModeColour("direct"); got != "#0072b2" {
 		t.Errorf("direct AllReduce is %s, want Okabe-Ito blue #0072b2", got)
@@ -386,20 +386,15 @@ func TestModesHaveTheirOwnColour(t *testing.T) {
 	if got := ModeColour("decomposed"); got != "#d55e00" {
 		t.Errorf("RS + AG is %s, want Okabe-Ito vermillion #d55e00", got)
 	}
-	seen := map[string]string{}
-	dashes := map[string]string{}
-	for _, m := range modeOrder {
-		c := ModeColour(m)
-		if other, ok := seen[c]; ok {
-			t.Errorf("modes %s and %s share colour %s", m, other, c)
+	for _, name := range coll.Modes {
+		m, _ := coll.ModeOf(name)
+		if got := ModeColour(string(name)); got != m.Colour {
+			t.Errorf("%s is drawn %s, its record says %s", name, got, m.Colour)
 		}
-		seen[c] = m
-		d, _ := modeStyle(m)
-		key := fmt.Sprint(d)
-		if other, ok := dashes[key]; ok {
-			t.Errorf("modes %s and %s share line style %s", m, other, key)
+		d, title := modeStyle(string(name))
+		if fmt.Sprint(d) != fmt.Sprint(m.Dash) || title != m.Title {
+			t.Errorf("%s is drawn with dashes %v and named %q, its record says %v and %q", name, d, title, m.Dash, m.Title)
 		}
-		dashes[key] = m
 	}
 	lay := layout{dtypes: []string{"float32", "int8"}, ops: []string{"sum"}, panels: []panelKey{{}}}
 	a, b := lay.lineStyle(lineKey{"float32", "sum", "direct"}), lay.lineStyle(lineKey{"int8", "sum", "direct"})

@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -17,42 +18,35 @@ import (
 	"rsag/report"
 )
 
-// Okabe and Ito's palette ("Color Universal Design", 2008): eight colours
-// that stay apart under every common colour-vision deficiency.
+// The memory figure's two bars take two colours of Okabe and Ito's palette
+// ("Color Universal Design", 2008), the one the timed modes' colours come
+// from (coll's TimedMode.Colour).
 var (
-	okabeOrange     = rgb(0xe69f00)
-	okabeSkyBlue    = rgb(0x56b4e9)
-	okabeGreen      = rgb(0x009e73)
-	okabeYellow     = rgb(0xf0e442)
-	okabeBlue       = rgb(0x0072b2)
-	okabeVermillion = rgb(0xd55e00)
-	okabePurple     = rgb(0xcc79a7)
-	okabeBlack      = rgb(0x000000)
+	okabeOrange = rgb(0xe69f00)
+	okabeBlue   = rgb(0x0072b2)
 )
 
 func rgb(v uint32) color.Color { return color.RGBA{uint8(v >> 16), uint8(v >> 8), uint8(v), 255} }
 
-// modeColours are the timed modes' colours, in coll.Modes' order: the
-// mode is what a reader compares most (AllReduce against its
-// decomposition), so it gets the colour, and its line style too, so that
-// the modes stay apart in grey-scale print. Direct AllReduce is the dark
-// blue and ReduceScatter + AllGather the vermillion; the pale yellow comes
-// last, for the hierarchy's AllGather step.
-var modeColours = []color.Color{okabeBlue, okabeVermillion, okabeGreen, okabePurple,
-	okabeOrange, okabeSkyBlue, okabeBlack, okabeYellow}
-
+// otherColour is a line of no known mode.
 var otherColour = color.Gray{40}
 
-// modeColour is a timed mode's colour; the ratio figure's lines (no mode)
-// are the decomposition's, whose cost they show.
+// modeColour is a timed mode's colour, its record's (TimedMode.Colour);
+// the ratio figure's lines (no mode) are the decomposition's, whose cost
+// they show.
 func modeColour(mode string) color.Color {
 	if mode == "" {
 		mode = string(coll.Decomposed)
 	}
-	if i := slices.Index(coll.Modes, coll.Mode(mode)); i >= 0 {
-		return modeColours[i%len(modeColours)]
+	m, ok := coll.ModeOf(coll.Mode(mode))
+	if !ok {
+		return otherColour
 	}
-	return otherColour
+	v, err := strconv.ParseUint(strings.TrimPrefix(m.Colour, "#"), 16, 32)
+	if err != nil || len(m.Colour) != len("#rrggbb") {
+		return otherColour
+	}
+	return rgb(uint32(v))
 }
 
 // ModeColour is a timed mode's colour in the figures as CSS writes it,
@@ -91,29 +85,18 @@ func (diamondGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) 
 	c.Fill(p)
 }
 
-// modeDashes are the line styles of the timed modes, in coll.Modes'
-// order: AllReduce solid, the decomposition dashed, ReduceScatter and
-// AllGather alone short-dashed and dash-dotted, then the hierarchy's;
-// finely dotted is the fits'.
-var modeDashes = [][]vg.Length{
-	nil,
-	{vg.Points(7), vg.Points(4)},
-	{vg.Points(3), vg.Points(3)},
-	{vg.Points(10), vg.Points(3), vg.Points(2), vg.Points(3)},
-	{vg.Points(14), vg.Points(4)},
-	{vg.Points(12), vg.Points(3), vg.Points(4), vg.Points(3)},
-	{vg.Points(10), vg.Points(2), vg.Points(2), vg.Points(2), vg.Points(2), vg.Points(2)},
-	{vg.Points(5), vg.Points(2), vg.Points(5), vg.Points(6)},
-}
-
-// modeStyle returns a timed mode's dashes and its legend name.
+// modeStyle returns a timed mode's dashes (its record's TimedMode.Dash;
+// finely dotted is the fits') and its legend name.
 func modeStyle(mode string) ([]vg.Length, string) {
-	i := slices.Index(coll.Modes, coll.Mode(mode))
 	m, ok := coll.ModeOf(coll.Mode(mode))
-	if i < 0 || !ok {
+	if !ok {
 		return nil, mode
 	}
-	return modeDashes[i%len(modeDashes)], m.Title
+	var dashes []vg.Length
+	for _, d := range m.Dash {
+		dashes = append(dashes, vg.Points(d))
+	}
+	return dashes, m.Title
 }
 
 // panelKey is what a panel of a run's figure stands for: a case without

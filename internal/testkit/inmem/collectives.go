@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"rsag/coll"
+	"rsag/internal/hostmem"
 )
 
 // layout is where a collective's in-place call has its smaller buffer
@@ -34,24 +35,24 @@ var (
 // classify returns true when send and recv are l's in-place layout on rank,
 // false when they do not overlap, and an error for any other overlap, which
 // MPI forbids and NCCL computes wrongly without a word.
-func (l layout) classify(send, recv *buffer, rank int) (bool, error) {
-	if send.region != recv.region {
+func (l layout) classify(send, recv *hostmem.Buffer, rank int) (bool, error) {
+	if !send.SameAllocation(recv) {
 		return false, nil
 	}
 	outer, inner, innerName, outerName := recv, send, "input", "output"
 	if !l.sendInside {
 		outer, inner, innerName, outerName = send, recv, "output", "input"
 	}
-	at := l.offset(rank, send.count, recv.count)
-	if inner.off == outer.off+at && inner.off+inner.count <= outer.off+outer.count {
+	at := l.offset(rank, send.Count(), recv.Count())
+	if inner.Offset() == outer.Offset()+at && inner.Offset()+inner.Count() <= outer.Offset()+outer.Count() {
 		return true, nil
 	}
-	if inner.off >= outer.off+outer.count || outer.off >= inner.off+inner.count {
+	if inner.Offset() >= outer.Offset()+outer.Count() || outer.Offset() >= inner.Offset()+inner.Count() {
 		return false, nil
 	}
 	return false, fmt.Errorf("inmem: %s: the %s overlaps the %s at element offset %d; in place it must be the view "+
 		"of the %s at element offset %s = %d on rank %d, and otherwise not overlap it",
-		l.coll.Name, innerName, outerName, inner.off-outer.off, outerName, l.where, at, rank)
+		l.coll.Name, innerName, outerName, inner.Offset()-outer.Offset(), outerName, l.where, at, rank)
 }
 
 // prepare checks the shapes (CheckShapes' error unchanged), that both
@@ -67,11 +68,11 @@ func (be *Backend) prepare(l layout, send, recv coll.Buffer) (sendMem, recvMem [
 	if err := coll.CheckShapes(l.coll, send, recv, be.WorldSize()); err != nil {
 		return nil, nil, err
 	}
-	s, sendMem, err := be.memory(l.coll.Name+" input", send)
+	s, sendMem, err := be.Bytes(l.coll.Name+" input", send)
 	if err != nil {
 		return nil, nil, err
 	}
-	r, recvMem, err := be.memory(l.coll.Name+" output", recv)
+	r, recvMem, err := be.Bytes(l.coll.Name+" output", recv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -116,7 +117,7 @@ func (be *Backend) allReduce(send, recv coll.Buffer, op coll.Op) error {
 	if err := be.reduce(send.DType(), op, recvMem, m.payloads, 0, be.order(false)); err != nil {
 		return err
 	}
-	if f := be.job.faults.Flip; f.hits(be.heap, coll.AllReduce.Name) {
+	if f := be.job.faults.Flip; f.hits(be.flips, coll.AllReduce.Name) {
 		flip(recvMem, f.Element, send.DType().Size())
 	}
 	return nil
@@ -140,7 +141,7 @@ func (be *Backend) reduceScatter(send, recv coll.Buffer, op coll.Op) error {
 	if err := be.reduce(send.DType(), op, recvMem, m.payloads, be.rank*len(recvMem), be.order(be.job.faults.ReversedReduceScatter)); err != nil {
 		return err
 	}
-	if f := be.job.faults.Flip; f.hits(be.heap, coll.ReduceScatter.Name) {
+	if f := be.job.faults.Flip; f.hits(be.flips, coll.ReduceScatter.Name) {
 		flip(recvMem, f.Element, send.DType().Size())
 	}
 	return nil
@@ -156,7 +157,7 @@ func (be *Backend) allGather(send, recv coll.Buffer, _ coll.Op) error {
 	call := fmt.Sprintf("%s of %d %s", coll.AllGather.Name, send.Count(), send.DType())
 	mine := slices.Clone(sendMem)
 	f := be.job.faults.Flip
-	hit := f.hits(be.heap, coll.AllGather.Name)
+	hit := f.hits(be.flips, coll.AllGather.Name)
 	if hit && f.Send {
 		flip(mine, f.Element, send.DType().Size())
 	}

@@ -63,7 +63,7 @@ type Flip struct {
 
 // hits counts a call of c on the rank that owns h and says whether the
 // fault strikes it.
-func (f *Flip) hits(h *heap, c string) bool {
+func (f *Flip) hits(h *flips, c string) bool {
 	if f == nil || f.Collective != c || f.Rank != h.rank {
 		return false
 	}
@@ -108,9 +108,9 @@ func LaunchTimeout(world int, faults Faults, timeout time.Duration, body func(be
 	done := make(chan result, world)
 	for r := range world {
 		go func() {
-			be := &Backend{job: j, group: w, rank: r, heap: newHeap(r), owner: true}
+			be := &Backend{job: j, group: w, rank: r, Heap: newHeap(r), flips: &flips{rank: r}}
 			err := call(body, be, &Comm{job: j, group: w, rank: r})
-			if !be.heap.closed {
+			if !be.closed {
 				err = errors.Join(err, be.Close())
 			}
 			j.leave(r, err)

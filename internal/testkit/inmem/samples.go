@@ -21,11 +21,11 @@ func (be *Backend) PrepareSamples(c coll.Collective, send, recv coll.Buffer, op 
 	if err := coll.CheckShapes(c, send, recv, be.WorldSize()); err != nil {
 		return nil, err
 	}
-	buf, out, err := be.memory("PrepareSamples", recv)
+	buf, out, err := be.Bytes("PrepareSamples", recv)
 	if err != nil {
 		return nil, err
 	}
-	return &sampler{be: be, c: c, send: send, recv: recv, op: op, out: out, elem: buf.dtype.Size()}, nil
+	return &sampler{be: be, c: c, send: send, recv: recv, op: op, out: out, elem: buf.DType().Size()}, nil
 }
 
 type sampler struct {

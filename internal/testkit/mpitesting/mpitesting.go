@@ -8,10 +8,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -39,6 +41,37 @@ func IsolateSessionDir() (remove func(), err error) {
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
 	return func() { _ = os.RemoveAll(dir) }, nil
+}
+
+// Main is the TestMain of a package whose tests share one MPI world: a
+// process started without mpirun is a singleton of size 1, and MPI starts
+// once per process. It locks the main goroutine to its thread (MPI's calls
+// stay on it), gives the job a session directory of its own
+// (IsolateSessionDir), starts MPI with start and stores the world in
+// *world, runs the tests, finalizes MPI and exits with the tests' code, or
+// 1 when MPI would not start or finalize; pkg names the package in what it
+// prints.
+func Main[W interface{ Finalize() error }](m *testing.M, pkg string, start func() (W, error), world *W) {
+	runtime.LockOSThread()
+	removeSessionDir, err := IsolateSessionDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, pkg+" tests:", err)
+		os.Exit(1)
+	}
+	w, err := start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, pkg+" tests: Start:", err)
+		removeSessionDir()
+		os.Exit(1)
+	}
+	*world = w
+	code := m.Run()
+	if err := w.Finalize(); err != nil {
+		fmt.Fprintln(os.Stderr, pkg+" tests: Finalize:", err)
+		code = 1
+	}
+	removeSessionDir()
+	os.Exit(code)
 }
 
 // JobSessionDir is the environment entry that gives one MPI job started

@@ -74,7 +74,7 @@ func Default() Config {
 			DTypes:     []coll.DType{coll.Float32}, Ops: []coll.Op{coll.Sum},
 			Placements: []coll.Placement{coll.OutOfPlace}, Methods: []coll.Method{coll.PerOp},
 			Modes: append([]coll.Mode(nil), coll.DefaultModes...), Buffers: []coll.BufferKind{coll.PlainBuffers},
-			CTAPolicies: []coll.CTAPolicy{coll.DefaultCTAPolicy}, Offsets: []Size{0}, Batch: 20, Check: "every"},
+			CTAPolicies: []coll.CTAPolicy{coll.DefaultCTAPolicy}, Offsets: []Size{0}, Batch: 20, Check: "every", MinBusBWStatistic: "median"},
 		Memory:   Memory{Enabled: true, PayloadBytes: 268435456, Modes: phases.DefaultMemoryModes()},
 		Numerics: defaultNumerics(),
 		Locate:   defaultLocate(),

@@ -46,10 +46,18 @@ type Timing struct {
 	// MinBusBWGBps, when positive, fails the run when the direct
 	// AllReduce's bus bandwidth at the largest size falls below it.
 	MinBusBWGBps float64 `toml:"min_busbw_gbps"`
+	// MinBusBWStatistic is the time the gate takes the busbw of: "median"
+	// (the default) or "p99", which judges the tail as well.
+	MinBusBWStatistic string `toml:"min_busbw_statistic"`
 	// Check is which samples' outputs are checked: "every" (the default),
 	// or "last", the last of each mode of a case only, as the seed did.
 	Check string `toml:"check"`
 }
+
+// GateStatistics are the values of timing.min_busbw_statistic. The p99's
+// busbw is never above the median's, so a case that passes at p99 passes
+// at both.
+var GateStatistics = []string{"median", "p99"}
 
 // CheckPolicies are the values of timing.check.
 var CheckPolicies = []string{"every", "last"}
@@ -240,6 +248,9 @@ func (c *Config) checkRuns(source string) error {
 		if msg := floatOutOfRange(t.MinBusBWGBps, 0, MaxBusBWGBps, "GB/s",
 			"the bus bandwidth in GB/s the largest size must reach, or 0 for no gate"); msg != "" {
 			return bad("min_busbw_gbps", "%s", msg)
+		}
+		if !contains(GateStatistics, t.MinBusBWStatistic) {
+			return bad("min_busbw_statistic", "%q is not a statistic the gate takes: use \"median\" (the default) or \"p99\" (the tail's busbw, which also judges the median)", t.MinBusBWStatistic)
 		}
 		for _, l := range []nameList{
 			listOf("dtypes", t.DTypes, coll.AllDTypes),

@@ -138,6 +138,7 @@ func TestBadSweeps(t *testing.T) {
 		{"zero batch", "[timing]\nbatch = 0\n", 2, "timing.batch", "at least 1"},
 		{"discard all", "[timing]\ncycles = 3\ndiscard = 3\n", 2, "timing.discard", "0 to cycles-1 (2)"},
 		{"negative gate", "[timing]\nmin_busbw_gbps = -1.0\n", 2, "timing.min_busbw_gbps", "negative"},
+		{"gate on p90", "[timing]\nmin_busbw_statistic = \"p90\"\n", 2, "timing.min_busbw_statistic", `use "median" (the default) or "p99"`},
 		{"avg on ints", "[timing]\ndtypes = [\"int32\"]\nops = [\"avg\"]\n", 2, "timing.dtypes", "avg on int32 rounds"},
 		{"avg on 3 ranks", "[timing]\nsizes_bytes = [1536]\nops = [\"avg\"]\n[memory]\nenabled = false\n", 3, "timing.dtypes", "power-of-two"},
 		{"float64 divisibility", "[timing]\nsizes_bytes = [1040]\ndtypes = [\"float64\"]\n[memory]\nenabled = false\n", 3, "timing.sizes_bytes", "3 ranks x 8 bytes (float64) = 24"},

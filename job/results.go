@@ -110,13 +110,13 @@ func (s *session) gate(cfg config.Config, sum *report.Summary) error {
 	return s.agree(err, ExitFailed, "bus bandwidth below the gate")
 }
 
-// gateThresholds are the runs' min_busbw_gbps, by run.
-func gateThresholds(cfg config.Config) map[string]float64 {
-	thresholds := map[string]float64{}
+// gateThresholds are the runs' min_busbw_gbps and its statistic, by run.
+func gateThresholds(cfg config.Config) map[string]report.Gate {
+	gates := map[string]report.Gate{}
 	for _, r := range cfg.Runs {
-		thresholds[r.Name] = r.MinBusBWGBps
+		gates[r.Name] = report.Gate{MinGBps: r.MinBusBWGBps, Statistic: r.MinBusBWStatistic}
 	}
-	return thresholds
+	return gates
 }
 
 // checkMetricsDir refuses, before any collective, a metrics_dir that rank

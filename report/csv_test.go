@@ -145,10 +145,19 @@ func TestTimingsTableAndGate(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
 	}
-	if got := BusBWGate(stats, map[string]float64{"default": 40}); len(got) != 0 {
+	if got := BusBWGate(stats, map[string]Gate{"default": {MinGBps: 40}}); len(got) != 0 {
 		t.Errorf("40.33 GB/s passes a 40 GB/s gate: %v", got)
 	}
-	if got := BusBWGate(stats, map[string]float64{"default": 50}); len(got) != 1 || !strings.Contains(got[0], "40.33 GB/s < min_busbw_gbps 50.00") {
+	if got := BusBWGate(stats, map[string]Gate{"default": {MinGBps: 50}}); len(got) != 1 || !strings.Contains(got[0], "40.33 GB/s < min_busbw_gbps 50.00") {
 		t.Errorf("a 50 GB/s gate: %v", got)
+	}
+	// The slowest rank's samples are 11, 21, 31, 41: p99 = 40.7 us, so the
+	// p99's busbw is 40.33 x 26 / 40.7 = 25.76 GB/s, and a 40 GB/s gate
+	// that the median passes fails at p99.
+	if got := BusBWGate(stats, map[string]Gate{"default": {MinGBps: 40, Statistic: "p99"}}); len(got) != 1 || !strings.Contains(got[0], "busbw at p99 25.76 GB/s < min_busbw_gbps 40.00") {
+		t.Errorf("a 40 GB/s gate at p99 on a tail: %v", got)
+	}
+	if got := BusBWGate(stats, map[string]Gate{"default": {MinGBps: 25, Statistic: "p99"}}); len(got) != 0 {
+		t.Errorf("25.76 GB/s at p99 passes a 25 GB/s gate: %v", got)
 	}
 }

@@ -115,7 +115,7 @@ func JUnit(s Summary, ran Phases, gates []GateResult) JUnitSuites {
 			t.add(name+": output correct", !st.Correct, "check", name+": a timed output was wrong on some rank")
 		}
 		for _, g := range gates {
-			t.add("gate "+g.Name()+fmt.Sprintf(": busbw >= %.2f GB/s", g.MinGBps), !g.Passed(), "gate", g.Failure())
+			t.add("gate "+g.Name()+fmt.Sprintf(": busbw%s >= %.2f GB/s", g.statisticText(), g.MinGBps), !g.Passed(), "gate", g.Failure())
 		}
 	}
 	if ran.Has(Memory) {

@@ -432,9 +432,9 @@ func isMode(name coll.Mode) func(coll.TimedMode) bool {
 // case at that run's largest size whose direct AllReduce bus bandwidth
 // falls below it: a cluster health check gates on the fabric, which the
 // direct AllReduce measures.
-func BusBWGate(stats []TimingStat, thresholds map[string]float64) []string {
+func BusBWGate(stats []TimingStat, gates map[string]Gate) []string {
 	var failures []string
-	for _, g := range Gates(stats, thresholds) {
+	for _, g := range Gates(stats, gates) {
 		if !g.Passed() {
 			failures = append(failures, g.Failure())
 		}
@@ -442,16 +442,33 @@ func BusBWGate(stats []TimingStat, thresholds map[string]float64) []string {
 	return failures
 }
 
+// Gate is a run's bus-bandwidth gate: min_busbw_gbps, judged on the
+// busbw of min_busbw_statistic's time ("median" or "p99").
+type Gate struct {
+	MinGBps   float64
+	Statistic string
+}
+
 // GateResult is one run's bus-bandwidth gate: its min_busbw_gbps and the
 // direct AllReduce at the run's largest size, one per case of that size.
 type GateResult struct {
-	Run     string
-	MinGBps float64
-	Stat    TimingStat
+	Run string
+	Gate
+	Stat TimingStat
+}
+
+// BusBWGBps is the case's busbw at the gate's statistic: the median's
+// busbw scaled by median / p99 for "p99" (busbw is inversely
+// proportional to the time).
+func (g GateResult) BusBWGBps() float64 {
+	if g.Statistic == "p99" && g.Stat.P99US > 0 {
+		return g.Stat.BusBWGBps * g.Stat.MedianUS / g.Stat.P99US
+	}
+	return g.Stat.BusBWGBps
 }
 
 // Passed is whether the case met the gate.
-func (g GateResult) Passed() bool { return g.Stat.BusBWGBps >= g.MinGBps }
+func (g GateResult) Passed() bool { return g.BusBWGBps() >= g.MinGBps }
 
 // Name is the case the gate judged: "run default 1 MiB float32 sum out-of-place per-op".
 func (g GateResult) Name() string {
@@ -459,27 +476,40 @@ func (g GateResult) Name() string {
 	return fmt.Sprintf("run %s %s %s %s %s %s", s.Run, SizeText(s.SizeBytes), s.DType, s.Op, s.Placement, s.Method)
 }
 
-// Failure says why the case failed the gate.
-func (g GateResult) Failure() string {
-	return fmt.Sprintf("%s: AllReduce busbw %.2f GB/s < min_busbw_gbps %.2f", g.Name(), g.Stat.BusBWGBps, g.MinGBps)
+// statisticText is " at p99" for a p99 gate, "" for the median's.
+func (g GateResult) statisticText() string {
+	if g.Statistic == "p99" {
+		return " at p99"
+	}
+	return ""
 }
 
-// Gates are the gates of every run with a min_busbw_gbps (thresholds, by
-// run): each direct AllReduce case at the run's largest size.
-func Gates(stats []TimingStat, thresholds map[string]float64) []GateResult {
+// Failure says why the case failed the gate.
+func (g GateResult) Failure() string {
+	return fmt.Sprintf("%s: AllReduce busbw%s %.2f GB/s < min_busbw_gbps %.2f", g.Name(), g.statisticText(), g.BusBWGBps(), g.MinGBps)
+}
+
+// Held says the case met the gate: "1 MiB ... 40.33 GB/s at p99 >= 40.00".
+func (g GateResult) Held() string {
+	return fmt.Sprintf("%.2f GB/s%s >= %.2f", g.BusBWGBps(), g.statisticText(), g.MinGBps)
+}
+
+// Gates are the gates of every run with a min_busbw_gbps (by run): each
+// direct AllReduce case at the run's largest size.
+func Gates(stats []TimingStat, gates map[string]Gate) []GateResult {
 	largest := map[string]int64{}
 	for _, s := range stats {
 		largest[s.Run] = max(largest[s.Run], s.SizeBytes)
 	}
-	var gates []GateResult
+	var out []GateResult
 	for _, s := range stats {
-		min := thresholds[s.Run]
-		if min <= 0 || s.Mode != coll.Direct || s.SizeBytes != largest[s.Run] {
+		g := gates[s.Run]
+		if g.MinGBps <= 0 || s.Mode != coll.Direct || s.SizeBytes != largest[s.Run] {
 			continue
 		}
-		gates = append(gates, GateResult{Run: s.Run, MinGBps: min, Stat: s})
+		out = append(out, GateResult{Run: s.Run, Gate: g, Stat: s})
 	}
-	return gates
+	return out
 }
 
 // MemoryTable shows each mode's deltas next to the analytic values, in

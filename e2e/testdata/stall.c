@@ -12,6 +12,9 @@
 //                  times its type's size); unset: any
 //   STALL_AFTER    let this many matching calls through first (default 0)
 //   STALL_SECONDS  how long it sleeps, once (default 600)
+//   STALL_EVERY    stall again at every STALL_EVERY-th matching call after
+//                  the first, for STALL_MS milliseconds each: a planted
+//                  tail rather than a stall (default 0: once)
 //
 // It says on stderr when it stalls, so a test can tell the fault was there.
 #include <errno.h>
@@ -48,14 +51,24 @@ static void maybe_stall(const char *call, long bytes) {
 	long want_rank = env_long("STALL_RANK", -1), want_bytes = env_long("STALL_BYTES", -1);
 	if (stalled || !want || strcmp(want, call) != 0 || want_rank < 0 || rank() != want_rank) return;
 	if (want_bytes >= 0 && bytes != want_bytes) return;
-	if (matched++ < env_long("STALL_AFTER", 0)) return;
-	stalled = 1;
-	long seconds = env_long("STALL_SECONDS", 600);
-	fprintf(stderr, "stall.c: rank %ld stalls in MPI_%s (%ld bytes) for %ld s\n", want_rank, call, bytes, seconds);
-	fflush(stderr);
+	long after = env_long("STALL_AFTER", 0), every = env_long("STALL_EVERY", 0), n = matched++;
+	if (n < after) return;
+	struct timespec left = {env_long("STALL_SECONDS", 600), 0};
+	if (every > 0) {
+		if ((n - after) % every != 0) return;
+		long ms = env_long("STALL_MS", 10);
+		left = (struct timespec){ms / 1000, (ms % 1000) * 1000000L};
+		if (n == after) {
+			fprintf(stderr, "stall.c: rank %ld sleeps %ld ms in every %ld-th MPI_%s (%ld bytes)\n", want_rank, ms, every, call, bytes);
+			fflush(stderr);
+		}
+	} else {
+		stalled = 1;
+		fprintf(stderr, "stall.c: rank %ld stalls in MPI_%s (%ld bytes) for %ld s\n", want_rank, call, bytes, (long)left.tv_sec);
+		fflush(stderr);
+	}
 	// nanosleep ends early when a signal's handler runs on this thread:
 	// sleep again for what is left.
-	struct timespec left = {seconds, 0};
 	while (nanosleep(&left, &left) != 0 && errno == EINTR) {
 	}
 }

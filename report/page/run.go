@@ -395,35 +395,29 @@ func soakSuspectText(k report.SummarySoak) string {
 // gateCheck is the busbw gate: each run's min_busbw_gbps against its
 // direct AllReduce at its largest size.
 func gateCheck(s report.Summary) check {
-	thresholds := map[string]float64{}
+	gates := map[string]report.Gate{}
 	runs, _ := configured(s, "runs")
 	list, _ := runs.([]any)
 	for _, r := range list {
 		m, _ := r.(map[string]any)
 		name, _ := m["name"].(string)
+		statistic, _ := m["min_busbw_statistic"].(string)
 		if min, ok := m["min_busbw_gbps"].(float64); ok && min > 0 {
-			thresholds[name] = min
+			gates[name] = report.Gate{MinGBps: min, Statistic: statistic}
 		}
 	}
-	if len(thresholds) == 0 {
+	if len(gates) == 0 {
 		return check{gateName, "not set (min_busbw_gbps = 0)", "none"}
 	}
 	if len(s.Timing) == 0 {
 		return check{gateName, "no timing to gate on", "none"}
 	}
-	if failures := report.BusBWGate(s.Timing, thresholds); len(failures) > 0 {
+	if failures := report.BusBWGate(s.Timing, gates); len(failures) > 0 {
 		return check{gateName, strings.Join(failures, "; "), "bad"}
 	}
-	largest := map[string]int64{}
-	for _, t := range s.Timing {
-		largest[text(t.Run)] = max(largest[text(t.Run)], t.SizeBytes)
-	}
 	var held []string
-	for _, t := range s.Timing {
-		run := text(t.Run)
-		if min, ok := thresholds[run]; ok && t.Mode == coll.Direct && t.SizeBytes == largest[run] {
-			held = append(held, fmt.Sprintf("%s %.2f GB/s >= %.2f", caseText(t)+" "+report.SizeText(t.SizeBytes), t.BusBWGBps, min))
-		}
+	for _, g := range report.Gates(s.Timing, gates) {
+		held = append(held, caseText(g.Stat)+" "+report.SizeText(g.Stat.SizeBytes)+" "+g.Held())
 	}
 	return check{gateName, "held: AllReduce busbw at the largest size " + strings.Join(held, "; "), "ok"}
 }

@@ -35,14 +35,19 @@ type Config struct {
 	// MetricsDir, when set, is a directory where rank 0 writes rsag.prom
 	// too (node_exporter's --collector.textfile.directory), atomically;
 	// the output dir always has it.
-	MetricsDir string    `toml:"metrics_dir"`
-	Contracts  Contracts `toml:"contracts"`
-	Timing     Timing    `toml:"timing"`
-	Memory     Memory    `toml:"memory"`
-	Numerics   Numerics  `toml:"numerics"`
-	Hierarchy  Hierarchy `toml:"hierarchy"`
-	Locate     Locate    `toml:"locate"`
-	Soak       Soak      `toml:"soak"`
+	MetricsDir string `toml:"metrics_dir"`
+	// RankFolderAbove is the world size above which every rank's own
+	// files (rank{r}_*.csv) go into the output dir's ranks/ folder, so
+	// that a fleet's run leaves the files a person opens on top; 0 puts
+	// them there always. Smaller runs keep the seed's names and places.
+	RankFolderAbove int       `toml:"rank_folder_above"`
+	Contracts       Contracts `toml:"contracts"`
+	Timing          Timing    `toml:"timing"`
+	Memory          Memory    `toml:"memory"`
+	Numerics        Numerics  `toml:"numerics"`
+	Hierarchy       Hierarchy `toml:"hierarchy"`
+	Locate          Locate    `toml:"locate"`
+	Soak            Soak      `toml:"soak"`
 	// RunTables are the [[run]] tables, each a set of timing keys (and a
 	// name) that override [timing]; Runs holds them resolved.
 	RunTables []toml.Primitive `toml:"run" json:"-"`
@@ -59,6 +64,10 @@ var Backends = []string{"auto", "nccl", "mpi"}
 // order followed by ours.
 var MemoryModes = phases.MemoryModeNames()
 
+// DefaultRankFolderAbove is rank_folder_above's default: 64 ranks, 192
+// per-rank CSVs, about as many as a directory listing shows on a screen.
+const DefaultRankFolderAbove = 64
+
 // DefaultTimeoutS is the seed's process-group timeout (timedelta(seconds=180)).
 const DefaultTimeoutS = 180
 
@@ -66,9 +75,10 @@ const DefaultTimeoutS = 180
 // 256 MiB memory payload, every phase of the seed's on and ours off.
 func Default() Config {
 	return Config{
-		Backend:   "auto",
-		TimeoutS:  DefaultTimeoutS,
-		Contracts: Contracts{Enabled: true},
+		Backend:         "auto",
+		TimeoutS:        DefaultTimeoutS,
+		RankFolderAbove: DefaultRankFolderAbove,
+		Contracts:       Contracts{Enabled: true},
 		Timing: Timing{Enabled: true, Warmups: 3, Cycles: 10,
 			SizesBytes: []Size{1024, 65536, 1048576, 16777216, 268435456},
 			DTypes:     []coll.DType{coll.Float32}, Ops: []coll.Op{coll.Sum},
@@ -487,6 +497,11 @@ func (c *Config) check(source string) error {
 		fmt.Sprintf("%%d is not a deadline: give the seconds any collective may take before the job is aborted, at least 1 (default %d)", DefaultTimeoutS), "seconds (one day)"}
 	if msg := timeout.outOfRange(); msg != "" {
 		return bad("timeout_s", "%s", msg)
+	}
+	folder := intRule{"rank_folder_above", int64(c.RankFolderAbove), 0, MaxRanks,
+		fmt.Sprintf("%%d is not a world size: give the ranks above which every rank's files go into %s/, or 0 for always (default %d)", "ranks", DefaultRankFolderAbove), "ranks"}
+	if msg := folder.outOfRange(); msg != "" {
+		return bad("rank_folder_above", "%s", msg)
 	}
 	// Every section's values are checked whether it is on or off: a value
 	// no run could take (locate.threshold = nan, timing.check =

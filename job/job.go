@@ -315,6 +315,7 @@ func (s *session) execute(st *state) error {
 		return err
 	}
 	ran := phase.Enabled(cfg)
+	ran.RankFolder = s.comm.Size() > cfg.RankFolderAbove
 	if err := s.chooseOutputDir(st); err != nil {
 		return err
 	}

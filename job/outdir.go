@@ -85,6 +85,9 @@ func (s *session) checkPaths(cfg config.Config, ran report.Phases) error {
 	if err == nil {
 		err = outdir.CheckEntries(dir, report.IsOutput)
 	}
+	if err == nil && ran.RankFolder {
+		err = outdir.CheckFolder(dir, report.RankFolder)
+	}
 	return s.agree(err, ExitBadArgs, "output dir "+config.Clip(dir))
 }
 

@@ -230,6 +230,10 @@ func (s *session) startRunLog(backend string, earlier outdir.Earlier, ran report
 		s.end.SetSettle(s.settle(l))
 		s.startGuard(lock)
 		err = l.start()
+		if err == nil && ran.RankFolder {
+			// Made once, by rank 0, before any rank writes its files there.
+			err = atomicfile.MkdirIn(dir, report.RankFolder)
+		}
 	}
 	if err := s.agree(err, ExitFailed, "writing "+outdir.RunFile+" in "+dir); err != nil {
 		return nil, err

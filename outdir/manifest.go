@@ -3,7 +3,9 @@ package outdir
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -25,7 +27,8 @@ type Earlier struct {
 }
 
 // Survey lists what earlier runs left in dir; nothing when dir does not
-// exist. Only regular files count. isOutput says whether a base name is
+// exist. Only regular files count, in dir and in the folders of rsag's
+// there (isOutput(name + "/"): ranks/). isOutput says whether a name is
 // one of the files a run writes (report.IsOutput); run.json always is.
 func Survey(dir string, isOutput func(string) bool) (Earlier, error) {
 	ours := func(name string) bool { return name == RunFile || isOutput(name) }
@@ -45,20 +48,36 @@ func Survey(dir string, isOutput func(string) bool) (Earlier, error) {
 		} else {
 			own[RunFile] = true
 			for _, f := range run.Files {
-				// A record names base names of rsag's files; anything else in
-				// it (a path, a user's file) is never the run's to remove.
-				if f == filepath.Base(f) && ours(f) {
+				// A record names rsag's files, flat or in rsag's folders;
+				// anything else in it (a path out, a user's file) is never
+				// the run's to remove.
+				if filepath.IsLocal(f) && filepath.Clean(f) == f && ours(f) {
 					own[f] = true
 				}
 			}
 		}
 	}
+	var names []string
 	for _, d := range entries {
-		name := d.Name()
-		if !d.Type().IsRegular() {
-			continue
+		switch name := d.Name(); {
+		case d.Type().IsRegular():
+			names = append(names, name)
+		case d.IsDir() && isOutput(name+"/"):
+			inner, err := os.ReadDir(filepath.Join(dir, name))
+			if err != nil {
+				return e, err
+			}
+			for _, f := range inner {
+				if f.Type().IsRegular() {
+					names = append(names, name+"/"+f.Name())
+				}
+			}
 		}
-		target, temp := atomicfile.TargetOf(name)
+	}
+	for _, name := range names {
+		folder, base := path.Split(name)
+		target, temp := atomicfile.TargetOf(base)
+		target = folder + target
 		temp = temp && ours(target)
 		switch {
 		case own[name] || (temp && own[target]):
@@ -109,10 +128,21 @@ func (e Earlier) Refusal(overwrite bool) error {
 // same files.
 func (e Earlier) Remove() error {
 	var errs []error
+	folders := map[string]bool{}
 	for _, name := range e.Own {
 		// unlinkat(2): a link that took a file's place since the survey is
-		// removed itself, never what it points to, and a directory never.
+		// removed itself, never what it points to, and a directory never;
+		// a folder of rsag's is reached without following a link.
 		if err := atomicfile.Remove(e.Dir, name); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+		if folder := path.Dir(name); folder != "." {
+			folders[folder] = true
+		}
+	}
+	// A folder goes once it is empty: what else is in it stays, and it.
+	for _, folder := range slices.Sorted(maps.Keys(folders)) {
+		if err := atomicfile.RemoveDirIn(e.Dir, folder); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -33,8 +34,9 @@ const WriteTestPrefix = ".rsag-write-test"
 // an output dir: run.json, the lock, a note, a heartbeat, a probe, a
 // write test, an output (isOutput: report.IsOutput), or a temporary of any of these.
 func Ours(name string, isOutput func(string) bool) bool {
-	if t, ok := atomicfile.TargetOf(name); ok {
-		name = t
+	folder, base := path.Split(name)
+	if t, ok := atomicfile.TargetOf(base); ok {
+		name = folder + t
 	}
 	return name == RunFile || name == LockFile || isOutput(name) ||
 		strings.HasPrefix(name, notePrefix) || strings.HasPrefix(name, BeatPrefix) || strings.HasPrefix(name, ProbePrefix) || strings.HasPrefix(name, WriteTestPrefix)
@@ -70,6 +72,23 @@ func CheckEntries(dir string, isOutput func(string) bool) error {
 		return err
 	}
 	for _, e := range entries {
+		if e.IsDir() && isOutput(e.Name()+"/") {
+			// A folder of rsag's (what holds its name when the run puts
+			// files there, CheckFolder says): rsag's names in it are
+			// regular files.
+			inner, err := os.ReadDir(filepath.Join(dir, e.Name()))
+			if err != nil {
+				return err
+			}
+			for _, f := range inner {
+				if Ours(e.Name()+"/"+f.Name(), isOutput) {
+					if err := notRegular(filepath.Join(dir, e.Name()), f); err != nil {
+						return err
+					}
+				}
+			}
+			continue
+		}
 		if Ours(e.Name(), isOutput) {
 			if err := notRegular(dir, e); err != nil {
 				return err
@@ -150,6 +169,24 @@ func CheckPaths(dir string, names []string) error {
 			len(abs), clip(longest), n-1, PathMax)
 	}
 	return nil
+}
+
+// CheckFolder refuses, for a run that writes files in the folder name of
+// dir (report.RankFolder), anything but a directory or nothing at that
+// name: a link, which rsag never follows, or a file.
+func CheckFolder(dir, name string) error {
+	fi, err := os.Lstat(filepath.Join(dir, name))
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ENOTDIR), err == nil && fi.IsDir():
+		return nil
+	case err != nil:
+		return err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, _ := os.Readlink(filepath.Join(dir, name))
+		return &atomicfile.LinkError{Path: filepath.Join(dir, name), Target: target}
+	}
+	return fmt.Errorf("%s is %s, where rsag keeps a folder of its own (every rank's files, in a world this large): "+
+		"move it away, or choose another -output-dir", filepath.Join(dir, name), atomicfile.Kind(fi.Mode().Type()))
 }
 
 // MakeDir makes dir and any missing parents, and returns the directories

@@ -17,7 +17,15 @@ import (
 type Phases struct {
 	names map[string]bool
 	Sweep bool
+	// RankFolder puts every rank's own files in RankFolder/ rather than
+	// beside the files a person opens: a large world's (more ranks than
+	// the config's rank_folder_above). Small runs keep the seed's names
+	// and places.
+	RankFolder bool
 }
+
+// RankFolder is the folder of a large world's per-rank files.
+const RankFolder = "ranks"
 
 // The names of the phases whose rows report's own outputs hold.
 const (
@@ -44,7 +52,7 @@ func (p Phases) Has(name string) bool { return p.names[name] }
 // With is p with the phase named added.
 func (p Phases) With(name string) Phases {
 	q := Ran(p.Names()...)
-	q.Sweep = p.Sweep
+	q.Sweep, q.RankFolder = p.Sweep, p.RankFolder
 	q.names[name] = true
 	return q
 }
@@ -88,7 +96,8 @@ var csvFiles = []csvFile{
 func init() {
 	for _, f := range csvFiles {
 		if f.perRank {
-			Register(Output{Stage: EachRank, Patterns: []string{"rank[0-9]*_" + f.kind + ".csv"}, Plan: f.plan(perRankName, perRankColumns)})
+			pattern := "rank[0-9]*_" + f.kind + ".csv"
+			Register(Output{Stage: EachRank, Patterns: []string{pattern, RankFolder + "/" + pattern}, Plan: f.plan(perRankName, perRankColumns)})
 		}
 	}
 	for _, f := range csvFiles {
@@ -96,7 +105,15 @@ func init() {
 	}
 }
 
-func perRankName(kind string, in Input) string { return fmt.Sprintf("rank%d_%s.csv", in.Rank, kind) }
+// perRankName is a rank's file: rank3_timings.csv, in RankFolder/ when
+// the run puts them there.
+func perRankName(kind string, in Input) string {
+	name := fmt.Sprintf("rank%d_%s.csv", in.Rank, kind)
+	if in.Ran.RankFolder {
+		return RankFolder + "/" + name
+	}
+	return name
+}
 func combinedName(kind string, _ Input) string { return kind + ".csv" }
 
 // perRankColumns are the seed's columns, and the sweep's case in a sweep.
@@ -115,7 +132,7 @@ func (f csvFile) plan(name func(string, Input) string, cols func(Phases) Columns
 		}
 		file := name(f.kind, in)
 		return []string{file}, func(dir string) error {
-			return writeFile(filepath.Join(dir, file), func(b *bytes.Buffer) error { return f.write(b, in.Rows, cols(in.Ran)) })
+			return writeFileIn(dir, file, func(b *bytes.Buffer) error { return f.write(b, in.Rows, cols(in.Ran)) })
 		}
 	}
 }
@@ -143,11 +160,18 @@ func Merge(all []Rows) Rows {
 // writeFile fills a buffer and writes it atomically, so that a reader
 // never sees a half-written file.
 func writeFile(path string, fill func(*bytes.Buffer) error) error {
+	return writeFileIn(filepath.Dir(path), filepath.Base(path), fill)
+}
+
+// writeFileIn is writeFile of name in dir, where name may lie in a folder
+// of rsag's (RankFolder), reached without following a link.
+func writeFileIn(dir, name string, fill func(*bytes.Buffer) error) error {
+	path := filepath.Join(dir, name)
 	var b bytes.Buffer
 	if err := fill(&b); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err := atomicfile.Write(path, b.Bytes()); err != nil {
+	if err := atomicfile.WriteIn(dir, name, b.Bytes()); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 )
 
 // Stage is when in a run an output is written.
@@ -103,12 +104,30 @@ func Register(o Output) {
 	outputs = append(outputs, o)
 }
 
-// IsOutput reports whether name (a base name) is one that some output may
-// write: a file with such a name is rsag's.
+// IsOutput reports whether name (a base name, or one in a folder of
+// rsag's: ranks/rank3_timings.csv) is one that some output may write: a
+// file with such a name is rsag's. A name ending in a slash ("ranks/")
+// asks about a folder (IsOutputFolder).
 func IsOutput(name string) bool {
+	if folder, ok := strings.CutSuffix(name, "/"); ok {
+		return IsOutputFolder(folder)
+	}
 	for _, o := range outputs {
 		for _, p := range o.Patterns {
 			if ok, _ := path.Match(p, name); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// IsOutputFolder reports whether name (a base name) is a folder that some
+// output writes its files in (RankFolder).
+func IsOutputFolder(name string) bool {
+	for _, o := range outputs {
+		for _, p := range o.Patterns {
+			if dir, _, ok := strings.Cut(p, "/"); ok && dir == name {
 				return true
 			}
 		}

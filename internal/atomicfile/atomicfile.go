@@ -8,9 +8,11 @@
 // there goes through OpenIn, Write or Remove, which reach it by its base
 // name relative to a descriptor of the directory, with O_NOFOLLOW: a link
 // at that name is refused (a *LinkError, naming what it points to), and so
-// is anything that is not a regular file (a *KindError). Names with a
-// slash are refused, so no write passes through a directory inside the
-// output dir: rsag's files all lie flat in it.
+// is anything that is not a regular file (a *KindError). A name may lie in
+// a folder of rsag's inside the output dir ("ranks/rank7_timings.csv", a
+// large world's per-rank files): each folder is reached the same way,
+// relative to its parent's descriptor with O_NOFOLLOW, so a link planted
+// at a folder's name is refused too.
 //
 // What this protects against: anything planted inside the output dir,
 // before or during a run. What it does not: the path to the output dir
@@ -99,12 +101,96 @@ func openDir(dir string) (int, error) {
 	return fd, nil
 }
 
-// checkName refuses a name that is not a plain base name.
+// checkName refuses a name that is not a plain relative one: folders and
+// a base name, none of them empty, "." or "..".
 func checkName(dir, name string) error {
-	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
-		return fmt.Errorf("%q is not a file name in %s", name, dir)
+	for _, c := range strings.Split(name, "/") {
+		if c == "" || c == "." || c == ".." {
+			return fmt.Errorf("%q is not a file name in %s", name, dir)
+		}
 	}
 	return nil
+}
+
+// openParent opens the folder that holds name in dir: dir itself (its
+// path is the user's, links followed), then each folder of name, which is
+// rsag's, without following a link (a *LinkError) and only a directory (a
+// *KindError). It returns the folder's descriptor, its path and name's
+// base name.
+func openParent(dir, name string) (int, string, string, error) {
+	if err := checkName(dir, name); err != nil {
+		return -1, "", "", err
+	}
+	dirfd, err := openDir(dir)
+	if err != nil {
+		return -1, "", "", err
+	}
+	parts := strings.Split(name, "/")
+	for _, c := range parts[:len(parts)-1] {
+		fd, err := unix.Openat(dirfd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			var st unix.Stat_t
+			serr := unix.Fstatat(dirfd, c, &st, unix.AT_SYMLINK_NOFOLLOW)
+			switch {
+			case serr == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
+				err = linkError(dirfd, dir, c)
+			case serr == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR:
+				err = &KindError{Path: filepath.Join(dir, c), Kind: Kind(modeOf(st.Mode))}
+			default:
+				err = &fs.PathError{Op: "open", Path: filepath.Join(dir, c), Err: err}
+			}
+			unix.Close(dirfd)
+			return -1, "", "", err
+		}
+		unix.Close(dirfd)
+		dirfd, dir = fd, filepath.Join(dir, c)
+	}
+	return dirfd, dir, parts[len(parts)-1], nil
+}
+
+// MkdirIn makes the folder name in dir (see openParent), 0755; one that
+// is there is taken when it is a directory, not a link to one.
+func MkdirIn(dir, name string) error {
+	dirfd, parent, base, err := openParent(dir, name)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	err = unix.Mkdirat(dirfd, base, 0o755)
+	if errors.Is(err, unix.EEXIST) {
+		var st unix.Stat_t
+		if err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return &fs.PathError{Op: "stat", Path: filepath.Join(parent, base), Err: err}
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			return nil
+		case unix.S_IFLNK:
+			return linkError(dirfd, parent, base)
+		default:
+			return &KindError{Path: filepath.Join(parent, base), Kind: Kind(modeOf(st.Mode))}
+		}
+	}
+	if err != nil {
+		return &fs.PathError{Op: "mkdir", Path: filepath.Join(parent, base), Err: err}
+	}
+	return nil
+}
+
+// RemoveDirIn removes the folder name in dir when it is empty (rmdir,
+// never following a link); one that still holds anything stays, and is
+// not an error.
+func RemoveDirIn(dir, name string) error {
+	dirfd, parent, base, err := openParent(dir, name)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	err = unix.Unlinkat(dirfd, base, unix.AT_REMOVEDIR)
+	if err == nil || errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return &fs.PathError{Op: "rmdir", Path: filepath.Join(parent, base), Err: err}
 }
 
 // linkError says what the link at name in dirfd points to.
@@ -126,15 +212,12 @@ func linkError(dirfd int, dir, name string) error {
 // is the one way rsag opens a file in an output dir; Write and Remove are
 // built on the same rule.
 func OpenIn(dir, name string, flag int, perm os.FileMode) (*os.File, error) {
-	if err := checkName(dir, name); err != nil {
-		return nil, err
-	}
-	dirfd, err := openDir(dir)
+	dirfd, parent, base, err := openParent(dir, name)
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(dirfd)
-	return openAt(dirfd, dir, name, flag, perm)
+	return openAt(dirfd, parent, base, flag, perm)
 }
 
 func openAt(dirfd int, dir, name string, flag int, perm os.FileMode) (*os.File, error) {
@@ -259,11 +342,22 @@ type Prepared struct {
 // and leaves it there for Commit or Abort.
 func Prepare(path string, data []byte) (*Prepared, error) {
 	dir, name := filepath.Split(path)
-	dir = filepath.Clean(dir)
-	if err := checkName(dir, name); err != nil {
-		return nil, err
+	return PrepareIn(filepath.Clean(dir), name, data)
+}
+
+// WriteIn is Write of the file name in dir, where name may lie in folders
+// of rsag's (see openParent).
+func WriteIn(dir, name string, data []byte) error {
+	p, err := PrepareIn(dir, name, data)
+	if err != nil {
+		return err
 	}
-	dirfd, err := openDir(dir)
+	return p.Commit()
+}
+
+// PrepareIn is Prepare of the file name in dir (see WriteIn).
+func PrepareIn(dir, name string, data []byte) (*Prepared, error) {
+	dirfd, dir, name, err := openParent(dir, name)
 	if err != nil {
 		return nil, err
 	}
@@ -346,10 +440,7 @@ func createTemp(dirfd int, dir, name string) (*os.File, string, error) {
 // Remove removes the file name, a base name, from dir: unlinkat(2), which
 // never follows a link and never removes a directory.
 func Remove(dir, name string) error {
-	if err := checkName(dir, name); err != nil {
-		return err
-	}
-	dirfd, err := openDir(dir)
+	dirfd, dir, name, err := openParent(dir, name)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package atomicfile
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,10 +147,14 @@ func TestNotARegularFileIsRefused(t *testing.T) {
 	}
 }
 
-// A name with a slash would pass through a directory: refused.
-func TestOnlyBaseNames(t *testing.T) {
+// A name that could leave the directory, or names none, is refused, even
+// where what it names exists.
+func TestOnlyRelativeNames(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"a/b", "..", ".", ""} {
+	if err := os.Mkdir(filepath.Join(dir, "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a/../b", "../b", "/etc/passwd", "a//b", "a/", "a/.", "..", ".", ""} {
 		if _, err := OpenIn(dir, name, os.O_RDWR|os.O_CREATE, 0o644); err == nil {
 			t.Errorf("OpenIn(%q) opened it", name)
 		}
@@ -170,5 +175,73 @@ func TestTempNames(t *testing.T) {
 		if len(tmp) > len("summary.json")+TempExtra {
 			t.Errorf("%q is longer than TempExtra allows", tmp)
 		}
+	}
+}
+
+// A folder of rsag's inside the directory (a large world's ranks/) is
+// reached without following a link: a link planted at the folder's name
+// is refused by every way in, with its target, and the directory it
+// points to is left as it was; a real folder works.
+func TestAFolderIsReachedWithoutFollowingALink(t *testing.T) {
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(dir, "ranks")); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(elsewhere, "rank0_timings.csv")
+	if err := os.WriteFile(victim, []byte("victim"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var le *LinkError
+	if err := WriteIn(dir, "ranks/rank0_timings.csv", []byte("x")); !errors.As(err, &le) || le.Target != elsewhere {
+		t.Errorf("WriteIn through a linked folder: %v", err)
+	}
+	if _, err := OpenIn(dir, "ranks/rank0_timings.csv", os.O_RDONLY, 0); !errors.As(err, &le) {
+		t.Errorf("OpenIn through a linked folder: %v", err)
+	}
+	if err := Remove(dir, "ranks/rank0_timings.csv"); !errors.As(err, &le) {
+		t.Errorf("Remove through a linked folder: %v", err)
+	}
+	if err := MkdirIn(dir, "ranks"); !errors.As(err, &le) {
+		t.Errorf("MkdirIn over a link: %v", err)
+	}
+	untouched(t, victim)
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 1 {
+		t.Errorf("the linked directory now holds %v", entries)
+	}
+
+	real := t.TempDir()
+	if err := os.WriteFile(filepath.Join(real, "ranks"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ke *KindError
+	if err := MkdirIn(real, "ranks"); !errors.As(err, &ke) {
+		t.Errorf("MkdirIn over a regular file: %v", err)
+	}
+	if err := WriteIn(real, "ranks/x", nil); !errors.As(err, &ke) {
+		t.Errorf("WriteIn through a regular file: %v", err)
+	}
+	os.Remove(filepath.Join(real, "ranks"))
+	for range 2 { // a folder already there is taken
+		if err := MkdirIn(real, "ranks"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := WriteIn(real, "ranks/rank1_timings.csv", []byte("row\n")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadIn(real, "ranks/rank1_timings.csv", 100); err != nil || string(b) != "row\n" {
+		t.Errorf("ReadIn: %q, %v", b, err)
+	}
+	if err := RemoveDirIn(real, "ranks"); err != nil {
+		t.Errorf("RemoveDirIn of a folder still holding a file: %v, want it left quietly", err)
+	}
+	if err := Remove(real, "ranks/rank1_timings.csv"); err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveDirIn(real, "ranks"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(real, "ranks")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the empty folder is still there: %v", err)
 	}
 }

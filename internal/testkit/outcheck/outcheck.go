@@ -225,8 +225,24 @@ func checkManifest(dir string) error {
 	}
 	var present []string
 	for _, e := range entries {
-		present = append(present, e.Name())
+		if !e.IsDir() {
+			present = append(present, e.Name())
+			continue
+		}
+		// A folder of rsag's (ranks/): its files are listed by their
+		// paths in it, and an empty one is something left behind.
+		inner, err := os.ReadDir(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return err
+		}
+		if len(inner) == 0 {
+			present = append(present, e.Name()+"/")
+		}
+		for _, f := range inner {
+			present = append(present, e.Name()+"/"+f.Name())
+		}
 	}
+	slices.Sort(present)
 	if listed := slices.Sorted(slices.Values(run.Files)); !slices.Equal(listed, present) {
 		return fmt.Errorf("run.json lists %v, but the directory holds %v", listed, present)
 	}

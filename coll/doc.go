@@ -10,7 +10,9 @@
 //   - one record per collective (Collective) and per timed mode
 //     (TimedMode): shapes, in-place layouts, bus factors, references;
 //   - one Case: the identity of a timing case, which every row, statistic
-//     and fit embeds instead of restating its fields.
+//     and fit embeds instead of restating its fields;
+//   - one StepFault: a wrong output of one step, as the soak finds it and
+//     summary.json writes it.
 //
 // "The seed" throughout rsag is ch7_allreduce_vs_rsag.py, the PyTorch
 // script rsag grew from: its file names, columns, contract names and mode

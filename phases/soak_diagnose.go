@@ -43,7 +43,7 @@ func diagnose(iter int, c coll.Case, modes []coll.TimedMode, faults []SoakFault,
 				at = append(at, f)
 			}
 		}
-		step := at[0].step(m)
+		step := stepText(at[0], m)
 		finding, who := blame(step, at, world, on)
 		suspects = append(suspects, who...)
 		// What the later steps of the mode then carried.
@@ -53,7 +53,7 @@ func diagnose(iter int, c coll.Case, modes []coll.TimedMode, faults []SoakFault,
 			var label string
 			for _, f := range mine {
 				if f.Step == s {
-					ranks, label = append(ranks, f.Rank), f.step(m)
+					ranks, label = append(ranks, f.Rank), stepText(f, m)
 					for _, q := range f.Chunks {
 						chunks[q] = ""
 					}

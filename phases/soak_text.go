@@ -52,9 +52,9 @@ func soakCaseText(c coll.Case) string {
 	return fmt.Sprintf("%s %s %s %s +%d B", coll.SizeText(c.SizeBytes), c.DType, c.Op, c.Placement, c.Offset)
 }
 
-// step names the fault's step as the verdict does: "AllReduce (direct)",
+// stepText names the fault's step as the verdict does: "AllReduce (direct)",
 // "ReduceScatter (decomposed, step 1 of 2)".
-func (f SoakFault) step(m coll.TimedMode) string {
+func stepText(f SoakFault, m coll.TimedMode) string {
 	if len(m.Steps) == 1 {
 		return fmt.Sprintf("%s (%s)", f.Collective, m.Name)
 	}
@@ -99,7 +99,7 @@ func faultText(fs []SoakFault, m coll.TimedMode, world int) string {
 		}
 	}
 	return fmt.Sprintf("%s (%s) %s: %d of %d elements wrong, in %s; the first is element %d (byte %d of the output, which starts %d B into its allocation): expected %s (%s), got %s (%s)",
-		ranksText(ranks, world), strings.Join(hosts, ", "), f.step(m), f.Wrong, f.Elements, chunksText(f.Chunks), f.Index, f.OffsetBytes, f.Case.Offset,
+		ranksText(ranks, world), strings.Join(hosts, ", "), stepText(f, m), f.Wrong, f.Elements, chunksText(f.Chunks), f.Index, f.OffsetBytes, f.Case.Offset,
 		valueText(f.Expected), f.ExpectedBits, valueText(f.Got), f.GotBits)
 }
 

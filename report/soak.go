@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 
 	"rsag/coll"
-	"rsag/phases"
 )
 
 // SoakFile is the soak phase's CSV, rank 0's: one row per iteration.
@@ -60,10 +59,10 @@ type SummarySoak struct {
 	// output held; SuspectRanks the ranks it names.
 	Verdict      string              `json:"verdict"`
 	SuspectRanks []int               `json:"suspect_ranks"`
-	Faults       []phases.SoakFault  `json:"faults"` // every rank's, in order; at most 1000
+	Faults       []coll.StepFault    `json:"faults"` // every rank's, in order; at most 1000
 	Failures     []SummarySoakFailed `json:"failures"`
 	// NotDrawn are the config's dtype and op pairs the soak skipped on
-	// this many ranks (phases.SoakSpec.Pairs): "int8 prod".
+	// this many ranks (the soak spec's Pairs): "int8 prod".
 	NotDrawn []string `json:"not_drawn"`
 }
 

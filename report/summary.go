@@ -16,7 +16,6 @@ import (
 
 	"rsag/coll"
 	"rsag/model"
-	"rsag/phases"
 )
 
 // SummaryFile is rank 0's machine-readable record of a run: what ran, where,
@@ -581,7 +580,7 @@ func normalized(s Summary) Summary {
 			soak.SuspectRanks = []int{}
 		}
 		if soak.Faults == nil {
-			soak.Faults = []phases.SoakFault{}
+			soak.Faults = []coll.StepFault{}
 		}
 		if soak.Failures == nil {
 			soak.Failures = []SummarySoakFailed{}

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"rsag/coll"
 	"rsag/outdir"
-	"rsag/phases"
 	"rsag/report"
 	"rsag/report/plot"
 )
@@ -273,7 +273,7 @@ func TestBannerNamesTheCulprits(t *testing.T) {
 	wrong := load(t, "smoke-summary.json")
 	wrong.Status, wrong.ChecksPassed, wrong.Reason = outdir.StatusFailed, false, "soak check failed on rank(s) [1]"
 	wrong.Soak = &report.SummarySoak{Seed: 1, Iterations: 40, FailedIterations: 1, Verdict: "suspect rank 1 on node2: a reduction fault",
-		SuspectRanks: []int{1}, Faults: []phases.SoakFault{{Rank: 0, Host: "node1"}, {Rank: 1, Host: "node2"}}}
+		SuspectRanks: []int{1}, Faults: []coll.StepFault{{Rank: 0, Host: "node1"}, {Rank: 1, Host: "node2"}}}
 	v = verdictOf(wrong)
 	if v.Held || v.Headline != "FAILED: soak" || fmt.Sprint(v.Suspects) != "[rank 1 on node2 (a wrong result in the soak)]" {
 		t.Errorf("a wrong soak: %q, suspects %v", v.Headline, v.Suspects)

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"rsag/internal/rankset"
+	"rsag/phase"
 )
 
 // sharedError is an error every rank reached together, with the same
@@ -111,6 +114,36 @@ func (s *session) hosts() ([]string, error) {
 		s.hostsOf[r] = string(h)
 	}
 	return s.hostsOf, nil
+}
+
+// cpus is, by rank, the processors each rank may run on (its affinity
+// mask, as the launcher bound it: bit i for processor i), gathered once: a
+// node whose ranks outnumber the processors they share cannot tell a slow
+// rank from the scheduler's turn-taking.
+func (s *session) cpus() ([]phase.CPUMask, error) {
+	if s.cpusOf != nil {
+		return s.cpusOf, nil
+	}
+	var set unix.CPUSet
+	var mine phase.CPUMask
+	if unix.SchedGetaffinity(0, &set) == nil {
+		for i := range len(set) * 64 {
+			if set.IsSet(i) {
+				mine = mine.With(i)
+			}
+		}
+	}
+	s.tr.Arm("agreement between ranks", -1)
+	defer s.tr.Leave()
+	all, err := s.comm.AllGather(mine.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	s.cpusOf = make([]phase.CPUMask, len(all))
+	for r, b := range all {
+		s.cpusOf[r] = phase.MaskOf(b)
+	}
+	return s.cpusOf, nil
 }
 
 // rankList says which ranks: "every rank", "rank 2" or "ranks 1-7,10"

@@ -69,8 +69,9 @@ type session struct {
 	end  *watchdog.Ender
 	out  io.Writer // rank 0's tables and progress; nothing elsewhere
 
-	hostsOf []string // every rank's host, once gathered
-	agreed  bool     // the first agreement has begun
+	hostsOf []string        // every rank's host, once gathered
+	cpusOf  []phase.CPUMask // every rank's processors, once gathered
+	agreed  bool            // the first agreement has begun
 	// noteDir is the output dir once it is this run's: where a rank that
 	// fails on its own leaves rank 0 a note (read from the watchdog's
 	// goroutine too).

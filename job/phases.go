@@ -47,7 +47,14 @@ func (s *session) plan(cfg config.Config) (work, error) {
 			return w, shared(ExitBadArgs, fmt.Errorf("config: hierarchy: %w", err))
 		}
 	}
-	j := phase.Job{Config: cfg, World: s.comm.Size(), Hosts: hosts, Groups: w.groups}
+	cpus := func() ([]phase.CPUMask, error) {
+		c, err := s.cpus()
+		if err != nil {
+			hostsErr = err
+		}
+		return c, err
+	}
+	j := phase.Job{Config: cfg, World: s.comm.Size(), Hosts: hosts, CPUs: cpus, Groups: w.groups}
 	for _, p := range phase.All() {
 		if !p.Enabled(cfg) {
 			continue

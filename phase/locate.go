@@ -29,6 +29,11 @@ func prepareLocate(j Job) (Prepared, error) {
 	if err != nil {
 		return Prepared{}, fmt.Errorf("config: %w", err)
 	}
+	masks, err := j.CPUs()
+	if err != nil {
+		return Prepared{}, err
+	}
+	crowded := Crowded(plan.Ranks, masks)
 	threshold := j.Config.Locate.Threshold
 	return Prepared{
 		Support: func(be coll.Backend) error { return checkLocate(be, plan) },
@@ -46,7 +51,7 @@ func prepareLocate(j Job) (Prepared, error) {
 			return nil
 		},
 		Summarize: func(merged report.Rows, sum *report.Summary) {
-			sum.Locate = LocateSummary(LocateInput{Plan: plan, Threshold: threshold}, merged)
+			sum.Locate = LocateSummary(LocateInput{Plan: plan, Threshold: threshold, Crowded: crowded}, merged)
 		},
 	}, nil
 }

@@ -33,6 +33,10 @@ func LocateRows(rank int, host string, res phases.LocateResult) ([]report.Locate
 type LocateInput struct {
 	Plan      phases.LocatePlan
 	Threshold float64
+	// Crowded says, by node, where its ranks outnumber its processors
+	// (Crowded): their ranks are not judged, since a rank waiting for a
+	// processor looks the same as a slow one.
+	Crowded []string
 }
 
 // unitKey is a unit within its step.
@@ -97,9 +101,28 @@ func LocateSummary(in LocateInput, rows report.Rows) *report.SummaryLocate {
 		}
 		data[st.Name] = d
 	}
+	crowdedRanks := map[int]string{} // rank: its node's crowding
+	var crowded []string
+	for n, why := range in.Crowded {
+		if why == "" || n >= len(plan.Ranks) {
+			continue
+		}
+		crowded = append(crowded, plan.Nodes[n]+" ("+why+")")
+		for _, r := range plan.Ranks[n] {
+			crowdedRanks[r] = why
+		}
+	}
 	excluded := make([]bool, 0)
 	for _, level := range phases.LocateLevels {
-		excluded = judgeLevel(out, plan, level, lp, data, in.Threshold, excluded)
+		excluded = judgeLevel(out, plan, level, lp, data, in.Threshold, excluded, crowdedRanks)
+	}
+	if len(crowded) > 0 {
+		for i, st := range plan.Steps {
+			if st.Level.OfRanks && out.Steps[i].Ran {
+				out.Steps[i].Inconclusive = "ranks outnumber processors on " + strings.Join(crowded, ", ") +
+					": a rank waiting for a processor looks the same as a slow one, so no rank there is judged"
+			}
+		}
 	}
 	out.Verdict = phaseVerdict(*out)
 	return out
@@ -169,9 +192,11 @@ func medianOfMap(m map[int]float64) float64 {
 // the step of single members is its inside measurement, the step of pairs
 // its pairs. excluded are the members of the level above that are
 // suspects (for ranks: the ranks of suspect nodes); it returns this
-// level's, for the next.
+// level's, for the next. crowded ranks (of a node whose ranks outnumber
+// its processors) keep their figures but are judged neither suspect nor
+// intermittent, nor are their pairs: their verdict says why.
 func judgeLevel(out *report.SummaryLocate, plan phases.LocatePlan, level phases.LocateLevel, probes []locate.Probe,
-	data map[string]*stepData, threshold float64, excludedRanks []bool) []bool {
+	data map[string]*stepData, threshold float64, excludedRanks []bool, crowded map[int]string) []bool {
 	var inside, pairs *phases.PlannedStep
 	for i, st := range plan.Steps {
 		if st.Level.Name != level.Name || data[st.Name] == nil {
@@ -257,6 +282,8 @@ func judgeLevel(out *report.SummaryLocate, plan phases.LocatePlan, level phases.
 				}
 			}
 			out.Nodes = append(out.Nodes, n)
+		} else if _, ok := crowded[m]; ok {
+			continue
 		} else if v.Suspect {
 			suspectRanks[m] = true
 		}
@@ -279,6 +306,14 @@ func judgeLevel(out *report.SummaryLocate, plan phases.LocatePlan, level phases.
 			Ranks: []int{}, Verdict: unitVerdict(v, probes, []string{pairs.Name}, map[string]string{"": pairs.Name})}
 		if level.OfRanks {
 			p.Nodes, p.Ranks = []string{plan.Nodes[node[k.a]]}, []int{k.a, k.b}
+			if why, ok := crowded[k.a]; ok {
+				p.Suspect, p.Intermittent, p.Verdict = false, false, "not judged: "+why
+				for i := range p.Figures {
+					p.Figures[i].Suspect, p.Figures[i].Intermittent = false, false
+				}
+				out.RankPairs = append(out.RankPairs, p)
+				continue
+			}
 			out.RankPairs = append(out.RankPairs, p)
 		} else {
 			p.Nodes = []string{plan.Nodes[k.a], plan.Nodes[k.b]}

@@ -47,6 +47,9 @@ type Job struct {
 	// Hosts returns every rank's host, by rank; the first call is a
 	// collective, so every rank calls it alike or none does.
 	Hosts func() ([]string, error)
+	// CPUs returns the processors every rank may run on, by rank; the
+	// first call is a collective, as Hosts'.
+	CPUs func() ([]CPUMask, error)
 	// Groups are the hierarchy's, nil when it is off.
 	Groups *phases.Groups
 }

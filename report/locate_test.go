@@ -121,6 +121,38 @@ func TestLocateSummaryNamesTheCulprit(t *testing.T) {
 	}
 }
 
+// A node whose ranks outnumber its processors judges none of them: the
+// rank that looks slow there may be waiting for a processor (issue 34
+// class 2). The same slow rank on a node with a processor each is named.
+func TestACrowdedNodesRanksAreNotJudged(t *testing.T) {
+	slow5 := func(step string, u phases.LocateUnit, p phases.LocateProbe) float64 {
+		if step == "ranks" && (u.A == 5 || u.B == 5) && !p.Latency {
+			return 3
+		}
+		return 1
+	}
+	in, rows := locateRun(t, 2, 4, slow5)
+	in.Crowded = phase.Crowded(in.Plan.Ranks, []phase.CPUMask{
+		phase.CPUMask{}.With(0), phase.CPUMask{}.With(1), phase.CPUMask{}.With(2), phase.CPUMask{}.With(3), // node1: a processor each
+		phase.CPUMask{}.With(0).With(1), phase.CPUMask{}.With(0).With(1), phase.CPUMask{}.With(0).With(1), phase.CPUMask{}.With(0).With(1)})
+	l := phase.LocateSummary(in, rows)
+	if len(l.Suspects) != 0 || len(l.Intermittent) != 0 {
+		t.Errorf("suspects %v, intermittent %v on a crowded node", l.Suspects, l.Intermittent)
+	}
+	want := "ranks outnumber processors on node2 (4 ranks on 2 processors)"
+	var said bool
+	for _, st := range l.Steps {
+		said = said || strings.Contains(st.Inconclusive, want)
+	}
+	if !said || l.Verdict != "inconclusive" {
+		t.Errorf("verdict %q, steps %+v: want inconclusive, saying %q", l.Verdict, l.Steps, want)
+	}
+	in.Crowded = phase.Crowded(in.Plan.Ranks, nil) // not known: nothing crowded
+	if l := phase.LocateSummary(in, rows); len(l.Suspects) != 1 || l.Suspects[0].Text != "rank 5 on node2 (bandwidth 0.33x median)" {
+		t.Errorf("uncrowded: suspects %v, want rank 5", l.Suspects)
+	}
+}
+
 // The report.Locate table of a slow node and of a slow link, as rank 0 prints it.
 func TestLocateTableGolden(t *testing.T) {
 	var b bytes.Buffer

@@ -16,6 +16,7 @@ type options struct {
 	configPath string
 	outputDir  string
 	backend    string
+	history    string // the history database the run appends itself to
 	sets       []string
 	version    bool
 	overwrite  bool // replace the results of an earlier run in outputDir
@@ -80,6 +81,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Var(&onceFlag{value: &o.configPath}, "config", "TOML config `file`")
 	fs.Var(outputDir, "output-dir", "`directory` for the results (created if missing; default: a new one, results/DATE-TIME-CONFIG, and results/latest links to it)")
 	fs.Var(&onceFlag{value: &o.backend}, "backend", "auto, nccl or mpi (default: the config's backend key, else auto)")
+	history := &onceFlag{value: &o.history}
+	fs.Var(history, "history", "append the ended run to the history database `file` (docs/history.md; default: RSAG_HISTORY, else the config's history key)")
 	fs.BoolVar(&o.overwrite, "overwrite", false, "replace the results of an earlier run in -output-dir (without it, rsag refuses to touch them)")
 	fs.Var(&sets, "set", "override a config key: `section.key=value`, value in TOML syntax, e.g. -set 'timing.sizes_bytes=[1024,65536]', or run.NAME.key=value for the [[run]] named NAME (repeatable)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
@@ -105,6 +108,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if outputDir.set && o.outputDir == "" {
 		return o, errors.New("-output-dir is empty: give a directory for the results")
+	}
+	if history.set && o.history == "" {
+		return o, errors.New("-history is empty: give the history database's file, e.g. -history results/history.db")
 	}
 	return o, nil
 }

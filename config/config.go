@@ -35,14 +35,18 @@ type Config struct {
 	// MetricsDir, when set, is a directory where rank 0 writes rsag.prom
 	// too (node_exporter's --collector.textfile.directory), atomically;
 	// the output dir always has it.
-	MetricsDir string    `toml:"metrics_dir"`
-	Contracts  Contracts `toml:"contracts"`
-	Timing     Timing    `toml:"timing"`
-	Memory     Memory    `toml:"memory"`
-	Numerics   Numerics  `toml:"numerics"`
-	Hierarchy  Hierarchy `toml:"hierarchy"`
-	Locate     Locate    `toml:"locate"`
-	Soak       Soak      `toml:"soak"`
+	MetricsDir string `toml:"metrics_dir"`
+	// History, when set, is the history database (docs/history.md) that
+	// rank 0 appends the run to once it has ended; -history and
+	// RSAG_HISTORY, when given, come before it.
+	History   string    `toml:"history"`
+	Contracts Contracts `toml:"contracts"`
+	Timing    Timing    `toml:"timing"`
+	Memory    Memory    `toml:"memory"`
+	Numerics  Numerics  `toml:"numerics"`
+	Hierarchy Hierarchy `toml:"hierarchy"`
+	Locate    Locate    `toml:"locate"`
+	Soak      Soak      `toml:"soak"`
 	// RunTables are the [[run]] tables, each a set of timing keys (and a
 	// name) that override [timing]; Runs holds them resolved.
 	RunTables []toml.Primitive `toml:"run" json:"-"`
@@ -487,6 +491,9 @@ func (c *Config) check(source string) error {
 		fmt.Sprintf("%%d is not a deadline: give the seconds any collective may take before the job is aborted, at least 1 (default %d)", DefaultTimeoutS), "seconds (one day)"}
 	if msg := timeout.outOfRange(); msg != "" {
 		return bad("timeout_s", "%s", msg)
+	}
+	if strings.ContainsAny(c.History, "?#") {
+		return bad("history", "%q holds ? or #, which SQLite reads as options: name the history file without them, e.g. results/history.db", c.History)
 	}
 	// Every section's values are checked whether it is on or off: a value
 	// no run could take (locate.threshold = nan, timing.check =

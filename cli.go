@@ -59,6 +59,10 @@ Usage:
   ./rsag report results/ch7                  a run's report.html and tables again (no MPI, no GPU)
   ./rsag compare results/a results/b         B against A, case by case (no MPI, no GPU; rsag compare -h)
   ./rsag suspects results/locate             a locate run's suspects, one a line, for scripts (rsag suspects -h)
+  ./rsag history results/history.db          the runs over time, each case's trend, each node as a suspect (rsag history -h);
+                                             a run appends itself to it with -history results/history.db
+  ./rsag check -baseline results/history.db results/today
+                                             a run against the history's last complete runs, exit 1 when slower (rsag check -h)
 
 Flags:
 `

@@ -16,6 +16,7 @@ type options struct {
 	configPath string
 	outputDir  string
 	backend    string
+	history    string // the history database the run appends itself to
 	sets       []string
 	version    bool
 	overwrite  bool // replace the results of an earlier run in outputDir
@@ -58,6 +59,10 @@ Usage:
   ./rsag report results/ch7                  a run's report.html and tables again (no MPI, no GPU)
   ./rsag compare results/a results/b         B against A, case by case (no MPI, no GPU; rsag compare -h)
   ./rsag suspects results/locate             a locate run's suspects, one a line, for scripts (rsag suspects -h)
+  ./rsag history results/history.db          the runs over time, each case's trend, each node as a suspect (rsag history -h);
+                                             a run appends itself to it with -history results/history.db
+  ./rsag check -baseline results/history.db results/today
+                                             a run against the history's last complete runs, exit 1 when slower (rsag check -h)
 
 Flags:
 `
@@ -80,6 +85,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Var(&onceFlag{value: &o.configPath}, "config", "TOML config `file`")
 	fs.Var(outputDir, "output-dir", "`directory` for the results (created if missing; default: a new one, results/DATE-TIME-CONFIG, and results/latest links to it)")
 	fs.Var(&onceFlag{value: &o.backend}, "backend", "auto, nccl or mpi (default: the config's backend key, else auto)")
+	history := &onceFlag{value: &o.history}
+	fs.Var(history, "history", "append the ended run to the history database `file` (docs/history.md; default: RSAG_HISTORY, else the config's history key)")
 	fs.BoolVar(&o.overwrite, "overwrite", false, "replace the results of an earlier run in -output-dir (without it, rsag refuses to touch them)")
 	fs.Var(&sets, "set", "override a config key: `section.key=value`, value in TOML syntax, e.g. -set 'timing.sizes_bytes=[1024,65536]', or run.NAME.key=value for the [[run]] named NAME (repeatable)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
@@ -105,6 +112,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if outputDir.set && o.outputDir == "" {
 		return o, errors.New("-output-dir is empty: give a directory for the results")
+	}
+	if history.set && o.history == "" {
+		return o, errors.New("-history is empty: give the history database's file, e.g. -history results/history.db")
 	}
 	return o, nil
 }

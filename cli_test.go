@@ -42,7 +42,7 @@ func TestHelp(t *testing.T) {
 		t.Fatalf("-h: %v", err)
 	}
 	help := out.String()
-	for _, want := range []string{"./rsag compare results/a results/b", "./rsag report results/ch7", "(default configs/ch7.toml)", "results/DATE-TIME-CONFIG, and results/latest links to it"} {
+	for _, want := range []string{"./rsag compare results/a results/b", "./rsag report results/ch7", "./rsag history results/history.db", "-history results/history.db", "(default configs/ch7.toml)", "results/DATE-TIME-CONFIG, and results/latest links to it"} {
 		if strings.Count(help, want) != 1 {
 			t.Errorf("-h says %q %d times, want once:\n%s", want, strings.Count(help, want), help)
 		}

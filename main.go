@@ -93,6 +93,6 @@ func run(args []string) int {
 	// A bad flag is refused once MPI has started, so that every rank
 	// agrees on it and it is said once.
 	return job.Main(job.Options{FlagError: err, ConfigPath: opts.configPath, OutputDir: opts.outputDir,
-		Backend: opts.backend, Sets: opts.sets, Overwrite: opts.overwrite, Version: version, Commit: commit,
+		History: opts.history, Backend: opts.backend, Sets: opts.sets, Overwrite: opts.overwrite, Version: version, Commit: commit,
 		Started: started, Stdout: os.Stdout, Stderr: os.Stderr, Exit: os.Exit})
 }

@@ -40,14 +40,18 @@ type Config struct {
 	// files (rank{r}_*.csv) go into the output dir's ranks/ folder, so
 	// that a fleet's run leaves the files a person opens on top; 0 puts
 	// them there always. Smaller runs keep the seed's names and places.
-	RankFolderAbove int       `toml:"rank_folder_above"`
-	Contracts       Contracts `toml:"contracts"`
-	Timing          Timing    `toml:"timing"`
-	Memory          Memory    `toml:"memory"`
-	Numerics        Numerics  `toml:"numerics"`
-	Hierarchy       Hierarchy `toml:"hierarchy"`
-	Locate          Locate    `toml:"locate"`
-	Soak            Soak      `toml:"soak"`
+	RankFolderAbove int `toml:"rank_folder_above"`
+	// History, when set, is the history database (docs/history.md) that
+	// rank 0 appends the run to once it has ended; -history and
+	// RSAG_HISTORY, when given, come before it.
+	History   string    `toml:"history"`
+	Contracts Contracts `toml:"contracts"`
+	Timing    Timing    `toml:"timing"`
+	Memory    Memory    `toml:"memory"`
+	Numerics  Numerics  `toml:"numerics"`
+	Hierarchy Hierarchy `toml:"hierarchy"`
+	Locate    Locate    `toml:"locate"`
+	Soak      Soak      `toml:"soak"`
 	// RunTables are the [[run]] tables, each a set of timing keys (and a
 	// name) that override [timing]; Runs holds them resolved.
 	RunTables []toml.Primitive `toml:"run" json:"-"`
@@ -502,6 +506,9 @@ func (c *Config) check(source string) error {
 		fmt.Sprintf("%%d is not a world size: give the ranks above which every rank's files go into %s/, or 0 for always (default %d)", "ranks", DefaultRankFolderAbove), "ranks"}
 	if msg := folder.outOfRange(); msg != "" {
 		return bad("rank_folder_above", "%s", msg)
+	}
+	if strings.ContainsAny(c.History, "?#") {
+		return bad("history", "%q holds ? or #, which SQLite reads as options: name the history file without them, e.g. results/history.db", c.History)
 	}
 	// Every section's values are checked whether it is on or off: a value
 	// no run could take (locate.threshold = nan, timing.check =

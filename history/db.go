@@ -32,11 +32,8 @@ type DB struct {
 // is missing. It refuses a directory, a file that is not SQLite, and a
 // schema version this rsag does not know.
 func Open(path string) (*DB, error) {
-	if path == "" {
-		return nil, errors.New("the history file's name is empty: give a file, e.g. results/history.db")
-	}
-	if strings.ContainsAny(path, "?#") {
-		return nil, fmt.Errorf("history file %q: its name holds ? or #, which SQLite reads as options: choose a name without them", path)
+	if err := checkName(path); err != nil {
+		return nil, err
 	}
 	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("history file %s is not a regular file (a directory?): give a file, e.g. %s/history.db", path, strings.TrimSuffix(path, "/"))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -50,9 +51,22 @@ func (r Run) Hosts() []string {
 }
 
 // ConfigDigest is the SHA-256 of the resolved config as summary.json has
-// it (JSON, keys sorted): two runs of one config have one digest.
+// it (JSON, keys sorted), less its history key: two runs of one config
+// have one digest, wherever they were recorded.
 func (r Run) ConfigDigest() string {
-	data, _ := json.Marshal(r.Summary.Config)
+	cfg := r.Summary.Config
+	if m, ok := cfg.(map[string]any); ok {
+		if _, has := m["history"]; has {
+			c := make(map[string]any, len(m))
+			for k, v := range m {
+				if k != "history" {
+					c[k] = v
+				}
+			}
+			cfg = c
+		}
+	}
+	data, _ := json.Marshal(cfg)
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }
@@ -68,8 +82,12 @@ func (r Run) Key() string {
 // LoadRun reads a finished run from its output dir (or its summary.json):
 // summary.json and run.json as rsag compare reads them, and the samples
 // from timings.csv beside them. A run still running is refused: it has
-// not ended, and its files may be partial.
+// not ended, and its files may be partial. A run that failed before it
+// wrote summary.json is read from its run.json alone (failedEarly).
 func LoadRun(path string) (Run, error) {
+	if r, ok, err := failedEarly(path); ok {
+		return r, err
+	}
 	in, err := page.Read(path)
 	if err != nil {
 		return Run{}, err
@@ -103,6 +121,34 @@ func LoadRun(path string) (Run, error) {
 		}
 	}
 	return r, nil
+}
+
+// failedEarly reads, from its run.json, a run in dir that failed before
+// it wrote summary.json: the history keeps it, failed, with what run.json
+// knows (its start and end, why, its version, backend, world and rank 0's
+// host), so that a failure is in the record too. ok is false for any
+// other path: a dir with a summary.json, or not a run's dir.
+func failedEarly(dir string) (Run, bool, error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return Run{}, false, nil
+	}
+	if _, err := os.Lstat(filepath.Join(dir, report.SummaryFile)); !errors.Is(err, fs.ErrNotExist) {
+		return Run{}, false, nil
+	}
+	rec, err := outdir.ReadRecord(dir)
+	if err != nil {
+		return Run{}, false, nil // page.Read names what is missing
+	}
+	if rec.Status != outdir.StatusFailed {
+		return Run{}, true, fmt.Errorf("%s holds no %s and its %s says %q: add it once it has ended (a run that failed early is added as failed)",
+			dir, report.SummaryFile, outdir.RunFile, rec.Status)
+	}
+	s := report.Summary{RSAG: report.SummaryBuild{Version: rec.Version, Commit: rec.Commit}, Status: rec.Status, Reason: rec.Reason,
+		Started: rec.Started, Ended: rec.Ended, Backend: rec.Backend, WorldSize: rec.WorldSize}
+	if rec.Host != "" {
+		s.Nodes = []report.SummaryNode{{Host: rec.Host}}
+	}
+	return Run{Dir: dir, Summary: s, Status: rec.Status, Reason: rec.Reason}, true, nil
 }
 
 // caseKey is a case's key in the database: the case as JSON, every

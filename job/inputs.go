@@ -59,6 +59,7 @@ func (s *session) agreeInputs() error {
 	inputs := []struct{ name, value string }{
 		{"-set", strings.Join(s.opts.Sets, "\x00")},
 		{"-output-dir", s.opts.OutputDir},
+		{"-history", s.opts.History},
 		{"-backend", s.opts.Backend},
 		{"-overwrite", fmt.Sprint(s.opts.Overwrite)},
 	}

@@ -48,6 +48,7 @@ type Options struct {
 	FlagError  error
 	ConfigPath string
 	OutputDir  string   // "": a new dir under outdir.DefaultRoot, made for this run
+	History    string   // -history: the history database the run appends itself to
 	Backend    string   // "" leaves it to the config
 	Sets       []string // -set overrides, in order; -backend comes last as backend=...
 	Overwrite  bool     // replace the results of an earlier run in OutputDir
@@ -81,6 +82,9 @@ type session struct {
 	newRunDir bool
 	// phaseSeconds are how long each phase that ran took on this rank.
 	phaseSeconds []report.PhaseTime
+	// history is rank 0's history database, checked: the run appends
+	// itself there once it has ended ("" for none).
+	history string
 }
 
 // Main runs rsag on this rank and returns the process's exit code.
@@ -151,7 +155,7 @@ func Main(o Options) int {
 		st.releaseLock(o.Stderr)
 		s.printVerdict(&st, ExitOK, nil)
 		s.finalize()
-		return ExitOK
+		return s.appendHistory(&st, ExitOK)
 	}
 	var sh *sharedError
 	if errors.As(err, &sh) {
@@ -167,7 +171,7 @@ func Main(o Options) int {
 		s.removeMadeTogether(&st)
 		s.printVerdict(&st, sh.code, err)
 		s.finalize()
-		return sh.code
+		return s.appendHistory(&st, sh.code)
 	}
 	fmt.Fprintf(o.Stderr, "rsag: rank %d (%s): %v\n", comm.Rank(), comm.Host(), err)
 	st.log.fail(fmt.Sprintf("rank %d (%s): %v", comm.Rank(), comm.Host(), err))
@@ -177,6 +181,7 @@ func Main(o Options) int {
 	st.releaseLock(o.Stderr)
 	st.removeMade()
 	s.printVerdict(&st, ExitFailed, err)
+	s.appendHistory(&st, ExitFailed) // rank 0's failure: run.json says failed
 	// Only this rank knows: the others may be waiting in a collective, so
 	// end the whole job rather than let it hang.
 	st.abortBackend()
@@ -313,6 +318,9 @@ func (s *session) execute(st *state) error {
 	}
 	s.wd.SetTimeout(time.Duration(cfg.TimeoutS) * time.Second)
 	if err := s.checkEnvironment(); err != nil {
+		return err
+	}
+	if err := s.checkHistory(cfg); err != nil {
 		return err
 	}
 	ran := phase.Enabled(cfg)

@@ -127,7 +127,8 @@ func WriteHistory(w io.Writer, h History) error {
 	v.Sections = []section{
 		{ID: "runs", Title: "Runs", How: "Every run in the file, oldest first. Only a complete run whose checks held may be a baseline or a point of a trend.",
 			Blocks: []block{{Table: tableOf(h.RunHead, h.RunRows)}}},
-		{ID: "cases", Title: "Each case over the runs", How: "Each case's median time per operation over the complete runs; last / before is the last run's median over the median of the runs before it.",
+		{ID: "cases", Title: "Each case over the runs", How: "Each case's median time per operation over the complete runs; last / before is the last run's median over the median of the runs before it. " +
+			"A vermillion dot is a run more than 5% above the median of the runs before it: a hint of a step, which rsag check judges from the samples.",
 			Blocks: append([]block{{Table: tableOf(h.CaseHead, h.CaseRows)}}, caseFigs...)},
 		{ID: "nodes", Title: "Each node over the runs", How: "How often each node was a suspect (of the locate or the soak phase), or an intermittent one, in the runs it was in; the figures mark the runs that named it.",
 			Blocks: append([]block{{Table: tableOf(h.NodeHead, h.NodeRows)}}, nodeFigs...)},

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"math"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -60,6 +62,7 @@ func Trend(name, title, yLabel string, pts []TrendPoint) (Inline, error) {
 		dots.Color, dots.Shape, dots.Radius = vermillion, draw.CircleGlyph{}, vg.Points(4)
 		p.Add(dots)
 	}
+	p.X.Tick.Marker = runTicks{}
 	p.Y.Min = 0 // a step reads as its size, not magnified by a cut axis
 	c := vgsvg.New(6*vg.Inch, 3*vg.Inch)
 	dc := draw.New(c)
@@ -76,4 +79,20 @@ func Trend(name, title, yLabel string, pts []TrendPoint) (Inline, error) {
 		return Inline{}, fmt.Errorf("plot %s: %w", name, err)
 	}
 	return Inline{Name: name, Kind: "Trend", Title: title, Alt: alt, SVG: svg}, nil
+}
+
+// runTicks label the x axis at whole run ids only: a run 1.5 is none.
+type runTicks struct{}
+
+func (runTicks) Ticks(min, max float64) []plot.Tick {
+	var out []plot.Tick
+	for _, t := range (plot.DefaultTicks{}).Ticks(min, max) {
+		if t.Label != "" && t.Value == math.Trunc(t.Value) {
+			t.Label = strconv.FormatFloat(t.Value, 'f', 0, 64)
+		} else {
+			t.Label = ""
+		}
+		out = append(out, t)
+	}
+	return out
 }

@@ -1,0 +1,88 @@
+package job
+
+import (
+	"fmt"
+	"os"
+
+	"rsag/config"
+	"rsag/history"
+)
+
+// ExitHistory is a run that passed but could not be appended to its
+// history database: the run's results stand (run.json says complete), the
+// history lacks it. A run that failed keeps its own exit status, and says
+// the append failed too.
+const ExitHistory = 5
+
+// historyFile is the history database the run appends itself to, and
+// what named it: -history first, then RSAG_HISTORY (rank 0's: only rank 0
+// appends), then the config's history key; "" for none.
+func historyFile(flag, env string, cfg config.Config) (path, from string) {
+	switch {
+	case flag != "":
+		return flag, "-history"
+	case env != "":
+		return env, history.Env
+	case cfg.History != "":
+		return cfg.History, "the config's history key"
+	}
+	return "", ""
+}
+
+// checkHistory refuses, on every rank alike and before anything is
+// measured, a history database that rank 0 (which appends the run at the
+// end) could not append to, naming where it was given and the fix.
+func (s *session) checkHistory(cfg config.Config) error {
+	var err error
+	if s.comm.Rank() == 0 {
+		path, from := historyFile(s.opts.History, os.Getenv(history.Env), cfg)
+		if path != "" {
+			if cerr := history.Check(path); cerr != nil {
+				err = fmt.Errorf("%s: %v (or drop it: the run needs no history)", from, cerr)
+			}
+			s.history = path
+		}
+	}
+	return s.agree(err, ExitBadArgs, "the history database cannot take the run")
+}
+
+// appendHistory appends the ended run, on rank 0, from its output dir once
+// run.json is final (complete or failed; a failed run is kept as failed
+// and is never a baseline), and returns the run's exit status: code, or
+// ExitHistory when the run passed and the append failed, said on stderr
+// with the command that adds it later. A run that wrote nothing (refused
+// before its output dir) is not appended.
+func (s *session) appendHistory(st *state, code int) int {
+	if s.comm.Rank() != 0 || s.history == "" || st.log.status() == "" {
+		return code
+	}
+	// The run is over: waiting for another writer's lock is no hang.
+	s.wd.Disarm()
+	id, status, err := appendRun(s.history, s.opts.OutputDir)
+	if err != nil {
+		fmt.Fprintf(s.opts.Stderr, "rsag: the run's verdict above stands, but it was not added to history %s: %v; add it with: rsag history -append %s %s\n",
+			s.history, err, s.opts.OutputDir, s.history)
+		if code == ExitOK {
+			return ExitHistory
+		}
+		return code
+	}
+	s.printf("history: added as run %d (%s) to %s\n", id, status, s.history)
+	return code
+}
+
+func appendRun(file, dir string) (int64, string, error) {
+	r, err := history.LoadRun(dir)
+	if err != nil {
+		return 0, "", err
+	}
+	db, err := history.Open(file)
+	if err != nil {
+		return 0, "", err
+	}
+	id, err := db.Append(r)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	return id, r.Status, err
+}

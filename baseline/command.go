@@ -13,6 +13,7 @@ import (
 
 	"rsag/coll"
 	"rsag/history"
+	"rsag/internal/atomicfile"
 	"rsag/internal/exitcode"
 	"rsag/report"
 	"rsag/report/page"
@@ -25,7 +26,7 @@ const (
 	ExitBadInput = 2 // bad flags, an unreadable run or baseline, nothing to compare
 )
 
-const usage = `usage: rsag check -baseline DIR|FILE [-last N] [-tolerance 0.05] [-html FILE] RUN
+const usage = `usage: rsag check -baseline DIR|FILE [-last N] [-tolerance 0.05] [-html FILE] [-junit FILE] [-metrics FILE] [-overwrite] RUN
        (RUN and DIR are output dirs; FILE is a history database, rsag history)
 
 Judges each timing case of RUN against a baseline: one run's output dir, or
@@ -34,15 +35,19 @@ are never a baseline). From the samples of timings.csv it bootstraps a 95%
 interval on the ratio RUN median / baseline median (seeded: the same inputs
 give the same result); a case is SLOWER or faster only when the interval
 excludes 1 and the ratio is beyond the tolerance. -html FILE writes RUN's
-page with a section "Against the baseline". Exit status: 0 when no case is
-slower, 1 when some is, 2 on bad input.
+page with a section "Against the baseline"; -junit FILE the verdicts as
+JUnit XML (a test case per case, failed when SLOWER) and -metrics FILE in
+Prometheus' text format (node_exporter's textfile collector). A file
+already there is replaced only when rsag wrote it, or with -overwrite.
+Exit status: 0 when no case is slower, 1 when some is, 2 on bad input.
 
 `
 
 type options struct {
-	baseline, run, html string
-	last                int
-	gate                Options
+	baseline, run, html, junit, metrics string
+	overwrite                           bool
+	last                                int
+	gate                                Options
 }
 
 // Command is rsag check with args (after "check"); its error carries the
@@ -86,15 +91,108 @@ func Command(args []string, stdout, stderr io.Writer) error {
 		if err := page.WriteAgainst(&b, run.Summary, r.Page()); err != nil {
 			return exitcode.New(ExitBadInput, err)
 		}
-		if err := page.WriteBytes(o.html, b.Bytes(), page.Writing{Fix: "choose a file in a directory you can write", Overwrite: true, Inputs: []string{o.run, o.baseline}}); err != nil {
+		if err := page.WriteBytes(o.html, b.Bytes(), page.Writing{Fix: "choose a file in a directory you can write", Overwrite: o.overwrite, Inputs: []string{o.run, o.baseline}}); err != nil {
 			return exitcode.New(ExitBadInput, err)
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", o.html)
+	}
+	for _, out := range []struct {
+		path, what string
+		encode     func(*bytes.Buffer) error
+		ours       func([]byte) bool
+	}{
+		{o.junit, "JUnit XML", func(b *bytes.Buffer) error { return report.EncodeJUnit(b, r.JUnit()) }, isJUnit},
+		{o.metrics, "metrics", r.EncodeMetrics, isMetrics},
+	} {
+		if out.path == "" {
+			continue
+		}
+		var b bytes.Buffer
+		if err := out.encode(&b); err != nil {
+			return exitcode.New(ExitBadInput, err)
+		}
+		if err := writeOutput(out.path, out.what, b.Bytes(), out.ours, o); err != nil {
+			return exitcode.New(ExitBadInput, err)
+		}
+		fmt.Fprintf(stdout, "wrote %s\n", out.path)
 	}
 	if r.Count(Slower) > 0 {
 		return exitcode.Silent(ExitSlower)
 	}
 	return nil
+}
+
+// writeOutput writes data to path under rsag's one rule about a file
+// already there (atomicfile.Replace): replaced only when ours says rsag
+// wrote it, or with -overwrite, and never when it is one of the inputs.
+func writeOutput(path, what string, data []byte, ours func([]byte) bool, o options) error {
+	if st, err := os.Stat(path); err == nil {
+		for _, in := range []string{o.run, o.baseline} {
+			if ist, err := os.Stat(in); err == nil && os.SameFile(st, ist) {
+				return fmt.Errorf("cannot write the %s to %s: it is %s, which this command reads: give another file", what, path, in)
+			}
+		}
+	}
+	if o.overwrite {
+		ours = nil
+	}
+	err := atomicfile.Replace(path, data, ours)
+	var exists *atomicfile.ExistsError
+	if errors.As(err, &exists) {
+		return fmt.Errorf("cannot write the %s to %s: it exists and is not a file rsag wrote: give another file, or pass -overwrite to replace it", what, path)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot write the %s to %s: %w", what, path, err)
+	}
+	return nil
+}
+
+// The heads of the files rsag check writes.
+func isJUnit(head []byte) bool   { return bytes.Contains(head, []byte(`<testsuites name="rsag check"`)) }
+func isMetrics(head []byte) bool { return bytes.HasPrefix(head, []byte("# HELP rsag_baseline_")) }
+
+// JUnit is the verdicts as one test suite, "baseline": a case per timing
+// case, failed when it is SLOWER.
+func (r Result) JUnit() report.JUnitSuites {
+	st := report.JUnitSuite{Name: "baseline"}
+	for _, c := range r.Cases {
+		name := report.GateResult{Stat: report.TimingStat{Case: c.Case}}.Name() + " " + string(c.Case.Mode)
+		if c.Verdict == Missing {
+			st.Cases = append(st.Cases, report.JUnitCase{Name: name, ClassName: "rsag.baseline", Skipped: &report.JUnitFailure{Message: "not in the baseline"}})
+			st.Tests++
+			st.Skipped++
+			continue
+		}
+		st.Add(name, c.Verdict == Slower, "regression", fmt.Sprintf("%s: %.3fx the baseline's median (%.3f..%.3f), beyond %.3g%%: %.2f us against %.2f",
+			name, c.Ratio, c.Lo, c.Hi, r.Options.Tolerance*100, c.RunUS, c.BaseUS))
+	}
+	return report.NewJUnit("rsag check", st)
+}
+
+// EncodeMetrics writes the verdicts as gauges: per case its ratio to the
+// baseline and the interval's ends, and whether it is slower; and how
+// many cases are.
+func (r Result) EncodeMetrics(b *bytes.Buffer) error {
+	g := report.NewGauges()
+	g.Set("rsag_baseline_slower_cases", "Cases slower than the baseline beyond the tolerance.", nil, nil, float64(r.Count(Slower)))
+	g.Set("rsag_baseline_compared_cases", "Cases judged against the baseline.", nil, nil, float64(r.Compared()))
+	for _, c := range r.Cases {
+		if c.Verdict == Missing {
+			continue
+		}
+		g.SetCase("rsag_baseline_ratio", "The case's median over the baseline's median.", c.Case, c.Ratio)
+		g.SetCase("rsag_baseline_ratio_low", "The low end of the bootstrap interval on the ratio.", c.Case, c.Lo)
+		g.SetCase("rsag_baseline_ratio_high", "The high end of the bootstrap interval on the ratio.", c.Case, c.Hi)
+		g.SetCase("rsag_baseline_slower", "1 when the case is slower than the baseline beyond the tolerance.", c.Case, boolFloat(c.Verdict == Slower))
+	}
+	return g.Encode(b)
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -110,6 +208,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&o.gate.Tolerance, "tolerance", Defaults.Tolerance, "a change smaller than this `fraction` is never reported")
 	fs.Uint64Var(&o.gate.Seed, "seed", Defaults.Seed, "the bootstrap's `seed`")
 	fs.StringVar(&o.html, "html", "", "write RUN's page with the section \"Against the baseline\" to `FILE`")
+	fs.StringVar(&o.junit, "junit", "", "write the verdicts as JUnit XML to `FILE`")
+	fs.StringVar(&o.metrics, "metrics", "", "write the verdicts in Prometheus' text format to `FILE`")
+	fs.BoolVar(&o.overwrite, "overwrite", false, "replace a file at -html, -junit or -metrics that rsag did not write")
 	var runs []string
 	for {
 		if err := fs.Parse(args); err != nil {

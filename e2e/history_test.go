@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -346,5 +347,32 @@ func TestHistoryOfRunsShowsAPlantedStep(t *testing.T) {
 		if !slower {
 			t.Errorf("run %d: the slowed case is not SLOWER:\n%s", i, r.stdout)
 		}
+	}
+	// The verdicts reach CI and Prometheus: JUnit XML that validates
+	// against the published schema, with the slowed case a failed test
+	// case, and metrics that promtool passes.
+	junit, prom := filepath.Join(tmp, "check.xml"), filepath.Join(tmp, "check.prom")
+	if r := rsag("check", "-baseline", db, "-last", "4", "-junit", junit, "-metrics", prom, dirs[7]); r.code != 1 {
+		t.Fatalf("check with -junit and -metrics: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if out, err := command(t, "", "", "xmllint", "--noout", "--schema", "testdata/junit/junit-10.xsd", junit); err != nil {
+		t.Errorf("check's JUnit XML does not validate against junit-10.xsd: %v\n%s", err, out)
+	}
+	if x := readFile(t, junit); !regexp.MustCompile(`(?s)<testcase name="run default 210K [^"]* direct" classname="rsag.baseline">\s*<failure message="[^"]*x the baseline`).MatchString(x) {
+		t.Errorf("check's JUnit XML does not fail the slowed case:\n%s", x)
+	}
+	if out, err := command(t, "", readFile(t, prom), "promtool", "check", "metrics"); err != nil {
+		t.Errorf("promtool check metrics on check's metrics: %v\n%s", err, out)
+	}
+	if m := readFile(t, prom); !regexp.MustCompile(`rsag_baseline_slower\{[^}]*mode="direct"[^}]*size_bytes="215040"[^}]*\} 1\n`).MatchString(m) {
+		t.Errorf("check's metrics do not say the slowed case is slower:\n%s", m)
+	}
+	// A file that is not rsag's is never replaced without -overwrite.
+	notes := filepath.Join(tmp, "notes.txt")
+	if err := os.WriteFile(notes, []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := rsag("check", "-baseline", db, "-last", "4", "-junit", notes, dirs[7]); r.code != 2 || !strings.Contains(r.stderr, "is not a file rsag wrote") || readFile(t, notes) != "mine\n" {
+		t.Errorf("check -junit over a user's file: exit %d, %q, the file %q", r.code, r.stderr, readFile(t, notes))
 	}
 }

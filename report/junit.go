@@ -67,7 +67,10 @@ type JUnitFailure struct {
 // suite collects one phase's cases.
 type suite struct{ JUnitSuite }
 
-func (s *suite) add(name string, failed bool, kind, message string) {
+func (s *suite) add(name string, failed bool, kind, message string) { s.Add(name, failed, kind, message) }
+
+// Add adds a test case, failed with message (of type kind) or passed.
+func (s *JUnitSuite) Add(name string, failed bool, kind, message string) {
 	c := JUnitCase{Name: name, ClassName: "rsag." + s.Name}
 	if failed {
 		c.Failure = &JUnitFailure{Message: message, Type: kind, Text: message}
@@ -140,9 +143,17 @@ func JUnit(s Summary, ran Phases, gates []GateResult) JUnitSuites {
 		k.add(fmt.Sprintf("%d iterations: every output correct", sk.Iterations), sk.FailedIterations > 0, "soak",
 			fmt.Sprintf("%d of %d iterations failed: %s", sk.FailedIterations, sk.Iterations, sk.Verdict))
 	}
-	out := JUnitSuites{Name: "rsag"}
+	var all []JUnitSuite
 	for _, st := range suites {
-		out.Suites = append(out.Suites, st.JUnitSuite)
+		all = append(all, st.JUnitSuite)
+	}
+	return NewJUnit("rsag", all...)
+}
+
+// NewJUnit is a junit.xml root over suites, with their totals.
+func NewJUnit(name string, suites ...JUnitSuite) JUnitSuites {
+	out := JUnitSuites{Name: name, Suites: suites}
+	for _, st := range suites {
 		out.Tests += st.Tests
 		out.Failures += st.Failures
 	}

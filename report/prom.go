@@ -171,6 +171,10 @@ func EncodeMetrics(b *bytes.Buffer, s Summary, gates []GateResult) error {
 		m.set("rsag_soak_failed_iterations", "The soak's iterations with a wrong output.", nil, nil, float64(sk.FailedIterations))
 		m.set("rsag_soak_duration_seconds", "How long the soak ran.", nil, nil, sk.ElapsedS)
 	}
+	return m.encode(b)
+}
+
+func (m *metrics) encode(b *bytes.Buffer) error {
 	if m.err != nil {
 		return m.err
 	}
@@ -186,6 +190,29 @@ func EncodeMetrics(b *bytes.Buffer, s Summary, gates []GateResult) error {
 	}
 	return nil
 }
+
+// Gauges is a set of gauge families in Prometheus' text format, checked
+// by the pedantic registry as rsag.prom is: for outputs beside a run's
+// (rsag check's verdicts).
+type Gauges struct{ m *metrics }
+
+// NewGauges is an empty set.
+func NewGauges() Gauges {
+	return Gauges{&metrics{reg: prometheus.NewPedanticRegistry(), vecs: map[string]*prometheus.GaugeVec{}}}
+}
+
+// Set sets the gauge name{labels=values} (its family made with help the
+// first time).
+func (g Gauges) Set(name, help string, labels, values []string, v float64) { g.m.set(name, help, labels, values, v) }
+
+// SetCase sets a gauge labelled by a case as rsag.prom's are (its mode,
+// every dimension and its size).
+func (g Gauges) SetCase(name, help string, c coll.Case, v float64) {
+	g.m.set(name, help, caseLabels(true), caseValues(c, true), v)
+}
+
+// Encode writes the families in the text format.
+func (g Gauges) Encode(b *bytes.Buffer) error { return g.m.encode(b) }
 
 // locateMetrics are the locate phase's: every node's figures per step and
 // probe, every node pair's (link's), and the suspects. The series grow

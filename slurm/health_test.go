@@ -7,51 +7,232 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"rsag/report"
 )
 
-// testHealthCheck runs the real slurm/healthcheck.sbatch on the two-node
-// cluster, with the real rsag suspects, scontrol and sinfo. The locate
-// runs it drains by are given, not measured: two nodes make one pair,
-// which cannot tell a slow node from a slow link (docs/locate.md), and
-// four emulated Slurm nodes would cost make test minutes. So RSAG_CH7 is
-// a stand-in that writes a complete run's summary.json with the suspects
-// given (what ch7.sbatch's run would leave), and one more job runs the
-// real locate config through the real ch7.sbatch and drains nothing.
-// Every node drained is resumed when the subtest ends.
-func (c *cluster) testHealthCheck(t *testing.T) {
+// healthNodes is the size of the health job's cluster: locate needs three
+// nodes or more to tell which of a slow pair is slow (docs/locate.md), and
+// four is what e2e's TestLocateFindsTheBadNode uses.
+const healthNodes = 4
+
+// TestSlurmHealth runs the real slurm/healthcheck.sbatch, with the real
+// rsag, ch7.sbatch, srun, scontrol and sinfo, on four nodes that share no
+// memory (emulated hosts, one slurmd each), one task per node:
+//   - real locate runs: a token-bucket rate limit (tc tbf, 10 Mbit/s) on
+//     node3's eth0 drains node3 and nothing else, with the figure in
+//     sinfo -R's reason; no fault drains nothing (a link it may name under
+//     load is never drained); every node limited
+//     drains nothing either (locate judges a node against the median of
+//     all, so a fabric slow everywhere has no suspect);
+//   - the drain logic with the suspects given (RSAG_CH7 is a stand-in
+//     that writes a complete run's summary.json, what ch7.sbatch's run
+//     would leave): one node drained, none, and above the fraction (2 of
+//     4, 4 of 4) "too many suspects: the fabric, not a node" and nothing
+//     drained, which a real run cannot be made to reach reliably here;
+//     without the opt-in the line to run is printed.
+//
+// Every node drained is resumed and every qdisc removed when its subtest
+// ends, pass or fail; the hosts go with the cluster.
+func TestSlurmHealth(t *testing.T) {
+	slurmTestsOn(t)
+	c := startCluster(t, healthNodes)
+	t.Run("a slowed node is drained", c.testHealthSlowedNode)
+	t.Run("no fault drains nothing", func(t *testing.T) {
+		// With a busy loop beside it, now and then a pair whose two ranks
+		// share a core with it is slow in every repeat (likely: a yielding rank
+		// hands the loop the rest of a time slice) and is named a link
+		// (3 runs in 12): the job says so and drains nothing, which is
+		// what is asserted. Any suspect node fails the test.
+		c.drainsNothing(t, c.realHealth(t))
+	})
+	t.Run("every node slowed drains nothing", func(t *testing.T) {
+		for _, n := range c.hosts.Nodes {
+			c.rateLimit(t, n)
+		}
+		j := c.realHealth(t)
+		c.drainsNothing(t, j)
+		// Every pair's traffic crossed a bucket.
+		for pair, bw := range j.pairBusBW(t) {
+			if bw >= rateCapGBps {
+				t.Errorf("%s: %.4g GB/s at 64K, above what 10 Mbit/s lets through (%.4g)", pair, bw, rateCapGBps)
+			}
+		}
+	})
+	t.Run("given suspects", c.testHealthGiven)
+}
+
+// drainsNothing asserts that a real run found no suspect node: the job
+// says "no suspect" (exit 0) or "suspects, but no node to drain" (4), and
+// sinfo -R lists no node.
+func (c *cluster) drainsNothing(t *testing.T, j healthJob) {
+	t.Helper()
+	none := j.code == 0 && strings.Contains(j.log, "healthcheck: no suspect: nothing to drain")
+	links := j.code == 4 && strings.Contains(j.log, "healthcheck: suspects, but no node to drain")
+	if !none && !links {
+		t.Errorf("exit %d: want 0 and no suspect, or 4 and no node to drain", j.code)
+	}
+	if links {
+		t.Logf("suspects, none of them a node (not drained): %s", regexp.MustCompile(`(?m)^suspects: .*$`).FindString(j.log))
+	}
+	if r := c.drained(t); len(r) > 0 {
+		t.Errorf("drained %v", r)
+	}
+}
+
+// lean are the real runs' locate settings, e2e's: a latency-bound and a
+// bandwidth-bound size, AllReduce, threshold 0.3 (on this machine, shared
+// by every rank of every node, a healthy pair is now and then below half
+// the median at 4K in all three repeats; the fault leaves a hundredth).
+const lean = `RSAG_ARGS=-set locate.sizes_bytes=["4K","64K"] -set locate.collectives=["all-reduce"] -set locate.warmups=1 -set locate.threshold=0.3`
+
+// testHealthSlowedNode: node3's eth0 limited to 10 Mbit/s (a few hundred
+// times slower than the kernel bridge at 64K) makes the health job drain
+// node3, and only it, with rsag's figure as the reason.
+func (c *cluster) testHealthSlowedNode(t *testing.T) {
+	c.rateLimit(t, "node3")
+	j := c.realHealth(t)
+	if j.code != 4 {
+		t.Errorf("exit %d, want 4 (suspects)", j.code)
+	}
+	// The limit is real: node3's pairs are capped, whatever the load.
+	for pair, bw := range j.pairBusBW(t) {
+		if strings.Contains(pair, "node3") && bw >= rateCapGBps {
+			t.Errorf("%s: %.4g GB/s at 64K, above what 10 Mbit/s lets through (%.4g)", pair, bw, rateCapGBps)
+		}
+	}
+	reasons := c.drained(t)
+	m := regexp.MustCompile(`^rsag: bandwidth ([0-9.]+)x median, job (\d+)$`).FindStringSubmatch(reasons["node3"])
+	if len(reasons) != 1 || m == nil || m[2] != j.id {
+		t.Fatalf("sinfo -R: %q, want only node3 with the reason \"rsag: bandwidth FIGUREx median, job %s\"", reasons, j.id)
+	}
+	if f, err := strconv.ParseFloat(m[1], 64); err != nil || f >= 0.3 {
+		t.Errorf("node3's figure %s: want below the threshold 0.3", m[1])
+	}
+	if !strings.Contains(j.log, "healthcheck: draining node3: "+reasons["node3"]) {
+		t.Errorf("the job log does not say it drains node3 with %q", reasons["node3"])
+	}
+	t.Logf("sinfo -R: node3: %s", reasons["node3"])
+}
+
+// rateCapGBps bounds a 64K AllReduce's bus bandwidth across a 10 Mbit/s
+// token bucket from above, with room: two ranks each send the 64K through
+// it (1.25 MB/s, 0.00125 GB/s; the 16 KiB burst adds a little). A bound
+// the load beside the test can only keep, never break.
+const rateCapGBps = 0.005
+
+// pairBusBW is the bus bandwidth of every pair of nodes at AllReduce 64K
+// (the median over repeats), from the run's summary.json, by "nodeA-nodeB".
+func (j healthJob) pairBusBW(t *testing.T) map[string]float64 {
+	t.Helper()
+	file := filepath.Join(j.dir, "results", "health-"+j.id, report.SummaryFile)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := report.ReadSummary(file, data)
+	if err != nil || s.Locate == nil {
+		t.Fatalf("%s: %v, or no locate section", file, err)
+	}
+	probe := slices.IndexFunc(s.Locate.Probes, func(p report.SummaryLocateProbe) bool {
+		return p.Collective == "all-reduce" && p.SizeBytes == 64<<10
+	})
+	bw := map[string]float64{}
+	for _, p := range s.Locate.Pairs {
+		for _, f := range p.Figures {
+			if f.Probe == probe {
+				bw[strings.Join(p.Nodes, "-")] = f.BusBWGBps
+			}
+		}
+	}
+	if probe < 0 || len(bw) != healthNodes*(healthNodes-1)/2 {
+		t.Fatalf("%s: AllReduce 64K is probe %d of %+v, measured on pairs %v; want every one of %d nodes' pairs", file, probe, s.Locate.Probes, bw, healthNodes)
+	}
+	t.Logf("bus bandwidth at AllReduce 64K, GB/s: %v", bw)
+	return bw
+}
+
+// realHealth submits healthcheck.sbatch on every node, one task each, with
+// lean locate settings and env, and returns its log and exit status. Ranks
+// yield while they wait (mpi_yield_when_idle, as e2e's mpirun does): four
+// spinning ranks on this machine's cores would slow whichever pair shares a
+// core. A job whose rank crashed inside MPI_Init is submitted once more.
+func (c *cluster) realHealth(t *testing.T, env ...string) healthJob {
+	t.Helper()
+	t.Cleanup(func() { c.resume(t) })
+	env = append([]string{"RSAG_DRAIN=1", "RSAG_BACKEND=mpi", "OMPI_MCA_mpi_yield_when_idle=1", lean}, env...)
+	var j healthJob
+	launchAgainAfterMPIInitCrash(t, "healthcheck.sbatch", func() (string, bool) {
+		j = c.health(t, c.submitDir(t), env...)
+		return j.log, j.code != 0 && j.code != 4
+	})
+	return j
+}
+
+// rateLimit puts a token bucket of 10 Mbit/s on host's eth0 (tc tbf), and
+// removes it when the test ends.
+func (c *cluster) rateLimit(t *testing.T, host string) {
+	t.Helper()
+	t.Cleanup(func() {
+		if out, err := c.hosts.Output(host, 10*time.Second, "tc", "qdisc", "del", "dev", "eth0", "root"); err != nil {
+			t.Errorf("removing %s's qdisc: %v\n%s", host, err, out)
+		}
+	})
+	if out, err := c.hosts.Output(host, 10*time.Second, "tc", "qdisc", "add", "dev", "eth0", "root", "tbf",
+		"rate", "10mbit", "burst", "16kb", "latency", "400ms"); err != nil {
+		t.Fatalf("tc on %s: %v\n%s", host, err, out)
+	}
+}
+
+// testHealthGiven tests the drain logic with the suspects given.
+func (c *cluster) testHealthGiven(t *testing.T) {
 	suspect := func(node string) string {
 		return fmt.Sprintf(`{"kind": "node", "nodes": [%q], "ranks": [], "problem": "bandwidth", "figure": 0.31, "text": "%s (bandwidth 0.31x median)"}`, node, node)
 	}
+	given := func(t *testing.T, dir, suspects string) {
+		summary := `{"schema_version": 2, "status": "complete", "locate": {"suspects": [` + suspects + `]}}`
+		if err := os.WriteFile(filepath.Join(dir, "given.json"), []byte(summary), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		stand := "#!/bin/bash\nmkdir -p \"$RSAG_OUTPUT_DIR\" && cp given.json \"$RSAG_OUTPUT_DIR/summary.json\"\n"
+		if err := os.WriteFile(filepath.Join(dir, "given-ch7.sh"), []byte(stand), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := make([]string, healthNodes)
+	for i := range all {
+		all[i] = suspect(fmt.Sprintf("node%d", i+1))
+	}
+	// The default RSAG_DRAIN_MAX_FRACTION, 0.25: one of four nodes is
+	// drained, two are too many.
 	for _, tc := range []struct {
-		name, suspects, fraction string
-		drain                    string // the node drained; "" none
-		says                     string
+		name, suspects string
+		drain          string // the node drained; "" none
+		says           string
 	}{
-		{"one slow node is drained", suspect("node2"), "0.5", "node2", "draining node2: rsag: bandwidth 0.31x median, job "},
-		{"no suspect drains nothing", "", "0.5", "", "healthcheck: no suspect: nothing to drain"},
-		{"every node slow drains nothing", suspect("node1") + "," + suspect("node2"), "0.5", "",
-			"too many suspects: the fabric, not a node: 2 of 2 nodes"},
+		{"one slow node is drained", suspect("node2"), "node2", "draining node2: rsag: bandwidth 0.31x median, job "},
+		{"no suspect drains nothing", "", "", "healthcheck: no suspect: nothing to drain"},
+		{"two of four slow drains nothing", all[0] + "," + all[2], "",
+			"too many suspects: the fabric, not a node: 2 of 4 nodes (node1 node3) is above RSAG_DRAIN_MAX_FRACTION=0.25; nothing drained"},
+		{"every node slow drains nothing", strings.Join(all, ","), "",
+			"too many suspects: the fabric, not a node: 4 of 4 nodes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := c.submitDir(t)
-			summary := `{"schema_version": 2, "status": "complete", "locate": {"suspects": [` + tc.suspects + `]}}`
-			if err := os.WriteFile(filepath.Join(dir, "given.json"), []byte(summary), 0o644); err != nil {
-				t.Fatal(err)
+			given(t, dir, tc.suspects)
+			t.Cleanup(func() { c.resume(t) })
+			j := c.health(t, dir, "RSAG_CH7=given-ch7.sh", "RSAG_DRAIN=1")
+			if !strings.Contains(j.log, tc.says) {
+				t.Errorf("the job log does not say %q", tc.says)
 			}
-			stand := "#!/bin/bash\nmkdir -p \"$RSAG_OUTPUT_DIR\" && cp given.json \"$RSAG_OUTPUT_DIR/summary.json\"\n"
-			if err := os.WriteFile(filepath.Join(dir, "given-ch7.sh"), []byte(stand), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { c.resume(t, "node1", "node2") })
-			log, code := c.health(t, dir, "RSAG_CH7=given-ch7.sh", "RSAG_DRAIN=1", "RSAG_DRAIN_MAX_FRACTION="+tc.fraction)
-			if !strings.Contains(log, tc.says) {
-				t.Errorf("the job log does not say %q:\n%s", tc.says, log)
-			}
-			if want := map[bool]int{true: 0, false: 4}[tc.suspects == ""]; code != want {
-				t.Errorf("exit %d, want %d", code, want)
+			if want := map[bool]int{true: 0, false: 4}[tc.suspects == ""]; j.code != want {
+				t.Errorf("exit %d, want %d", j.code, want)
 			}
 			reasons := c.drained(t)
 			if tc.drain == "" && len(reasons) > 0 {
@@ -66,41 +247,36 @@ func (c *cluster) testHealthCheck(t *testing.T) {
 	}
 	t.Run("without the opt-in it prints the line", func(t *testing.T) {
 		dir := c.submitDir(t)
-		os.WriteFile(filepath.Join(dir, "given.json"), []byte(`{"schema_version": 2, "status": "complete", "locate": {"suspects": [`+suspect("node2")+`]}}`), 0o644)
-		os.WriteFile(filepath.Join(dir, "given-ch7.sh"), []byte("#!/bin/bash\nmkdir -p \"$RSAG_OUTPUT_DIR\" && cp given.json \"$RSAG_OUTPUT_DIR/summary.json\"\n"), 0o755)
-		t.Cleanup(func() { c.resume(t, "node1", "node2") })
-		log, _ := c.health(t, dir, "RSAG_CH7=given-ch7.sh", "RSAG_DRAIN_MAX_FRACTION=0.5")
-		if !strings.Contains(log, `  scontrol update NodeName=node2 State=DRAIN Reason="rsag: bandwidth 0.31x median, job `) {
-			t.Errorf("no scontrol line to run:\n%s", log)
+		given(t, dir, suspect("node2"))
+		t.Cleanup(func() { c.resume(t) })
+		j := c.health(t, dir, "RSAG_CH7=given-ch7.sh")
+		if !strings.Contains(j.log, `  scontrol update NodeName=node2 State=DRAIN Reason="rsag: bandwidth 0.31x median, job `) {
+			t.Errorf("no scontrol line to run")
 		}
 		if r := c.drained(t); len(r) > 0 {
 			t.Errorf("drained %v without RSAG_DRAIN=1", r)
 		}
 	})
-	t.Run("a real locate run", func(t *testing.T) {
-		dir := c.submitDir(t)
-		t.Cleanup(func() { c.resume(t, "node1", "node2") })
-		log, code := c.health(t, dir, "RSAG_DRAIN=1", "RSAG_BACKEND=mpi",
-			`RSAG_ARGS=-set locate.sizes_bytes=["4K","64K"] -set locate.collectives=["all-reduce"] -set locate.warmups=1`)
-		if code != 0 || !strings.Contains(log, "healthcheck: no suspect: nothing to drain") {
-			t.Errorf("exit %d, want 0 and no suspect:\n%s", code, log)
-		}
-		if r := c.drained(t); len(r) > 0 {
-			t.Errorf("drained %v", r)
-		}
-	})
 }
 
-// health submits slurm/healthcheck.sbatch on both nodes, one task each,
-// waits for it and returns its log and exit status.
-func (c *cluster) health(t *testing.T, dir string, env ...string) (string, int) {
+// healthJob is a finished health job.
+type healthJob struct {
+	id, dir string // its id, and the submit dir: results/health-ID is in it
+	log     string // rsag-health-ID.out
+	code    int    // sbatch --wait's exit status: the job's
+}
+
+// health submits slurm/healthcheck.sbatch on every node of the cluster, one
+// task each, from dir, waits for it and returns it (its log is logged).
+func (c *cluster) health(t *testing.T, dir string, env ...string) healthJob {
 	t.Helper()
 	if err := os.Symlink(filepath.Join(c.repo, "slurm"), filepath.Join(dir, "slurm")); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), submitTimeout)
 	defer cancel()
-	cmd := c.client(ctx, "sbatch", "--parsable", "--wait", "-N", "2", "--ntasks-per-node=1", filepath.Join(c.repo, "slurm", "healthcheck.sbatch"))
+	t0 := time.Now()
+	cmd := c.client(ctx, "sbatch", "--parsable", "--wait", "-N", strconv.Itoa(c.nodes), "--ntasks-per-node=1", filepath.Join(c.repo, "slurm", "healthcheck.sbatch"))
 	cmd.Dir = dir
 	cmd.Env = c.env(append([]string{"RSAG_BIN=" + c.rsagBin}, env...))
 	cmd.WaitDelay = 5 * time.Second
@@ -117,8 +293,8 @@ func (c *cluster) health(t *testing.T, dir string, env ...string) (string, int) 
 	if err != nil {
 		t.Fatalf("job %q: %v", id, err)
 	}
-	t.Logf("job %s exited %d:\n%s", id, code, b)
-	return string(b), code
+	t.Logf("job %s exited %d (%.1f s):\n%s", id, code, time.Since(t0).Seconds(), b)
+	return healthJob{id: id, dir: dir, log: string(b), code: code}
 }
 
 // drained is sinfo -R's nodes and reasons.
@@ -138,7 +314,7 @@ func (c *cluster) drained(t *testing.T) map[string]string {
 }
 
 // resume gives drained nodes back (a node not drained is left alone).
-func (c *cluster) resume(t *testing.T, nodes ...string) {
+func (c *cluster) resume(t *testing.T) {
 	for n := range c.drained(t) {
 		if out, err := c.clientRun("", 10*time.Second, "scontrol", "update", "NodeName="+n, "State=RESUME"); err != nil {
 			t.Errorf("resuming %s: %v\n%s", n, err, out)

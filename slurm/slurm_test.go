@@ -2,7 +2,9 @@
 // slurm/local-cluster.sh brings up on this machine (and tears down again):
 // TestSlurm on a one-node cluster (this machine), TestSlurmTwoNodes on two
 // nodes emulated by scripts/hosts.sh (each its own network, hostname, IPC,
-// /tmp and /dev/shm; munged and slurmctld on head).
+// /tmp and /dev/shm; munged and slurmctld on head), and TestSlurmHealth
+// (health_test.go) slurm/healthcheck.sbatch on four such nodes, one of them
+// slowed with a rate limit.
 //
 // The tests are off unless RSAG_SLURM_TESTS=1 (make test sets it). When on,
 // anything missing is a failure, not a skip. They need:
@@ -12,7 +14,7 @@
 //   - configs/smoke.toml in the repository root.
 //
 // Optional: RSAG_SLURM_DIR (the one-node cluster's state directory, see
-// local-cluster.sh; the two-node cluster's is a temporary directory),
+// local-cluster.sh; the emulated clusters' are temporary directories),
 // RSAG_LAUNCHER / RSAG_LAUNCHER_ARGS (passed on to ch7.sbatch by the
 // one-node tests; the two-node tests run both launchers).
 //
@@ -255,7 +257,6 @@ func TestSlurmTwoNodes(t *testing.T) {
 		})
 	}
 	t.Run("a stopped rank is named", c.testStoppedRank)
-	t.Run("health check", c.testHealthCheck)
 	// The node-death tests come last: the second leaves node2 down.
 	t.Run("killed ranks of a node end the job", func(t *testing.T) {
 		c.testNodeDies(t, "node2's ranks (SIGKILL)", func(t *testing.T) {

@@ -62,7 +62,9 @@ func TestLocateFindsTheBadNode(t *testing.T) {
 	})
 	t.Run("node3's network", func(t *testing.T) {
 		l.tc(t, "node3", "qdisc add dev eth0 root tbf rate 10mbit burst 16kb latency 400ms")
-		r, s := l.run(t, 1, []string{"-x", "SLURM_JOB_ID=e2e"}, "locate.iterations=5")
+		r, s := conclusive(t, func() (located, report.Summary) {
+			return l.run(t, 1, []string{"-x", "SLURM_JOB_ID=e2e"}, "locate.iterations=5")
+		})
 		if r.code != 0 {
 			t.Fatalf("exit %d: suspects are a finding, not a failure, without fail_on_suspect\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 		}
@@ -95,7 +97,9 @@ func TestLocateFindsTheBadNode(t *testing.T) {
 		l.tc(t, "node1", "qdisc add dev eth0 root handle 1: htb")
 		l.tc(t, "node1", "class add dev eth0 parent 1: classid 1:20 htb rate 10mbit")
 		l.tc(t, "node1", "filter add dev eth0 parent 1: protocol ip prio 1 u32 match ip dst 10.77.0.2/32 flowid 1:20")
-		r, s := l.run(t, 1, nil, "locate.iterations=5", "locate.fail_on_suspect=true")
+		r, s := conclusive(t, func() (located, report.Summary) {
+			return l.run(t, 1, nil, "locate.iterations=5", "locate.fail_on_suspect=true")
+		})
 		if r.code != 4 {
 			t.Fatalf("exit %d with a suspect and fail_on_suspect, want 4\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 		}
@@ -120,7 +124,14 @@ func TestLocateFindsTheBadNode(t *testing.T) {
 				t.Error(err)
 			}
 		}
-		r, s := l.runWith(t, 2, nil, wrap, &trigger{"Nodes", throttle}, "locate.iterations=10")
+		r, s := conclusive(t, func() (located, report.Summary) {
+			// Each try's ranks start at full speed: the quota again far
+			// above what two ranks can take, until its Nodes table.
+			if err := limit(1000000, 20000); err != nil {
+				t.Fatal(err)
+			}
+			return l.runWith(t, 2, nil, wrap, &trigger{"Nodes", throttle}, "locate.iterations=10")
+		})
 		if r.code != 0 {
 			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 		}
@@ -257,6 +268,21 @@ func locateOutput(stdout string) string {
 // wantSuspects compares the summary's suspects, as "kind nodes problem"
 // (problem left out of want when any will do), with want, and checks that
 // the table and run.json say the same.
+// conclusive runs try again, up to 3 times in all, while a run finds the
+// machine too noisy to judge (verdict inconclusive, no suspect): on a
+// loaded machine that is the phase failing safe, not a wrong answer. A
+// run that names anyone is returned at once, and judged.
+func conclusive(t *testing.T, try func() (located, report.Summary)) (located, report.Summary) {
+	t.Helper()
+	for i := 1; ; i++ {
+		r, s := try()
+		if i == 3 || s.Locate == nil || s.Locate.Verdict != "inconclusive" || len(s.Locate.Suspects) > 0 {
+			return r, s
+		}
+		t.Logf("try %d of 3 was inconclusive, the machine too noisy to judge; again:\n%s", i, locateOutput(r.stdout))
+	}
+}
+
 func wantSuspects(t *testing.T, s report.Summary, r located, want []string) {
 	t.Helper()
 	var got []string

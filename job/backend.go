@@ -46,7 +46,7 @@ func (s *session) chooseBackend(name string) (string, error) {
 // the ranks of one host with the same environment for the CUDA driver,
 // NCCL and their loader (probeKey). Every rank loading and starting the
 // CUDA driver queued behind the others on one node, about 16 ms a rank:
-// 255 ms of a 16-rank start-up on one host (docs/PERFORMANCE.md).
+// 255 ms of a 16-rank start-up on one host (docs/performance-log.md).
 func (s *session) probeNCCL() ([]string, error) {
 	cwd, _ := os.Getwd()
 	key := probeKey(s.comm.Host(), cwd, os.Environ())

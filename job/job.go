@@ -94,7 +94,7 @@ func Main(o Options) int {
 	// away whenever the main goroutine sits in a cgo call (every MPI and
 	// NCCL call), and the handover lands on the core the rank polls from.
 	// Measured on 2 ranks at 1 KiB: up to 0.35 us more per AllReduce and
-	// bimodal, against 0.03 us with two slots (docs/PERFORMANCE.md).
+	// bimodal, against 0.03 us with two slots (docs/performance-log.md).
 	if runtime.GOMAXPROCS(0) < 2 {
 		runtime.GOMAXPROCS(2)
 	}

@@ -189,7 +189,7 @@ func (k *Call) Samples(batch int, ns []int64, ok []bool, check SampleCheck, p *P
 	// and wakes every 20 us to 10 ms all the while, on the core the rank
 	// polls from when mpirun binds it to one; with one, it takes the slot
 	// at its next wake-up, finds nothing to run, and sleeps until the next
-	// timer (docs/PERFORMANCE.md). Goroutines that are runnable now (a
+	// timer (docs/performance-log.md). Goroutines that are runnable now (a
 	// heartbeat's tick) run first, so that the monitor finds nothing to
 	// hand the slot to in the call, on this core.
 	slots := runtime.GOMAXPROCS(1)

@@ -582,7 +582,7 @@ func TestEveryTypeAndOpSingleton(t *testing.T) {
 }
 
 // Samples times its samples in one C call with one Go scheduler slot (so
-// that Go's monitor thread sleeps through it, docs/PERFORMANCE.md) and
+// that Go's monitor thread sleeps through it, docs/performance-log.md) and
 // gives the process its slots back after, whatever the call found: later
 // phases (the plots) run on all of them.
 func TestSamplesGiveSchedulerSlotsBack(t *testing.T) {

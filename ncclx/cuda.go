@@ -424,7 +424,7 @@ func (c *cudaAPI) destroyGraph(g cuGraph) error {
 // queries ran out before a 256 MiB AllReduce (about 1 ms) finished, and a
 // 50 us sleep that overslept by up to a millisecond on one rank made the
 // other rank's next timed collective wait for it (samples of 2 ms among
-// samples of 0.9 ms, docs/PERFORMANCE.md). 100 ms covers every collective
+// samples of 0.9 ms, docs/performance-log.md). 100 ms covers every collective
 // the timing phase measures; a wait that outlasts it costs a core no more.
 const spinFor = 100 * time.Millisecond
 

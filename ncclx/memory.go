@@ -307,7 +307,7 @@ func (b *Backend) Fill(buf coll.Buffer, elem []byte) error {
 // stays small on purpose: filling 16 MiB of int64 through the host took
 // about 2 ms on one H200 and 0.1 ms on the other, and in per-op timing the
 // fast rank's next collective waited for the slow one's fill (samples of
-// 2 ms against 0.1 ms, docs/PERFORMANCE.md).
+// 2 ms against 0.1 ms, docs/performance-log.md).
 func (b *Backend) fillPattern(d *deviceBuffer, elem []byte) error {
 	total := d.bytes()
 	seed := min(total, patternSeedBytes) // both multiples of the element size

@@ -34,7 +34,7 @@ const GuardCommand = "__guard"
 // Go's runtime) takes milliseconds of a processor. Started beside rank 0 it
 // inherits rank 0's binding, so without the wait that start lands on rank
 // 0's core in the first timed case, and one sample there takes milliseconds
-// (docs/PERFORMANCE.md, "The first case's tail").
+// (docs/performance-log.md, "The first case's tail").
 func StartGuard(exe string, lock *Lock, dir, host string, pid int) (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {

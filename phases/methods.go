@@ -38,7 +38,7 @@ type timingMethod struct {
 	// per-op method). Otherwise, as nccl-tests leaves its buffers alone, it
 	// is filled once per case and refilled only when the mode writes it (in
 	// place): rewriting an input the collectives only read made every other
-	// 1 MiB batch of MPI_Allreduce 10% slower here (docs/PERFORMANCE.md).
+	// 1 MiB batch of MPI_Allreduce 10% slower here (docs/performance-log.md).
 	refillAlways bool
 	// oneCall: a case that times one mode of one collective out of place
 	// takes all its cycles' samples in one call where the backend can

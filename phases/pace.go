@@ -18,7 +18,7 @@ import (
 // next. So every 10 ms sysmon took its scheduler slot away in mid-sample,
 // signalled its thread, and then polled every 20 us for a millisecond or
 // more, and the goroutine's return from C woke it again. Measured on 16
-// ranks of 16 cores, 1 KiB AllReduce in batches of 100 (docs/PERFORMANCE.md):
+// ranks of 16 cores, 1 KiB AllReduce in batches of 100 (docs/performance-log.md):
 // each rank's main thread was preempted about 900 times a second and its
 // other threads switched about 1500 times, and the loop was 1.12x the
 // same loop in C in t_avg; every such wake-up takes a core from some rank,

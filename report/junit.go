@@ -67,7 +67,9 @@ type JUnitFailure struct {
 // suite collects one phase's cases.
 type suite struct{ JUnitSuite }
 
-func (s *suite) add(name string, failed bool, kind, message string) { s.Add(name, failed, kind, message) }
+func (s *suite) add(name string, failed bool, kind, message string) {
+	s.Add(name, failed, kind, message)
+}
 
 // Add adds a test case, failed with message (of type kind) or passed.
 func (s *JUnitSuite) Add(name string, failed bool, kind, message string) {

@@ -203,7 +203,9 @@ func NewGauges() Gauges {
 
 // Set sets the gauge name{labels=values} (its family made with help the
 // first time).
-func (g Gauges) Set(name, help string, labels, values []string, v float64) { g.m.set(name, help, labels, values, v) }
+func (g Gauges) Set(name, help string, labels, values []string, v float64) {
+	g.m.set(name, help, labels, values, v)
+}
 
 // SetCase sets a gauge labelled by a case as rsag.prom's are (its mode,
 // every dimension and its size).

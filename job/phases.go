@@ -104,6 +104,9 @@ func (s *session) runPhases(w work, be coll.Backend) (report.Rows, error) {
 // all: a failure every rank found is shared, said once by rank 0.
 func (s *session) runPhase(p prepared, env phase.Env, rows *report.Rows) error {
 	s.phase(p.name)
+	if env.Rank == 0 {
+		env.Checkpoint = s.checkpoint(p.name)
+	}
 	start := time.Now()
 	err := p.Run(env, rows)
 	s.phaseSeconds = append(s.phaseSeconds, report.PhaseTime{Name: p.name, Seconds: time.Since(start).Seconds()})
@@ -116,6 +119,19 @@ func (s *session) runPhase(p prepared, env phase.Env, rows *report.Rows) error {
 		return shared(ExitFailed, err)
 	}
 	return err
+}
+
+// checkpoint writes phase's combined files from its rows so far into the
+// output dir (rank 0): a run signalled later keeps them, said failed by
+// run.json. A write that fails only loses the checkpoint.
+func (s *session) checkpoint(phase string) func(report.Rows) {
+	dir := s.opts.OutputDir
+	return func(rows report.Rows) {
+		in := report.Input{World: s.comm.Size(), Ran: report.Ran(phase), Rows: rows}
+		if err := report.Write(report.Combined, dir, in); err != nil {
+			fmt.Fprintf(s.opts.Stderr, "rsag: rank 0: warning: checkpoint of the %s phase: %v\n", phase, err)
+		}
+	}
 }
 
 // summarize adds each phase's part of the summary, on rank 0.

@@ -40,7 +40,7 @@ func soakOnFakes(t *testing.T, spec phases.SoakSpec, env ...string) []error {
 		if err := phases.CheckSoak(b, spec, nil); err != nil {
 			return err
 		}
-		_, err := phases.RunSoak(b, r, spec, nil, nil)
+		_, err := phases.RunSoak(b, r, spec, nil, nil, nil)
 		mu.Lock()
 		errs[r.rank] = err
 		mu.Unlock()

@@ -77,6 +77,10 @@ type Env struct {
 	Rank     int
 	Host     string
 	Progress func(line string)
+	// Checkpoint, on rank 0, writes the phase's own files from its rows so
+	// far (the soak's soak.csv), so that what ran survives a signal; the
+	// files at the end replace them. nil where there is none.
+	Checkpoint func(rows report.Rows)
 }
 
 // Agreed is a failure every rank found alike: the run ends with it as a

@@ -26,7 +26,15 @@ func prepareSoak(j Job) (Prepared, error) {
 			return phases.CheckFits(be, phases.SoakFootprint(j.World, spec, j.Groups), "the soak at its largest size")
 		},
 		Run: func(env Env, rows *report.Rows) error {
-			res, err := phases.RunSoak(env.Backend, env.Comm, spec, j.Groups, env.Progress)
+			var keep func(phases.SoakResult)
+			if env.Rank == 0 && env.Checkpoint != nil {
+				keep = func(res phases.SoakResult) {
+					var so report.Rows
+					so.Soak, so.SoakSummary = SoakRows(res)
+					env.Checkpoint(so)
+				}
+			}
+			res, err := phases.RunSoak(env.Backend, env.Comm, spec, j.Groups, env.Progress, keep)
 			if env.Rank == 0 {
 				rows.Soak, rows.SoakSummary = SoakRows(res)
 			}

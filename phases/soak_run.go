@@ -34,7 +34,7 @@ type soakNote struct {
 // or duration; it returns a *CheckError, the same on every rank, when any
 // iteration failed. progress, if not nil, gets rank 0's line every few
 // seconds.
-func RunSoak(be coll.Backend, comm coll.Comm, spec SoakSpec, groups *Groups, progress func(string)) (res SoakResult, err error) {
+func RunSoak(be coll.Backend, comm coll.Comm, spec SoakSpec, groups *Groups, progress func(string), checkpoint func(SoakResult)) (res SoakResult, err error) {
 	g, ok := comm.(coll.Gatherer)
 	if !ok {
 		return res, fmt.Errorf("soak: the ranks' comm cannot gather what each found")
@@ -69,7 +69,8 @@ func RunSoak(be coll.Backend, comm coll.Comm, spec SoakSpec, groups *Groups, pro
 	if progress != nil && len(skipped) > 0 {
 		progress(fmt.Sprintf("soak: not drawn on %d ranks: %s (%s)", world, PairsText(skipped), SkippedWhy(world)))
 	}
-	start, lastSaid := time.Now(), time.Now()
+	start, lastSaid, lastKept := time.Now(), time.Now(), time.Now()
+	var keepTook time.Duration
 	scratch := &soakScratch{}
 	for iter := 0; spec.Iterations == 0 || iter < spec.Iterations; iter++ {
 		c := spec.draw(iter, world, pairs)
@@ -143,6 +144,13 @@ func RunSoak(be coll.Backend, comm coll.Comm, spec SoakSpec, groups *Groups, pro
 		if progress != nil && time.Since(lastSaid) >= soakProgressEvery {
 			lastSaid = time.Now()
 			progress(soakProgress(res, time.Since(start), spec))
+		}
+		// What ran so far outlives a signal: a checkpoint at most every
+		// soakProgressEvery, and never more than a tenth of the time.
+		if checkpoint != nil && time.Since(lastKept) >= max(soakProgressEvery, 10*keepTook) {
+			t0 := time.Now()
+			checkpoint(res)
+			lastKept, keepTook = time.Now(), time.Since(t0)
 		}
 		if stop || (spec.FailAfter > 0 && res.Failed >= spec.FailAfter) {
 			break

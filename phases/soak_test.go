@@ -38,7 +38,7 @@ func soakOn(world int, faults inmem.Faults, spec phases.SoakSpec, g *phases.Grou
 		if err := phases.CheckSoak(be, spec, g); err != nil {
 			return err
 		}
-		r, err := phases.RunSoak(be, comm, spec, g, nil)
+		r, err := phases.RunSoak(be, comm, spec, g, nil, nil)
 		res[be.Rank()] = r
 		return err
 	})

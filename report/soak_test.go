@@ -22,7 +22,7 @@ func soakResult(t *testing.T) phases.SoakResult {
 	flip := inmem.Flip{Collective: coll.AllReduce.Name, Rank: 1, Calls: func(n int) bool { return n == 2 || n == 5 }}
 	var res phases.SoakResult
 	errs := inmem.Launch(2, inmem.Faults{Flip: &flip}, func(be coll.Backend, comm coll.Comm) error {
-		r, err := phases.RunSoak(be, comm, spec, nil, nil)
+		r, err := phases.RunSoak(be, comm, spec, nil, nil, nil)
 		if be.Rank() == 0 {
 			res = r
 		}

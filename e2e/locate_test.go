@@ -36,15 +36,7 @@ import (
 // hundred times slower at 64K; a twentieth of a core), so that the cases
 // are unmistakable and fast.
 func TestLocateFindsTheBadNode(t *testing.T) {
-	shared := t.TempDir()
-	l := &locateRun{h: hosts.Start(t, hosts.Config{Nodes: 4, Share: []string{shared, filepath.Dir(rsagBin)}}), shared: shared}
-	l.env = l.h.MPIEnv(t)
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if k != "OMPI_MCA_orte_tmpdir_base" && !strings.HasPrefix(k, "NCCL_") && !strings.HasPrefix(k, "UCX_") && !strings.HasPrefix(k, "SLURM_") {
-			l.env = append(l.env, kv)
-		}
-	}
+	l := newLocateRun(t, 4)
 
 	t.Run("no fault", func(t *testing.T) {
 		r, s := l.run(t, 1, nil, "locate.iterations=5", "locate.fail_on_suspect=true")
@@ -178,9 +170,27 @@ type locateRun struct {
 	shared string
 	env    []string
 	n      int
+	// limit bounds each run (3 minutes when zero): a hang fails the test.
+	limit time.Duration
 	// failing says the next runs fail a check on purpose: their
 	// summary.json is read without asking for a complete run.
 	failing bool
+}
+
+// newLocateRun brings up nodes emulated hosts, removed when t ends, with
+// an output dir shared by all of them and mpirun's environment.
+func newLocateRun(t *testing.T, nodes int) *locateRun {
+	t.Helper()
+	shared := t.TempDir()
+	l := &locateRun{h: hosts.Start(t, hosts.Config{Nodes: nodes, Share: []string{shared, filepath.Dir(rsagBin)}}), shared: shared}
+	l.env = l.h.MPIEnv(t)
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k != "OMPI_MCA_orte_tmpdir_base" && !strings.HasPrefix(k, "NCCL_") && !strings.HasPrefix(k, "UCX_") && !strings.HasPrefix(k, "SLURM_") {
+			l.env = append(l.env, kv)
+		}
+	}
+	return l
 }
 
 // lean are the e2e runs' settings: two small sizes, AllReduce, three
@@ -232,7 +242,11 @@ func (l *locateRun) runWith(t *testing.T, per int, mpiArgs, wrap []string, tr *t
 		j.waitLine(t, tr.line, time.Minute)
 		tr.do()
 	}
-	code := j.wait(t, 3*time.Minute)
+	limit := l.limit
+	if limit == 0 {
+		limit = 3 * time.Minute
+	}
+	code := j.wait(t, limit)
 	r := located{dir: dir, result: result{code: code, took: time.Since(start)}}
 	r.stdout, r.stderr = j.output()
 	t.Logf("%d ranks took %.1f s:\n%s", per*len(l.h.Nodes), r.took.Seconds(), locateOutput(r.stdout))

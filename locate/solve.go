@@ -81,6 +81,8 @@ type Figure struct {
 	// was also further below than the healthy units' single measurements
 	// spread (the repeat's bar, Judgement.RepeatBar).
 	SlowRepeats, Dips, Repeats int
+	// dipped says, per repeat index, whether the unit dipped there.
+	dipped []bool
 	// Suspect: below the threshold in every repeat, and its median beyond
 	// the healthy spread by the margin; Intermittent: no suspect, but
 	// dipped in enough repeats (intermittentDips).
@@ -216,6 +218,7 @@ func Solve(in Input) Result {
 			counted[i] = !suspect[p.A] && !suspect[p.B] && !excluded(p.A) && !excluded(p.B)
 		}
 		res.Pairs, res.PairsJudged = judgeAll(in.Speed, in.Probes, counted, in.Threshold)
+		intermittentByPairs(in, &res, excluded)
 		// A pair of an intermittent member is that member's, not a link's.
 		for i, p := range in.Pairs {
 			if res.Members[p.A].Intermittent || res.Members[p.B].Intermittent {
@@ -224,6 +227,73 @@ func Solve(in Input) Result {
 		}
 	}
 	return res
+}
+
+// intermittentPartners is how many of a member's pairs, with different
+// partners, must be intermittent for the member to be: a fault that comes
+// and goes faster than a repeat slows a few of its rounds in each, never
+// most of its pairs in one repeat, so its partner figure does not dip and
+// its pairs look like flapping links; three flapping links at one member
+// are the member (as a slow member's pairs are, from partnerSpeed's three).
+const intermittentPartners = 3
+
+// intermittentByPairs makes every member that is neither a suspect nor
+// intermittent, and has intermittentPartners intermittent pairs or more,
+// intermittent by its pairs: at each probe, its dips are the repeats in
+// which any of those pairs dipped, and it is intermittent at a probe where
+// one of them is and their dips together are enough (intermittentDips).
+func intermittentByPairs(in Input, res *Result, excluded func(int) bool) {
+	for m := range res.Members {
+		v := &res.Members[m]
+		if v.Suspect || v.Intermittent || excluded(m) || res.Partners == nil || res.Partners[m].Figures == nil {
+			continue
+		}
+		var mine []int
+		partners := map[int]bool{}
+		for i, p := range in.Pairs {
+			if (p.A == m || p.B == m) && res.Pairs[i].Intermittent {
+				mine = append(mine, i)
+				partners[p.A+p.B-m] = true
+			}
+		}
+		if len(partners) < intermittentPartners {
+			continue
+		}
+		figs := slices.Clone(res.Partners[m].Figures)
+		worst := -1
+		for pr := range figs {
+			f := &figs[pr]
+			var union []bool
+			flapping := false
+			for _, i := range mine {
+				pf := res.Pairs[i].Figures
+				if pf == nil || math.IsNaN(pf[pr].Ratio) {
+					continue
+				}
+				flapping = flapping || pf[pr].Intermittent
+				for r, d := range pf[pr].dipped {
+					for len(union) <= r {
+						union = append(union, false)
+					}
+					union[r] = union[r] || d
+				}
+			}
+			f.Dips, f.dipped = 0, union
+			for _, d := range union {
+				if d {
+					f.Dips++
+				}
+			}
+			f.Suspect, f.Intermittent = false, flapping && f.Repeats > 0 && f.Dips >= intermittentDips(f.Repeats)
+			if f.Intermittent && (worst < 0 || f.Dips > figs[worst].Dips || f.Dips == figs[worst].Dips && f.Ratio < figs[worst].Ratio) {
+				worst = pr
+			}
+		}
+		if worst < 0 {
+			continue
+		}
+		*v = Verdict{Figures: figs, Intermittent: true, Worst: worst, By: []string{ByPartners}}
+	}
 }
 
 // merge is a member's verdict from its steps (named by names): a suspect
@@ -412,6 +482,7 @@ func judge(speed [][]float64, counted []bool, threshold float64) ([]Figure, Judg
 	}
 	figs := make([]Figure, len(speed))
 	ratios := make([][]float64, len(speed))
+	at := make([][]int, len(speed)) // the repeat of each ratio
 	j := Judgement{}
 	for u, s := range speed {
 		var speeds, meds []float64
@@ -422,6 +493,7 @@ func judge(speed [][]float64, counted []bool, threshold float64) ([]Figure, Judg
 			}
 			ratio := x / medians[r]
 			ratios[u], speeds, meds = append(ratios[u], ratio), append(speeds, x), append(meds, medians[r])
+			at[u] = append(at[u], r)
 			if ratio < threshold {
 				slow++
 			}
@@ -475,9 +547,11 @@ func judge(speed [][]float64, counted []bool, threshold float64) ([]Figure, Judg
 	dips := intermittentDips(j.Repeats)
 	for u := range figs {
 		f := &figs[u]
-		for _, r := range ratios[u] {
+		f.dipped = make([]bool, repeats)
+		for i, r := range ratios[u] {
 			if r < threshold && -math.Log(r) > repeatBar {
 				f.Dips++
+				f.dipped[at[u][i]] = true
 			}
 		}
 		if !counted[u] || !j.Named {

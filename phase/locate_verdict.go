@@ -25,7 +25,7 @@ func LocateRows(rank int, host string, res phases.LocateResult) ([]report.Locate
 	for _, c := range res.Comms {
 		comms = append(comms, report.LocateCommRow{Rank: rank, Step: c.Step, Round: c.Round, Member: c.Member, SplitUS: c.SplitUS, FreeUS: c.FreeUS})
 	}
-	return rows, comms, []report.LocateRankRow{{Rank: rank, Seconds: res.Seconds}}
+	return rows, comms, []report.LocateRankRow{{Rank: rank, Seconds: res.Seconds, WaitedS: res.WaitedS}}
 }
 
 // LocateInput is what the summary's locate section is judged from, beyond
@@ -112,21 +112,45 @@ func LocateSummary(in LocateInput, rows report.Rows) *report.SummaryLocate {
 			crowdedRanks[r] = why
 		}
 	}
+	// A rank that waited for a processor for a noticeable share of the
+	// phase (another process on its core: a CPU hog) has the scheduler's
+	// times, not its own: judged as a crowded node's ranks are.
+	var waited []string
+	for _, r := range rows.LocateRanks {
+		if _, ok := crowdedRanks[r.Rank]; !ok && r.Seconds > 0 && r.WaitedS >= waitedShare*r.Seconds {
+			why := fmt.Sprintf("waited for a processor %.0f%% of the phase", 100*r.WaitedS/r.Seconds)
+			crowdedRanks[r.Rank] = why
+			waited = append(waited, fmt.Sprintf("rank %d (%s)", r.Rank, why))
+		}
+	}
+	slices.Sort(waited)
 	excluded := make([]bool, 0)
 	for _, level := range phases.LocateLevels {
 		excluded = judgeLevel(out, plan, level, lp, data, in.Threshold, excluded, crowdedRanks)
 	}
-	if len(crowded) > 0 {
+	if len(crowded) > 0 || len(waited) > 0 {
+		var why []string
+		if len(crowded) > 0 {
+			why = append(why, "ranks outnumber processors on "+strings.Join(crowded, ", "))
+		}
+		if len(waited) > 0 {
+			why = append(why, strings.Join(waited, ", "))
+		}
 		for i, st := range plan.Steps {
 			if st.Level.OfRanks && out.Steps[i].Ran {
-				out.Steps[i].Inconclusive = "ranks outnumber processors on " + strings.Join(crowded, ", ") +
-					": a rank waiting for a processor looks the same as a slow one, so no rank there is judged"
+				out.Steps[i].Inconclusive = strings.Join(why, "; ") +
+					": a rank waiting for a processor looks the same as a slow one, so no such rank is judged"
 			}
 		}
 	}
 	out.Verdict = phaseVerdict(*out)
 	return out
 }
+
+// waitedShare is the share of the phase a rank may wait for a processor
+// and still be judged: 5%, far above the scheduler's own noise on an idle
+// core (well under 1%).
+const waitedShare = 0.05
 
 // phaseVerdict is the phase's verdict in a word (report.SummaryLocate.Verdict).
 func phaseVerdict(l report.SummaryLocate) string {
@@ -306,7 +330,11 @@ func judgeLevel(out *report.SummaryLocate, plan phases.LocatePlan, level phases.
 			Ranks: []int{}, Verdict: unitVerdict(v, probes, []string{pairs.Name}, map[string]string{"": pairs.Name})}
 		if level.OfRanks {
 			p.Nodes, p.Ranks = []string{plan.Nodes[node[k.a]]}, []int{k.a, k.b}
-			if why, ok := crowded[k.a]; ok {
+			why, ok := crowded[k.a]
+			if !ok {
+				why, ok = crowded[k.b]
+			}
+			if ok {
 				p.Suspect, p.Intermittent, p.Verdict = false, false, "not judged: "+why
 				for i := range p.Figures {
 					p.Figures[i].Suspect, p.Figures[i].Intermittent = false, false

@@ -3,7 +3,10 @@ package phases
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"rsag/coll"
@@ -267,6 +270,26 @@ type LocateResult struct {
 	Samples []LocateSample
 	Comms   []LocateComm
 	Seconds float64 // the whole phase on this rank
+	// WaitedS is how long this rank's thread sat runnable but not running
+	// during the phase (schedstat's run_delay): the scheduler's share of
+	// its times, 0 where the kernel does not say.
+	WaitedS float64
+}
+
+// runDelay is the calling thread's time spent runnable but waiting for a
+// processor, from /proc/thread-self/schedstat; ok is false where the
+// kernel does not keep it.
+func runDelay() (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/thread-self/schedstat")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0, false
+	}
+	ns, err := strconv.ParseInt(f[1], 10, 64)
+	return time.Duration(ns), err == nil
 }
 
 // liveRounds bounds the sub-communicators a rank holds at once: the rounds
@@ -286,6 +309,9 @@ const liveRounds = 16
 // phase measures, the contracts prove.
 func RunLocate(be coll.Backend, comm coll.Comm, plan LocatePlan) (res LocateResult, err error) {
 	start := time.Now()
+	// The main goroutine is locked to its thread (main's init), so both
+	// reads are of the thread that runs the collectives.
+	waited0, okWait := runDelay()
 	sp, ok := coll.Find[coll.Splitter](be)
 	if !ok {
 		return res, fmt.Errorf("the locate phase needs sub-communicators, which the %s backend has not", be.Info().Backend)
@@ -320,6 +346,9 @@ func RunLocate(be coll.Backend, comm coll.Comm, plan LocatePlan) (res LocateResu
 		}
 	}
 	res.Seconds = time.Since(start).Seconds()
+	if waited1, ok := runDelay(); ok && okWait && waited1 > waited0 {
+		res.WaitedS = (waited1 - waited0).Seconds()
+	}
 	return res, nil
 }
 

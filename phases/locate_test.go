@@ -162,3 +162,4 @@ func TestRunLocateOnInmem(t *testing.T) {
 		})
 	}
 }
+

@@ -58,6 +58,7 @@ type LocateCommRow struct {
 type LocateRankRow struct {
 	Rank    int
 	Seconds float64
+	WaitedS float64 // runnable but not running, during the phase
 }
 
 // locate.csv registers itself: rank 0's, from every rank's rows.

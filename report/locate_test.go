@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -150,6 +151,43 @@ func TestACrowdedNodesRanksAreNotJudged(t *testing.T) {
 	in.Crowded = phase.Crowded(in.Plan.Ranks, nil) // not known: nothing crowded
 	if l := phase.LocateSummary(in, rows); len(l.Suspects) != 1 || l.Suspects[0].Text != "rank 5 on node2 (bandwidth 0.33x median)" {
 		t.Errorf("uncrowded: suspects %v, want rank 5", l.Suspects)
+	}
+}
+
+// A rank that waited for a processor for a share of the phase (a CPU hog
+// on its core) is not judged either, whatever its node: on 16 cores, 2 of
+// 20 clean runs beside a hog named such a rank "bandwidth 0.73x median".
+func TestARankThatWaitedForAProcessorIsNotJudged(t *testing.T) {
+	slow5 := func(step string, u phases.LocateUnit, p phases.LocateProbe) float64 {
+		if step == "ranks" && (u.A == 5 || u.B == 5) && !p.Latency {
+			return 3
+		}
+		return 1
+	}
+	in, rows := locateRun(t, 2, 4, slow5)
+	for i := range rows.LocateRanks {
+		if rows.LocateRanks[i].Rank == 5 {
+			rows.LocateRanks[i].WaitedS = 0.4 * rows.LocateRanks[i].Seconds
+		} else {
+			rows.LocateRanks[i].WaitedS = 0.01 * rows.LocateRanks[i].Seconds // the scheduler's noise: judged
+		}
+	}
+	l := phase.LocateSummary(in, rows)
+	if len(l.Suspects) != 0 {
+		t.Errorf("suspects %v: rank 5 waited for a processor 40%% of the phase", l.Suspects)
+	}
+	want := "rank 5 (waited for a processor 40% of the phase)"
+	var said bool
+	for _, st := range l.Steps {
+		said = said || strings.Contains(st.Inconclusive, want)
+	}
+	if !said {
+		t.Errorf("steps %+v do not say %q", l.Steps, want)
+	}
+	for _, p := range l.RankPairs {
+		if slices.Contains(p.Ranks, 5) && p.Verdict != "not judged: waited for a processor 40% of the phase" {
+			t.Errorf("rank pair %v: %q", p.Ranks, p.Verdict)
+		}
 	}
 }
 

@@ -36,6 +36,8 @@ if [ "$want_test" = 1 ]; then
   command -v prometheus-node-exporter >/dev/null || packages+=(prometheus-node-exporter)
   command -v promtool >/dev/null || packages+=(prometheus)
   command -v xmllint >/dev/null || packages+=(libxml2-utils)
+  # The history file's independent reader (history/python_test.go).
+  command -v python3 >/dev/null || packages+=(python3)
 fi
 [ "${#packages[@]}" = 0 ] && exit 0
 

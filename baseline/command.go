@@ -13,7 +13,6 @@ import (
 
 	"rsag/coll"
 	"rsag/history"
-	"rsag/internal/atomicfile"
 	"rsag/internal/exitcode"
 	"rsag/report"
 	"rsag/report/page"
@@ -111,38 +110,14 @@ func Command(args []string, stdout, stderr io.Writer) error {
 		if err := out.encode(&b); err != nil {
 			return exitcode.New(ExitBadInput, err)
 		}
-		if err := writeOutput(out.path, out.what, b.Bytes(), out.ours, o); err != nil {
+		if err := page.WriteBytes(out.path, b.Bytes(), page.Writing{Fix: "choose a file in a directory you can write", Overwrite: o.overwrite,
+			Inputs: []string{o.run, o.baseline}, What: "the " + out.what, Ours: out.ours}); err != nil {
 			return exitcode.New(ExitBadInput, err)
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", out.path)
 	}
 	if r.Count(Slower) > 0 {
 		return exitcode.Silent(ExitSlower)
-	}
-	return nil
-}
-
-// writeOutput writes data to path under rsag's one rule about a file
-// already there (atomicfile.Replace): replaced only when ours says rsag
-// wrote it, or with -overwrite, and never when it is one of the inputs.
-func writeOutput(path, what string, data []byte, ours func([]byte) bool, o options) error {
-	if st, err := os.Stat(path); err == nil {
-		for _, in := range []string{o.run, o.baseline} {
-			if ist, err := os.Stat(in); err == nil && os.SameFile(st, ist) {
-				return fmt.Errorf("cannot write the %s to %s: it is %s, which this command reads: give another file", what, path, in)
-			}
-		}
-	}
-	if o.overwrite {
-		ours = nil
-	}
-	err := atomicfile.Replace(path, data, ours)
-	var exists *atomicfile.ExistsError
-	if errors.As(err, &exists) {
-		return fmt.Errorf("cannot write the %s to %s: it exists and is not a file rsag wrote: give another file, or pass -overwrite to replace it", what, path)
-	}
-	if err != nil {
-		return fmt.Errorf("cannot write the %s to %s: %w", what, path, err)
 	}
 	return nil
 }

@@ -34,7 +34,7 @@ var Packages = []Package{
 	{"job", "this rank's part of one rsag job: MPI's start, the agreed inputs, the backend, the output dir, the registered phases through one wrapper (`job/phases.go`), the outputs, run.json",
 		[]string{"coll", "config", "history", "internal/atomicfile", "internal/rankset", "internal/stopped", "mpi", "mpibackend", "ncclx", "outdir", "phase", "phases", "report", "report/page", "report/plot", "watchdog"}},
 	{"baseline", "`rsag check -baseline`: a run's cases against a baseline run or a history's median, judged with a bootstrap interval on the ratio of medians",
-		[]string{"coll", "history", "internal/atomicfile", "internal/exitcode", "internal/quantile", "report", "report/page"}},
+		[]string{"coll", "history", "internal/exitcode", "internal/quantile", "report", "report/page"}},
 	{"history", "`rsag history`: a SQLite database of finished runs (a run appends itself with -history), each case's median over them and each node's record as a suspect, as tables and a page",
 		[]string{"coll", "internal/exitcode", "internal/quantile", "outdir", "report", "report/page", "report/plot"}},
 	{"compare", "`rsag compare A B`: two summaries, case by case, on the terminal and as a page; no MPI",

@@ -189,6 +189,11 @@ type Writing struct {
 	Fix       string
 	Overwrite bool
 	Inputs    []string
+	// What the file is, for messages ("the page" when empty), and Ours
+	// whether a file there is rsag's (IsPage when nil): WriteBytes serves
+	// rsag check's JUnit and metrics files under the same rule.
+	What string
+	Ours func(head []byte) bool
 }
 
 // IsPage reports whether head, the start of a file, is a page rsag wrote:
@@ -204,18 +209,24 @@ const pageMarker = `<meta name="generator" content="rsag">`
 // with -overwrite, and never when it is one of the command's inputs. An
 // error names the file, why it could not be written and what to do.
 func WriteBytes(path string, data []byte, w Writing) error {
+	what, ours := w.What, w.Ours
+	if what == "" {
+		what = "the page"
+	}
+	if ours == nil {
+		ours = IsPage
+	}
 	st, err := os.Stat(path)
 	if err == nil && st.IsDir() {
-		return fmt.Errorf("cannot write the page to %s: it is a directory: give a file name, e.g. %s", path, filepath.Join(path, File))
+		return fmt.Errorf("cannot write %s to %s: it is a directory: give a file name, e.g. %s", what, path, filepath.Join(path, File))
 	}
 	if err == nil {
 		for _, in := range w.Inputs {
 			if ist, err := os.Stat(in); err == nil && os.SameFile(st, ist) {
-				return fmt.Errorf("cannot write the page to %s: it is %s, which this command reads: give another file", path, in)
+				return fmt.Errorf("cannot write %s to %s: it is %s, which this command reads: give another file", what, path, in)
 			}
 		}
 	}
-	ours := IsPage
 	if w.Overwrite {
 		ours = nil
 	}
@@ -225,11 +236,14 @@ func WriteBytes(path string, data []byte, w Writing) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &exists):
+		if w.Ours != nil {
+			return fmt.Errorf("cannot write %s to %s: it exists and is not a file rsag wrote: give another file, or pass -overwrite to replace it", what, path)
+		}
 		return fmt.Errorf("cannot write the page to %s: it exists and is not a page rsag wrote: give another file, or pass -overwrite to replace it", path)
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err // the temporary file's name would only confuse
 	}
-	return fmt.Errorf("cannot write the page to %s: %v: %s", path, err, w.Fix)
+	return fmt.Errorf("cannot write %s to %s: %v: %s", what, path, err, w.Fix)
 }

@@ -250,11 +250,20 @@ run_cloop() {
   awk -v r="$1" 'NF == 4 && $1 ~ /^[0-9]+$/ {print r, "cloop", $0}' "$work/cloop.log" >>"$work/rows"
   keep "round$1" "$work/cloop.log"
 }
+# IMB truncates every size above 2^msglog (default 22, 4 MiB) to that
+# cap, and gives up on a size once its run passes (msglog - 1) x -time
+# seconds: raise the cap to the largest size asked for, and the time limit
+# out of the way, so that every size is run as asked.
+msglog=0
+while [ $((1 << msglog)) -lt "$(printf '%s\n' "${sizes[@]}" | sort -n | tail -1)" ]; do msglog=$((msglog + 1)); done
+[ "$msglog" -ge 22 ] || msglog=22
 # run_imb ROUND TOOL THREAD_LEVEL
 run_imb() {
-  scripts/mpirun.sh "$np" "${extra[@]}" "$imb" Allreduce -npmin "$np" -msgsize "$list" -iter "$iter" \
-    -iter_policy off -zero_size off -red_data_type float -thread_level "$3" >"$work/$2.log" 2>&1 ||
+  scripts/mpirun.sh "$np" "${extra[@]}" "$imb" Allreduce -npmin "$np" -msgsize "$list" -msglog "$msglog" -time 100000 \
+    -iter "$iter" -iter_policy off -zero_size off -red_data_type float -thread_level "$3" >"$work/$2.log" 2>&1 ||
     { cat "$work/$2.log" >&2; echo "bench-imb.sh: IMB-MPI1 failed" >&2; exit 1; }
+  ! grep -q "truncated to" "$work/$2.log" ||
+    { grep "truncated to" "$work/$2.log" >&2; echo "bench-imb.sh: IMB-MPI1 ran another size than asked" >&2; exit 1; }
   imb_rows "$2" <"$work/$2.log" | awk -v r="$1" '{print r, $1, $2, $3, $4, "-"}' >>"$work/rows"
   keep "round$1" "$work/$2.log"
 }

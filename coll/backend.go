@@ -206,11 +206,13 @@ type SampleTimer interface {
 // Sampler takes timed samples of one prepared collective.
 type Sampler interface {
 	// Samples takes len(us) samples of batch operations back to back, each
-	// timed alone: us[i] is sample i's microseconds for the batch. After
+	// timed alone: us[i] is sample i's microseconds for the batch. With
+	// barrier set, each operation follows an untimed barrier of all ranks
+	// and us[i] sums the operations' own times (IMB's way). After
 	// each sample's clock stops it compares the output with check, when
 	// check has spans: held[i] says whether sample i's output held, and
 	// the first wrong element is returned (Sample -1: none was).
-	Samples(batch int, us []float64, held []bool, check OutputCheck) (SampleFault, error)
+	Samples(batch int, barrier bool, us []float64, held []bool, check OutputCheck) (SampleFault, error)
 	// Progress is the sample being taken (or last taken) and when it
 	// began; any goroutine may ask while Samples runs.
 	Progress() (sample int, began time.Time)

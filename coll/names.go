@@ -52,7 +52,7 @@ func (p Placement) String() string { return string(p) }
 func (p *Placement) UnmarshalText(b []byte) error { return parseName(p, b, Placements) }
 
 // Methods lists the timing methods.
-var Methods = []Method{PerOp, Batched, GraphReplay}
+var Methods = []Method{PerOp, Batched, Barriered, GraphReplay}
 
 func (m Method) String() string { return string(m) }
 
@@ -195,6 +195,10 @@ const (
 	// Batched is nccl-tests': Batch back-to-back operations between two
 	// timestamps, divided by Batch.
 	Batched Method = "batched"
+	// Barriered is IMB's: Batch operations, each after an untimed barrier
+	// of all ranks and timed alone; the sample is their sum, divided by
+	// Batch. A rank's stall between operations lands in the barrier.
+	Barriered Method = "barrier"
 	// GraphReplay captures Batch operations into a CUDA graph and times its
 	// replay, divided by Batch: no launch overhead.
 	GraphReplay Method = "graph"

@@ -133,7 +133,7 @@ func TestBadSweeps(t *testing.T) {
 		{"huge range", "[timing]\nmin_bytes = 4\nmax_bytes = \"1G\"\nstep_bytes = 4\n", 2, "timing.max_bytes", "more than 64 sizes"},
 		{"unknown dtype", "[timing]\ndtypes = [\"float8\"]\n", 2, "timing.dtypes", `"float8" is unknown`},
 		{"unknown op", "[timing]\nops = [\"xor\"]\n", 2, "timing.ops", `"xor" is unknown`},
-		{"unknown method", "[timing]\nmethods = [\"cuda-graph\"]\n", 2, "timing.methods", `use per-op, batched, graph`},
+		{"unknown method", "[timing]\nmethods = [\"cuda-graph\"]\n", 2, "timing.methods", `use per-op, batched, barrier, graph`},
 		{"unknown placement", "[timing]\nplacements = [\"inplace\"]\n", 2, "timing.placements", `use out-of-place, in-place`},
 		{"zero batch", "[timing]\nbatch = 0\n", 2, "timing.batch", "at least 1"},
 		{"discard all", "[timing]\ncycles = 3\ndiscard = 3\n", 2, "timing.discard", "0 to cycles-1 (2)"},

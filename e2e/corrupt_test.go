@@ -110,23 +110,30 @@ func TestAFlipInAnyTimingSampleFailsTheRun(t *testing.T) {
 }
 
 // The same, for samples taken in one C call (configs/bench-imb.toml:
-// direct AllReduce alone, batched x100 out of place, 5 warm-ups): a flip
-// in what cycle 1's batch left (rank 1's call 500 + 200) fails the run
-// naming that cycle, and its row alone says False.
+// direct AllReduce alone, x100 out of place, 5 warm-ups), batched and with
+// a barrier before each operation: a flip in what cycle 1's batch left
+// (rank 1's call 500 + 200) fails the run naming that cycle, and its row
+// alone says False.
 func TestAFlipInASampleTakenInOneCallFailsTheRun(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	r := launchWith(t, 2, 2*time.Minute, corrupt(t, "RANK=1", "CALL=Allreduce", "BYTES=4096", "AT=700"),
-		"-config", "../configs/bench-imb.toml", "-set", "timing.sizes_bytes=[4096]", "-set", "timing.cycles=4", "-output-dir", dir)
-	if !strings.Contains(r.stderr, "corrupt.c: rank 1 flips a bit of element 0 of its output in MPI_Allreduce call 700 (4096 bytes)") {
-		t.Fatalf("the fault was not injected:\n%s", r.stderr)
-	}
-	failedWith(t, r, dir, fmt.Sprintf("timing check failed on rank(s) [1]: rank 1 (%s): default 4K float32 sum out-of-place batched, direct output at cycle 1: element 0 is 3.0000002, want 3", hostname(t)))
-	rows := readCSV(t, filepath.Join(dir, "rank1_timings.csv"))
-	for _, row := range rows[1:] {
-		if want := map[bool]string{true: "False", false: "True"}[row[3] == "1"]; row[5] != want {
-			t.Errorf("rank 1's row %v: correct %s, want %s", row, row[5], want)
-		}
+	for _, method := range []string{"batched", "barrier"} {
+		t.Run(method, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			r := launchWith(t, 2, 2*time.Minute, corrupt(t, "RANK=1", "CALL=Allreduce", "BYTES=4096", "AT=700"),
+				"-config", "../configs/bench-imb.toml", "-set", "timing.sizes_bytes=[4096]", "-set", "timing.cycles=4",
+				"-set", fmt.Sprintf("timing.methods=[%q]", method), "-output-dir", dir)
+			if !strings.Contains(r.stderr, "corrupt.c: rank 1 flips a bit of element 0 of its output in MPI_Allreduce call 700 (4096 bytes)") {
+				t.Fatalf("the fault was not injected:\n%s", r.stderr)
+			}
+			failedWith(t, r, dir, fmt.Sprintf("timing check failed on rank(s) [1]: rank 1 (%s): default 4K float32 sum out-of-place %s, direct output at cycle 1: element 0 is 3.0000002, want 3", hostname(t), method))
+			rows := readCSV(t, filepath.Join(dir, "rank1_timings.csv"))
+			for _, row := range rows[1:] {
+				if want := map[bool]string{true: "False", false: "True"}[row[3] == "1"]; row[5] != want {
+					t.Errorf("rank 1's row %v: correct %s, want %s", row, row[5], want)
+				}
+			}
+		})
 	}
 }
 

@@ -167,8 +167,10 @@ const maxElem = 8
 // one C call: no Go runs between the samples. After each sample's clock
 // stops, it compares the output with check when check has spans (ok[s]
 // says whether it held; with none, ok is left alone) and returns the first
-// wrong element. Before each sample starts, p says which it is.
-func (k *Call) Samples(batch int, ns []int64, ok []bool, check SampleCheck, p *Progress) (SampleFault, error) {
+// wrong element. Before each sample starts, p says which it is. With
+// barrier set, each call follows an untimed MPI_Barrier and ns[s] sums the
+// calls' own times, as IMB times.
+func (k *Call) Samples(batch int, barrier bool, ns []int64, ok []bool, check SampleCheck, p *Progress) (SampleFault, error) {
 	if err := k.runnable("batch", batch); err != nil {
 		return SampleFault{}, err
 	}
@@ -194,7 +196,7 @@ func (k *Call) Samples(batch int, ns []int64, ok []bool, check SampleCheck, p *P
 	// hand the slot to in the call, on this core.
 	slots := runtime.GOMAXPROCS(1)
 	runtime.Gosched()
-	err := k.samples(batch, ns, check, held, &first, got, p)
+	err := k.samples(batch, barrier, ns, check, held, &first, got, p)
 	runtime.GOMAXPROCS(slots)
 	if len(check.Spans) > 0 {
 		for s := range ok {

@@ -70,23 +70,36 @@ static long long rsag_clock(clockid_t id) {
 	return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 // rsag_samples takes samples of batch calls back to back, each between two
-// reads of the monotonic clock (ns[s]). After each sample's clock stops it
+// reads of the monotonic clock (ns[s]); with barrier set, each call of a
+// sample follows an MPI_Barrier outside its clock, and ns[s] is the sum of
+// the calls' own times (IMB's way: a stall then lands in the barrier). After each sample's clock stops it
 // compares out with want, span by span (nspans triples of a byte offset in
 // out, a length and a byte offset in want): ok[s] says whether all held,
 // and the first element that did not is named in first (its sample and
 // element) with its bytes in got. Before sample s starts, progress[1]
 // takes the wall clock and progress[0] s, for a watcher on another thread.
 static int rsag_samples(int kind, MPI_Comm comm, void *send, void *recv, int count, MPI_Datatype dt, MPI_Op op,
-		int in_place, long offset, long bytes, int batch, int samples, long long *ns,
+		int in_place, long offset, long bytes, int batch, int barrier, int samples, long long *ns,
 		const char *out, const long long *spans, int nspans, const char *want, int elem,
 		char *ok, long long *first, char *got, long long *progress) {
 	first[0] = first[1] = -1;
 	for (int s = 0; s < samples; s++) {
 		__atomic_store_n(&progress[1], rsag_clock(CLOCK_REALTIME), __ATOMIC_RELAXED);
 		__atomic_store_n(&progress[0], (long long)s, __ATOMIC_RELEASE);
-		long long start = rsag_clock(CLOCK_MONOTONIC);
-		int rc = rsag_times(kind, comm, send, recv, count, dt, op, in_place, offset, bytes, batch);
-		ns[s] = rsag_clock(CLOCK_MONOTONIC) - start;
+		int rc = MPI_SUCCESS;
+		if (barrier) {
+			ns[s] = 0;
+			for (int b = 0; b < batch && rc == MPI_SUCCESS; b++) {
+				if ((rc = MPI_Barrier(comm)) != MPI_SUCCESS) break;
+				long long start = rsag_clock(CLOCK_MONOTONIC);
+				rc = rsag_times(kind, comm, send, recv, count, dt, op, in_place, offset, bytes, 1);
+				ns[s] += rsag_clock(CLOCK_MONOTONIC) - start;
+			}
+		} else {
+			long long start = rsag_clock(CLOCK_MONOTONIC);
+			rc = rsag_times(kind, comm, send, recv, count, dt, op, in_place, offset, bytes, batch);
+			ns[s] = rsag_clock(CLOCK_MONOTONIC) - start;
+		}
 		if (rc != MPI_SUCCESS) return rc;
 		ok[s] = 1;
 		for (int i = 0; i < nspans; i++) {
@@ -369,13 +382,13 @@ func (k *Call) times(n int) error {
 		ops[k.op].handle, flag(k.inPlace), C.long(k.offset), C.long(k.bytes), C.int(n)))
 }
 
-func (k *Call) samples(batch int, ns []int64, chk SampleCheck, ok []byte, first *[2]int64, got []byte, p *Progress) error {
+func (k *Call) samples(batch int, barrier bool, ns []int64, chk SampleCheck, ok []byte, first *[2]int64, got []byte, p *Progress) error {
 	var sp *C.longlong
 	if len(chk.Spans) > 0 {
 		sp = (*C.longlong)(unsafe.Pointer(&chk.Spans[0]))
 	}
 	return check(k.mpiName, C.rsag_samples(kinds[k.kind], k.c.h, k.send, k.recv, C.int(k.count), datatypes[k.dt].handle,
-		ops[k.op].handle, flag(k.inPlace), C.long(k.offset), C.long(k.bytes), C.int(batch), C.int(len(ns)),
+		ops[k.op].handle, flag(k.inPlace), C.long(k.offset), C.long(k.bytes), C.int(batch), flag(barrier), C.int(len(ns)),
 		(*C.longlong)(unsafe.Pointer(&ns[0])), (*C.char)(ptr(chk.Out)), sp, C.int(len(chk.Spans)/3),
 		(*C.char)(ptr(chk.Want)), C.int(chk.Elem), (*C.char)(unsafe.Pointer(&ok[0])),
 		(*C.longlong)(unsafe.Pointer(&first[0])), (*C.char)(unsafe.Pointer(&got[0])),

@@ -600,7 +600,7 @@ func TestSamplesGiveSchedulerSlotsBack(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
 	for _, want := range [][]byte{int64s(7), int64s(8)} { // a singleton's sum is its input; 8 is wrong
 		us, held := make([]float64, 5), make([]bool, 5)
-		f, err := s.Samples(20, us, held, coll.OutputCheck{Spans: []coll.OutputSpan{{Offset: 0, Len: 32, WantAt: 0}},
+		f, err := s.Samples(20, false, us, held, coll.OutputCheck{Spans: []coll.OutputSpan{{Offset: 0, Len: 32, WantAt: 0}},
 			Want: bytes.Repeat(want, 4)})
 		if err != nil {
 			t.Fatal(err)

@@ -244,13 +244,13 @@ type sampler struct {
 	spans    []int64
 }
 
-func (s *sampler) Samples(batch int, us []float64, held []bool, check coll.OutputCheck) (coll.SampleFault, error) {
+func (s *sampler) Samples(batch int, barrier bool, us []float64, held []bool, check coll.OutputCheck) (coll.SampleFault, error) {
 	s.ns = slices.Grow(s.ns[:0], len(us))[:len(us)]
 	s.spans = s.spans[:0]
 	for _, sp := range check.Spans {
 		s.spans = append(s.spans, int64(sp.Offset), int64(sp.Len), int64(sp.WantAt))
 	}
-	f, err := s.call.Samples(batch, s.ns, held, mpi.SampleCheck{Out: s.out, Spans: s.spans, Want: check.Want, Elem: s.elem}, &s.progress)
+	f, err := s.call.Samples(batch, barrier, s.ns, held, mpi.SampleCheck{Out: s.out, Spans: s.spans, Want: check.Want, Elem: s.elem}, &s.progress)
 	for i, ns := range s.ns {
 		us[i] = float64(ns) / 1e3
 	}

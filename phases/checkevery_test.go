@@ -64,6 +64,9 @@ func TestEverySampleIsChecked(t *testing.T) {
 		// Batched in place: each sample's 3 operations, then one
 		// validation operation: cycle k's is call 4(k+2).
 		{"batched in place cycle 1", coll.Batched, coll.InPlace, 12, 1, "direct output at the validation operation after cycle 1: element 5"},
+		// Barrier: the same operations, each after a barrier.
+		{"barrier cycle 2", coll.Barriered, coll.OutOfPlace, 12, 2, "direct output at cycle 2: element 5"},
+		{"barrier in place cycle 1", coll.Barriered, coll.InPlace, 12, 1, "direct output at the validation operation after cycle 1: element 5"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			samples, errs := timeWith(flipAt(c.call), oneCase(c.method, c.place, false))
@@ -144,11 +147,11 @@ func TestAFailedCheckNamesEveryRank(t *testing.T) {
 	}
 }
 
-// directAlone is oneCase timing direct AllReduce alone, batched out of
-// place: what a backend that takes samples in one call (the in-memory
-// one here, MPI in C) takes so.
-func directAlone(checkLast bool) []coll.Sweep {
-	runs := oneCase(coll.Batched, coll.OutOfPlace, checkLast)
+// directAlone is oneCase timing direct AllReduce alone with method m (batched
+// or barrier) out of place: what a backend that takes samples in one call
+// (the in-memory one here, MPI in C) takes so.
+func directAlone(m coll.Method, checkLast bool) []coll.Sweep {
+	runs := oneCase(m, coll.OutOfPlace, checkLast)
 	runs[0].Modes = []coll.Mode{coll.Direct}
 	return runs
 }
@@ -159,37 +162,40 @@ func directAlone(checkLast bool) []coll.Sweep {
 // overwrote is not what it left, and passes. With check = "last" only the
 // last sample is checked.
 func TestSamplesInOneCallAreChecked(t *testing.T) {
-	// 1 warm-up of 3 operations, then cycle k's last is call 3(k+2).
-	for _, c := range []struct {
-		call, cycle int // cycle -1: none fails
-		checkLast   bool
-	}{{6, 0, false}, {12, 2, false}, {7, -1, false}, {9, -1, true}, {15, 3, true}} {
-		samples, errs := timeWith(flipAt(c.call), directAlone(c.checkLast))
-		for rank, err := range errs {
-			if c.cycle < 0 {
-				if err != nil {
-					t.Errorf("flip at call %d: rank %d: %v", c.call, rank, err)
+	// 1 warm-up of 3 operations, then cycle k's last is call 3(k+2), for
+	// the barrier method too: its barriers are no AllReduce.
+	for _, method := range []coll.Method{coll.Batched, coll.Barriered} {
+		for _, c := range []struct {
+			call, cycle int // cycle -1: none fails
+			checkLast   bool
+		}{{6, 0, false}, {12, 2, false}, {7, -1, false}, {9, -1, true}, {15, 3, true}} {
+			samples, errs := timeWith(flipAt(c.call), directAlone(method, c.checkLast))
+			for rank, err := range errs {
+				if c.cycle < 0 {
+					if err != nil {
+						t.Errorf("%s, flip at call %d: rank %d: %v", method, c.call, rank, err)
+					}
+					continue
 				}
-				continue
+				want := fmt.Sprintf("timing check failed on rank(s) [1]: rank 1 (inmem): one 1536 float32 sum out-of-place %s, direct output at cycle %d: element 5 is ", method, c.cycle)
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("%s, flip at call %d: rank %d: %v, want %q", method, c.call, rank, err, want)
+				}
 			}
-			want := fmt.Sprintf("timing check failed on rank(s) [1]: rank 1 (inmem): one 1536 float32 sum out-of-place batched, direct output at cycle %d: element 5 is ", c.cycle)
-			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("flip at call %d: rank %d: %v, want %q", c.call, rank, err, want)
-			}
-		}
-		for rank, s := range samples {
-			if len(s) != 4 {
-				t.Fatalf("flip at call %d: rank %d: %d samples, want 4", c.call, rank, len(s))
-			}
-			for _, x := range s {
-				// With check = "last", a failed case vouches for none of the
-				// failing rank's rows.
-				failed := c.cycle >= 0 && rank == 1
-				checked := !c.checkLast || x.Cycle == 3 || failed
-				wrong := failed && (x.Cycle == c.cycle || c.checkLast)
-				if x.Checked != checked || x.Correct != (checked && !wrong) || !(x.DurationUS > 0) {
-					t.Errorf("flip at call %d, check last %v: rank %d cycle %d: checked %v correct %v, %v us",
-						c.call, c.checkLast, rank, x.Cycle, x.Checked, x.Correct, x.DurationUS)
+			for rank, s := range samples {
+				if len(s) != 4 {
+					t.Fatalf("flip at call %d: rank %d: %d samples, want 4", c.call, rank, len(s))
+				}
+				for _, x := range s {
+					// With check = "last", a failed case vouches for none of the
+					// failing rank's rows.
+					failed := c.cycle >= 0 && rank == 1
+					checked := !c.checkLast || x.Cycle == 3 || failed
+					wrong := failed && (x.Cycle == c.cycle || c.checkLast)
+					if x.Checked != checked || x.Correct != (checked && !wrong) || !(x.DurationUS > 0) {
+						t.Errorf("flip at call %d, check last %v: rank %d cycle %d: checked %v correct %v, %v us",
+							c.call, c.checkLast, rank, x.Cycle, x.Checked, x.Correct, x.DurationUS)
+					}
 				}
 			}
 		}
@@ -219,7 +225,7 @@ func (p *parts) ArmSamples(op *string, bytes int64, context *string, round int, 
 func TestSamplesInOneCallAreWatched(t *testing.T) {
 	trackers := []*parts{{}, {}}
 	errs := inmem.Launch(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
-		_, err := phases.RunTiming(phases.Watch(be, trackers[be.Rank()]), comm, directAlone(false), nil, nil)
+		_, err := phases.RunTiming(phases.Watch(be, trackers[be.Rank()]), comm, directAlone(coll.Batched, false), nil, nil)
 		return err
 	})
 	noErrors(t, errs)

@@ -162,4 +162,3 @@ func TestRunLocateOnInmem(t *testing.T) {
 		})
 	}
 }
-

@@ -46,9 +46,14 @@ type timingMethod struct {
 	// method's samples are: the batch's loop and clock in C, nothing of
 	// Go's between them.
 	oneCall bool
+	// barrier: each operation of a sample follows an untimed barrier of
+	// all ranks, and the sample is the sum of the operations' own times
+	// (IMB's way): a stall on one rank between operations lands in the
+	// next barrier, not in the sample.
+	barrier bool
 	// sampler returns how to take a sample of each of modes with batch
 	// operations, and what releases what it set up.
-	sampler func(be coll.Backend, modes []*modeCase, batch int) (sampler, func() error, error)
+	sampler func(be coll.Backend, comm coll.Comm, modes []*modeCase, batch int) (sampler, func() error, error)
 	// missing says what the backend lacks for this method, or nil.
 	missing func(be coll.Backend) error
 }
@@ -60,13 +65,13 @@ func always(coll.Backend) error { return nil }
 var timingMethods = []timingMethod{
 	{
 		name: coll.PerOp, refillAlways: true, missing: always,
-		sampler: func(be coll.Backend, _ []*modeCase, _ int) (sampler, func() error, error) {
+		sampler: func(be coll.Backend, _ coll.Comm, _ []*modeCase, _ int) (sampler, func() error, error) {
 			return func(m *modeCase) (float64, error) { return be.Time(m.run) }, noRelease, nil
 		},
 	},
 	{
 		name: coll.Batched, validateAfter: true, oneCall: true, missing: always,
-		sampler: func(be coll.Backend, modes []*modeCase, batch int) (sampler, func() error, error) {
+		sampler: func(be coll.Backend, _ coll.Comm, modes []*modeCase, batch int) (sampler, func() error, error) {
 			// One closure per mode, made here: a sample then allocates nothing.
 			runs := make(map[*modeCase]func() error, len(modes))
 			for _, m := range modes {
@@ -75,6 +80,25 @@ var timingMethods = []timingMethod{
 			return func(m *modeCase) (float64, error) {
 				us, err := be.Time(runs[m])
 				return us / float64(batch), err
+			}, noRelease, nil
+		},
+	},
+	{
+		name: coll.Barriered, validateAfter: true, oneCall: true, barrier: true, missing: always,
+		sampler: func(be coll.Backend, comm coll.Comm, _ []*modeCase, batch int) (sampler, func() error, error) {
+			return func(m *modeCase) (float64, error) {
+				var sum float64
+				for range batch {
+					if err := comm.Barrier(); err != nil {
+						return 0, err
+					}
+					us, err := be.Time(m.run)
+					if err != nil {
+						return 0, err
+					}
+					sum += us
+				}
+				return sum / float64(batch), nil
 			}, noRelease, nil
 		},
 	},
@@ -95,7 +119,7 @@ func graphTimer(be coll.Backend) (coll.GraphTimer, error) {
 
 // graphSampler captures batch operations of each mode into a graph and
 // times the graph's replay.
-func graphSampler(be coll.Backend, modes []*modeCase, batch int) (sampler, func() error, error) {
+func graphSampler(be coll.Backend, _ coll.Comm, modes []*modeCase, batch int) (sampler, func() error, error) {
 	gt, err := graphTimer(be)
 	if err != nil {
 		return nil, nil, err

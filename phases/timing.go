@@ -256,7 +256,7 @@ func slowestMedians(comm coll.Comm, modes []coll.TimedMode, got []TimingSample, 
 
 func timeCase(be coll.Backend, comm coll.Comm, modes []*modeCase, method timingMethod, c coll.Case, sw coll.Sweep) (samples []TimingSample, err error) {
 	fill := c.DType.Elem(coll.Input(c.Op, be.Rank()))
-	sample, release, err := method.sampler(be, modes, c.Batch)
+	sample, release, err := method.sampler(be, comm, modes, c.Batch)
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +346,7 @@ func timeCase(be coll.Backend, comm coll.Comm, modes []*modeCase, method timingM
 				return nil, err
 			}
 		}
-		got, bad, err := m.inOneCall(be, c, sw.Cycles, every)
+		got, bad, err := m.inOneCall(be, c, sw.Cycles, every, method.barrier)
 		samples = got // made after the call: nothing to hold room for before it
 		if err != nil {
 			return samples, fmt.Errorf("%s: %w", m.mode.Name, err)
@@ -429,7 +429,7 @@ type oneCallFault struct {
 // when every is set: the rows are those take and verify make one sample at
 // a time, and the watchdog and a hang's diagnosis see each sample as a
 // step of its own.
-func (m *modeCase) inOneCall(be coll.Backend, c coll.Case, cycles int, every bool) ([]TimingSample, *oneCallFault, error) {
+func (m *modeCase) inOneCall(be coll.Backend, c coll.Case, cycles int, every, barrier bool) ([]TimingSample, *oneCallFault, error) {
 	var check coll.OutputCheck
 	if every {
 		var err error
@@ -439,7 +439,7 @@ func (m *modeCase) inOneCall(be coll.Backend, c coll.Case, cycles int, every boo
 	}
 	us, held := make([]float64, cycles), make([]bool, cycles)
 	armSamples(be, &m.watchOp, c.SizeBytes, &m.watchCycle, 0, m.sampler)
-	f, err := m.sampler.Samples(c.Batch, us, held, check)
+	f, err := m.sampler.Samples(c.Batch, barrier, us, held, check)
 	leaveStep(be)
 	if err != nil {
 		return nil, nil, err

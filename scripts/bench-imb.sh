@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# rsag's batched AllReduce against IMB-MPI1's Allreduce, side by side, on
+# rsag's AllReduce against IMB-MPI1's Allreduce, side by side, on
 # any number of MPI ranks: ROUNDS paired rounds, each running both (which
 # goes first alternates), each tool's figures reduced both ways, then the
 # median over the rounds of the per-round ratios. It builds nothing of IMB;
@@ -8,14 +8,15 @@
 #
 #   scripts/bench-imb.sh [-n RANKS] [-b BINDING] [path/to/IMB-MPI1]
 #   scripts/bench-imb.sh --self-test
-#   scripts/bench-imb.sh --reduce RSAG_OUTPUT_DIR
+#   scripts/bench-imb.sh --reduce RSAG_OUTPUT_DIR [METHOD]
 #
 # -n: the world size for both tools (default 2; rsag gets
 # -set required_ranks=RANKS). -b: mpirun's --bind-to for both (core, none,
 # socket, ...; default: mpirun's own, which for Open MPI is core up to 2
 # ranks and NUMA or socket above). --self-test checks the reductions below
-# on fixed samples; --reduce prints an rsag output dir's direct samples
-# reduced IMB's way (size t_avg t_max) and its median.
+# on fixed samples; --reduce prints an rsag output dir's direct samples of
+# METHOD (default barrier) reduced IMB's way (size t_avg t_max) and its
+# median.
 #
 # Environment: IMB (the IMB-MPI1 path, if not given as the argument), RSAG
 # (the rsag binary, default ./rsag from `make build`), ROUNDS (default 5),
@@ -46,9 +47,14 @@
 #   - IMB times each operation alone (a barrier between operations, by
 #     default) and reports, per rank, the mean over its repetitions; t_avg
 #     is the mean of that over the ranks and t_max its maximum.
-#   - rsag times `batch` operations back to back per sample on every rank,
-#     and its figure is the median over cycles of the slowest rank's
-#     sample (summary.json's median_us).
+#   - rsag's barrier method times each of a sample's `batch` operations
+#     alone, after an untimed barrier, as IMB does, and sums them; its
+#     batched method times them back to back, as nccl-tests and the C
+#     loop do. Its figure is the median over cycles of the slowest rank's
+#     sample (summary.json's median_us). IMB is set against the barrier
+#     method, the C loop against the batched one: like with like. (The
+#     barrier matters at 16 ranks on 16 cores, where a stall of one rank
+#     between back-to-back operations holds up all: docs/PERFORMANCE.md.)
 # So each round prints rsag's per-rank samples (timings.csv) reduced IMB's
 # way, as t_avg and t_max, beside rsag's own median; the ratios compare
 # like with like: rsag's t_avg with IMB's t_avg, rsag's t_max with IMB's
@@ -60,16 +66,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# imb_way DISCARD < timings.csv prints "size t_avg t_max" per size of the
-# direct mode: each rank's mean over its samples of cycle >= DISCARD (the
-# ones summary.json keeps), then the mean and the maximum over the ranks.
-# Columns are found by name in the header; a CR before the newline (the
-# seed's per-rank CSVs) is ignored.
+# imb_way DISCARD METHOD < timings.csv prints "size t_avg t_max" per size
+# of the direct mode timed with METHOD: each rank's mean over its samples
+# of cycle >= DISCARD (the ones summary.json keeps), then the mean and the
+# maximum over the ranks. Columns are found by name in the header; a CR
+# before the newline (the seed's per-rank CSVs) is ignored.
 imb_way() {
-  awk -F, -v discard="$1" '
+  awk -F, -v discard="$1" -v method="$2" '
     { sub(/\r$/, "") }
     NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-    $col["mode"] == "direct" && $col["cycle"] + 0 >= discard {
+    $col["mode"] == "direct" && $col["method"] == method && $col["cycle"] + 0 >= discard {
       k = $col["size_bytes"] SUBSEP $col["rank"]
       if (!(k in n)) { ranks[$col["size_bytes"]]++ }
       sum[k] += $col["duration_us"]; n[k]++; sizes[$col["size_bytes"]] = 1
@@ -92,6 +98,9 @@ imb_rows() {
 # summarize < rows prints the table: rows are "round tool size t_avg t_max
 # median" (median "-" for IMB); per size, each figure's median over the
 # rounds, and the median over the rounds of rsag / IMB for t_avg and t_max.
+# Tool rsag is rsag's barrier method, IMB's way of timing, set against
+# IMB; rsagb is its batched one, set against the C loop, which is that
+# loop in plain C.
 summarize() {
   awk '
     function median(a, n,    i, j, t) {
@@ -99,18 +108,18 @@ summarize() {
       return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
     }
     # med(tool, size, col): median over the rounds of column col (4 t_avg,
-    # 5 t_max, 6 median); ratio(tool, size, col): median over the rounds
-    # that have both of rsag / tool.
+    # 5 t_max, 6 median); ratio(num, tool, size, col): median over the
+    # rounds that have both of num / tool.
     function med(t, s, c,    r, a, n) {
       n = 0; for (r = 1; r <= rounds; r++) if ((r, t, s) in v4) a[++n] = (c == 4 ? v4[r, t, s] : c == 5 ? v5[r, t, s] : v6[r, t, s])
       return n ? median(a, n) : -1
     }
     # f(x, p): x with p decimals, or "-" for a figure that is not there.
     function f(x, p) { return x < 0 ? "-" : sprintf("%." p "f", x) }
-    function ratio(t, s, c,    r, a, n) {
+    function ratio(u, t, s, c,    r, a, n) {
       n = 0
-      for (r = 1; r <= rounds; r++) if ((r, t, s) in v4 && (r, "rsag", s) in v4)
-        a[++n] = c == 4 ? v4[r, "rsag", s] / v4[r, t, s] : v5[r, "rsag", s] / v5[r, t, s]
+      for (r = 1; r <= rounds; r++) if ((r, t, s) in v4 && (r, u, s) in v4)
+        a[++n] = c == 4 ? v4[r, u, s] / v4[r, t, s] : v5[r, u, s] / v5[r, t, s]
       return n ? median(a, n) : -1
     }
     { v4[$1, $2, $3] = $4; v5[$1, $2, $3] = $5; v6[$1, $2, $3] = $6; if ($1 > rounds) rounds = $1; sizes[$3] = 1
@@ -124,16 +133,18 @@ summarize() {
         s = order[i]
         printf "%-8d | %8s %8s %8s | %8s %8s | %8s %8s | %11s %11s | %11s %11s\n", s,
           f(med("rsag", s, 4), 2), f(med("rsag", s, 5), 2), f(med("rsag", s, 6), 2), f(med("imb", s, 4), 2), f(med("imb", s, 5), 2),
-          f(med("imbf", s, 4), 2), f(med("imbf", s, 5), 2), f(ratio("imb", s, 4), 3), f(ratio("imb", s, 5), 3),
-          f(ratio("imbf", s, 4), 3), f(ratio("imbf", s, 5), 3)
+          f(med("imbf", s, 4), 2), f(med("imbf", s, 5), 2), f(ratio("rsag", "imb", s, 4), 3), f(ratio("rsag", "imb", s, 5), 3),
+          f(ratio("rsag", "imbf", s, 4), 3), f(ratio("rsag", "imbf", s, 5), 3)
       }
-      printf "(medians over %d rounds; each ratio is the median of the per-round ratios)\n", rounds
+      printf "(rsag: its barrier method; medians over %d rounds; each ratio is the median of the per-round ratios)\n", rounds
       if (!have_cloop) exit
-      printf "%-8s | %-26s | %-23s\n", "bytes", "C loop t_avg t_max median", "rsag/C loop t_avg t_max"
+      printf "%-8s | %-26s | %-26s | %-23s\n", "bytes", "rsag batched t_avg t_max med", "C loop t_avg t_max median",
+        "rsag/C loop t_avg t_max"
       for (i = 1; i <= n; i++) {
         s = order[i]
-        printf "%-8d | %8s %8s %8s | %11s %11s\n", s, f(med("cloop", s, 4), 2), f(med("cloop", s, 5), 2),
-          f(med("cloop", s, 6), 2), f(ratio("cloop", s, 4), 3), f(ratio("cloop", s, 5), 3)
+        printf "%-8d | %8s %8s %8s | %8s %8s %8s | %11s %11s\n", s, f(med("rsagb", s, 4), 2), f(med("rsagb", s, 5), 2),
+          f(med("rsagb", s, 6), 2), f(med("cloop", s, 4), 2), f(med("cloop", s, 5), 2),
+          f(med("cloop", s, 6), 2), f(ratio("rsagb", "cloop", s, 4), 3), f(ratio("rsagb", "cloop", s, 5), 3)
       }
     }'
 }
@@ -144,13 +155,15 @@ self_test() {
   # Two ranks, discard 1: cycle 0 and the decomposed rows are left out.
   # 1024: rank 0 mean (2+4)/2 = 3, rank 1 (5+7)/2 = 6: t_avg 4.5, t_max 6.
   # 2048: rank 0 10, rank 1 (20+40)/2 = 30: t_avg 20, t_max 30.
+  # The batched rows are another method's, and left out too.
   got=$(printf '%s\r\n' \
-    rank,size_bytes,mode,cycle,duration_us,correct,run \
-    0,1024,direct,0,100,True,default 0,1024,direct,1,2,True,default 0,1024,direct,2,4,True,default \
-    1,1024,direct,0,100,True,default 1,1024,direct,1,5,True,default 1,1024,direct,2,7,True,default \
-    0,1024,decomposed,1,99,True,default 1,2048,decomposed,2,99,True,default \
-    0,2048,direct,1,10,True,default 0,2048,direct,2,10,True,default \
-    1,2048,direct,1,20,True,default 1,2048,direct,2,40,True,default | imb_way 1)
+    rank,size_bytes,mode,method,cycle,duration_us,correct,run \
+    0,1024,direct,barrier,0,100,True,default 0,1024,direct,barrier,1,2,True,default 0,1024,direct,barrier,2,4,True,default \
+    1,1024,direct,barrier,0,100,True,default 1,1024,direct,barrier,1,5,True,default 1,1024,direct,barrier,2,7,True,default \
+    0,1024,decomposed,barrier,1,99,True,default 1,2048,decomposed,barrier,2,99,True,default \
+    0,1024,direct,batched,1,99,True,default 1,2048,direct,batched,2,99,True,default \
+    0,2048,direct,barrier,1,10,True,default 0,2048,direct,barrier,2,10,True,default \
+    1,2048,direct,barrier,1,20,True,default 1,2048,direct,barrier,2,40,True,default | imb_way 1 barrier)
   want=$'1024 4.5000 6.0000\n2048 20.0000 30.0000'
   [ "$got" = "$want" ] || { printf 'bench-imb.sh: self-test: imb_way gave\n%s\nwant\n%s\n' "$got" "$want" >&2; return 1; }
   got=$(printf '%s\n' '# Benchmarking Allreduce' '# #processes = 4' \
@@ -165,25 +178,31 @@ self_test() {
     '3 rsag 1024 2.6 9 1.6' '3 imb 1024 2 3 -' '3 imbf 1024 2 3 -' | summarize | sed -n 2p)
   want='1024     |     1.10     2.00     1.50 |     1.00     2.00 |     1.00     2.00 |       1.100       2.000 |       1.100       2.000'
   [ "$got" = "$want" ] || { printf 'bench-imb.sh: self-test: summarize gave\n%s\nwant\n%s\n' "$got" "$want" >&2; return 1; }
+  # The C loop is set against rsag's batched rows (rsagb), not its barrier
+  # ones: 3 / 2 and 6 / 4.
+  got=$(printf '%s\n' '1 rsag 1024 9 9 9' '1 rsagb 1024 3 6 2.5' '1 cloop 1024 2 4 1.9' | summarize | tail -1)
+  want='1024     |     3.00     6.00     2.50 |     2.00     4.00     1.90 |       1.500       1.500'
+  [ "$got" = "$want" ] || { printf 'bench-imb.sh: self-test: summarize (C loop) gave\n%s\nwant\n%s\n' "$got" "$want" >&2; return 1; }
   echo "bench-imb.sh: self-test passed"
 }
 
-# reduce DIR prints, for an rsag output dir, "size t_avg t_max median" of
-# the direct mode: its samples IMB's way, and its own median.
+# reduce DIR METHOD prints, for an rsag output dir, "size t_avg t_max
+# median" of the direct mode timed with METHOD: its samples IMB's way, and
+# its own median.
 reduce() {
   local discard
   discard=$(jq -r '.config.timing.discard' "$1/summary.json")
-  imb_way "$discard" <"$1/timings.csv" >"$work/imbway"
-  jq -r '.timing[] | select(.mode == "direct") | "\(.size_bytes) \(.median_us)"' "$1/summary.json" |
+  imb_way "$discard" "$2" <"$1/timings.csv" >"$work/imbway"
+  jq -r --arg m "$2" '.timing[] | select(.mode == "direct" and .method == $m) | "\(.size_bytes) \(.median_us)"' "$1/summary.json" |
     awk 'NR == FNR {m[$1] = $2; next} {print $1, $2, $3, ($1 in m ? m[$1] : "-")}' - "$work/imbway"
 }
 
 case ${1:-} in
   --self-test) self_test; exit ;;
   --reduce)
-    [ -f "${2:-}/summary.json" ] || { echo "usage: bench-imb.sh --reduce RSAG_OUTPUT_DIR" >&2; exit 2; }
+    [ -f "${2:-}/summary.json" ] || { echo "usage: bench-imb.sh --reduce RSAG_OUTPUT_DIR [METHOD]" >&2; exit 2; }
     work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-    reduce "$2"; exit ;;
+    reduce "$2" "${3:-barrier}"; exit ;;
 esac
 
 np=${NP:-2}
@@ -234,7 +253,8 @@ run_rsag() {
   scripts/mpirun.sh "$np" "${extra[@]}" "$rsag" -config "$config" -set "required_ranks=$np" \
     -set "timing.sizes_bytes=[$list]" "${rsag_args[@]}" -output-dir "$work/rsag" >"$work/rsag.log" 2>&1 ||
     { cat "$work/rsag.log" >&2; echo "bench-imb.sh: rsag failed" >&2; exit 1; }
-  reduce "$work/rsag" | awk -v r="$1" '{print r, "rsag", $0}' >>"$work/rows"
+  reduce "$work/rsag" barrier | awk -v r="$1" '{print r, "rsag", $0}' >>"$work/rows"
+  reduce "$work/rsag" batched | awk -v r="$1" '{print r, "rsagb", $0}' >>"$work/rows"
   [ -n "$iter" ] || iter=$(jq -r '.config.timing | (.cycles - .discard) * .batch' "$work/rsag/summary.json")
   # The C loop takes the same batch, warm-ups, cycles and discard.
   [ -n "${loop_args:-}" ] || loop_args=$(jq -r '.config.timing | "\(.batch) \(.warmups) \(.cycles) \(.discard)"' "$work/rsag/summary.json")
@@ -288,7 +308,7 @@ for round in $(seq 1 "$rounds"); do
   awk -v r="$round" '$1 == r { f[$3, $2] = sprintf("t_avg %.2f t_max %.2f", $4, $5); if ($2 == "rsag") m[$3] = $6; s[$3] = 1 }
     END {
       for (z in s) printf "  round %d, %d bytes: rsag %s (its median %.2f) | IMB %s | IMB funneled %s\n", r, z,
-        f[z, "rsag"], m[z], f[z, "imb"], f[z, "imbf"] (f[z, "cloop"] == "" ? "" : " | C loop " f[z, "cloop"])
+        f[z, "rsag"], m[z], f[z, "imb"], f[z, "imbf"] (f[z, "cloop"] == "" ? "" : " | rsag batched " f[z, "rsagb"] " | C loop " f[z, "cloop"])
     }' "$work/rows" | sort -t, -k2n >&2
   echo "bench-imb.sh: round $round of $rounds done" >&2
 done

@@ -407,19 +407,21 @@ func (s *suite) samples() {
 		check := coll.OutputCheck{Want: right, Spans: []coll.OutputSpan{{Offset: 0, Len: size, WantAt: 0},
 			{Offset: size, Len: len(right) - size, WantAt: size}}}
 		us, held := make([]float64, n), make([]bool, n)
-		f, err := sampler.Samples(batch, us, held, check)
-		if s.must(err, what) {
-			if at, began := sampler.Progress(); f.Sample != -1 || slices.Contains(held, false) || at != n-1 || began.IsZero() {
-				s.fail("%s: fault %+v, held %v, progress at %d (%v); want none, all, %d", what, f, held, at, began, n-1)
-			}
-			if slices.ContainsFunc(us, func(t float64) bool { return !(t > 0) }) {
-				s.fail("%s: sample times %v", what, us)
+		for _, barrier := range []bool{false, true} {
+			f, err := sampler.Samples(batch, barrier, us, held, check)
+			if s.must(err, what) {
+				if at, began := sampler.Progress(); f.Sample != -1 || slices.Contains(held, false) || at != n-1 || began.IsZero() {
+					s.fail("%s (barrier %v): fault %+v, held %v, progress at %d (%v); want none, all, %d", what, barrier, f, held, at, began, n-1)
+				}
+				if slices.ContainsFunc(us, func(t float64) bool { return !(t > 0) }) {
+					s.fail("%s (barrier %v): sample times %v", what, barrier, us)
+				}
 			}
 		}
 		bad := recvN - 1 // the last element: a check that stops early misses it
 		wrong := bytes.Clone(right)
 		copy(wrong[bad*size:], d.Elem(1234))
-		f, err = sampler.Samples(batch, us, held, coll.OutputCheck{Want: wrong, Spans: check.Spans})
+		f, err := sampler.Samples(batch, true, us, held, coll.OutputCheck{Want: wrong, Spans: check.Spans})
 		if s.must(err, what+" against a wrong pattern") &&
 			(f.Sample != 0 || f.Element != bad || !bytes.Equal(f.Got, right[bad*size:][:size]) || slices.Contains(held, true)) {
 			s.fail("%s against a pattern wrong at element %d: fault %+v, held %v", what, bad, f, held)

@@ -38,18 +38,31 @@ type sampler struct {
 	part, began atomic.Int64
 }
 
-func (s *sampler) Samples(batch int, us []float64, held []bool, check coll.OutputCheck) (coll.SampleFault, error) {
+func (s *sampler) Samples(batch int, barrier bool, us []float64, held []bool, check coll.OutputCheck) (coll.SampleFault, error) {
 	f := coll.SampleFault{Sample: -1, Element: -1}
 	for i := range us {
 		s.began.Store(time.Now().UnixNano())
 		s.part.Store(int64(i))
+		var took time.Duration
 		start := time.Now()
 		for range batch {
+			if barrier {
+				if _, err := s.be.job.meet(s.be.group, s.be.rank, "barrier", nil); err != nil {
+					return f, err
+				}
+				start = time.Now()
+			}
 			if err := s.be.Run(s.c, s.send, s.recv, s.op); err != nil {
 				return f, err
 			}
+			if barrier {
+				took += time.Since(start)
+			}
 		}
-		us[i] = float64(time.Since(start).Nanoseconds()) / 1e3
+		if !barrier {
+			took = time.Since(start)
+		}
+		us[i] = float64(took.Nanoseconds()) / 1e3
 		if len(check.Spans) == 0 {
 			continue
 		}

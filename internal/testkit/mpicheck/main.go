@@ -410,29 +410,32 @@ func (k *checker) samples() {
 	right := encode(dt, slices.Repeat([]int64{sum}, count))
 	ns, ok := make([]int64, n), make([]bool, n)
 	var p mpi.Progress
-	f, err := call.Samples(batch, ns, ok, mpi.SampleCheck{Out: recv, Spans: []int64{0, 16, 0, 16, 24, 16}, Want: right, Elem: 8}, &p)
-	k.must(err, "Samples")
-	if at, _ := p.Sample(); f.Sample != -1 || !slices.Equal(ok, []bool{true, true, true, true}) || at != n-1 {
-		k.fail("Samples of a right Allreduce: fault %+v, held %v, progress at %d", f, ok, at)
-	}
-	for s, t := range ns {
-		if t <= 0 {
-			k.fail("Samples: sample %d took %d ns", s, t)
+	var f mpi.SampleFault
+	for _, barrier := range []bool{false, true} {
+		f, err = call.Samples(batch, barrier, ns, ok, mpi.SampleCheck{Out: recv, Spans: []int64{0, 16, 0, 16, 24, 16}, Want: right, Elem: 8}, &p)
+		k.must(err, "Samples")
+		if at, _ := p.Sample(); f.Sample != -1 || !slices.Equal(ok, []bool{true, true, true, true}) || at != n-1 {
+			k.fail("Samples of a right Allreduce (barrier %v): fault %+v, held %v, progress at %d", barrier, f, ok, at)
+		}
+		for s, t := range ns {
+			if t <= 0 {
+				k.fail("Samples (barrier %v): sample %d took %d ns", barrier, s, t)
+			}
+		}
+		wrong := encode(dt, []int64{sum, sum, sum + 1, sum, sum})
+		f, err = call.Samples(batch, barrier, ns, ok, mpi.SampleCheck{Out: recv, Spans: []int64{0, 40, 0}, Want: wrong, Elem: 8}, &p)
+		k.must(err, "Samples")
+		if f.Sample != 0 || f.Element != 2 || !bytes.Equal(f.Got, right[16:24]) || slices.Contains(ok, true) {
+			k.fail("Samples against a wrong pattern (barrier %v): fault %+v, held %v; want sample 0, element 2 holding %d, none held", barrier, f, ok, sum)
 		}
 	}
-	wrong := encode(dt, []int64{sum, sum, sum + 1, sum, sum})
-	f, err = call.Samples(batch, ns, ok, mpi.SampleCheck{Out: recv, Spans: []int64{0, 40, 0}, Want: wrong, Elem: 8}, &p)
-	k.must(err, "Samples")
-	if f.Sample != 0 || f.Element != 2 || !bytes.Equal(f.Got, right[16:24]) || slices.Contains(ok, true) {
-		k.fail("Samples against a wrong pattern: fault %+v, held %v; want sample 0, element 2 holding %d, none held", f, ok, sum)
-	}
 	held := []bool{true, false, true, false}
-	f, err = call.Samples(batch, ns, held, mpi.SampleCheck{}, &p)
+	f, err = call.Samples(batch, false, ns, held, mpi.SampleCheck{}, &p)
 	k.must(err, "Samples unchecked")
 	if f.Sample != -1 || !slices.Equal(held, []bool{true, false, true, false}) {
 		k.fail("Samples without spans: fault %+v, checks %v changed", f, held)
 	}
-	if _, err := call.Samples(batch, ns, ok, mpi.SampleCheck{Out: recv, Spans: []int64{32, 16, 0}, Want: right, Elem: 8}, &p); err == nil {
+	if _, err := call.Samples(batch, false, ns, ok, mpi.SampleCheck{Out: recv, Spans: []int64{32, 16, 0}, Want: right, Elem: 8}, &p); err == nil {
 		k.fail("Samples with a span past the output's end: no error")
 	}
 	k.expectBytes("Allreduce after Samples", recv, right)

@@ -307,8 +307,9 @@ for round in $(seq 1 "$rounds"); do
   # median, and IMB's t_avg, t_max at both thread levels.
   awk -v r="$round" '$1 == r { f[$3, $2] = sprintf("t_avg %.2f t_max %.2f", $4, $5); if ($2 == "rsag") m[$3] = $6; s[$3] = 1 }
     END {
-      for (z in s) printf "  round %d, %d bytes: rsag %s (its median %.2f) | IMB %s | IMB funneled %s\n", r, z,
-        f[z, "rsag"], m[z], f[z, "imb"], f[z, "imbf"] (f[z, "cloop"] == "" ? "" : " | rsag batched " f[z, "rsagb"] " | C loop " f[z, "cloop"])
+      for (z in s) printf "  round %d, %d bytes: rsag %s (its median %.2f)%s%s%s\n", r, z, f[z, "rsag"], m[z],
+        (f[z, "imb"] == "" ? "" : " | IMB " f[z, "imb"]), (f[z, "imbf"] == "" ? "" : " | IMB funneled " f[z, "imbf"]),
+        (f[z, "cloop"] == "" ? "" : " | rsag batched " f[z, "rsagb"] " | C loop " f[z, "cloop"])
     }' "$work/rows" | sort -t, -k2n >&2
   echo "bench-imb.sh: round $round of $rounds done" >&2
 done

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -95,7 +96,7 @@ func Guard(args []string) error {
 		return exitcode.Silent(2)
 	}
 	lock := os.NewFile(3, "lock")
-	if err := guard(os.Stdin, os.Stderr, lock, args[0], args[1], pid); err != nil {
+	if err := guard(os.Stdin, os.Stderr, lock, args[0], args[1], pid, ProcState); err != nil {
 		return exitcode.Silent(1)
 	}
 	return nil
@@ -116,9 +117,13 @@ func unbind() {
 
 // guard waits for stdin's end, then marks dir's run.json failed if rank 0
 // (pid on host) left it running, and removes the lock file if lock is
-// still it.
-func guard(stdin io.Reader, stderr io.Writer, lock *os.File, dir, host string, pid int) error {
+// still it. Meanwhile it looks at rank 0's process (state, ProcState's):
+// whether it saw it stopped.
+func guard(stdin io.Reader, stderr io.Writer, lock *os.File, dir, host string, pid int, state func(pid int) string) error {
+	watch := watchStops(pid, state, StopLookEvery)
 	_, _ = io.Copy(io.Discard, stdin)
+	died := time.Now() // or soon before: the pipe closes as rank 0 ends
+	seenStopped, stoppedState := watch.end()
 	defer func() {
 		if lock != nil {
 			if atomicfile.SameFile(lock, dir, LockFile) {
@@ -137,13 +142,12 @@ func guard(stdin io.Reader, stderr io.Writer, lock *os.File, dir, host string, p
 	beats, unread := ReadBeats(dir, id)
 	Merge(beats, LocalBeatsOf(id).Read(id, host)) // rank 0's node's, fresher than its file
 	now := time.Now()
-	// Rank 0's own beats stopped long before it died: it was stopped or
-	// frozen, and what the others did then (a watchdog's note) followed.
 	var silent time.Duration
+	stop := ""
 	if b, ok := beats[0]; ok && b.PID == pid && b.Ended == "" {
-		silent = max(now.Sub(b.Written), time.Duration(b.Frozen*float64(time.Second)))
+		silent, stop = silence(b, died, seenStopped, stoppedState)
 	}
-	run.Reason = KilledReason(host, pid, Notes(dir), silent)
+	run.Reason = KilledReason(host, pid, Notes(dir), silent, stop)
 	h := Hang{World: run.WorldSize, Beats: beats, Now: now, Host: host, State: ProcState, Self: -1, Unread: unread}
 	if text := h.Text(); text != "" {
 		run.Reason += "; hang: " + text
@@ -152,24 +156,110 @@ func guard(stdin io.Reader, stderr io.Writer, lock *os.File, dir, host string, p
 	return WriteRecord(dir, run)
 }
 
+// silence is how long rank 0, whose last beat is b, had been silent when
+// it died, and the proof, if any, that it was stopped meanwhile (its
+// guard saw it in state, at seen, zero for never): KilledReason's silent
+// and stop. A long silence alone does not say it was stopped: on a
+// loaded machine a rank can go as long without running (issue 33). It
+// was stopped when its guard saw it stopped after its last beat, or when
+// that beat says it did not run, with a SIGCONT to prove it (job's
+// beater).
+func silence(b Beat, died, seen time.Time, state string) (time.Duration, string) {
+	frozen := time.Duration(b.Frozen * float64(time.Second))
+	silent := max(died.Sub(b.Written), frozen)
+	switch {
+	case !seen.IsZero() && !seen.Before(b.Written):
+		return silent, fmt.Sprintf("state %s, seen by its guard", state)
+	case frozen > SilentAfter:
+		return silent, fmt.Sprintf("and continued: it did not run for %.1f s, and a SIGCONT came meanwhile", frozen.Seconds())
+	}
+	return silent, ""
+}
+
 // KilledReason is run.json's reason for a run whose rank 0 was killed
 // before it could say why, with what ranks that failed on their own said.
-// silent is how long rank 0's heartbeat had stopped when it died: above
-// SilentAfter, rank 0 was stopped (SIGSTOP) or frozen first, and the
-// reason leads with that, the others' failures (waiting for it) after.
-func KilledReason(host string, pid int, notes []Note, silent time.Duration) string {
-	if silent > SilentAfter {
-		reason := fmt.Sprintf("rank 0 (%s, pid %d) was stopped (e.g. by SIGSTOP) or frozen: it wrote no heartbeat for the last %.1f s "+
-			"before it ended, killed while stopped (a launcher forcing the job down, as mpirun does) before it could mark the run; its guard marked it", host, pid, silent.Seconds())
+// silent is how long rank 0's heartbeat had stopped when it died; stop,
+// when not "", the proof that it was stopped meanwhile (its guard saw its
+// state T, or a SIGCONT came). Above SilentAfter, with a proof, rank 0
+// was stopped first, and the reason leads with that, the others' failures
+// (waiting for it) after; without one it is not called stopped: a loaded
+// machine starves a process as long (issue 33), and the reason says only
+// that it was silent.
+func KilledReason(host string, pid int, notes []Note, silent time.Duration, stop string) string {
+	if silent > SilentAfter && stop != "" {
+		reason := fmt.Sprintf("rank 0 (%s, pid %d) was stopped (%s): it wrote no heartbeat for the last %.1f s "+
+			"before it ended, and was killed (a launcher forcing the job down, as mpirun does) before it could mark the run; its guard marked it",
+			host, pid, stop, silent.Seconds())
 		if len(notes) > 0 {
 			reason += "; the other ranks waited for it: " + NotesText(notes)
 		}
 		return reason
 	}
 	reason := fmt.Sprintf("rank 0 (%s, pid %d) ended before it could mark the run: killed outright (SIGKILL, the OOM killer, "+
-		"or a launcher forcing the job down, as mpirun does on a second SIGTERM) or crashed; its guard marked it", host, pid)
+		"or a launcher forcing the job down, as mpirun does on a second SIGTERM) or crashed", host, pid)
+	if silent > SilentAfter {
+		reason += fmt.Sprintf(", after it had written no heartbeat for %.1f s without being seen stopped (starved on a loaded machine, or frozen)", silent.Seconds())
+	}
+	reason += "; its guard marked it"
 	if len(notes) > 0 {
-		reason += "; before that, a rank failed on its own: " + NotesText(notes)
+		if silent > SilentAfter {
+			reason += "; meanwhile, a rank failed, perhaps waiting for it: " + NotesText(notes)
+		} else {
+			reason += "; before that, a rank failed on its own: " + NotesText(notes)
+		}
 	}
 	return reason
+}
+
+// StopLookEvery is how often a guard looks at its rank 0's process, to see
+// whether it is stopped: a rank called silent after SilentAfter is seen
+// at least twice meanwhile. One read of /proc a second costs nothing a
+// timing sees.
+const StopLookEvery = time.Second
+
+// stopWatch looks at a process's state until end: the last time it saw it
+// stopped (T, or t: traced), and in which state.
+type stopWatch struct {
+	mu    sync.Mutex
+	seen  time.Time
+	state string
+	done  chan struct{}
+	ended chan struct{}
+}
+
+// watchStops looks at pid's state once now, then every every until end.
+func watchStops(pid int, state func(int) string, every time.Duration) *stopWatch {
+	w := &stopWatch{done: make(chan struct{}), ended: make(chan struct{})}
+	look := func() {
+		if st := state(pid); st == "T" || st == "t" {
+			w.mu.Lock()
+			w.seen, w.state = time.Now(), st
+			w.mu.Unlock()
+		}
+	}
+	look()
+	go func() {
+		defer close(w.ended)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.done:
+				return
+			case <-t.C:
+				look()
+			}
+		}
+	}()
+	return w
+}
+
+// end stops the watch and returns when it last saw the process stopped
+// (zero: never), and in which state.
+func (w *stopWatch) end() (time.Time, string) {
+	close(w.done)
+	<-w.ended
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seen, w.state
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func TestGuardMarksOnlyItsOwnRunningRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			LeaveNote(dir, 1, "rank 1 (node1): watchdog: stuck")
-			if err := guard(strings.NewReader(""), io.Discard, nil, dir, "node1", 42); err != nil {
+			if err := guard(strings.NewReader(""), io.Discard, nil, dir, "node1", 42, sleeping); err != nil {
 				t.Fatal(err)
 			}
 			run, err := ReadRecord(dir)
@@ -91,7 +92,7 @@ func TestGuardNamesTheHang(t *testing.T) {
 		{Run: run, Rank: 1, Host: "node2", PID: 7, Written: now, Step: BeatStep{Seq: 10, Op: "all-reduce", Bytes: 64, In: true, At: now.Add(-8 * time.Second)}},
 	})
 	var stderr strings.Builder
-	if err := guard(strings.NewReader(""), &stderr, nil, dir, "node1", 42); err != nil {
+	if err := guard(strings.NewReader(""), &stderr, nil, dir, "node1", 42, sleeping); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := ReadRecord(dir)
@@ -104,26 +105,109 @@ func TestGuardNamesTheHang(t *testing.T) {
 // Rank 0 stopped, then killed by the launcher while rank 1's watchdog
 // gave up on it: the reason leads with the stop, and rank 1's failure
 // follows as what it was, waiting for rank 0 (issue 34 class 6: it said
-// "killed outright or crashed" and "rank 1 failed on its own" first).
+// "killed outright or crashed" and "rank 1 failed on its own" first). It
+// is called stopped only with a proof: its guard saw it in state T, or its
+// own beat says it did not run with a SIGCONT since. The same silence
+// without either is what a loaded machine makes of a rank that was never
+// stopped (issue 33): the reason says it was silent, not stopped.
 func TestGuardLeadsWithAStoppedRank0(t *testing.T) {
-	dir, run, now := t.TempDir(), RunID("node1", 42, guardStarted), time.Now()
-	guardedRun(t, dir, []Beat{
-		{Run: run, Rank: 0, Host: "node1", PID: 42, Written: now.Add(-7 * time.Second), Step: BeatStep{Seq: 10, Op: "all-reduce", In: true, At: now.Add(-7 * time.Second)}},
-		{Run: run, Rank: 1, Host: "node2", PID: 7, Written: now, Ended: "watchdog: all-reduce did not finish within 5s", TimedOut: true,
-			Step: BeatStep{Seq: 10, Op: "all-reduce", Bytes: 64, In: true, At: now.Add(-6 * time.Second)}},
-	})
-	LeaveNote(dir, 1, "rank 1 (node2): watchdog: all-reduce did not finish within 5s")
-	var stderr strings.Builder
-	if err := guard(strings.NewReader(""), &stderr, nil, dir, "node1", 42); err != nil {
-		t.Fatal(err)
-	}
-	rec, err := ReadRecord(dir)
-	lead := "rank 0 (node1, pid 42) was stopped (e.g. by SIGSTOP) or frozen: it wrote no heartbeat for the last 7."
-	if err != nil || rec.Status != StatusFailed || !strings.HasPrefix(rec.Reason, lead) ||
-		!strings.Contains(rec.Reason, "the other ranks waited for it: rank 1 (node2): watchdog") || strings.Contains(rec.Reason, "failed on its own") {
-		t.Errorf("%+v, %v\nwant a reason that starts %q", rec, err, lead)
+	for _, c := range []struct {
+		name   string
+		state  func(int) string
+		frozen float64
+		lead   string
+		has    []string
+	}{
+		{"seen stopped by its guard", stoppedState("T"), 0,
+			"rank 0 (node1, pid 42) was stopped (state T, seen by its guard): it wrote no heartbeat for the last 7.",
+			[]string{"the other ranks waited for it: rank 1 (node2): watchdog"}},
+		{"traced", stoppedState("t"), 0,
+			"rank 0 (node1, pid 42) was stopped (state t, seen by its guard): it wrote no heartbeat for the last 7.",
+			[]string{"the other ranks waited for it: rank 1 (node2): watchdog"}},
+		{"continued, as its beat says", sleeping, 6.5,
+			"rank 0 (node1, pid 42) was stopped (and continued: it did not run for 6.5 s, and a SIGCONT came meanwhile): it wrote no heartbeat for the last 7.",
+			[]string{"the other ranks waited for it: rank 1 (node2): watchdog"}},
+		{"silent, never seen stopped", sleeping, 0,
+			"rank 0 (node1, pid 42) ended before it could mark the run: killed outright",
+			[]string{"after it had written no heartbeat for 7.", "without being seen stopped (starved on a loaded machine, or frozen)",
+				"meanwhile, a rank failed, perhaps waiting for it: rank 1 (node2): watchdog"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, run, now := t.TempDir(), RunID("node1", 42, guardStarted), time.Now()
+			guardedRun(t, dir, []Beat{
+				{Run: run, Rank: 0, Host: "node1", PID: 42, Written: now.Add(-7 * time.Second), Frozen: c.frozen,
+					Step: BeatStep{Seq: 10, Op: "all-reduce", In: true, At: now.Add(-7 * time.Second)}},
+				{Run: run, Rank: 1, Host: "node2", PID: 7, Written: now, Ended: "watchdog: all-reduce did not finish within 5s", TimedOut: true,
+					Step: BeatStep{Seq: 10, Op: "all-reduce", Bytes: 64, In: true, At: now.Add(-6 * time.Second)}},
+			})
+			LeaveNote(dir, 1, "rank 1 (node2): watchdog: all-reduce did not finish within 5s")
+			var stderr strings.Builder
+			if err := guard(strings.NewReader(""), &stderr, nil, dir, "node1", 42, c.state); err != nil {
+				t.Fatal(err)
+			}
+			rec, err := ReadRecord(dir)
+			if err != nil || rec.Status != StatusFailed || !strings.HasPrefix(rec.Reason, c.lead) || strings.Contains(rec.Reason, "failed on its own") {
+				t.Errorf("%+v, %v\nwant a reason that starts %q", rec, err, c.lead)
+			}
+			for _, h := range c.has {
+				if !strings.Contains(rec.Reason, h) {
+					t.Errorf("reason %q\nwant it to hold %q", rec.Reason, h)
+				}
+			}
+		})
 	}
 }
+
+// A stop is rank 0's silence's only when it was seen after rank 0's last
+// beat: a rank stopped and continued, then silent for another reason, was
+// not stopped then.
+func TestSilence(t *testing.T) {
+	died := time.Now()
+	b := Beat{Written: died.Add(-5 * time.Second)}
+	for _, c := range []struct {
+		name   string
+		seen   time.Time
+		frozen float64
+		stop   string
+	}{
+		{"seen stopped after its last beat", died.Add(-time.Second), 0, "state T, seen by its guard"},
+		{"seen stopped before its last beat", died.Add(-6 * time.Second), 0, ""},
+		{"never seen stopped", time.Time{}, 0, ""},
+		{"continued, its beat says", time.Time{}, 4, "and continued: it did not run for 4.0 s, and a SIGCONT came meanwhile"},
+		{"a short stop it noticed", time.Time{}, 2, ""},
+	} {
+		b := b
+		b.Frozen = c.frozen
+		silent, stop := silence(b, died, c.seen, "T")
+		if silent != 5*time.Second || stop != c.stop {
+			t.Errorf("%s: silent %v, stop %q; want 5s, %q", c.name, silent, stop, c.stop)
+		}
+	}
+}
+
+// The guard looks at its rank 0 while it lives, and remembers the last
+// time it saw it stopped; once it has seen it stopped, later looks at a
+// running process do not forget it.
+func TestStopWatch(t *testing.T) {
+	var looks atomic.Int64
+	states := []string{"S", "T", "R", "S"}
+	w := watchStops(42, func(int) string { return states[min(int(looks.Add(1))-1, len(states)-1)] }, time.Millisecond)
+	for looks.Load() < int64(len(states)) {
+		time.Sleep(time.Millisecond)
+	}
+	if seen, state := w.end(); seen.IsZero() || state != "T" {
+		t.Errorf("seen %v in state %q; want a time, in T", seen, state)
+	}
+	if seen, _ := watchStops(42, sleeping, time.Millisecond).end(); !seen.IsZero() {
+		t.Errorf("a process never stopped was seen stopped at %v", seen)
+	}
+}
+
+// sleeping and stoppedState stand for ProcState of a rank 0 that is not
+// stopped, and of one that is.
+func sleeping(int) string { return "S" }
+
+func stoppedState(st string) func(int) string { return func(int) string { return st } }
 
 // The real thing: a guard process shares the lock while it waits, and
 // once its rank 0's pipe closes (as it does however rank 0 dies) marks the

@@ -48,6 +48,10 @@
 #   RSAG_SLURMD_TIMEOUT  SlurmdTimeout, seconds (60): how long a node whose
 #                     slurmd stopped answering stays up before its jobs are
 #                     killed (tests of a dying node lower it).
+#   RSAG_SLURM_PORTS  "CTLD,SLURMD": the one-node cluster's SlurmctldPort and
+#                     slurmd Port. Unset: those of the cluster already in
+#                     $RSAG_SLURM_DIR, else two free ones picked at start
+#                     (emulated hosts have networks of their own: 6817, 6818).
 #
 # What it sets up (facts that matter, learnt the hard way):
 #   * Debian's slurm-wlm and munge (apt-get update && install if missing; the
@@ -57,6 +61,14 @@
 #     pid, seed and log files under $RSAG_SLURM_DIR/munge, so that a system
 #     munged, if any, is left alone; slurm.conf points Slurm at that socket
 #     (AuthInfo=socket=...).
+#   * Several clusters may run on one machine at once (two `make test`, each
+#     with its own $RSAG_SLURM_DIR): nothing of one is another's. On one node
+#     the daemons listen on this machine's network, so each cluster picks free
+#     ports (RSAG_SLURM_PORTS) instead of Slurm's 6817 and 6818, and its job
+#     ids start at FirstJobId = SlurmctldPort x 1000, which no other cluster
+#     alive here has (job ids name Open MPI's and PMIx's per-job files in this
+#     machine's /tmp and /dev/shm); emulated clusters take a random block of
+#     1000 ids, for the same reason.
 #   * slurm.conf names this host (`hostname -s`, address 127.0.0.1), or head and
 #     node1..N, with CPUs=4 per node and SlurmdParameters=config_overrides, so 4
 #     tasks fit on a 2-core box; SlurmUser=root, proctrack/linuxproc, task/none,
@@ -69,8 +81,9 @@
 #   * MpiDefault=none; `srun --mpi=pmix` works through Debian's mpi_pmix_v4
 #     plugin. Its per-step directories go under TmpFS=$RSAG_SLURM_DIR/tmp/%n:
 #     in /tmp, one left behind by a step that `stop` killed makes the step with
-#     the same job/step id fail to launch in the next cluster (job ids restart
-#     at 1) — and srun then exits 0 (see ch7.sbatch).
+#     the same job/step id fail to launch in a later cluster (one that picks
+#     the same ports starts at the same job id) — and srun then exits 0 (see
+#     ch7.sbatch).
 #   * No GresTypes: there are no GPUs; submit with --gpus-per-node=0.
 #   * Clients find the config through SLURM_CONF (see `env`). In addition
 #     /etc/slurm/slurm.conf is made a symlink to it when that file does not
@@ -166,6 +179,80 @@ install_packages() {
 
 # ----------------------------------------------------------------- config ---
 
+# The cluster's ports and first job id (choose_ids sets them).
+CTLD_PORT=6817
+SLURMD_PORT=6818
+FIRST_JOB_ID=1
+
+# conf_value KEY: KEY's value in $CONF (the first line or word KEY=...).
+conf_value() {
+	[[ -r $CONF ]] || return 0
+	tr ' ' '\n' <"$CONF" | awk -F= -v k="$1" '$1 == k { print $2; exit }'
+}
+
+# used_ports: the TCP ports in use on this machine's network, one a line.
+used_ports() {
+	local f local rest
+	for f in /proc/net/tcp /proc/net/tcp6; do
+		[[ -r $f ]] || continue
+		# sl local_address (hex ADDR:PORT) rem_address ...
+		while read -r _ local rest; do
+			[[ $local == *:* ]] && echo $((16#${local##*:}))
+		done <"$f"
+	done
+}
+
+# free_ports N: N distinct TCP ports nothing here uses, below the ephemeral
+# range (where connections get theirs) and above 10000, picked at random, so
+# that two clusters that start at once do not pick the same.
+free_ports() {
+	local n=$1 lo=10000 hi used p picked=" " got=0 tries=0
+	hi=$(awk '{ print $1 - 1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+	[[ $hi =~ ^[0-9]+$ && $hi -gt $((lo + 1000)) ]] || hi=32767
+	used=" $(used_ports | sort -un | tr '\n' ' ') "
+	while ((got < n && tries < 1000)); do
+		tries=$((tries + 1))
+		p=$((lo + (RANDOM * 32768 + RANDOM) % (hi - lo)))
+		[[ $used == *" $p "* || $picked == *" $p "* ]] && continue
+		picked+="$p "
+		got=$((got + 1))
+		echo "$p"
+	done
+	((got == n))
+}
+
+# choose_ids reuse|new: the ports and the first job id of the cluster to
+# start. RSAG_SLURM_PORTS, if set, names the ports; with reuse, those of the
+# cluster in $DIR (which is then left alone if healthy); else one node takes
+# two free ones, and emulated hosts 6817 and 6818 in their own network. Job
+# ids start at SlurmctldPort x 1000 on one node (unique among the clusters
+# alive here, as the port is), at a random block of 1000 on emulated hosts.
+choose_ids() {
+	local ports
+	if [[ -n ${RSAG_SLURM_PORTS:-} ]]; then
+		if ! [[ $RSAG_SLURM_PORTS =~ ^[1-9][0-9]*,[1-9][0-9]*$ ]]; then
+			err "RSAG_SLURM_PORTS=$RSAG_SLURM_PORTS: want CTLD,SLURMD (two port numbers)"
+			exit 2
+		fi
+		CTLD_PORT=${RSAG_SLURM_PORTS%,*} SLURMD_PORT=${RSAG_SLURM_PORTS#*,}
+	elif [[ $1 == reuse && -n $(conf_value SlurmctldPort) && -n $(conf_value Port) ]]; then
+		CTLD_PORT=$(conf_value SlurmctldPort) SLURMD_PORT=$(conf_value Port)
+	elif ! multi; then
+		if ! ports=$(free_ports 2); then
+			err "found no two free TCP ports to listen on"
+			exit 1
+		fi
+		read -r CTLD_PORT SLURMD_PORT <<<"$(tr '\n' ' ' <<<"$ports")"
+	fi
+	if ! multi; then
+		FIRST_JOB_ID=$((CTLD_PORT * 1000))
+	elif [[ $1 == reuse && -n $(conf_value FirstJobId) ]]; then
+		FIRST_JOB_ID=$(conf_value FirstJobId)
+	else
+		FIRST_JOB_ID=$((((RANDOM * 32768 + RANDOM) % 60000 + 1) * 1000))
+	fi
+}
+
 NODE_HW="CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=1000 State=UNKNOWN"
 
 write_conf() { # $1: output file
@@ -178,7 +265,8 @@ write_conf() { # $1: output file
 # 'local-cluster.sh stop && local-cluster.sh start' rewrites it.
 ClusterName=$CLUSTER
 SlurmctldHost=$ctl
-SlurmctldPort=6817
+SlurmctldPort=$CTLD_PORT
+FirstJobId=$FIRST_JOB_ID
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -218,10 +306,10 @@ EOF
 	for n in $(node_names); do
 		i=$((i + 1))
 		if multi; then
-			# Each node has its own network: every slurmd takes port 6818.
-			echo "NodeName=$n NodeHostname=$n NodeAddr=10.77.0.$i Port=6818 $NODE_HW" >>"$1"
+			# Each node has its own network: every slurmd takes the same port.
+			echo "NodeName=$n NodeHostname=$n NodeAddr=10.77.0.$i Port=$SLURMD_PORT $NODE_HW" >>"$1"
 		else
-			echo "NodeName=$n NodeHostname=$n NodeAddr=127.0.0.1 Port=6818 $NODE_HW" >>"$1"
+			echo "NodeName=$n NodeHostname=$n NodeAddr=127.0.0.1 Port=$SLURMD_PORT $NODE_HW" >>"$1"
 		fi
 	done
 	echo "PartitionName=$PARTITION Nodes=$nodes Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO" >>"$1"
@@ -510,12 +598,17 @@ do_start() {
 	local new nodes
 	nodes=$(node_names | paste -sd,)
 	new=$(mktemp)
-	write_conf "$new"
-	if [[ -r $CONF ]] && cmp -s "$new" "$CONF" && healthy; then
-		rm -f "$new"
-		log "already running (nodes $nodes idle); SLURM_CONF=$CONF"
-		return 0
+	if [[ -r $CONF ]] && healthy; then
+		choose_ids reuse
+		write_conf "$new"
+		if cmp -s "$new" "$CONF"; then
+			rm -f "$new"
+			log "already running (nodes $nodes idle); SLURM_CONF=$CONF"
+			return 0
+		fi
 	fi
+	choose_ids new
+	write_conf "$new"
 	# Not running, half running, or the config changed: restart from scratch.
 	if [[ -d $DIR ]]; then
 		log "cleaning up an earlier cluster in $DIR"
@@ -542,7 +635,7 @@ do_start() {
 		ln -sfn "$CONF" "$SYS_CONF"
 	fi
 	if start_munge && start_slurm; then
-		log "up: nodes $nodes idle in partition $PARTITION; SLURM_CONF=$CONF"
+		log "up: nodes $nodes idle in partition $PARTITION (ports $CTLD_PORT, $SLURMD_PORT; job ids from $FIRST_JOB_ID); SLURM_CONF=$CONF"
 		return 0
 	fi
 	err "start failed; logs are in $DIR/log and $MUNGE_DIR (run '$0 stop' to clean up)"

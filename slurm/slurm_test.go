@@ -14,7 +14,8 @@
 //   - configs/smoke.toml in the repository root.
 //
 // Optional: RSAG_SLURM_DIR (the one-node cluster's state directory, see
-// local-cluster.sh; the emulated clusters' are temporary directories),
+// local-cluster.sh; by default it, and the emulated clusters', are
+// temporary directories: two test runs at once never share a cluster),
 // RSAG_LAUNCHER / RSAG_LAUNCHER_ARGS (passed on to ch7.sbatch by the
 // one-node tests; the two-node tests run both launchers).
 //
@@ -109,17 +110,23 @@ func startCluster(t *testing.T, nodes int) *cluster {
 
 	c.nodes = nodes
 	c.submitRoot = t.TempDir()
+	// Its own state directory (and so its own ports and job ids, which
+	// local-cluster.sh picks per cluster), so that another test binary's
+	// cluster on this machine, a second make test's, is never this one;
+	// on emulated hosts the script shares it with the hosts. munged runs
+	// as munge, which must reach its socket in it. RSAG_SLURM_DIR names
+	// the one-node cluster's instead.
 	c.slurmDir = os.Getenv("RSAG_SLURM_DIR")
-	scriptEnv := os.Environ()
-	if nodes > 1 {
-		// Its own state directory, shared with the hosts by the script.
-		// munged runs as munge, which must reach its socket in it.
+	if nodes > 1 || c.slurmDir == "" {
 		c.slurmDir = filepath.Join(c.submitRoot, "cluster")
 		for _, d := range []string{filepath.Dir(c.submitRoot), c.submitRoot} {
 			if err := os.Chmod(d, 0o755); err != nil {
 				t.Fatal(err)
 			}
 		}
+	}
+	scriptEnv := append(os.Environ(), "RSAG_SLURM_DIR="+c.slurmDir)
+	if nodes > 1 {
 		share := []string{c.submitRoot}
 		if !strings.HasPrefix(c.rsagBin, repo+"/") {
 			share = append(share, filepath.Dir(c.rsagBin))
@@ -128,7 +135,7 @@ func startCluster(t *testing.T, nodes int) *cluster {
 		// checks that nothing of the hosts is left.
 		c.hosts = hosts.New(t, hosts.Config{Nodes: nodes, Share: share})
 		// A slurmd that stops answering fails its node after 10 s.
-		scriptEnv = append(append(scriptEnv, c.hosts.Env()...), "RSAG_SLURM_DIR="+c.slurmDir, "RSAG_SLURMD_TIMEOUT=10")
+		scriptEnv = append(append(scriptEnv, c.hosts.Env()...), "RSAG_SLURMD_TIMEOUT=10")
 	}
 	scriptEnv = append(scriptEnv, "RSAG_SLURM_NODES="+strconv.Itoa(nodes))
 

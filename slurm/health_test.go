@@ -1,11 +1,8 @@
 package slurm_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -263,45 +260,35 @@ func (c *cluster) testHealthGiven(t *testing.T) {
 type healthJob struct {
 	id, dir string // its id, and the submit dir: results/health-ID is in it
 	log     string // rsag-health-ID.out
-	code    int    // sbatch --wait's exit status: the job's
+	code    int    // the job's exit status, as the controller records it
 }
 
 // health submits slurm/healthcheck.sbatch on every node of the cluster, one
-// task each, from dir, waits for it and returns it (its log is logged).
+// task each, from dir, waits for it and returns it (its log is logged). The
+// job's exit status is the controller's (ExitCode), what sbatch --wait
+// exits with; sbatch --wait itself was seen to exit 0 under load for a job
+// whose script exited 4: it polled after the controller had purged the job
+// (see submit).
 func (c *cluster) health(t *testing.T, dir string, env ...string) healthJob {
 	t.Helper()
 	if err := os.Symlink(filepath.Join(c.repo, "slurm"), filepath.Join(dir, "slurm")); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), submitTimeout)
-	defer cancel()
 	t0 := time.Now()
-	cmd := c.client(ctx, "sbatch", "--parsable", "--wait", "-N", strconv.Itoa(c.nodes), "--ntasks-per-node=1", filepath.Join(c.repo, "slurm", "healthcheck.sbatch"))
-	cmd.Dir = dir
-	cmd.Env = c.env(append([]string{"RSAG_BIN=" + c.rsagBin}, env...))
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.Output()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("sbatch: %v", err)
+	id := c.sbatchJob(t, dir, c.env(append([]string{"RSAG_BIN=" + c.rsagBin}, env...)),
+		"-N", strconv.Itoa(c.nodes), "--ntasks-per-node=1", filepath.Join(c.repo, "slurm", "healthcheck.sbatch"))
+	logName := "rsag-health-" + id + ".out"
+	fields := c.waitEnded(t, dir, id, logName, submitTimeout)
+	ec, _, _ := strings.Cut(fields["ExitCode"], ":")
+	code, err := strconv.Atoi(ec)
+	if err != nil {
+		t.Fatalf("job %s: ExitCode=%q", id, fields["ExitCode"])
 	}
-	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
-	// The controller's record is the job's exit status: sbatch --wait was
-	// seen to exit 0 under load for a job whose script exited 4.
-	if ec, _, ok := strings.Cut(c.showJob(t, id)["ExitCode"], ":"); ok {
-		if n, err := strconv.Atoi(ec); err == nil && n != code {
-			t.Logf("sbatch --wait exited %d, the controller says the job exited %d: taking the controller's", code, n)
-			code = n
-		}
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "rsag-health-"+id+".out"))
+	b, err := os.ReadFile(filepath.Join(dir, logName))
 	if err != nil {
 		t.Fatalf("job %q: %v", id, err)
 	}
-	t.Logf("job %s exited %d (%.1f s):\n%s", id, code, time.Since(t0).Seconds(), b)
+	t.Logf("job %s: JobState=%s, exited %d (%.1f s):\n%s", id, fields["JobState"], code, time.Since(t0).Seconds(), b)
 	return healthJob{id: id, dir: dir, log: string(b), code: code}
 }
 

@@ -75,9 +75,13 @@
 #     select/cons_tres (CR_CPU), partition `debug` (default, no time limit),
 #     JobRequeue=0 (a job on a failed node ends instead of rerunning). No accounting
 #     (slurmdbd): `sacct` does not work, use `scontrol show job -o ID`;
-#     MinJobAge=0 keeps finished jobs visible to it (never purged), and makes
-#     `sbatch --wait` poll every 2 s (it polls at 2, 10, 42 s when MinJobAge
-#     is large: a 15 s job took 42 s to be seen done).
+#     MinJobAge=3600 keeps finished jobs visible to it for an hour. (Slurm's
+#     docs say 0 never purges; 22.05 makes it 2 s, `scontrol show config`
+#     says so, and a client that asked a few seconds late on a loaded machine
+#     found no job: `sbatch --wait` said "no longer found" and exited 0.)
+#     With it `sbatch --wait` polls at 2, 10, 42 s and then every 32 s (a
+#     15 s job takes 42 s to be seen done): the tests poll `scontrol show
+#     job` themselves instead.
 #   * MpiDefault=none; `srun --mpi=pmix` works through Debian's mpi_pmix_v4
 #     plugin. Its per-step directories go under TmpFS=$RSAG_SLURM_DIR/tmp/%n:
 #     in /tmp, one left behind by a step that `stop` killed makes the step with
@@ -293,7 +297,7 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 SchedulerType=sched/backfill
 ReturnToService=2
-MinJobAge=0
+MinJobAge=3600
 KillWait=5
 InactiveLimit=0
 SlurmctldTimeout=30

@@ -81,12 +81,13 @@ func keepStopped(t *testing.T, pid int) time.Time {
 	return time.Now()
 }
 
-// stopRankOne stops j's rank 1 after a while, asserts that the job ends
-// within stoppedWithin of it, and returns the rank's pid and what the job
-// said.
-func stopRankOne(t *testing.T, j *job, after time.Duration) (pid int, stderr string) {
+// stopRankOne stops j's rank 1 once its heartbeat says it is in the
+// timing phase's cycles, and a beat later, asserts that the job ends within
+// stoppedWithin of it, and returns the rank's pid and what the job said.
+func stopRankOne(t *testing.T, j *job, dir string) (pid int, stderr string) {
 	t.Helper()
-	time.Sleep(after)
+	waitTiming(t, j, dir, 1, time.Minute)
+	time.Sleep(outdir.BeatEvery)
 	pid = j.rankPID(t, 1)
 	at := keepStopped(t, pid)
 	endedSoon(t, j, at, stoppedWithin)
@@ -95,8 +96,37 @@ func stopRankOne(t *testing.T, j *job, after time.Duration) (pid int, stderr str
 }
 
 // stoppedWithin bounds how long a job with a stopped rank takes to end:
-// timeout_s (5 s), the watchdog's check (0.5 s) and a few seconds.
-const stoppedWithin = 15 * time.Second
+// timeout_s (5 s), the watchdog's check (0.5 s) and a few seconds, which a
+// loaded machine stretches. Without the watchdog it would not end at all
+// (the rank stays stopped until the test's end), so the bound tells the
+// two apart with room to spare.
+const stoppedWithin = 30 * time.Second
+
+// waitTiming waits until rank's heartbeat, in dir's heartbeat files, says
+// it is in the timing phase's cycles, past the first (not its warm-up):
+// a fixed sleep can end before the run has
+// even started MPI on a loaded machine (then the fault the test means for
+// the timing phase strikes its start-up).
+func waitTiming(t *testing.T, j *job, dir string, rank int, limit time.Duration) {
+	t.Helper()
+	run := waitStatus(t, j, dir, outdir.StatusRunning, limit)
+	id := outdir.RunID(run.Host, run.PID, run.Started)
+	for deadline := time.Now().Add(limit); ; {
+		beats, _ := outdir.ReadBeats(dir, id)
+		if b, ok := beats[rank]; ok && b.Step.Phase == "timing" && strings.HasSuffix(b.Step.Context, "cycle") && b.Step.Round >= 1 {
+			return
+		}
+		select {
+		case <-j.done:
+			_, stderr := j.output()
+			t.Fatalf("the job ended before rank %d's heartbeat said timing, cycle 1 or later\n%s", rank, stderr)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rank %d's heartbeat did not say timing, cycle 1 or later, within %v: %+v", rank, limit, beats[rank])
+		}
+	}
+}
 
 // A rank stopped mid-timing on one host: the job ends within timeout_s
 // and a few seconds, and rank 0 names the rank, its host and pid, says it
@@ -104,8 +134,7 @@ const stoppedWithin = 15 * time.Second
 func TestAStoppedRankIsNamed(t *testing.T) {
 	dir := t.TempDir()
 	j := startJob(t, 2, nil, hangTiming(dir)...)
-	j.waitLine(t, "contracts: 5 held on every rank", time.Minute)
-	pid, stderr := stopRankOne(t, j, 1500*time.Millisecond) // into the timing phase, a beat or more
+	pid, stderr := stopRankOne(t, j, dir)
 	host := regexp.QuoteMeta(hostname(t))
 	// Stopped, as /proc says, or, when the launcher woke it before rank 0
 	// looked, as it says itself.
@@ -119,7 +148,7 @@ func TestAStoppedRankIsNamedInSamplesTakenInOneCall(t *testing.T) {
 	dir := t.TempDir()
 	j := startJob(t, 2, nil, "-output-dir", dir, "-set", "timeout_s=5", "-config", "../configs/bench-imb.toml",
 		"-set", "timing.sizes_bytes=[4096]", "-set", "timing.cycles=1000000")
-	pid, stderr := stopRankOne(t, j, 3*time.Second) // into the timing phase, a beat or more
+	pid, stderr := stopRankOne(t, j, dir)
 	host := regexp.QuoteMeta(hostname(t))
 	hangSaid(t, stderr, dir, regexp.MustCompile(`hang: rank 0 waits in timing all-reduce #\d+ \(4096 bytes, direct, cycle [1-9]\d*\) for [0-9.]+ s; `+
 		fmt.Sprintf(`rank 1 on %s \(pid %d\) (is stopped \(state T\)|did not run for [0-9.]+ s \(stopped, e.g. by SIGSTOP, or frozen\)); its last heartbeat, [0-9.]+ s ago, `, host, pid)))
@@ -131,14 +160,17 @@ func TestAStoppedRankIsNamedInSamplesTakenInOneCall(t *testing.T) {
 func TestARankThatExitsWithoutAWordIsNamed(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"-x", "LD_PRELOAD=" + preload(t, "vanish"), "-x", "VANISH_RANK=1", "-x", "VANISH_CALL=Allreduce",
-		"-x", "VANISH_BYTES=4096", "-x", "VANISH_AFTER=3000"}
+		"-x", "VANISH_BYTES=4096", "-x", "VANISH_AFTER=300"}
 	at := time.Now()
-	r := launchWith(t, 2, time.Minute, args, hangTiming(dir)...)
-	if r.code == 0 || !strings.Contains(r.stderr, "vanish.c: rank 1 exits in MPI_Allreduce (4096 bytes), call 3001") {
+	// The rank exits at its 301st AllReduce, which a loaded machine
+	// reaches late (its 3001st took over 3 minutes beside busy loops on
+	// both cores): the limit bounds a hang, not the run's pace.
+	r := launchWith(t, 2, 2*time.Minute, args, hangTiming(dir)...)
+	if r.code == 0 || !strings.Contains(r.stderr, "vanish.c: rank 1 exits in MPI_Allreduce (4096 bytes), call 301") {
 		t.Fatalf("exit %d; the fault was not injected:\n%s", r.code, r.stderr)
 	}
 	host := regexp.QuoteMeta(hostname(t))
-	hangSaid(t, r.stderr, dir, regexp.MustCompile(`hang: rank 0 waits in timing all-reduce #\d+ \(4096 bytes, direct, cycle 2999\) for [0-9.]+ s; `+
+	hangSaid(t, r.stderr, dir, regexp.MustCompile(`hang: rank 0 waits in timing all-reduce #\d+ \(4096 bytes, direct, cycle 299\) for [0-9.]+ s; `+
 		`rank 1 on `+host+` \(pid \d+\) exited without a word: its process is gone and it wrote no last heartbeat; its last heartbeat`))
 	t.Logf("ended %.1f s after it started", time.Since(at).Seconds())
 }

@@ -263,11 +263,22 @@ func TestWatchdogEndsAStalledRank(t *testing.T) {
 	} else {
 		t.Logf("rank %s spoke first", m[1])
 	}
-	// Rank 0's watchdog, when it spoke (rank 1 waits a second for it),
-	// ends its run with the verdict.
+	// Rank 0's watchdog, when it spoke, ends its run with the verdict.
+	// Rank 1's deadline passes about then too, and it waits a second
+	// (watchdogLinger) before it exits and the launcher ends rank 0: on a
+	// loaded machine rank 0 can take longer than that from its message to
+	// its verdict. So a run without the verdict must be one where rank 1
+	// said its own watchdog's message, and ended first.
+	rank1 := regexp.MustCompile(`rsag: rank 1 \([^)]+\): watchdog: timing all-reduce at 215040 bytes did not finish within 2s`)
 	if m := re.FindStringSubmatch(stderr); m != nil && m[1] == "0" {
-		if v := verdict(t, stdout); v != nil && (v[1] != "FAILED (exit 3)" || v[2] != "results in "+dir) {
-			t.Errorf("the verdict of a run the watchdog ended: %q", v[0])
+		last := stdout[strings.LastIndexByte(strings.TrimRight(stdout, "\n"), '\n')+1:]
+		switch {
+		case !verdictRe.MatchString(strings.TrimSpace(last)) && rank1.MatchString(stderr):
+			t.Logf("rank 0 was ended before its verdict: rank 1's watchdog ended it first, as it may on a loaded machine")
+		default:
+			if v := verdict(t, stdout); v != nil && (v[1] != "FAILED (exit 3)" || v[2] != "results in "+dir) {
+				t.Errorf("the verdict of a run the watchdog ended: %q", v[0])
+			}
 		}
 	}
 	run := notComplete(t, dir)

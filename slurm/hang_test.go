@@ -42,9 +42,13 @@ func (c *cluster) testStoppedRank(t *testing.T) {
 	})
 	at := time.Now()
 	j := c.waitJob(t, dir, id, time.Minute)
-	if took := time.Since(at); j.fields["JobState"] != "FAILED" || took > 20*time.Second {
-		t.Errorf("JobState=%s %.1f s after the stop, want FAILED within timeout_s (5 s) and a few seconds", j.fields["JobState"], took.Seconds())
+	// timeout_s, srun's kill of the step and a few seconds, which a loaded
+	// machine stretches; without the watchdog the job would time for
+	// minutes (50 million cycles, rank 2 stopped till the test's end).
+	if took := time.Since(at); j.fields["JobState"] != "FAILED" || took > 40*time.Second {
+		t.Errorf("JobState=%s %.1f s after the stop, want FAILED within timeout_s (5 s) and some seconds", j.fields["JobState"], took.Seconds())
 	}
+	t.Logf("the job ended %.1f s after rank 2 was stopped", time.Since(at).Seconds())
 	// Stopped, as rank 3 sees it in /proc, or, when slurmstepd woke it
 	// before rank 0 looked, as it says itself; or, when rank 3 was itself
 	// starved on a loaded machine (seen beside a second make test), silent

@@ -52,10 +52,11 @@ func (c *cluster) testStoppedRank(t *testing.T) {
 	// Stopped, as rank 3 sees it in /proc, or, when slurmstepd woke it
 	// before rank 0 looked, as it says itself; or, when rank 3 was itself
 	// starved on a loaded machine (seen beside a second make test), silent
-	// with the step of its last heartbeat, and no one on node2 to say why.
+	// with the step of its last heartbeat, and no one on node2 to say why;
+	// that beat may predate the others' wait, and then says by how much.
 	re := regexp.MustCompile(fmt.Sprintf(`hang: ranks? [0-9,]+ waits? in timing .*rank 2 on node2 \(pid %d\) `+
 		`(is stopped \(state T, seen by rank 3 on node2 [0-9.]+ s ago\)|did not run for [0-9.]+ s \(stopped, e.g. by SIGSTOP, or frozen\) until it was woken|`+
-		`has written no heartbeat for [0-9.]+ s, and no rank on node2 can say why \(stopped, killed, or its node gone\); its last heartbeat, [0-9.]+ s ago, had it [^;]*in timing )`, pid))
+		`has written no heartbeat for [0-9.]+ s, and no rank on node2 can say why \(stopped, killed, or its node gone\); its last heartbeat, [0-9.]+ s ago, (written [0-9.]+ s before ranks? [0-9,]+ began to wait, )?had it [^;]*in timing )`, pid))
 	if n := len(re.FindAllString(j.log, -1)); n != 1 || !strings.Contains(j.log, "rsag: rank 0 (node1): ") {
 		t.Errorf("the log says the hang %d times, want once, by rank 0, matching %s", n, re)
 	}

@@ -74,15 +74,25 @@ func TestLocateFindsTheBadNode(t *testing.T) {
 		if r.code != 1 {
 			t.Fatalf("exit %d with a failed gate, want 1\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 		}
-		if len(s.Locate.Suspects) != 1 || s.Locate.Suspects[0].Nodes[0] != "node3" {
-			t.Fatalf("suspects %+v, want node3", s.Locate.Suspects)
+		// One run, not tried again: on a loaded machine (a second make
+		// test) it may name a noisy link beside node3, which is not what
+		// this part is about; node3 must be among the suspects, and every
+		// suspect in run.json and the closing lines.
+		var texts []string
+		node3 := false
+		for _, sp := range s.Locate.Suspects {
+			texts = append(texts, sp.Text)
+			node3 = node3 || slices.Equal(sp.Nodes, []string{"node3"})
 		}
-		if !strings.Contains(r.stdout, "suspects: "+s.Locate.Suspects[0].Text) {
-			t.Errorf("no suspects: line beside the failed gate:\n%s", r.stdout)
+		if !node3 {
+			t.Fatalf("suspects %+v, want node3 among them", s.Locate.Suspects)
+		}
+		if !strings.Contains(r.stdout, "suspects: "+strings.Join(texts, ", ")) {
+			t.Errorf("no suspects: line naming %q beside the failed gate:\n%s", texts, r.stdout)
 		}
 		run, err := outdir.ReadRecord(r.dir)
-		if err != nil || run.Status != outdir.StatusFailed || !slices.Equal(run.Suspects, []string{s.Locate.Suspects[0].Text}) {
-			t.Errorf("%s: %+v, %v; want failed, listing node3", outdir.RunFile, run, err)
+		if err != nil || run.Status != outdir.StatusFailed || !slices.Equal(run.Suspects, texts) {
+			t.Errorf("%s: %+v, %v; want failed, listing %q", outdir.RunFile, run, err, texts)
 		}
 	})
 	t.Run("link node1-node2", func(t *testing.T) {
@@ -106,13 +116,15 @@ func TestLocateFindsTheBadNode(t *testing.T) {
 		// node2's ranks join the cgroup before they become rsag, and start
 		// at full speed; once rank 0 has printed the Nodes table (before
 		// the contracts, which come before the locate phase) the cgroup
-		// gets 1 ms of CPU per 20 ms for both. A measurement of 10
+		// gets 1 ms of CPU per 50 ms for both. A measurement of 10
 		// operations at 64K takes more than its share, so it always waits
-		// for the next period, in every repeat.
+		// for the next period, in every repeat. (At 1 ms per 20 ms a second
+		// make test beside this one slowed the other nodes' ranks so much
+		// that one repeat of node2's came above the threshold.)
 		cg, limit := cpuCgroup(t)
 		wrap := []string{"sh", "-c", `[ "$(hostname)" = node2 ] && echo $$ > "$0"; exec "$@"`, filepath.Join(cg, "cgroup.procs")}
 		throttle := func() {
-			if err := limit(1000, 20000); err != nil {
+			if err := limit(1000, 50000); err != nil {
 				t.Error(err)
 			}
 		}

@@ -68,30 +68,41 @@ func TestArmAllocatesNothing(t *testing.T) {
 
 // A step of many parts has a deadline per part: while its progress moves,
 // a run of parts far longer than the timeout never fires; once it stops,
-// the watchdog fires within the timeout.
+// the watchdog fires within the timeout. On a loaded machine a 20 ms
+// sleep can take longer than the timeout: then a part really did not move
+// on in time, and the watchdog is right to fire; it is wrong only if it
+// fired while no gap between parts reached the timeout.
 func TestProgressRestartsTheDeadline(t *testing.T) {
+	const timeout = 500 * time.Millisecond
 	got := make(chan string, 1)
-	w := New(100*time.Millisecond, func(msg string) { got <- msg })
+	w := New(timeout, func(msg string) { got <- msg })
 	w.Start()
 	defer w.Stop()
 	var part atomic.Int64
 	w.ArmProgress("all-reduce", 1024, part.Load)
-	for range 20 { // 400 ms of parts of 20 ms each
+	var longest time.Duration
+	last := time.Now()
+	for range 50 { // 1 s of parts of 20 ms each, twice the timeout
 		time.Sleep(20 * time.Millisecond)
 		part.Add(1)
+		longest, last = max(longest, time.Since(last)), time.Now()
 	}
 	select {
 	case msg := <-got:
-		t.Fatalf("fired while its parts moved on: %s", msg)
+		if longest < timeout {
+			t.Fatalf("fired while its parts moved on (the longest part %v, under the %v timeout): %s", longest, timeout, msg)
+		}
+		t.Skipf("a part took %v, over the %v timeout, on this loaded machine: the watchdog fired rightly (%s); "+
+			"the moving parts were not tested", longest, timeout, msg)
 	default:
 	}
 	stopped := time.Now()
 	select {
 	case <-got:
-		if waited := time.Since(stopped); waited < 100*time.Millisecond {
-			t.Errorf("fired %v after the last part, within the 100 ms timeout", waited)
+		if waited := time.Since(stopped); waited < timeout {
+			t.Errorf("fired %v after the last part, within the %v timeout", waited, timeout)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a part that never ended did not fire within 5 s of a 100 ms deadline")
+	case <-time.After(10 * time.Second):
+		t.Fatalf("a part that never ended did not fire within 10 s of a %v deadline", timeout)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
@@ -218,33 +217,35 @@ func KilledReason(host string, pid int, notes []Note, silent time.Duration, stop
 const StopLookEvery = time.Second
 
 // stopWatch looks at a process's state until end: the last time it saw it
-// stopped (T, or t: traced), and in which state.
+// stopped (T, or t: traced), and in which state. Its goroutine alone keeps
+// them, and hands them over at the end.
 type stopWatch struct {
-	mu    sync.Mutex
-	seen  time.Time
+	done chan struct{}
+	seen chan stopSeen
+}
+
+type stopSeen struct {
+	at    time.Time
 	state string
-	done  chan struct{}
-	ended chan struct{}
 }
 
 // watchStops looks at pid's state once now, then every every until end.
 func watchStops(pid int, state func(int) string, every time.Duration) *stopWatch {
-	w := &stopWatch{done: make(chan struct{}), ended: make(chan struct{})}
+	w := &stopWatch{done: make(chan struct{}), seen: make(chan stopSeen, 1)}
+	var last stopSeen
 	look := func() {
 		if st := state(pid); st == "T" || st == "t" {
-			w.mu.Lock()
-			w.seen, w.state = time.Now(), st
-			w.mu.Unlock()
+			last = stopSeen{time.Now(), st}
 		}
 	}
 	look()
 	go func() {
-		defer close(w.ended)
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
 			case <-w.done:
+				w.seen <- last
 				return
 			case <-t.C:
 				look()
@@ -258,8 +259,6 @@ func watchStops(pid int, state func(int) string, every time.Duration) *stopWatch
 // (zero: never), and in which state.
 func (w *stopWatch) end() (time.Time, string) {
 	close(w.done)
-	<-w.ended
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.seen, w.state
+	last := <-w.seen
+	return last.at, last.state
 }

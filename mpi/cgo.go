@@ -72,9 +72,10 @@ static long long rsag_clock(clockid_t id) {
 // rsag_samples takes samples of batch calls back to back, each between two
 // reads of the monotonic clock (ns[s]); with barrier set, each call of a
 // sample follows an MPI_Barrier outside its clock, and ns[s] is the sum of
-// the calls' own times (IMB's way: a stall then lands in the barrier). After each sample's clock stops it
-// compares out with want, span by span (nspans triples of a byte offset in
-// out, a length and a byte offset in want): ok[s] says whether all held,
+// the calls' own times (IMB's way: a stall then lands in the barrier).
+// After each sample's clock stops it compares out with want, span by span
+// (nspans triples of a byte offset in out, a length and a byte offset in
+// want): ok[s] says whether all held,
 // and the first element that did not is named in first (its sample and
 // element) with its bytes in got. Before sample s starts, progress[1]
 // takes the wall clock and progress[0] s, for a watcher on another thread.

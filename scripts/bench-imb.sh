@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # rsag's AllReduce against IMB-MPI1's Allreduce, side by side, on
 # any number of MPI ranks: ROUNDS paired rounds, each running both (which
-# goes first alternates), each tool's figures reduced both ways, then the
-# median over the rounds of the per-round ratios. It builds nothing of IMB;
+# goes first alternates; rsag launches once per timing method, so that
+# each tool's timed loop starts with its own launch), each tool's figures
+# reduced both ways, then the median over the rounds of the per-round
+# ratios. It builds nothing of IMB;
 # point it at an IMB-MPI1 binary (intel/mpi-benchmarks, built with mpicc
 # after dropping -Werror from src_cpp/Makefile).
 #
@@ -248,17 +250,22 @@ read -ra extra <<<"${MPIRUN_ARGS:-}"
 keep() { [ -z "${KEEP:-}" ] || { mkdir -p "$KEEP/$1" && cp -r "${@:2}" "$KEEP/$1/"; }; }
 
 # Each run appends "round tool size t_avg t_max median" lines to $work/rows.
+# run_rsag ROUND METHOD TOOL: one launch of rsag timing METHOD alone, so
+# that, like IMB and the C loop, its timed loop starts with its launch:
+# a machine's slow first seconds (docs/PERFORMANCE.md: up to 8 s of some
+# launches at 16 MiB on the 16-core machine) then fall on each tool alike,
+# not on whichever method a launch times first.
 run_rsag() {
-  rm -rf "$work/rsag"
+  local out=$work/$3
+  rm -rf "$out"
   scripts/mpirun.sh "$np" "${extra[@]}" "$rsag" -config "$config" -set "required_ranks=$np" \
-    -set "timing.sizes_bytes=[$list]" "${rsag_args[@]}" -output-dir "$work/rsag" >"$work/rsag.log" 2>&1 ||
-    { cat "$work/rsag.log" >&2; echo "bench-imb.sh: rsag failed" >&2; exit 1; }
-  reduce "$work/rsag" barrier | awk -v r="$1" '{print r, "rsag", $0}' >>"$work/rows"
-  reduce "$work/rsag" batched | awk -v r="$1" '{print r, "rsagb", $0}' >>"$work/rows"
-  [ -n "$iter" ] || iter=$(jq -r '.config.timing | (.cycles - .discard) * .batch' "$work/rsag/summary.json")
+    -set "timing.sizes_bytes=[$list]" -set "timing.methods=[\"$2\"]" "${rsag_args[@]}" -output-dir "$out" >"$out.log" 2>&1 ||
+    { cat "$out.log" >&2; echo "bench-imb.sh: rsag failed" >&2; exit 1; }
+  reduce "$out" "$2" | awk -v r="$1" -v t="$3" '{print r, t, $0}' >>"$work/rows"
+  [ -n "$iter" ] || iter=$(jq -r '.config.timing | (.cycles - .discard) * .batch' "$out/summary.json")
   # The C loop takes the same batch, warm-ups, cycles and discard.
-  [ -n "${loop_args:-}" ] || loop_args=$(jq -r '.config.timing | "\(.batch) \(.warmups) \(.cycles) \(.discard)"' "$work/rsag/summary.json")
-  keep "round$1" "$work/rsag" "$work/rsag.log"
+  [ -n "${loop_args:-}" ] || loop_args=$(jq -r '.config.timing | "\(.batch) \(.warmups) \(.cycles) \(.discard)"' "$out/summary.json")
+  keep "round$1" "$out" "$out.log"
 }
 # run_cloop ROUND: the C loop's "size t_avg t_max median" rows.
 run_cloop() {
@@ -301,8 +308,15 @@ run_both_imb() {
 echo "bench-imb.sh: $np ranks, binding ${bind:-"mpirun's default"}, $rounds rounds, IMB at ${levels// /, }, ${iter:-"as many as rsag keeps"} operations per size" >&2
 : >"$work/rows"
 for round in $(seq 1 "$rounds"); do
-  if [ $((round % 2)) = 1 ]; then run_rsag "$round"; run_both_imb "$round"; run_cloop "$round"
-  else run_cloop "$round"; run_both_imb "$round"; run_rsag "$round"; fi
+  # rsag's barrier method beside IMB, its batched one beside the C loop;
+  # which of a pair goes first alternates.
+  if [ $((round % 2)) = 1 ]; then
+    run_rsag "$round" barrier rsag; run_both_imb "$round"
+    [ -z "$cloop" ] || { run_rsag "$round" batched rsagb; run_cloop "$round"; }
+  else
+    [ -z "$cloop" ] || { run_cloop "$round"; run_rsag "$round" batched rsagb; }
+    run_both_imb "$round"; run_rsag "$round" barrier rsag
+  fi
   # This round: rsag's samples IMB's way (t_avg, t_max) beside its own
   # median, and IMB's t_avg, t_max at both thread levels.
   awk -v r="$round" '$1 == r { f[$3, $2] = sprintf("t_avg %.2f t_max %.2f", $4, $5); if ($2 == "rsag") m[$3] = $6; s[$3] = 1 }

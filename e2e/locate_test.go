@@ -135,7 +135,7 @@ func TestLocateFindsTheBadNode(t *testing.T) {
 				t.Fatal(err)
 			}
 			return l.runWith(t, 2, nil, wrap, &trigger{"Nodes", throttle}, "locate.iterations=10")
-		})
+		}, linksBeside("node2"))
 		if r.code != 0 {
 			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 		}
@@ -297,15 +297,50 @@ func locateOutput(stdout string) string {
 // conclusive runs try again, up to 3 times in all, while a run finds the
 // machine too noisy to judge (verdict inconclusive, no suspect): on a
 // loaded machine that is the phase failing safe, not a wrong answer. A
-// run that names anyone is returned at once, and judged.
-func conclusive(t *testing.T, try func() (located, report.Summary)) (located, report.Summary) {
+// run that names anyone is returned at once, and judged, unless noise
+// (optional) says its suspects are this machine's noise; the last try is
+// judged whatever it says.
+func conclusive(t *testing.T, try func() (located, report.Summary), noise ...func(report.SummaryLocate) bool) (located, report.Summary) {
 	t.Helper()
 	for i := 1; ; i++ {
 		r, s := try()
-		if i == 3 || s.Locate == nil || s.Locate.Verdict != "inconclusive" || len(s.Locate.Suspects) > 0 {
+		if i == 3 || s.Locate == nil {
 			return r, s
 		}
-		t.Logf("try %d of 3 was inconclusive, the machine too noisy to judge; again:\n%s", i, locateOutput(r.stdout))
+		switch {
+		case s.Locate.Verdict == "inconclusive" && len(s.Locate.Suspects) == 0:
+			t.Logf("try %d of 3 was inconclusive, the machine too noisy to judge; again:\n%s", i, locateOutput(r.stdout))
+		case len(noise) > 0 && noise[0](*s.Locate):
+			t.Logf("try %d of 3 named links beside the planted fault, which on this machine's shared processors can be noise; again:\n%s",
+				i, locateOutput(r.stdout))
+		default:
+			return r, s
+		}
+	}
+}
+
+// linksBeside says a run named node, and links besides, all of them
+// between other nodes. Every emulated host here shares the same two
+// processors: while a starved node's partners spin, waiting for it, a
+// pair of healthy nodes that runs in the same round can be held off the
+// processors in every repeat, and look like a slow link (node1-node4
+// beside a starved node2, in 1 of 2 make tests on 2 cores, 2026-12-05).
+// A real slow link would be named on every try, and the last try is
+// judged as it is.
+func linksBeside(node string) func(report.SummaryLocate) bool {
+	return func(l report.SummaryLocate) bool {
+		named, links := false, 0
+		for _, sp := range l.Suspects {
+			switch {
+			case sp.Kind == "node" && slices.Equal(sp.Nodes, []string{node}):
+				named = true
+			case sp.Kind == "link" && !slices.Contains(sp.Nodes, node):
+				links++
+			default:
+				return false
+			}
+		}
+		return named && links > 0
 	}
 }
 

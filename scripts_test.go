@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"rsag/internal/testkit/mpitesting"
 )
 
 // scripts/bench-imb.sh reduces rsag's per-rank samples IMB's way (each
@@ -50,8 +52,8 @@ func TestBenchCProgramsBuildAndRun(t *testing.T) {
 		if out, err := exec.CommandContext(ctx, "mpicc", "-O2", "-Wall", "-Werror", "-o", bin, filepath.Join("scripts", name+".c")).CombinedOutput(); err != nil {
 			t.Fatalf("mpicc %s.c: %v\n%s", name, err, out)
 		}
-		cmd := exec.CommandContext(ctx, "scripts/mpirun.sh", append([]string{"2", "--oversubscribe", bin}, args...)...)
-		cmd.Env = append(os.Environ(), "OMPI_MCA_orte_tmpdir_base="+dir) // a session dir of its own
+		cmd := exec.CommandContext(ctx, "scripts/mpirun.sh", append([]string{"2", bin}, args...)...)
+		cmd.Env = append(os.Environ(), mpitesting.JobSessionDir(t))
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {

@@ -319,7 +319,7 @@ func conclusive(t *testing.T, try func() (located, report.Summary), noise ...fun
 	}
 }
 
-// linksBeside says a run named node, and links besides, all of them
+// linksBeside says a run named node, and links beside it, all of them
 // between other nodes. Every emulated host here shares the same two
 // processors: while a starved node's partners spin, waiting for it, a
 // pair of healthy nodes that runs in the same round can be held off the

@@ -94,7 +94,9 @@ int main(int argc, char **argv) {
 			// one processor.
 			bins[k] = (bin){tb - t0, (t - tb) * 1e3 / binops, (steal1 - steal0) * 10.0 / (t - tb), (idle1 - idle0) / (t - tb),
 				r1.ru_minflt - r0.ru_minflt, r1.ru_nivcsw - r0.ru_nivcsw};
-			steal0 = steal1, idle0 = idle1, r0 = r1;
+			steal0 = steal1;
+			idle0 = idle1;
+			r0 = r1;
 		}
 		tb = now();
 	}

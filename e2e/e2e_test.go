@@ -34,6 +34,10 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	defer removeSessionDir()
+	// Jobs run side by side here (t.Parallel, and other packages' tests).
+	if err := mpitesting.YieldWhenIdle(); err != nil {
+		panic(err)
+	}
 	rsagBin = os.Getenv("RSAG_BIN")
 	if rsagBin == "" {
 		dir, err := os.MkdirTemp("", "rsag-e2e")

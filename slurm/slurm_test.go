@@ -38,9 +38,21 @@ import (
 	"time"
 
 	"rsag/internal/testkit/hosts"
+	"rsag/internal/testkit/mpitesting"
 	"rsag/internal/testkit/outcheck"
 	"rsag/outdir"
 )
+
+// TestMain: the jobs' ranks, which reach them through the clients'
+// environment (env), yield their cores while they wait, as e2e's do: both
+// packages' jobs run side by side.
+func TestMain(m *testing.M) {
+	if err := mpitesting.YieldWhenIdle(); err != nil {
+		fmt.Fprintln(os.Stderr, "slurm tests:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
 
 const (
 	startTimeout  = 5 * time.Minute // includes apt-get install on a bare machine

@@ -89,11 +89,12 @@ func (m *multi) testBeatsGrowWithHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := beatWrites(t, dir)
-	// A timing phase of some seconds, at a size 16 ranks divide: 10 cycles
-	// take about 10 s here, where a beat a rank a second would be 16 writes
-	// a second and a beat a host a second 4.
+	// A timing phase of some seconds, at a size 16 ranks divide: 60 cycles
+	// take about 8 s here (30 took 4.9 s; 20 took 21 s before the ranks
+	// yielded while they wait), where a beat a rank a second would be 16
+	// writes a second and a beat a host a second 4.
 	r := m.mpirun(t, 3*time.Minute, nil, []string{"-np", "16", "--oversubscribe", "--host", "node1:4,node2:4,node3:4,node4:4", "--map-by", "slot"},
-		"-output-dir", dir, "-set", "timing.sizes_bytes=[4096]", "-set", "timing.cycles=10", "-set", "memory.enabled=false")
+		"-output-dir", dir, "-set", "timing.sizes_bytes=[4096]", "-set", "timing.cycles=60", "-set", "memory.enabled=false")
 	writes, names, took := stop()
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)

@@ -3,11 +3,14 @@ package phases_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"rsag/coll"
 	"rsag/internal/testkit/inmem"
@@ -201,3 +204,57 @@ func TestTimingYieldsOnEveryRankAlike(t *testing.T) {
 		t.Errorf("%d yields, want %d: one per timed sample of each mode on each of %d ranks", yields.Load(), want, world)
 	}
 }
+
+// TestTheTimedLoopHoldsNothingTheCollectorScans: the timed loop's records
+// of a case are allocated before its first sample, for every cycle, and
+// hold no pointers, so the garbage collector has nothing of them to scan.
+// Rows of a million cycles allocated up front (a TimingSample holds
+// strings) would be 320 MB a rank that every collection scans, faulting in
+// pages the loop never touched: a run of 20 million cycles spent its
+// processors there. Each rank's backend fails its third sample, after a
+// collection, to end the case early; the heap the collector could scan
+// (the process's: both ranks') is read then.
+func TestTheTimedLoopHoldsNothingTheCollectorScans(t *testing.T) {
+	const cycles = 1_000_000
+	sw := []coll.Sweep{{Name: "long", SizesBytes: []int64{1536}, DTypes: []coll.DType{coll.Float32},
+		Ops: []coll.Op{coll.Sum}, Placements: []coll.Placement{coll.OutOfPlace}, Methods: []coll.Method{coll.PerOp},
+		Batch: 1, Cycles: cycles}}
+	scannable := make([]uint64, 2)
+	errs := inmem.Launch(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+		_, err := phases.RunTiming(&stopsAtSample{Backend: be, at: 3, scannable: &scannable[be.Rank()]}, comm, sw, nil, nil)
+		return err
+	})
+	for r, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "planted stop") {
+			t.Fatalf("rank %d: %v, want the planted stop", r, err)
+		}
+	}
+	rows := uint64(cycles * len(coll.DefaultModes) * int(unsafe.Sizeof(phases.TimingSample{})))
+	for r, b := range scannable {
+		if b > rows/8 {
+			t.Errorf("at rank %d's third sample of %d cycles, the process (both ranks) had %d MB of heap to scan: the loop's records are scanned (a rank's rows of every cycle would be %d MB)",
+				r, cycles, b>>20, rows>>20)
+		}
+	}
+}
+
+// stopsAtSample is a backend whose at-th timed sample collects the
+// garbage, reads how much of the heap the collector could scan, and fails.
+type stopsAtSample struct {
+	coll.Backend
+	at, taken int
+	scannable *uint64
+}
+
+func (s *stopsAtSample) Time(op func() error) (float64, error) {
+	if s.taken++; s.taken < s.at {
+		return s.Backend.Time(op)
+	}
+	runtime.GC()
+	m := []metrics.Sample{{Name: "/gc/scan/heap:bytes"}}
+	metrics.Read(m)
+	*s.scannable = m[0].Value.Uint64()
+	return 0, errors.New("planted stop")
+}
+
+func (s *stopsAtSample) Unwrap() coll.Backend { return s.Backend }

@@ -122,7 +122,16 @@ func TestALinkPlantedMidRunIsNotFollowed(t *testing.T) {
 	for _, name := range []string{"rank1_timings.csv", "timings.csv", "time_vs_size.png", report.SummaryFile, outdir.LockFile, outdir.NodeBeatName(0)} {
 		t.Run(name, func(t *testing.T) {
 			dir, v := t.TempDir(), victimFile(t)
-			j := startJob(t, 2, nil, append(append([]string{"-output-dir", dir}, smoke...), "-set", "timing.cycles=500")...)
+			// Rank 0's 3360-byte AllReduces each sleep 20 ms first
+			// (testdata/slow.c): the timing phase lasts 2 s at least,
+			// asleep, whatever the machine's pace, and its 100 cycles of
+			// the larger sizes are soon done (500 cycles of every size
+			// took 5 s of both cores a run).
+			cmd := exec.Command("../scripts/mpirun.sh", "2", "-x", "LD_PRELOAD="+interposer(t, "slow"), "-x", "SLOW_RANK=0",
+				"-x", "SLOW_SPEC=Allreduce:3360:20000", rsagBin, "-output-dir", dir)
+			cmd.Args = append(append(cmd.Args, smoke...), "-set", "timing.cycles=100")
+			cmd.Env = jobEnv(t)
+			j := startCmd(t, cmd)
 			// Once the contracts have run, the checks are long past; the
 			// timing phase, seconds long, has begun.
 			j.waitLine(t, "contracts: ", time.Minute)

@@ -46,11 +46,11 @@ func TestSlurmHealth(t *testing.T) {
 		// share a core with it is slow in every repeat (likely: a yielding rank
 		// hands the loop the rest of a time slice) and is named a link
 		// (3 runs in 12): the job says so and drains nothing, which is
-		// what is asserted. A healthy node is now and then named too (node1,
-		// its pairs at 0.28x the median at 4K in every repeat, in a make
-		// test of a clean clone beside e2e's tests, 2026-12-05): a run that drains a node is tried
-		// again, up to 3 runs, and the last is judged. A node named in
-		// every run fails the test.
+		// what is asserted. A healthy node is now and then named too
+		// (node1, its pairs at 0.28x the median at 4K in every repeat, in
+		// a make test of a clean clone beside e2e's tests, 2026-12-05): a
+		// run that drains a node is tried again, up to 3 runs, and the
+		// last is judged. A node named in every run fails the test.
 		j := c.realHealth(t)
 		for try := 2; try <= 3; try++ {
 			drained := c.drained(t)

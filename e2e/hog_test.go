@@ -33,7 +33,8 @@ func TestCleanLocateRunsUnderACPUHogAccuseNoOne(t *testing.T) {
 	}
 	t.Cleanup(func() { stop(); hog.Wait() })
 	args := []string{"-config", "../configs/locate.toml", "-set", "locate.fail_on_suspect=true", "-set", "required_ranks=4"}
-	crowded := nproc() < 4
+	procs := nproc()
+	crowded := procs < 4
 	if crowded {
 		// The ranks are not judged, so the shipped config's 16M
 		// measurements buy nothing here: the lean ones (4K and 64K, as the
@@ -46,8 +47,8 @@ func TestCleanLocateRunsUnderACPUHogAccuseNoOne(t *testing.T) {
 	for i := range runs {
 		dir := filepath.Join(t.TempDir(), "out")
 		r := mpirun(t, 4, 2*time.Minute, append(args, "-output-dir", dir)...)
-		if crowded && !strings.Contains(r.stdout, "4 ranks on "+strconv.Itoa(nproc())+" processors") {
-			t.Errorf("run %d: on %d processors, stdout does not say the 4 ranks are crowded:\n%s", i, nproc(), r.stdout)
+		if crowded && !strings.Contains(r.stdout, "4 ranks on "+strconv.Itoa(procs)+" processors") {
+			t.Errorf("run %d: on %d processors, stdout does not say the 4 ranks are crowded:\n%s", i, procs, r.stdout)
 		}
 		data, err := os.ReadFile(filepath.Join(dir, report.SummaryFile))
 		if err != nil {
@@ -65,7 +66,7 @@ func TestCleanLocateRunsUnderACPUHogAccuseNoOne(t *testing.T) {
 			inconclusive++
 		}
 	}
-	t.Logf("%d clean runs under a CPU hog on %d processors: %d named a suspect, %d inconclusive", runs, nproc(), suspects, inconclusive)
+	t.Logf("%d clean runs under a CPU hog on %d processors: %d named a suspect, %d inconclusive", runs, procs, suspects, inconclusive)
 }
 
 func nproc() int {

@@ -63,7 +63,7 @@ func stall(t *testing.T, rank int, call string, bytes int64) []string {
 }
 
 // startStalled starts rsag on np ranks under mpirun with extra mpirun
-// arguments (stall's) before the binary.
+// arguments (an interposer's: stall's, slow's) before the binary.
 func startStalled(t *testing.T, np int, mpirunArgs []string, args ...string) *job {
 	t.Helper()
 	argv := append(append(append([]string{strconv.Itoa(np)}, mpirunArgs...), rsagBin), args...)

@@ -127,11 +127,8 @@ func TestALinkPlantedMidRunIsNotFollowed(t *testing.T) {
 			// asleep, whatever the machine's pace, and its 100 cycles of
 			// the larger sizes are soon done (500 cycles of every size
 			// took 5 s of both cores a run).
-			cmd := exec.Command("../scripts/mpirun.sh", "2", "-x", "LD_PRELOAD="+interposer(t, "slow"), "-x", "SLOW_RANK=0",
-				"-x", "SLOW_SPEC=Allreduce:3360:20000", rsagBin, "-output-dir", dir)
-			cmd.Args = append(append(cmd.Args, smoke...), "-set", "timing.cycles=100")
-			cmd.Env = jobEnv(t)
-			j := startCmd(t, cmd)
+			j := startStalled(t, 2, []string{"-x", "LD_PRELOAD=" + interposer(t, "slow"), "-x", "SLOW_RANK=0", "-x", "SLOW_SPEC=Allreduce:3360:20000"},
+				append(append([]string{"-output-dir", dir}, smoke...), "-set", "timing.cycles=100")...)
 			// Once the contracts have run, the checks are long past; the
 			// timing phase, seconds long, has begun.
 			j.waitLine(t, "contracts: ", time.Minute)

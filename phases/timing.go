@@ -360,8 +360,9 @@ func timeCase(be coll.Backend, comm coll.Comm, modes []*modeCase, method timingM
 		// before it (no regrowth between samples), and makes the rows after
 		// it: rows hold strings, and the garbage collector scans a slice of
 		// them whole, touching every page of it. Rows allocated up front
-		// for 20 million cycles had the collector fault in gigabytes of
-		// untouched memory while the loop ran: 300 cycles of 4 KiB took 8 s.
+		// for 50 million cycles had the collector fault in gigabytes of
+		// untouched memory while the loop ran: 300 cycles of 4 KiB took
+		// 9.9 s, not 1.6 s (docs/PERFORMANCE.md).
 		raw := make([]rawSample, 0, sw.Cycles*len(modes))
 		order := make([]int, len(modes))
 		pace, err := agreePace(comm, spent)

@@ -118,8 +118,18 @@ type Comm interface {
 	// AllTrue returns whether ok is true on every rank, and the ranks where
 	// it is false.
 	AllTrue(ok bool) (bool, []int, error)
-	// MaxFloat64 returns the largest v over all ranks.
-	MaxFloat64(v float64) (float64, error)
+	// MaxFloat64s replaces each v[i] with the largest v[i] over all ranks:
+	// one collective for any number of values, so that agreeing a case's
+	// slowest samples costs one latency at a thousand ranks, not one a
+	// sample. Every rank passes as many values.
+	MaxFloat64s(v []float64) error
+}
+
+// MaxFloat64 returns the largest v over all ranks of comm.
+func MaxFloat64(comm Comm, v float64) (float64, error) {
+	one := []float64{v}
+	err := comm.MaxFloat64s(one)
+	return one[0], err
 }
 
 // Gatherer is a Comm that can also give every rank what each rank said

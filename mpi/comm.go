@@ -178,16 +178,17 @@ func (c *Comm) AllTrue(ok bool) (bool, []int, error) {
 	return len(bad) == 0, bad, nil
 }
 
-// MaxFloat64 returns the largest v over all ranks.
-func (c *Comm) MaxFloat64(v float64) (float64, error) {
-	if err := c.live("MaxFloat64"); err != nil {
-		return 0, err
+// MaxFloat64s replaces each v[i] with the largest v[i] over all ranks, in
+// one MPI_Allreduce (in place). Every rank passes as many values; none is
+// no call.
+func (c *Comm) MaxFloat64s(v []float64) error {
+	if err := c.live("MaxFloat64s"); err != nil {
+		return err
 	}
-	var out float64
-	if err := c.allreduce(unsafe.Pointer(&v), unsafe.Pointer(&out), 1, Float64, Max, false, 1); err != nil {
-		return 0, err
+	if len(v) == 0 {
+		return nil
 	}
-	return out, nil
+	return c.allreduce(nil, unsafe.Pointer(&v[0]), len(v), Float64, Max, true, 1)
 }
 
 // collective checks what every rooted call needs.

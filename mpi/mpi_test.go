@@ -112,11 +112,14 @@ func TestAllTrue(t *testing.T) {
 	}
 }
 
-func TestMaxFloat64(t *testing.T) {
-	for _, v := range []float64{-3.5, 0, 1e300, math.Inf(-1)} {
-		if got, err := world.MaxFloat64(v); err != nil || got != v {
-			t.Errorf("MaxFloat64(%v) = %v, %v", v, got, err)
-		}
+func TestMaxFloat64s(t *testing.T) {
+	want := []float64{-3.5, 0, 1e300, math.Inf(-1)}
+	got := slices.Clone(want)
+	if err := world.MaxFloat64s(got); err != nil || !slices.Equal(got, want) {
+		t.Errorf("MaxFloat64s(%v) = %v, %v", want, got, err)
+	}
+	if err := world.MaxFloat64s(nil); err != nil {
+		t.Errorf("MaxFloat64s(nil) = %v", err)
 	}
 }
 

@@ -95,12 +95,15 @@ func (r fakeRank) AllTrue(ok bool) (bool, []int, error) {
 	return len(bad) == 0, bad, nil
 }
 
-func (r fakeRank) MaxFloat64(v float64) (float64, error) {
-	most := math.Inf(-1)
-	for _, x := range r.w.exchange(r.rank, v) {
-		most = max(most, x.(float64))
+func (r fakeRank) MaxFloat64s(v []float64) error {
+	all := r.w.exchange(r.rank, slices.Clone(v))
+	for i := range v {
+		v[i] = math.Inf(-1)
+		for _, x := range all {
+			v[i] = max(v[i], x.([]float64)[i])
+		}
 	}
-	return most, nil
+	return nil
 }
 
 // rankBody is what one rank runs on its Backend; New and Close are around it.

@@ -21,7 +21,7 @@ func (oneRank) AllTrue(ok bool) (bool, []int, error) {
 	}
 	return false, []int{0}, nil
 }
-func (oneRank) MaxFloat64(v float64) (float64, error) { return v, nil }
+func (oneRank) MaxFloat64s([]float64) error { return nil }
 
 // TestRealNCCLOneRank runs on a GPU machine only (RSAG_REAL_GPU=1; CI and
 // this repository's machines have no GPU): against the real libcuda and

@@ -51,7 +51,7 @@ func agreePace(comm coll.Comm, spent []float64) (*pacer, error) {
 	if len(spent) == 0 {
 		return &pacer{every: 1}, nil
 	}
-	slowest, err := comm.MaxFloat64(quantile.Median(spent))
+	slowest, err := coll.MaxFloat64(comm, quantile.Median(spent))
 	if err != nil {
 		return nil, err
 	}

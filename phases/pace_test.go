@@ -2,6 +2,7 @@ package phases
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"rsag/coll"
@@ -68,5 +69,59 @@ func TestAgreePace(t *testing.T) {
 	}
 	if p, err := agreePace(nil, nil); err != nil || p.every != 1 {
 		t.Errorf("no warm-ups: every %d, %v; want every sample", p.every, err)
+	}
+}
+
+// countingComm counts the collectives that agree maxima.
+type countingComm struct {
+	coll.Comm
+	calls *int
+}
+
+func (c countingComm) MaxFloat64s(v []float64) error {
+	*c.calls++
+	return c.Comm.MaxFloat64s(v)
+}
+
+// TestSlowestMediansAgreeACaseInOneCollective: each mode's median is over
+// the slowest rank of each cycle past discard (a rank slow in one cycle
+// only moves that cycle), and the whole case is agreed in one collective,
+// not one a sample: at a thousand ranks each is a latency.
+func TestSlowestMediansAgreeACaseInOneCollective(t *testing.T) {
+	modes := []coll.TimedMode{{Name: "direct"}, {Name: "decomposed"}}
+	// us[rank][mode][cycle]; cycle 0 is discarded.
+	us := [][][]float64{
+		{{900, 10, 10, 10, 50}, {900, 20, 30, 20, 20}},
+		{{900, 40, 10, 10, 10}, {900, 20, 20, 90, 20}},
+		{{900, 10, 30, 10, 10}, {900, 20, 20, 20, 80}},
+	}
+	// Slowest per cycle: direct 40 30 10 50 (median 35), decomposed 20 30 90 80 (median 55).
+	want := []float64{35, 55}
+	calls := make([]int, len(us))
+	got := make([][]float64, len(us))
+	errs := inmem.Launch(len(us), inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+		r := be.Rank()
+		var samples []TimingSample
+		for cycle := range us[r][0] {
+			for i, m := range modes { // interleaved, as the timed loop makes them
+				s := TimingSample{Cycle: cycle, DurationUS: us[r][i][cycle]}
+				s.Mode = m.Name
+				samples = append(samples, s)
+			}
+		}
+		var err error
+		got[r], err = slowestMedians(countingComm{comm, &calls[r]}, modes, samples, 1)
+		return err
+	})
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+		if !slices.Equal(got[r], want) {
+			t.Errorf("rank %d: medians %v, want %v", r, got[r], want)
+		}
+		if calls[r] != 1 {
+			t.Errorf("rank %d agreed its case in %d collectives, want 1", r, calls[r])
+		}
 	}
 }

@@ -234,22 +234,27 @@ func progressLine(c coll.Case, modes []coll.TimedMode, medians []float64, cycles
 // slowestMedians is each mode's median, over the cycles past discard, of
 // the slowest rank's time in each cycle: the statistic report.TimingStats
 // computes from every rank's rows, so that the streamed line and the table
-// agree. A collective: every rank calls it with the same cases.
+// agree. A collective, one for the whole case: every rank calls it with
+// the same cases, and so brings as many samples in the same order.
 func slowestMedians(comm coll.Comm, modes []coll.TimedMode, got []TimingSample, discard int) ([]float64, error) {
-	out := make([]float64, len(modes))
+	var kept []float64
+	ends := make([]int, len(modes))
 	for i, m := range modes {
-		var v []float64
 		for _, s := range got {
-			if s.Mode != m.Name || s.Cycle < discard {
-				continue
+			if s.Mode == m.Name && s.Cycle >= discard {
+				kept = append(kept, s.DurationUS)
 			}
-			slowest, err := comm.MaxFloat64(s.DurationUS)
-			if err != nil {
-				return nil, err
-			}
-			v = append(v, slowest)
 		}
-		out[i] = quantile.Median(v)
+		ends[i] = len(kept)
+	}
+	if err := comm.MaxFloat64s(kept); err != nil {
+		return nil, err
+	}
+	out := make([]float64, len(modes))
+	start := 0
+	for i, end := range ends {
+		out[i] = quantile.Median(kept[start:end])
+		start = end
 	}
 	return out, nil
 }

@@ -103,10 +103,10 @@ func (w *watchedComm) AllTrue(ok bool) (bool, []int, error) {
 	return w.Comm.AllTrue(ok)
 }
 
-func (w *watchedComm) MaxFloat64(v float64) (float64, error) {
+func (w *watchedComm) MaxFloat64s(v []float64) error {
 	w.t.Arm("agreement between ranks", -1)
 	defer leave(w.t)
-	return w.Comm.MaxFloat64(v)
+	return w.Comm.MaxFloat64s(v)
 }
 
 // AllGather gathers every rank's data, armed on t.

@@ -86,7 +86,7 @@ var Packages = []Package{
 		[]string{"coll", "coll/colltest", "mpi", "mpibackend"}},
 	{"internal/testkit/browser", "test-only: headless Chromium through chromedp", nil},
 	{"internal/testkit/echophase", "test-only: a phase that registers itself in one line (e2e/phase_test.go)",
-		[]string{"config", "phase", "report"}},
+		[]string{"coll", "config", "phase", "report"}},
 	{"internal/testkit/hosts", "test-only: emulated hosts in namespaces", nil},
 	{"internal/testkit/inmem", "test-only: a backend of goroutine ranks, with faults",
 		[]string{"coll", "internal/hostmem"}},

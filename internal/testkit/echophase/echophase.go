@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"rsag/coll"
 	"rsag/config"
 	"rsag/phase"
 	"rsag/report"
@@ -24,7 +25,7 @@ func init() {
 
 func prepare(j phase.Job) (phase.Prepared, error) {
 	return phase.Prepared{Run: func(env phase.Env, rows *report.Rows) error {
-		largest, err := env.Comm.MaxFloat64(float64(env.Rank))
+		largest, err := coll.MaxFloat64(env.Comm, float64(env.Rank))
 		if err != nil {
 			return err
 		}

@@ -339,17 +339,19 @@ func (c *Comm) AllTrue(ok bool) (bool, []int, error) {
 	return len(bad) == 0, bad, nil
 }
 
-// MaxFloat64 gives every rank the largest v brought.
-func (c *Comm) MaxFloat64(v float64) (float64, error) {
-	m, err := c.job.meet(c.group, c.rank, "maximum", v)
+// MaxFloat64s gives every rank the largest v[i] brought, for each i.
+func (c *Comm) MaxFloat64s(v []float64) error {
+	m, err := c.job.meet(c.group, c.rank, "maximum", slices.Clone(v))
 	if err != nil {
-		return 0, err
+		return err
 	}
-	most := math.Inf(-1)
-	for _, p := range m.payloads {
-		most = max(most, p.(float64))
+	for i := range v {
+		v[i] = math.Inf(-1)
+		for _, p := range m.payloads {
+			v[i] = max(v[i], p.([]float64)[i])
+		}
 	}
-	return most, nil
+	return nil
 }
 
 var _ coll.Gatherer = (*Comm)(nil)

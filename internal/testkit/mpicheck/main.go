@@ -300,16 +300,28 @@ func (k *checker) allTrue() {
 
 func (k *checker) maxFloat64() {
 	c := k.c
-	got, err := c.MaxFloat64(float64(c.Rank())*1.5 - 7)
+	got, err := coll.MaxFloat64(c, float64(c.Rank())*1.5-7)
 	k.must(err, "MaxFloat64")
 	if want := float64(c.Size()-1)*1.5 - 7; got != want {
 		k.fail("MaxFloat64: got %v, want %v", got, want)
 	}
-	got, err = c.MaxFloat64(-float64(c.Rank()) - 0.25)
+	got, err = coll.MaxFloat64(c, -float64(c.Rank())-0.25)
 	k.must(err, "MaxFloat64 of negatives")
 	if got != -0.25 {
 		k.fail("MaxFloat64 of negatives: got %v, want -0.25", got)
 	}
+	// Many values in one call: element i is largest on rank i mod size.
+	v := make([]float64, 5)
+	for i := range v {
+		v[i] = float64(i*100 - (i-c.Rank()+5*c.Size())%c.Size())
+	}
+	k.must(c.MaxFloat64s(v), "MaxFloat64s")
+	for i, got := range v {
+		if want := float64(i * 100); got != want {
+			k.fail("MaxFloat64s: element %d: got %v, want %v", i, got, want)
+		}
+	}
+	k.must(c.MaxFloat64s(nil), "MaxFloat64s of nothing")
 }
 
 // value is rank r's element i: small integers, exact in float32 and in any

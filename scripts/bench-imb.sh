@@ -64,7 +64,11 @@
 # (MPI_THREAD_SINGLE), and with -thread_level funneled, the
 # MPI_Init_thread(MPI_THREAD_FUNNELED) that rsag must ask for (the Go
 # runtime has threads of its own), which costs Open MPI 4.1 locks on every
-# operation: the funneled columns are the like-for-like ones.
+# operation: the funneled columns are the like-for-like ones. Below the
+# table, each ratio's median again with its 95% interval (distribution-
+# free, from the rounds' order statistics; 6 rounds at least): at small
+# sizes the rounds swing by tens of percent, and a median above a bound
+# whose interval holds 1.00 is not a measured difference.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -124,6 +128,23 @@ summarize() {
         a[++n] = c == 4 ? v4[r, u, s] / v4[r, t, s] : v5[r, u, s] / v5[r, t, s]
       return n ? median(a, n) : -1
     }
+    # band(u, t, s, c): the same ratios'"'"' median with the interval that holds
+    # the true median with at least 95% probability whatever their
+    # distribution: the k-th smallest and k-th largest of the n ratios, k
+    # the largest with 1 - 2 P(Binomial(n, 1/2) < k) >= 0.95 (fewer than 6
+    # rounds have none). The rounds swing by tens of percent at small
+    # sizes, so a median of 1.06 may be 1.00 measured.
+    function band(u, t, s, c,    r, a, n, m, k, p, tail) {
+      n = 0
+      for (r = 1; r <= rounds; r++) if ((r, t, s) in v4 && (r, u, s) in v4)
+        a[++n] = c == 4 ? v4[r, u, s] / v4[r, t, s] : v5[r, u, s] / v5[r, t, s]
+      if (!n) return "-"
+      m = median(a, n)  # sorts a
+      k = 0; p = 0.5 ^ n; tail = p
+      while (k + 1 <= n / 2 && 1 - 2 * tail >= 0.95) { k++; p *= (n - k + 1) / k; tail += p }
+      if (!k) return sprintf("%.3f [-]", m)
+      return sprintf("%.3f [%.3f, %.3f]", m, a[k], a[n + 1 - k])
+    }
     { v4[$1, $2, $3] = $4; v5[$1, $2, $3] = $5; v6[$1, $2, $3] = $6; if ($1 > rounds) rounds = $1; sizes[$3] = 1
       if ($2 == "cloop") have_cloop = 1 }
     END {
@@ -139,6 +160,13 @@ summarize() {
           f(ratio("rsag", "imbf", s, 4), 3), f(ratio("rsag", "imbf", s, 5), 3)
       }
       printf "(rsag: its barrier method; medians over %d rounds; each ratio is the median of the per-round ratios)\n", rounds
+      for (l = 1; l <= 2; l++) {
+        lv = l == 1 ? "imb" : "imbf"
+        if (ratio("rsag", lv, order[1], 4) < 0) continue
+        printf "%-8s | %-33s | %-33s\n", "bytes", "rsag/" (l == 1 ? "IMB" : "IMBf") " t_avg [95% interval]", "t_max [95% interval]"
+        for (i = 1; i <= n; i++)
+          printf "%-8d | %33s | %33s\n", order[i], band("rsag", lv, order[i], 4), band("rsag", lv, order[i], 5)
+      }
       if (!have_cloop) exit
       printf "%-8s | %-26s | %-26s | %-23s\n", "bytes", "rsag batched t_avg t_max med", "C loop t_avg t_max median",
         "rsag/C loop t_avg t_max"
@@ -180,6 +208,17 @@ self_test() {
     '3 rsag 1024 2.6 9 1.6' '3 imb 1024 2 3 -' '3 imbf 1024 2 3 -' | summarize | sed -n 2p)
   want='1024     |     1.10     2.00     1.50 |     1.00     2.00 |     1.00     2.00 |       1.100       2.000 |       1.100       2.000'
   [ "$got" = "$want" ] || { printf 'bench-imb.sh: self-test: summarize gave\n%s\nwant\n%s\n' "$got" "$want" >&2; return 1; }
+  # The interval: 10 rounds of ratios 1.0 to 1.9 in any order hold the
+  # median between the 2nd and 9th (97.9%; the 3rd and 8th hold 89%);
+  # 3 rounds have none.
+  got=$(for r in 1 2 3 4 5 6 7 8 9 10; do
+    printf '%s\n' "$r rsag 64 1.$(( (r * 3) % 10 )) 2 1" "$r imbf 64 1 1 -"; done | summarize | sed -n '$p')
+  want='64       |              1.450 [1.100, 1.800] |              2.000 [2.000, 2.000]'
+  [ "$got" = "$want" ] || { printf 'bench-imb.sh: self-test: the interval gave\n%s\nwant\n%s\n' "$got" "$want" >&2; return 1; }
+  got=$(printf '%s\n' '1 rsag 8 1.1 2 1' '1 imbf 8 1 1 -' '2 rsag 8 1 2 1' '2 imbf 8 1 1 -' '3 rsag 8 1 2 1' '3 imbf 8 1 1 -' |
+    summarize | sed -n '$p')
+  want='8        |                         1.000 [-] |                         2.000 [-]'
+  [ "$got" = "$want" ] || { printf 'bench-imb.sh: self-test: the interval of 3 rounds gave\n%s\nwant\n%s\n' "$got" "$want" >&2; return 1; }
   # The C loop is set against rsag's batched rows (rsagb), not its barrier
   # ones: 3 / 2 and 6 / 4.
   got=$(printf '%s\n' '1 rsag 1024 9 9 9' '1 rsagb 1024 3 6 2.5' '1 cloop 1024 2 4 1.9' | summarize | tail -1)

@@ -179,16 +179,20 @@ func (c *Comm) AllTrue(ok bool) (bool, []int, error) {
 }
 
 // MaxFloat64s replaces each v[i] with the largest v[i] over all ranks, in
-// one MPI_Allreduce (in place). Every rank passes as many values; none is
-// no call.
+// one MPI_Allreduce (in place; more where v outgrows a C int count).
+// Every rank passes as many values; none is no call.
 func (c *Comm) MaxFloat64s(v []float64) error {
 	if err := c.live("MaxFloat64s"); err != nil {
 		return err
 	}
-	if len(v) == 0 {
-		return nil
+	for len(v) > 0 {
+		n := min(len(v), math.MaxInt32)
+		if err := c.allreduce(nil, unsafe.Pointer(&v[0]), n, Float64, Max, true, 1); err != nil {
+			return err
+		}
+		v = v[n:]
 	}
-	return c.allreduce(nil, unsafe.Pointer(&v[0]), len(v), Float64, Max, true, 1)
+	return nil
 }
 
 // collective checks what every rooted call needs.

@@ -122,10 +122,16 @@ summarize() {
     }
     # f(x, p): x with p decimals, or "-" for a figure that is not there.
     function f(x, p) { return x < 0 ? "-" : sprintf("%." p "f", x) }
-    function ratio(u, t, s, c,    r, a, n) {
+    # ratios(u, t, s, c, a): fills a with the per-round ratios num / tool
+    # of the rounds that have both, and returns how many.
+    function ratios(u, t, s, c, a,    r, n) {
       n = 0
       for (r = 1; r <= rounds; r++) if ((r, t, s) in v4 && (r, u, s) in v4)
         a[++n] = c == 4 ? v4[r, u, s] / v4[r, t, s] : v5[r, u, s] / v5[r, t, s]
+      return n
+    }
+    function ratio(u, t, s, c,    a, n) {
+      n = ratios(u, t, s, c, a)
       return n ? median(a, n) : -1
     }
     # band(u, t, s, c): the same ratios'"'"' median with the interval that holds
@@ -134,11 +140,8 @@ summarize() {
     # the largest with 1 - 2 P(Binomial(n, 1/2) < k) >= 0.95 (fewer than 6
     # rounds have none). The rounds swing by tens of percent at small
     # sizes, so a median of 1.06 may be 1.00 measured.
-    function band(u, t, s, c,    r, a, n, m, k, p, tail) {
-      n = 0
-      for (r = 1; r <= rounds; r++) if ((r, t, s) in v4 && (r, u, s) in v4)
-        a[++n] = c == 4 ? v4[r, u, s] / v4[r, t, s] : v5[r, u, s] / v5[r, t, s]
-      if (!n) return "-"
+    function band(u, t, s, c,    a, n, m, k, p, tail) {
+      if (!(n = ratios(u, t, s, c, a))) return "-"
       m = median(a, n)  # sorts a
       k = 0; p = 0.5 ^ n; tail = p
       while (k + 1 <= n / 2 && 1 - 2 * tail >= 0.95) { k++; p *= (n - k + 1) / k; tail += p }

@@ -84,25 +84,24 @@ func keepStopped(t *testing.T, pid int) time.Time {
 // stopRankOne starts a job with start, in a new dir, and stops its rank 1
 // once its heartbeat says it is in the timing phase's cycles, and a beat
 // later; it asserts that the job ends within stoppedWithin of it, and
-// returns the dir, the rank's pid and what the job said. timeout_s=5
-// bounds MPI_Init too, which a loaded machine can overrun (rank 1 waited
-// 5 s for rank 0 beside the Slurm tests): a job that rsag's start-up
-// deadline ended before any cycle is started again, up to 3 tries.
+// returns the dir, the rank's pid and what the job said. A job that
+// rsag's start-up deadline ended before any cycle is started again
+// (pastStartup).
 func stopRankOne(t *testing.T, start func(dir string) *job) (dir string, pid int, stderr string) {
 	t.Helper()
 	var j *job
-	for try := 1; ; try++ {
+	pastStartup(t, func() string {
 		dir = t.TempDir()
 		j = start(dir)
 		if waitTiming(t, j, dir, 1, time.Minute) {
-			break
+			return ""
 		}
 		_, stderr := j.output()
-		if try == 3 || !startupOverran(stderr) {
+		if !startupOverran(stderr) {
 			t.Fatalf("the job ended before rank 1's heartbeat said timing, cycle 1 or later\n%s", stderr)
 		}
-		t.Logf("try %d of 3: MPI start-up overran timeout_s, before any cycle; again", try)
-	}
+		return stderr
+	})
 	time.Sleep(outdir.BeatEvery)
 	pid = j.rankPID(t, 1)
 	at := keepStopped(t, pid)
@@ -174,23 +173,23 @@ func TestAStoppedRankIsNamedInSamplesTakenInOneCall(t *testing.T) {
 // message, no note, no last heartbeat: testdata/vanish.c) is named the
 // same way once the launcher ends the job.
 func TestARankThatExitsWithoutAWordIsNamed(t *testing.T) {
-	dir := t.TempDir()
+	var dir string
 	args := []string{"-x", "LD_PRELOAD=" + preload(t, "vanish"), "-x", "VANISH_RANK=1", "-x", "VANISH_CALL=Allreduce",
 		"-x", "VANISH_BYTES=4096", "-x", "VANISH_AFTER=300"}
-	at := time.Now()
-	// The rank exits at its 301st AllReduce, which a loaded machine
-	// reaches late (its 3001st took over 3 minutes beside busy loops on
-	// both cores): the limit bounds a hang, not the run's pace.
-	r := launchWith(t, 2, 2*time.Minute, args, hangTiming(dir)...)
-	for try := 2; try <= 3 && startupOverran(r.stderr); try++ {
-		// timeout_s=5 bounds MPI_Init too, which a loaded machine can
-		// overrun (rank 1 waited 5 s for rank 0 beside the Slurm tests):
-		// the job ended before the fault had its chance.
-		t.Logf("try %d of 3: MPI start-up overran timeout_s, before any AllReduce; again", try)
+	var at time.Time
+	var r result
+	pastStartup(t, func() string {
 		dir = t.TempDir()
 		at = time.Now()
+		// The rank exits at its 301st AllReduce, which a loaded machine
+		// reaches late (its 3001st took over 3 minutes beside busy loops
+		// on both cores): the limit bounds a hang, not the run's pace.
 		r = launchWith(t, 2, 2*time.Minute, args, hangTiming(dir)...)
-	}
+		if startupOverran(r.stderr) {
+			return r.stderr
+		}
+		return ""
+	})
 	if r.code == 0 || !strings.Contains(r.stderr, "vanish.c: rank 1 exits in MPI_Allreduce (4096 bytes), call 301") {
 		t.Fatalf("exit %d; the fault was not injected:\n%s", r.code, r.stderr)
 	}
@@ -204,6 +203,25 @@ func TestARankThatExitsWithoutAWordIsNamed(t *testing.T) {
 // (job.startMPI): MPI_Init did not return on every rank within timeout_s.
 func startupOverran(stderr string) bool {
 	return strings.Contains(stderr, "rsag: MPI start-up: waited ")
+}
+
+// pastStartup runs try, up to 3 times, while it returns the stderr of a
+// job that rsag's start-up deadline ended before the fault it carries had
+// its chance; "" is a job that got past start-up. timeout_s=5 bounds
+// MPI_Init too, which a loaded machine can overrun (rank 1 waited 5 s for
+// rank 0 beside the Slurm tests): the machine decided that job, not rsag.
+func pastStartup(t testing.TB, try func() (overran string)) {
+	t.Helper()
+	for i := 1; ; i++ {
+		stderr := try()
+		if stderr == "" {
+			return
+		}
+		if i == 3 {
+			t.Fatalf("MPI start-up overran timeout_s in 3 tries of 3:\n%s", stderr)
+		}
+		t.Logf("try %d of 3: MPI start-up overran timeout_s, before the fault; again", i)
+	}
 }
 
 // Across two emulated hosts (TestMultiNode's), ranks 0,1 on node1 and
@@ -260,4 +278,46 @@ func (m *multi) rankPIDOn(t *testing.T, host string, rank int, dir string) int {
 	}
 	t.Fatalf("no rsag process of rank %d on %s", rank, host)
 	return 0
+}
+
+// fatalTB records Fatalf and stops the caller, as testing.T's does.
+type fatalTB struct {
+	testing.TB
+	fatal string
+}
+
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.fatal = fmt.Sprintf(format, args...)
+	panic(f)
+}
+func (*fatalTB) Helper()             {}
+func (*fatalTB) Logf(string, ...any) {}
+
+// pastStartup tries again only while start-up overran, and at most 3 times
+// in all; the third overrun fails the test with its stderr.
+func TestPastStartupTriesAgainOnlyWhileStartUpOverran(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	pastStartup(t, func() string {
+		if calls++; calls < 3 {
+			return "rsag: MPI start-up: waited 5 s"
+		}
+		return ""
+	})
+	if calls != 3 {
+		t.Errorf("tried %d times, want 3 (two overruns, then a job past start-up)", calls)
+	}
+	f := &fatalTB{TB: t}
+	calls = 0
+	func() {
+		defer func() {
+			if p := recover(); p != nil && p != f {
+				panic(p)
+			}
+		}()
+		pastStartup(f, func() string { calls++; return "overran, try " + fmt.Sprint(calls) })
+	}()
+	if calls != 3 || !strings.Contains(f.fatal, "overran, try 3") {
+		t.Errorf("tried %d times and failed with %q; want 3 tries and the third's stderr", calls, f.fatal)
+	}
 }

@@ -57,7 +57,7 @@ func TestSlurmHealth(t *testing.T) {
 			if len(drained) == 0 {
 				break
 			}
-			t.Logf("try %d of 3: job %s drained %v with no fault; again", try, j.id, drained)
+			t.Logf("run %d of 3, job %s, drained %v with no fault; again", try-1, j.id, drained)
 			c.resume(t)
 			j = c.realHealth(t)
 		}

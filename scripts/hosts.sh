@@ -140,13 +140,17 @@ enter() {
 }
 
 start_time() { # PID: its start time in clock ticks since boot ("" if gone)
-	{ awk '{print $22}' "/proc/$1/stat"; } 2>/dev/null
+	local stat f
+	{ read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 0
+	# Field 22; the name (field 2) may hold spaces, so count after its ")".
+	read -ra f <<<"${stat##*) }"
+	echo "${f[19]}"
 }
 
 # pids_on HOST: live processes in HOST's network or mount namespace (its
 # holder among them), except this script and its ancestors.
 pids_on() {
-	local h=$1 net="" mnt="" keep=" " p=$$ d pid
+	local h=$1 net="" mnt="" keep=" " p=$$ d pid k v ppid
 	pid=$(holder "$h")
 	if [[ -n $pid ]]; then
 		net=$(readlink "/proc/$pid/ns/net" 2>/dev/null)
@@ -158,7 +162,10 @@ pids_on() {
 	[[ -z $net && -z $mnt ]] && return 0
 	while [[ -n $p && $p -gt 1 ]]; do
 		keep+="$p "
-		p=$({ awk '/^PPid:/ {print $2}' "/proc/$p/status"; } 2>/dev/null)
+		# read, not awk: no process per ancestor (this runs in loops).
+		ppid=""
+		{ while read -r k v; do [[ $k == PPid: ]] && { ppid=$v; break; }; done <"/proc/$p/status"; } 2>/dev/null
+		p=$ppid
 	done
 	# One stat over every process (a loop of readlinks is slow).
 	stat -L -c '%i %n' /proc/[0-9]*/ns/net /proc/[0-9]*/ns/mnt 2>/dev/null |
@@ -273,13 +280,17 @@ hold() {
 	exec -a "rsag-host-$NAME-$h" sleep infinity
 }
 
-make_host() { # HOST
-	local h=$1 i
+start_host() { # HOST: its netns, and its holder started (not waited for)
+	local h=$1
 	ip netns add "$(netns "$h")" || return 1
 	ip -n "$(netns "$h")" link set lo up || return 1
 	setsid nsenter --net="/run/netns/$(netns "$h")" \
 		unshare --uts --ipc --mount --propagation private "$SELF" __hold "$h" \
 		</dev/null >"$STATE/$h.log" 2>&1 &
+}
+
+wait_host() { # HOST: until its holder is up (bounded)
+	local h=$1 i
 	for ((i = 0; i < 100; i++)); do
 		[[ -n $(holder "$h") ]] && return 0
 		sleep 0.05
@@ -300,7 +311,7 @@ do_up() {
 	sh=$(shares) || return 2
 	if grep -qx '!' <<<"$sh"; then return 2; fi
 	want=$(printf 'nodes %s\n%s\n' "$nodes" "$sh")
-	if [[ -r $STATE/config && $(cat "$STATE/config") == "$want" ]] && do_status >/dev/null 2>&1; then
+	if [[ -r $STATE/config && $(cat "$STATE/config") == "$want" ]] && all_up; then
 		log "instance $NAME already up"
 		return 0
 	fi
@@ -320,8 +331,13 @@ do_up() {
 		echo "$RSAG_HOSTS_OWNER $(start_time "$RSAG_HOSTS_OWNER")" >"$STATE/owner.new"
 		mv "$STATE/owner.new" "$STATE/owner"
 	fi
+	# Every holder is started before any is waited for: on a loaded machine
+	# each takes a second or more to set its host up.
 	for h in $(hosts_of); do
-		make_host "$h" || { err "making host $h failed"; return 1; }
+		start_host "$h" || { err "making host $h failed"; return 1; }
+	done
+	for h in $(hosts_of); do
+		wait_host "$h" || { err "making host $h failed"; return 1; }
 	done
 	# The bridge lives in head's netns, so this machine's network never sees it.
 	local H
@@ -346,7 +362,7 @@ do_up() {
 	# The bridge forwards once its ports are up: wait (bounded) until every
 	# node has a working address.
 	for ((i = 0; i < 50; i++)); do
-		do_status >/dev/null 2>&1 && return 0
+		all_up && return 0
 		sleep 0.1
 	done
 	err "hosts are not up after 5 s:"
@@ -356,20 +372,36 @@ do_up() {
 
 # ----------------------------------------------------------------- status ---
 
+# is_up HOST: its holder lives, it has its address, and its links are up.
+is_up() {
+	local h=$1 addrs links
+	# Captured, not piped into grep -q: with pipefail an early exit of grep
+	# makes the pipe fail at random.
+	addrs=$(ip -n "$(netns "$h")" -o addr show 2>/dev/null)
+	links=$(ip -n "$(netns "$h")" -o link show 2>/dev/null | grep -v ' lo:')
+	enter "$h" 2>/dev/null && [[ $addrs == *"inet $(addr_of "$h")/"* && $links == *"state UP"* ]]
+}
+
+# all_up: every host of the instance is up. It is status without counting
+# each host's processes, which is most of status's time (one stat over
+# every process of the machine per host).
+all_up() {
+	local h
+	[[ -r $STATE/hosts.list && -r $STATE/config ]] || return 1
+	for h in $(hosts_of); do
+		is_up "$h" || return 1
+	done
+}
+
 do_status() {
 	local ok=0 h n
 	if [[ ! -r $STATE/hosts.list ]]; then
 		echo "instance $NAME: not up"
 		return 1
 	fi
-	local addrs links
 	for h in $(hosts_of); do
 		n=$(pids_on "$h" | wc -l)
-		# Captured, not piped into grep -q: with pipefail an early exit of
-		# grep makes the pipe fail at random.
-		addrs=$(ip -n "$(netns "$h")" -o addr show 2>/dev/null)
-		links=$(ip -n "$(netns "$h")" -o link show 2>/dev/null | grep -v ' lo:')
-		if enter "$h" 2>/dev/null && [[ $addrs == *"inet $(addr_of "$h")/"* && $links == *"state UP"* ]]; then
+		if is_up "$h"; then
 			printf '%-8s %-14s up    %d processes\n' "$h" "$(addr_of "$h")" "$n"
 		else
 			printf '%-8s %-14s DOWN  %d processes\n' "$h" "$(addr_of "$h")" "$n"

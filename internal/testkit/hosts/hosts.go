@@ -104,7 +104,7 @@ func Start(t testing.TB, cfg Config) *Hosts {
 	return h
 }
 
-// Up brings the hosts up (about a second).
+// Up brings the hosts up (seconds: more on a loaded machine).
 func (h *Hosts) Up(t testing.TB) {
 	t.Helper()
 	t0 := time.Now()

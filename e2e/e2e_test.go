@@ -155,7 +155,6 @@ func TestSmokeOnTwoThreeAndFourRanks(t *testing.T) {
 // warm-ups, not the config's three: they are untimed passes of the same
 // calls (checked in every other run here), and each costs 4 s at 256 MiB.
 func TestCh7OnFourRanks(t *testing.T) {
-	t.Parallel() // it checks outputs, not times
 	if testing.Short() {
 		t.Skip("-short: the full ch7 run moves 256 MiB buffers")
 	}

@@ -17,7 +17,6 @@ import (
 // N and N + N/2 to the byte, and the whole uses the flat AllReduce's bus
 // factor so that it compares with direct.
 func TestHierarchyInGroupsOfTwo(t *testing.T) {
-	t.Parallel() // its deltas are bytes, not times
 	dir := t.TempDir()
 	r := mpirun(t, 4, 2*time.Minute, "-config", "../configs/hierarchy.toml", "-backend", "mpi", "-output-dir", dir,
 		"-set", "hierarchy.group_size=2")

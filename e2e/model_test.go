@@ -23,7 +23,6 @@ import (
 // test's: on a loaded 2-core runner one size can run 7x slow, and the
 // fit's accuracy on known models is tested in package model.
 func TestModelOnTwoRanks(t *testing.T) {
-	t.Parallel() // what the fit gives is the machine's business (above)
 	dir := t.TempDir()
 	r := mpirun(t, 2, 3*time.Minute, "-config", "../configs/model-mpi.toml", "-output-dir", dir)
 	if r.code != 0 {

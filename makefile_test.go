@@ -5,6 +5,8 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,5 +31,61 @@ func TestMakeDepsAsksForNoMPIBeforeInstalling(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "not found") {
 		t.Errorf("make deps asked for mpicc before installing it:\n%s", out.String())
+	}
+}
+
+// The Makefile's builds get mpicc's flags added to go's own cgo flags, not
+// put in their place: a CGO_CFLAGS of include paths alone compiled rsag's
+// C, its timed loops among them, at -O0, which cost 5% an operation at 2
+// ranks and 8 B against IMB (docs/PERFORMANCE.md). make env prints what
+// the builds use; go's default (-O2 -g) must be in it, and a user's own
+// CGO_CFLAGS in its place when set.
+func TestMakeCompilesCgoWithGoFlagsAndMPIs(t *testing.T) {
+	for _, tool := range []string{"make", "mpicc", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s (make deps installs Open MPI)", tool)
+		}
+	}
+	mpiFlags, err := exec.Command("scripts/mpi-cgo-flags.sh", "cflags").Output()
+	if err != nil {
+		t.Fatalf("mpi-cgo-flags.sh cflags: %v", err)
+	}
+	// make test runs this with the flags already set: start from none.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CGO_CFLAGS=") && !strings.HasPrefix(kv, "CGO_LDFLAGS=") {
+			env = append(env, kv)
+		}
+	}
+	cflags := func(extra ...string) []string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "make", "-s", "env")
+		cmd.Env = append(append([]string{}, env...), extra...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("make env %v: %v\n%s", extra, err, out)
+		}
+		m := regexp.MustCompile(`CGO_CFLAGS="([^"]*)"`).FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("make env %v printed no CGO_CFLAGS:\n%s", extra, out)
+		}
+		return strings.Fields(string(m[1]))
+	}
+	has := func(got []string, want ...string) bool {
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				return false
+			}
+		}
+		return true
+	}
+	mpi := strings.Fields(string(mpiFlags))
+	if got := cflags(); !has(got, "-O2") || !has(got, mpi...) {
+		t.Errorf("make env's CGO_CFLAGS = %q, want go's -O2 and mpicc's %q", got, mpi)
+	}
+	if got := cflags("CGO_CFLAGS=-O3 -DRSAG_USERS_OWN"); !has(got, "-O3", "-DRSAG_USERS_OWN") || !has(got, mpi...) || has(got, "-O2") {
+		t.Errorf("with the user's CGO_CFLAGS=-O3 -DRSAG_USERS_OWN, make env's CGO_CFLAGS = %q, want those and mpicc's %q", got, mpi)
 	}
 }

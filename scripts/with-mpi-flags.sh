@@ -4,9 +4,15 @@
 #   with-mpi-flags.sh go build ...
 # The Makefile calls it in the recipes that compile, so that the flags are
 # read after `make deps` has installed an MPI, not when make starts.
+#
+# MPI's flags are added to what go would use without them (`go env`: the
+# user's CGO_CFLAGS, or go's default "-O2 -g"), not put in their place: a
+# CGO_CFLAGS of include paths alone compiles rsag's C, its timed loops
+# among them, unoptimized.
 set -euo pipefail
 here=$(dirname "$0")
-CGO_CFLAGS=$("$here/mpi-cgo-flags.sh" cflags)
-CGO_LDFLAGS=$("$here/mpi-cgo-flags.sh" ldflags)
+go=${GO:-go}
+CGO_CFLAGS="$("$go" env CGO_CFLAGS) $("$here/mpi-cgo-flags.sh" cflags)"
+CGO_LDFLAGS="$("$go" env CGO_LDFLAGS) $("$here/mpi-cgo-flags.sh" ldflags)"
 export CGO_CFLAGS CGO_LDFLAGS
 exec "$@"

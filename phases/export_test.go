@@ -26,3 +26,11 @@ func SetYield(f func()) (restore func()) {
 	yield = f
 	return func() { yield = old }
 }
+
+// SetRecordChunk sets how many samples' records the timed loop allocates
+// at a time and returns a function that restores it.
+func SetRecordChunk(n int) (restore func()) {
+	old := recordChunk
+	recordChunk = n
+	return func() { recordChunk = old }
+}

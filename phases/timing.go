@@ -361,14 +361,14 @@ func timeCase(be coll.Backend, comm coll.Comm, modes []*modeCase, method timingM
 				be.Rank(), be.Info().Host, c, m.mode.Name, bad.cycle, bad.Mismatch)}
 		}
 	} else {
-		// The loop keeps its samples in pointer-free records, all allocated
-		// before it (no regrowth between samples), and makes the rows after
-		// it: rows hold strings, and the garbage collector scans a slice of
-		// them whole, touching every page of it. Rows allocated up front
-		// for 50 million cycles had the collector fault in gigabytes of
-		// untouched memory while the loop ran: 300 cycles of 4 KiB took
-		// 9.9 s, not 1.6 s (docs/PERFORMANCE.md).
-		raw := make([]rawSample, 0, sw.Cycles*len(modes))
+		// The loop keeps its samples in pointer-free records and makes the
+		// rows after it: rows hold strings, and the garbage collector scans
+		// a slice of them whole, touching every page of it. Rows allocated
+		// up front for 50 million cycles had the collector fault in
+		// gigabytes of untouched memory while the loop ran: 300 cycles of
+		// 4 KiB took 9.9 s, not 1.6 s (docs/PERFORMANCE.md). The records
+		// come a chunk at a time (sampleRecords).
+		raw := newSampleRecords(sw.Cycles * len(modes))
 		order := make([]int, len(modes))
 		pace, err := agreePace(comm, spent)
 		if err != nil {
@@ -391,7 +391,7 @@ func timeCase(be coll.Backend, comm coll.Comm, modes []*modeCase, method timingM
 					}
 					s.checked = true
 				}
-				raw = append(raw, s)
+				raw.add(s)
 				pace.between()
 			}
 		}
@@ -437,13 +437,46 @@ type rawSample struct {
 	checked, correct bool
 }
 
+// sampleRecords holds a case's records in chunks of recordChunk: the
+// first, allocated before the loop, holds a case of up to recordChunk
+// samples whole, so that such a case allocates nothing between samples; a
+// longer one gets another chunk every recordChunk samples, and nothing is
+// ever copied. All of them up front was 4 GB a rank for 50 million
+// cycles, asked for before the first sample; where Go reused memory
+// freed earlier it cleared all of it first, touching every page (3.2 GB
+// took 9.5 s on the 2-core machine), while the other ranks waited.
+type sampleRecords struct {
+	chunks [][]rawSample
+	n      int
+}
+
+// recordChunk is how many samples' records a chunk holds (40 bytes each:
+// 2.5 MB).
+var recordChunk = 1 << 16
+
+func newSampleRecords(samples int) *sampleRecords {
+	return &sampleRecords{chunks: [][]rawSample{make([]rawSample, 0, max(1, min(samples, recordChunk)))}}
+}
+
+func (r *sampleRecords) add(s rawSample) {
+	last := len(r.chunks) - 1
+	if len(r.chunks[last]) == cap(r.chunks[last]) {
+		r.chunks = append(r.chunks, make([]rawSample, 0, recordChunk))
+		last++
+	}
+	r.chunks[last] = append(r.chunks[last], s)
+	r.n++
+}
+
 // rowsOf makes the rows of case c's samples raw.
-func rowsOf(c coll.Case, modes []*modeCase, raw []rawSample) []TimingSample {
-	rows := make([]TimingSample, len(raw))
-	for i, r := range raw {
-		rc := c
-		rc.Mode = modes[r.mode].mode.Name
-		rows[i] = TimingSample{Case: rc, Cycle: r.cycle, DurationUS: r.us, Checked: r.checked, Correct: r.correct}
+func rowsOf(c coll.Case, modes []*modeCase, raw *sampleRecords) []TimingSample {
+	rows := make([]TimingSample, 0, raw.n)
+	for _, chunk := range raw.chunks {
+		for _, r := range chunk {
+			rc := c
+			rc.Mode = modes[r.mode].mode.Name
+			rows = append(rows, TimingSample{Case: rc, Cycle: r.cycle, DurationUS: r.us, Checked: r.checked, Correct: r.correct})
+		}
 	}
 	return rows
 }

@@ -258,3 +258,90 @@ func (s *stopsAtSample) Time(op func() error) (float64, error) {
 }
 
 func (s *stopsAtSample) Unwrap() coll.Backend { return s.Backend }
+
+// The per-op loop's records come a chunk at a time, not for every cycle
+// before the first sample: up front, 50 million cycles were 4 GB a rank,
+// which Go clears first where it reuses freed memory (seconds before the
+// first sample). With 10 million cycles, what both ranks have allocated
+// by their third sample must be far below one rank's records of every
+// cycle (800 MB).
+func TestTheTimedLoopAllocatesItsRecordsAsItGoes(t *testing.T) {
+	const cycles = 10_000_000
+	sw := []coll.Sweep{{Name: "long", SizesBytes: []int64{1536}, DTypes: []coll.DType{coll.Float32},
+		Ops: []coll.Op{coll.Sum}, Placements: []coll.Placement{coll.OutOfPlace}, Methods: []coll.Method{coll.PerOp},
+		Batch: 1, Cycles: cycles}}
+	allocs := func() uint64 {
+		m := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+		metrics.Read(m)
+		return m[0].Value.Uint64()
+	}
+	before := allocs()
+	third := make([]uint64, 2)
+	errs := inmem.Launch(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+		at := &allocsAtSample{Backend: be, at: 3, read: allocs, got: &third[be.Rank()]}
+		_, err := phases.RunTiming(at, comm, sw, nil, nil)
+		return err
+	})
+	for r, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "planted stop") {
+			t.Fatalf("rank %d: %v, want the planted stop", r, err)
+		}
+	}
+	upFront := uint64(cycles * len(coll.DefaultModes) * 40)
+	for r, a := range third {
+		if got := a - before; got > upFront/8 {
+			t.Errorf("by rank %d's third sample of %d cycles, %d MB allocated: the records of every cycle were allocated up front (%d MB a rank)",
+				r, cycles, got>>20, upFront>>20)
+		}
+	}
+}
+
+// allocsAtSample is a backend whose at-th timed sample reads how much the
+// process has allocated, and fails.
+type allocsAtSample struct {
+	coll.Backend
+	at, taken int
+	read      func() uint64
+	got       *uint64
+}
+
+func (s *allocsAtSample) Time(op func() error) (float64, error) {
+	if s.taken++; s.taken < s.at {
+		return s.Backend.Time(op)
+	}
+	*s.got = s.read()
+	return 0, errors.New("planted stop")
+}
+
+func (s *allocsAtSample) Unwrap() coll.Backend { return s.Backend }
+
+// A case longer than a chunk of records keeps every sample, in the order
+// taken: cycle by cycle, the modes taking turns going first.
+func TestTheTimedLoopKeepsEverySampleAcrossChunks(t *testing.T) {
+	defer phases.SetRecordChunk(3)()
+	const cycles = 10
+	sw := []coll.Sweep{{Name: "chunks", SizesBytes: []int64{1536}, DTypes: []coll.DType{coll.Float32},
+		Ops: []coll.Op{coll.Sum}, Placements: []coll.Placement{coll.OutOfPlace}, Methods: []coll.Method{coll.PerOp},
+		Batch: 1, Warmups: 1, Cycles: cycles}}
+	samples := make([][]phases.TimingSample, 2)
+	errs := inmem.Launch(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+		s, err := phases.RunTiming(be, comm, sw, nil, nil)
+		samples[be.Rank()] = s
+		return err
+	})
+	noErrors(t, errs)
+	modes := coll.DefaultModes
+	for rank, s := range samples {
+		if len(s) != cycles*len(modes) {
+			t.Fatalf("rank %d: %d samples, want %d", rank, len(s), cycles*len(modes))
+		}
+		for i, x := range s {
+			cycle, turn := i/len(modes), i%len(modes)
+			want := modes[(turn+cycle)%len(modes)]
+			if x.Cycle != cycle || x.Mode != want || !x.Correct || !(x.DurationUS > 0) {
+				t.Errorf("rank %d: sample %d is cycle %d of %s (correct %v, %v us), want cycle %d of %s, correct",
+					rank, i, x.Cycle, x.Mode, x.Correct, x.DurationUS, cycle, want)
+			}
+		}
+	}
+}

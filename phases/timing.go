@@ -445,10 +445,7 @@ type rawSample struct {
 // cycles, asked for before the first sample; where Go reused memory
 // freed earlier it cleared all of it first, touching every page (3.2 GB
 // took 9.5 s on the 2-core machine), while the other ranks waited.
-type sampleRecords struct {
-	chunks [][]rawSample
-	n      int
-}
+type sampleRecords struct{ chunks [][]rawSample }
 
 // recordChunk is how many samples' records a chunk holds (40 bytes each:
 // 2.5 MB).
@@ -465,12 +462,15 @@ func (r *sampleRecords) add(s rawSample) {
 		last++
 	}
 	r.chunks[last] = append(r.chunks[last], s)
-	r.n++
 }
 
 // rowsOf makes the rows of case c's samples raw.
 func rowsOf(c coll.Case, modes []*modeCase, raw *sampleRecords) []TimingSample {
-	rows := make([]TimingSample, 0, raw.n)
+	n := 0
+	for _, chunk := range raw.chunks {
+		n += len(chunk)
+	}
+	rows := make([]TimingSample, 0, n)
 	for _, chunk := range raw.chunks {
 		for _, r := range chunk {
 			rc := c

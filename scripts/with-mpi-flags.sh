@@ -12,7 +12,9 @@
 set -euo pipefail
 here=$(dirname "$0")
 go=${GO:-go}
-CGO_CFLAGS="$("$go" env CGO_CFLAGS) $("$here/mpi-cgo-flags.sh" cflags)"
-CGO_LDFLAGS="$("$go" env CGO_LDFLAGS) $("$here/mpi-cgo-flags.sh" ldflags)"
+{ read -r go_cflags && read -r go_ldflags; } < <("$go" env CGO_CFLAGS CGO_LDFLAGS) ||
+  { echo "with-mpi-flags.sh: $go env CGO_CFLAGS CGO_LDFLAGS failed: is go installed (or GO set to it)?" >&2; exit 1; }
+CGO_CFLAGS="$go_cflags $("$here/mpi-cgo-flags.sh" cflags)"
+CGO_LDFLAGS="$go_ldflags $("$here/mpi-cgo-flags.sh" ldflags)"
 export CGO_CFLAGS CGO_LDFLAGS
 exec "$@"

@@ -324,10 +324,17 @@ EOF
 # alive_pid PID: the process exists and is not a zombie (here pid 1 reaps
 # daemonized processes late, so they linger as zombies for a while).
 alive_pid() {
+	status_field "$1" State && [[ -n $REPLY && $REPLY != Z* && $REPLY != X* ]]
+}
+
+# status_field PID KEY: REPLY is KEY's value in /proc/PID/status; false
+# when the process or the key is not there. read, not awk: kill_wait asks
+# alive_pid of every pid five times a second, and no fork is cheaper.
+status_field() {
 	local k v
-	# read, not awk: kill_wait asks this of every pid five times a second.
+	REPLY=""
 	{ while read -r k v; do
-		[[ $k == State: ]] && { [[ -n $v && $v != Z* && $v != X* ]]; return; }
+		[[ $k == "$2:" ]] && { REPLY=$v; return 0; }
 	done <"/proc/$1/status"; } 2>/dev/null
 	return 1
 }
@@ -356,12 +363,11 @@ pid_of() {
 # (SLURM_CLUSTER_NAME=$CLUSTER together with our SLURM_CONF), except this
 # script and its ancestors.
 marked_pids() {
-	local keep=" " p=$$ k v ppid f pid
+	local keep=" " p=$$ f pid
 	while [[ -n $p && $p -gt 1 ]]; do
 		keep+="$p "
-		ppid=""
-		{ while read -r k v; do [[ $k == PPid: ]] && { ppid=$v; break; }; done <"/proc/$p/status"; } 2>/dev/null
-		p=$ppid
+		status_field "$p" PPid
+		p=$REPLY
 	done
 	# Three greps over every process's environment, not a few processes per
 	# process: on a loaded machine the machine's hundreds of processes made

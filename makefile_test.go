@@ -37,9 +37,9 @@ func TestMakeDepsAsksForNoMPIBeforeInstalling(t *testing.T) {
 // The Makefile's builds get mpicc's flags added to go's own cgo flags, not
 // put in their place: a CGO_CFLAGS of include paths alone compiled rsag's
 // C, its timed loops among them, at -O0, which cost 5% an operation at 2
-// ranks and 8 B against IMB (docs/PERFORMANCE.md). make env prints what
-// the builds use; go's default (-O2 -g) must be in it, and a user's own
-// CGO_CFLAGS in its place when set.
+// ranks and 8 B against IMB (docs/performance-log.md, 2026-12-05 15:41).
+// make env prints what the builds use; go's default (-O2 -g) must be in
+// it, and a user's own CGO_CFLAGS in its place when set.
 func TestMakeCompilesCgoWithGoFlagsAndMPIs(t *testing.T) {
 	for _, tool := range []string{"make", "mpicc", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {

@@ -27,18 +27,35 @@ func (s *session) writeResults(cfg config.Config, w work, rows report.Rows, ran 
 	if err := s.agreeOnWriting(werr); err != nil {
 		return nil, err
 	}
-	all, err := gatherJSON(s, "result rows", rows)
+	packed, err := gatherJSON(s, "result rows", report.Pack(rows))
 	if err != nil {
 		return nil, err
 	}
 	var sum *report.Summary
 	if s.comm.Rank() == 0 {
-		sum, err = s.combine(cfg, w, all, ran, infos)
+		var all []report.Rows
+		if all, err = unpackAll(packed); err == nil {
+			sum, err = s.combine(cfg, w, all, ran, infos)
+		}
 	}
 	if err := s.agreeOnWriting(err); err != nil {
 		return nil, err
 	}
 	return sum, nil
+}
+
+// unpackAll is every rank's rows from what it sent, each rank's packed
+// rows let go once unpacked.
+func unpackAll(packed []report.PackedRows) ([]report.Rows, error) {
+	all := make([]report.Rows, len(packed))
+	for r := range packed {
+		var err error
+		if all[r], err = packed[r].Unpack(); err != nil {
+			return nil, fmt.Errorf("rank %d's result rows: %w", r, err)
+		}
+		packed[r] = report.PackedRows{}
+	}
+	return all, nil
 }
 
 // agreeOnWriting has every rank learn whether each could write its part

@@ -33,29 +33,15 @@ func (s *session) writeResults(cfg config.Config, w work, rows report.Rows, ran 
 	}
 	var sum *report.Summary
 	if s.comm.Rank() == 0 {
-		var all []report.Rows
-		if all, err = unpackAll(packed); err == nil {
-			sum, err = s.combine(cfg, w, all, ran, infos)
+		var merged report.Rows
+		if merged, err = report.MergePacked(packed); err == nil {
+			sum, err = s.combine(cfg, w, merged, ran, infos)
 		}
 	}
 	if err := s.agreeOnWriting(err); err != nil {
 		return nil, err
 	}
 	return sum, nil
-}
-
-// unpackAll is every rank's rows from what it sent, each rank's packed
-// rows let go once unpacked.
-func unpackAll(packed []report.PackedRows) ([]report.Rows, error) {
-	all := make([]report.Rows, len(packed))
-	for r := range packed {
-		var err error
-		if all[r], err = packed[r].Unpack(); err != nil {
-			return nil, fmt.Errorf("rank %d's result rows: %w", r, err)
-		}
-		packed[r] = report.PackedRows{}
-	}
-	return all, nil
 }
 
 // agreeOnWriting has every rank learn whether each could write its part
@@ -67,11 +53,10 @@ func (s *session) agreeOnWriting(err error) error {
 	return s.agree(err, ExitFailed, "writing results in "+s.opts.OutputDir+" failed")
 }
 
-// combine merges every rank's rows on rank 0, writes the combined files,
-// builds the summary and prints the tables from it.
-func (s *session) combine(cfg config.Config, w work, all []report.Rows, ran report.Phases, infos []coll.Info) (*report.Summary, error) {
+// combine writes, on rank 0, the combined files of every rank's rows
+// (merged), builds the summary and prints the tables from it.
+func (s *session) combine(cfg config.Config, w work, merged report.Rows, ran report.Phases, infos []coll.Info) (*report.Summary, error) {
 	dir := s.opts.OutputDir
-	merged := report.Merge(all)
 	if err := report.Write(report.Combined, dir, report.Input{World: s.comm.Size(), Ran: ran, Rows: merged}); err != nil {
 		return nil, err
 	}

@@ -70,29 +70,57 @@ func (p PackedRows) Unpack() (Rows, error) {
 	if len(p.Order) == 0 && len(p.Timing) == 0 {
 		return r, nil
 	}
+	var err error
+	r.Timings, err = p.appendTimings(make([]TimingRow, 0, len(p.Order)))
+	return r, err
+}
+
+// MergePacked is Merge of every rank's packed rows, each rank's timing
+// rows unpacked straight into the merged ones, so that rank 0 holds every
+// row once; a rank's packed rows are let go once read.
+func MergePacked(all []PackedRows) (Rows, error) {
+	rest := make([]Rows, len(all))
+	n := 0
+	for r, p := range all {
+		rest[r] = p.Rows
+		n += len(p.Order)
+	}
+	merged := Merge(rest)
+	merged.Timings = make([]TimingRow, 0, n)
+	for r := range all {
+		var err error
+		if merged.Timings, err = all[r].appendTimings(merged.Timings); err != nil {
+			return Rows{}, fmt.Errorf("rank %d's result rows: %w", r, err)
+		}
+		all[r] = PackedRows{}
+	}
+	return merged, nil
+}
+
+// appendTimings appends p's timing rows, in order, to dst.
+func (p PackedRows) appendTimings(dst []TimingRow) ([]TimingRow, error) {
 	for i, s := range p.Timing {
 		if len(s.DurationsUS) != len(s.Cycles) || len(s.Correct) != len(s.Cycles) {
-			return Rows{}, fmt.Errorf("timing series %d: %d cycles, %d durations and %d verdicts", i, len(s.Cycles), len(s.DurationsUS), len(s.Correct))
+			return nil, fmt.Errorf("timing series %d: %d cycles, %d durations and %d verdicts", i, len(s.Cycles), len(s.DurationsUS), len(s.Correct))
 		}
 	}
 	next := make([]int, len(p.Timing))
-	r.Timings = make([]TimingRow, 0, len(p.Order))
-	for _, i := range p.Order {
+	for row, i := range p.Order {
 		if i < 0 || i >= len(p.Timing) || next[i] == len(p.Timing[i].Cycles) {
-			return Rows{}, fmt.Errorf("timing row %d: its series %d is not there or has no row left", len(r.Timings), i)
+			return nil, fmt.Errorf("timing row %d: its series %d is not there or has no row left", row, i)
 		}
 		s, k := &p.Timing[i], next[i]
 		next[i]++
 		v := Verdict(s.Correct[k])
 		if _, ok := verdictText[v]; !ok {
-			return Rows{}, fmt.Errorf("timing series %d, cycle %d: %d is not a check's verdict", i, s.Cycles[k], s.Correct[k])
+			return nil, fmt.Errorf("timing series %d, cycle %d: %d is not a check's verdict", i, s.Cycles[k], s.Correct[k])
 		}
-		r.Timings = append(r.Timings, TimingRow{Rank: s.Rank, Case: s.Case, Cycle: s.Cycles[k], DurationUS: s.DurationsUS[k], Correct: v, Host: s.Host})
+		dst = append(dst, TimingRow{Rank: s.Rank, Case: s.Case, Cycle: s.Cycles[k], DurationUS: s.DurationsUS[k], Correct: v, Host: s.Host})
 	}
 	for i, s := range p.Timing {
 		if next[i] != len(s.Cycles) {
-			return Rows{}, fmt.Errorf("timing series %d: %d of its %d rows are in no place", i, len(s.Cycles)-next[i], len(s.Cycles))
+			return nil, fmt.Errorf("timing series %d: %d of its %d rows are in no place", i, len(s.Cycles)-next[i], len(s.Cycles))
 		}
 	}
-	return r, nil
+	return dst, nil
 }

@@ -162,3 +162,40 @@ func TestUnpackRefusesWhatDoesNotAddUp(t *testing.T) {
 		}
 	}
 }
+
+// Rank 0 merges what every rank sent as Merge merges their rows, in rank
+// order; a rank whose rows do not add up is named.
+func TestMergePackedIsMergeOfEveryRanksRows(t *testing.T) {
+	c := coll.Case{Run: "default", SizeBytes: 4096, DType: coll.Float32, Op: coll.Sum, Placement: coll.OutOfPlace,
+		Method: coll.PerOp, Batch: 1, Buffers: coll.PlainBuffers, CTAPolicy: coll.DefaultCTAPolicy}
+	var ranks []Rows
+	var sent []PackedRows
+	for rank := range 3 {
+		var r Rows
+		r.Contracts = []ContractRow{{Rank: rank, Name: "exact-sum-equivalence", Correct: true}}
+		for cycle := range 4 * (rank + 1) {
+			for _, m := range []coll.Mode{coll.Direct, coll.Decomposed} {
+				c.Mode = m
+				r.Timings = append(r.Timings, TimingRow{Rank: rank, Case: c, Cycle: cycle, DurationUS: float64(100*rank + cycle), Correct: Right})
+			}
+		}
+		ranks = append(ranks, r)
+		sent = append(sent, Pack(r))
+	}
+	want := Merge(ranks)
+	got, err := MergePacked(sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Timings, want.Timings) || !slices.Equal(got.Contracts, want.Contracts) {
+		t.Errorf("merged %d timing rows and %d contracts; Merge gives %d and %d", len(got.Timings), len(got.Contracts), len(want.Timings), len(want.Contracts))
+	}
+	sent = nil
+	for _, r := range ranks {
+		sent = append(sent, Pack(r))
+	}
+	sent[2].Order = sent[2].Order[1:]
+	if _, err := MergePacked(sent); err == nil || !strings.HasPrefix(err.Error(), "rank 2's result rows: ") {
+		t.Errorf("rank 2's rows short of one: %v; want an error naming rank 2", err)
+	}
+}

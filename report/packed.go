@@ -9,8 +9,9 @@ import (
 // The rows as they travel from every rank to rank 0, in the one gather at
 // the end of a run. A rank's timing rows are most of its rows (one a
 // sample), and each repeats its rank, host and case: as JSON, about 300
-// bytes a row, so that 8,000 ranks of a 50-cycle seed run would pass what
-// one MPI gather can count (2 GiB) after every sample was taken. Packed,
+// bytes a row, so that 8,000 ranks of a 100-cycle seed run (5 sizes, 2
+// modes: 8 million rows) would pass what one MPI gather can count (2 GiB)
+// after every sample was taken. Packed, a row is about 25 bytes:
 // the rows of one rank, host and case share one header and keep only
 // their cycles, durations and verdicts; a row's place among the others
 // (the modes take turns, cycle by cycle) is the index of its series.
@@ -30,7 +31,7 @@ type TimingSeries struct {
 	Cycles      []int
 	DurationsUS []float64
 	// Correct are the verdicts, a digit each: Verdict's text ("True",
-	// "False" or nothing) would be a third of a sample's bytes.
+	// "False" or nothing) would be a quarter of a packed sample's bytes.
 	Correct []int8
 }
 
@@ -44,6 +45,7 @@ type seriesKey struct {
 func Pack(r Rows) PackedRows {
 	p := PackedRows{Rows: r}
 	p.Rows.Timings = nil
+	p.Order = make([]int, 0, len(r.Timings))
 	index := map[seriesKey]int{}
 	for _, t := range r.Timings {
 		k := seriesKey{t.Rank, t.Host, t.Case}

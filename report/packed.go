@@ -41,7 +41,7 @@ type seriesKey struct {
 	c    coll.Case
 }
 
-// Pack packs r's timing rows; Unpack gives r back.
+// Pack packs r's timing rows; MergePacked gives them back.
 func Pack(r Rows) PackedRows {
 	p := PackedRows{Rows: r}
 	p.Rows.Timings = nil
@@ -62,19 +62,6 @@ func Pack(r Rows) PackedRows {
 		p.Order = append(p.Order, i)
 	}
 	return p
-}
-
-// Unpack is the rows Pack packed. It refuses what does not add up: a
-// series whose columns differ in length, a verdict that is none, or an
-// order that names a series that is not there or leaves rows unread.
-func (p PackedRows) Unpack() (Rows, error) {
-	r := p.Rows
-	if len(p.Order) == 0 && len(p.Timing) == 0 {
-		return r, nil
-	}
-	var err error
-	r.Timings, err = p.appendTimings(make([]TimingRow, 0, len(p.Order)))
-	return r, err
 }
 
 // MergePacked is Merge of every rank's packed rows, each rank's timing
@@ -99,7 +86,10 @@ func MergePacked(all []PackedRows) (Rows, error) {
 	return merged, nil
 }
 
-// appendTimings appends p's timing rows, in order, to dst.
+// appendTimings appends p's timing rows, in order, to dst. It refuses
+// what does not add up: a series whose columns differ in length, a
+// verdict that is none, or an order that names a series that is not there
+// or leaves rows unread.
 func (p PackedRows) appendTimings(dst []TimingRow) ([]TimingRow, error) {
 	for i, s := range p.Timing {
 		if len(s.DurationsUS) != len(s.Cycles) || len(s.Correct) != len(s.Cycles) {

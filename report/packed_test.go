@@ -12,7 +12,7 @@ import (
 )
 
 // packedRoundTrip sends r as the gather does (packed, as JSON) and
-// unpacks it.
+// merges it as rank 0 does, the one rank's.
 func packedRoundTrip(t *testing.T, r Rows) (Rows, int) {
 	t.Helper()
 	data, err := json.Marshal(Pack(r))
@@ -23,7 +23,7 @@ func packedRoundTrip(t *testing.T, r Rows) (Rows, int) {
 	if err := json.Unmarshal(data, &p); err != nil {
 		t.Fatal(err)
 	}
-	back, err := p.Unpack()
+	back, err := MergePacked([]PackedRows{p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,13 +128,14 @@ func TestModesTakingTurnsPackAndKeepTheirOrder(t *testing.T) {
 	}
 }
 
-// A packed series that does not add up is refused, not read short.
-func TestUnpackRefusesWhatDoesNotAddUp(t *testing.T) {
+// A packed series that does not add up is refused, not read short, and
+// the rank is named.
+func TestMergePackedRefusesWhatDoesNotAddUp(t *testing.T) {
 	good := func() PackedRows {
 		return PackedRows{Timing: []TimingSeries{{Rank: 0, Host: "h", Cycles: []int{0, 1}, DurationsUS: []float64{1, 2}, Correct: []int8{2, 1}}},
 			Order: []int{0, 0}}
 	}
-	if _, err := good().Unpack(); err != nil {
+	if _, err := MergePacked([]PackedRows{good()}); err != nil {
 		t.Fatalf("a good series: %v", err)
 	}
 	short := good()
@@ -151,13 +152,13 @@ func TestUnpackRefusesWhatDoesNotAddUp(t *testing.T) {
 		p    PackedRows
 		want string
 	}{
-		"a duration short":      {short, "timing series 0: 2 cycles, 1 durations"},
+		"a duration short":      {short, "rank 0's result rows: timing series 0: 2 cycles, 1 durations"},
 		"a verdict of 7":        {bad, "7 is not a check's verdict"},
 		"a row in no place":     {unread, "1 of its 2 rows are in no place"},
 		"a row past the series": {overread, "timing row 2: its series 0"},
 		"a series not there":    {elsewhere, "timing row 1: its series 1 is not there"},
 	} {
-		if _, err := c.p.Unpack(); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := MergePacked([]PackedRows{c.p}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want an error saying %q", name, err, c.want)
 		}
 	}

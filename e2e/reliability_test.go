@@ -238,29 +238,14 @@ var longTiming = []string{"-config", "../configs/smoke.toml", "-backend", "mpi",
 // bytes (testdata/stall.c, from outside rsag); the watchdog ends the job
 // after timeout_s with a message naming the phase, the collective and its
 // size.
-//
-// timeout_s also bounds MPI's start-up: with two test suites on two cores a
-// rank once took over 2 s to join MPI_Init, and the job ended there, as it
-// should, before the stall. That try is tried again, up to 3 in all.
 func TestWatchdogEndsAStalledRank(t *testing.T) {
-	var (
-		dir, stdout, stderr string
-		code                int
-		took                time.Duration
-	)
-	for try := 1; ; try++ {
+	var dir string
+	end := runStalled(t, 60*time.Second, func() *job {
 		dir = t.TempDir()
-		start := time.Now()
-		j := startStalled(t, 2, stall(t, 1, "Allreduce", 215040),
+		return startStalled(t, 2, stall(t, 1, "Allreduce", 215040),
 			"-config", "../configs/smoke.toml", "-backend", "mpi", "-output-dir", dir, "-set", "timeout_s=2")
-		code = j.wait(t, 60*time.Second)
-		took = time.Since(start)
-		stdout, stderr = j.output()
-		if try == 3 || !strings.Contains(stderr, "rsag: MPI start-up: waited 2s") {
-			break
-		}
-		t.Logf("try %d of 3: the ranks did not all join MPI_Init within timeout_s on this loaded machine; again:\n%s", try, stderr)
-	}
+	})
+	code, took, stdout, stderr := end.code, end.took, end.stdout, end.stderr
 	if code == 0 {
 		t.Fatalf("exit 0 after a stall\n%s", stderr)
 	}

@@ -49,12 +49,12 @@ func TestARankThatNeverJoinsMPIEndsTheJob(t *testing.T) {
 // start-up's deadline, -set timeout_s, not the default 180 s, and named as
 // that first agreement.
 func TestAStalledFirstAgreementIsBounded(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "out")
-	start := time.Now()
-	j := startStalled(t, 2, stall(t, 1, "Allgather", -1), append([]string{"-output-dir", out, "-set", "timeout_s=3"}, smoke...)...)
-	code := j.wait(t, time.Minute)
-	took := time.Since(start)
-	_, stderr := j.output()
+	var out string
+	end := runStalled(t, time.Minute, func() *job {
+		out = filepath.Join(t.TempDir(), "out")
+		return startStalled(t, 2, stall(t, 1, "Allgather", -1), append([]string{"-output-dir", out, "-set", "timeout_s=3"}, smoke...)...)
+	})
+	code, took, stderr := end.code, end.took, end.stderr
 	if code == 0 {
 		t.Fatalf("exit 0 with a stalled rank\n%s", stderr)
 	}

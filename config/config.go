@@ -52,6 +52,7 @@ type Config struct {
 	Hierarchy Hierarchy `toml:"hierarchy"`
 	Locate    Locate    `toml:"locate"`
 	Soak      Soak      `toml:"soak"`
+	GPU       GPU       `toml:"gpu"` // gpu.go
 	// RunTables are the [[run]] tables, each a set of timing keys (and a
 	// name) that override [timing]; Runs holds them resolved.
 	RunTables []toml.Primitive `toml:"run" json:"-"`

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -13,7 +14,7 @@ import (
 
 // backends are the backends rsag can open, by the config's name.
 var backends = map[string]func(s *session) (coll.Backend, error){
-	"nccl": func(s *session) (coll.Backend, error) { return ncclx.New(s.comm) },
+	"nccl": func(s *session) (coll.Backend, error) { return ncclx.New(s.comm, s.ncclOptions) },
 	"mpi":  func(s *session) (coll.Backend, error) { return mpibackend.New(s.comm) },
 }
 
@@ -56,7 +57,7 @@ func (s *session) probeNCCL() ([]string, error) {
 	}
 	why := ""
 	if alike.ranks[key][0] == s.comm.Rank() {
-		if err := ncclx.Probe(s.comm.LocalSize()); err != nil {
+		if err := ncclx.Probe(s.comm.LocalSize(), s.ncclOptions); err != nil {
 			why = err.Error()
 		}
 	}
@@ -113,6 +114,11 @@ func (s *session) openBackend(name string) (coll.Backend, error) {
 	s.tr.Arm("start of the "+name+" backend", -1)
 	defer s.tr.Leave()
 	be, err := open(s)
+	var dup *ncclx.DuplicateGPUError
+	if errors.As(err, &dup) {
+		// Every rank found it, from the same exchange: a bad input.
+		return nil, shared(ExitBadArgs, fmt.Errorf("backend nccl cannot run here: %w", err))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("starting the %s backend: %w", name, err)
 	}

@@ -35,6 +35,9 @@ func (s *session) printHeader(mine coll.Info, infos []coll.Info, groups *phases.
 	if mine.Driver != "" {
 		s.printf("  driver %s\n", mine.Driver)
 	}
+	if s.gpuShared != "" {
+		s.printf("  %s\n", s.gpuShared)
+	}
 	report.RanksTable(s.out, infos)
 	report.NodesTable(s.out, report.WithGroups(report.Nodes(infos), groups.Of()))
 }

@@ -24,6 +24,7 @@ import (
 	"rsag/coll"
 	"rsag/config"
 	"rsag/mpi"
+	"rsag/ncclx"
 	"rsag/outdir"
 	"rsag/phase"
 	"rsag/phases"
@@ -85,6 +86,10 @@ type session struct {
 	// history is rank 0's history database, checked: the run appends
 	// itself there once it has ended ("" for none).
 	history string
+	// ncclOptions are the config's asks of the NCCL backend (gpu.sharing);
+	// gpuShared is coll.SharedGPUNote of every rank's GPU, on rank 0.
+	ncclOptions ncclx.Options
+	gpuShared   string
 }
 
 // Main runs rsag on this rank and returns the process's exit code.
@@ -317,6 +322,7 @@ func (s *session) execute(st *state) error {
 		return shared(ExitBadArgs, err)
 	}
 	s.wd.SetTimeout(time.Duration(cfg.TimeoutS) * time.Second)
+	s.ncclOptions = ncclx.Options{ShareGPU: cfg.GPU.Sharing}
 	if err := s.checkEnvironment(); err != nil {
 		return err
 	}
@@ -347,6 +353,7 @@ func (s *session) execute(st *state) error {
 	if err != nil {
 		return err
 	}
+	s.gpuShared = coll.SharedGPUNote(infos)
 	w, err := s.plan(cfg)
 	if err != nil {
 		return err

@@ -222,7 +222,7 @@ func (s *session) startRunLog(backend string, earlier outdir.Earlier, ran report
 		files := append([]string{outdir.RunFile}, report.PlannedOn(report.NodesOf(hosts), ran)...)
 		l = &runLog{dir: dir, stop: make(chan struct{}), rec: outdir.Record{Version: s.opts.Version, Commit: s.opts.Commit,
 			Backend: backend, WorldSize: s.comm.Size(), Config: s.opts.ConfigPath, Host: s.comm.Host(), PID: os.Getpid(),
-			Started: s.opts.Started.UTC().Format(time.RFC3339), Files: files}}
+			GPUShared: s.gpuShared, Started: s.opts.Started.UTC().Format(time.RFC3339), Files: files}}
 		// Before "running" is written: a signal from here on marks it failed,
 		// and the guard marks it if rank 0 is killed outright.
 		s.end.SetExplain(s.explainSignal(pids))

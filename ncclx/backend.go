@@ -24,6 +24,8 @@ type Bootstrap interface {
 	// BcastUint64s broadcasts words (the same length on every rank) from
 	// root: gompi's typed broadcast, which moves exactly the bytes asked.
 	BcastUint64s(words []uint64, root int) error
+	// AllGather returns every rank's data, in rank order, on every rank.
+	AllGather(data []byte) ([][]byte, error)
 }
 
 // stagingBytes is the pinned host buffer Write, Read and 8-byte Fill go
@@ -41,7 +43,7 @@ type device struct {
 
 	rank    int // in the world, for errors
 	host    string
-	ordinal int // the GPU: this rank's local rank
+	ordinal int // the GPU among those this rank sees (chooseGPU)
 
 	dev         cuDevice
 	ctx         cuContext
@@ -92,9 +94,10 @@ var (
 )
 
 // Probe reports whether this node can run the NCCL backend with localSize
-// ranks on it: the CUDA driver and NCCL load, cuInit works, and the node has
-// at least localSize GPUs. The error says which check failed and what to do.
-func Probe(localSize int) error {
+// ranks on it: the CUDA driver and NCCL load, cuInit works, and a rank
+// here sees a GPU it may use (chooseGPU). The error says which check failed
+// and what to do.
+func Probe(localSize int, opt Options) error {
 	host, _ := os.Hostname()
 	cu, err := loadCUDA()
 	if err != nil {
@@ -107,41 +110,24 @@ func Probe(localSize int) error {
 	if err != nil {
 		return fmt.Errorf("NCCL backend unavailable on %s: %w", host, err)
 	}
-	if n < localSize {
-		return tooFewGPUs(host, n, localSize)
-	}
-	return nil
+	_, err = chooseGPU(host, n, 0, localSize, opt)
+	return err
 }
 
-// tooFewGPUs explains that a node runs more ranks than it has GPUs: every
-// rank drives its own GPU (GPU = local rank), as NCCL needs one GPU per rank.
-func tooFewGPUs(host string, gpus, localSize int) error {
-	fix := fmt.Sprintf("start at most %d ranks per node (e.g. mpirun -np %d, or srun --ntasks-per-node=%d)",
-		gpus, gpus, gpus)
-	if gpus == 0 {
-		fix = "run on a node with GPUs"
-	}
-	msg := fmt.Sprintf("NCCL backend: node %s has %d GPU(s) but %d ranks run on it: %s", host, gpus, localSize, fix)
-	if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
-		msg += fmt.Sprintf("; CUDA_VISIBLE_DEVICES=%q limits what this rank sees: rsag uses GPU <local rank>, "+
-			"so give every rank all of the node's GPUs (no per-task GPU binding such as srun --gpus-per-task)", v)
-	}
-	return errors.New(msg)
-}
-
-// New loads CUDA and NCCL, makes GPU <local rank> current on this thread
-// (through its primary context, which NCCL also uses), creates the stream
-// and the two timing events, and creates the NCCL communicator over all
-// ranks: rank 0 makes the unique id and b broadcasts it. Every rank does the
-// same steps in the same order.
-func New(boot Bootstrap) (*Backend, error) {
+// New loads CUDA and NCCL, makes the rank's GPU (chooseGPU) current on this
+// thread (through its primary context, which NCCL also uses), creates the
+// stream and the two timing events, checks that no two ranks share a GPU
+// unless opt allows it (checkGPUs), and creates the NCCL communicator over
+// all ranks: rank 0 makes the unique id and b broadcasts it. Every rank does
+// the same steps in the same order.
+func New(boot Bootstrap, opt Options) (*Backend, error) {
 	d := &device{
-		rank: boot.Rank(), host: boot.Host(), ordinal: boot.LocalRank(),
+		rank: boot.Rank(), host: boot.Host(),
 		allocs: map[*deviceBuffer]struct{}{}, graphs: map[*graph]struct{}{}, abortDone: make(chan struct{}),
 	}
 	world := &group{rank: boot.Rank(), size: boot.Size(), comms: map[coll.CTAPolicy]*communicator{}, boot: boot}
 	b := &Backend{device: d, c: &communicator{g: world, policy: coll.DefaultCTAPolicy}, kind: coll.PlainBuffers, owns: world}
-	if err := b.open(boot); err != nil {
+	if err := b.open(boot, opt); err != nil {
 		_ = b.Close()
 		return nil, err
 	}
@@ -170,7 +156,7 @@ func BlockingWait(v string) (bool, error) {
 		"spinning for the first 100 ms) or block (wait in the driver, no core spinning), or unset it", WaitEnv, v)
 }
 
-func (b *Backend) open(boot Bootstrap) error {
+func (b *Backend) open(boot Bootstrap, opt Options) error {
 	var err error
 	if b.cu, err = loadCUDA(); err != nil {
 		return b.errorf("%w", err)
@@ -193,8 +179,8 @@ func (b *Backend) open(boot Bootstrap) error {
 	if err != nil {
 		return b.errorf("%w", err)
 	}
-	if b.ordinal >= n {
-		return fmt.Errorf("rank %d is local rank %d: %w", b.rank, b.ordinal, tooFewGPUs(b.host, n, boot.LocalSize()))
+	if b.ordinal, err = chooseGPU(b.host, n, boot.LocalRank(), boot.LocalSize(), opt); err != nil {
+		return fmt.Errorf("rank %d is local rank %d: %w", b.rank, boot.LocalRank(), err)
 	}
 	if b.dev, err = b.cu.device(b.ordinal); err != nil {
 		return b.errorf("%w", err)
@@ -222,6 +208,9 @@ func (b *Backend) open(boot Bootstrap) error {
 		return err
 	}
 	b.granularity = b.symmetricGranularity()
+	if err := b.checkGPUs(boot, opt); err != nil {
+		return err
+	}
 	return b.initComm(boot)
 }
 

@@ -84,7 +84,7 @@ func newFake(t *testing.T) *Backend {
 	t.Helper()
 	useFakeCUDA(t)
 	useFakeNCCL(t)
-	b, err := New(fakeBoot{})
+	b, err := New(fakeBoot{}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,13 +108,22 @@ func TestProbe(t *testing.T) {
 	useFakeCUDA(t)
 	useFakeNCCL(t)
 	t.Setenv("RSAG_FAKE_CUDA_DEVICES", "2")
-	if err := Probe(2); err != nil {
+	if err := Probe(2, Options{}); err != nil {
 		t.Errorf("Probe(2) on 2 GPUs: %v", err)
 	}
-	err := Probe(4)
-	if err == nil || !strings.Contains(err.Error(), "has 2 GPU(s) but 4 ranks run on it") ||
-		!strings.Contains(err.Error(), "start at most 2 ranks per node (e.g. mpirun -np 2, or srun --ntasks-per-node=2)") {
-		t.Errorf("Probe(4) on 2 GPUs: %v", err)
+	if err := Probe(4, Options{ShareGPU: true}); err != nil {
+		t.Errorf("Probe(4) on 2 GPUs, sharing: %v", err)
+	}
+	err := Probe(4, Options{})
+	for _, want := range []string{"sees 2 GPUs but 4 ranks run on that node", "srun --gpus-per-task=1",
+		"start at most 2 ranks per node (e.g. mpirun -np 2, or srun --ntasks-per-node=2)", "gpu.sharing = true"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Probe(4) on 2 GPUs: %v, want it to say %q", err, want)
+		}
+	}
+	t.Setenv("RSAG_FAKE_CUDA_VISIBLE", "1")
+	if err := Probe(4, Options{}); err != nil {
+		t.Errorf("Probe(4) seeing one GPU: %v", err)
 	}
 }
 
@@ -122,7 +131,7 @@ func TestProbeInitFails(t *testing.T) {
 	useFakeCUDA(t)
 	useFakeNCCL(t)
 	t.Setenv("RSAG_FAKE_CUDA_INIT", "100")
-	err := Probe(1)
+	err := Probe(1, Options{})
 	var e *Error
 	if !errors.As(err, &e) || e.Lib != "cuda" || e.Op != "cuInit" || e.Code != 100 {
 		t.Fatalf("got %v, want cuInit's *Error", err)
@@ -134,12 +143,23 @@ func TestProbeInitFails(t *testing.T) {
 	}
 }
 
+// A rank that sees one GPU uses it, whatever its local rank; one that sees
+// several, but fewer than its node's ranks, is refused.
 func TestNewLocalRankBeyondGPUs(t *testing.T) {
 	useFakeCUDA(t)
 	useFakeNCCL(t)
-	t.Setenv("RSAG_FAKE_CUDA_DEVICES", "1")
-	b, err := New(fakeBoot{localRank: 1, localSize: 2})
-	if b != nil || err == nil || !strings.Contains(err.Error(), "testhost has 1 GPU(s) but 2 ranks") {
+	t.Setenv("RSAG_FAKE_CUDA_DEVICES", "4")
+	t.Setenv("RSAG_FAKE_CUDA_VISIBLE", "3")
+	b, err := New(fakeBoot{localRank: 1, localSize: 2}, Options{})
+	if err != nil || b.ordinal != 0 || b.Info().BusID != "0000:1B:00.0" {
+		t.Fatalf("one GPU seen: got %v, %v", b, err)
+	}
+	b.Close()
+	t.Setenv("RSAG_FAKE_CUDA_VISIBLE", "1,3")
+	t.Setenv("CUDA_VISIBLE_DEVICES", "1,3") // named in the error
+	b, err = New(fakeBoot{localRank: 1, localSize: 4}, Options{})
+	if b != nil || err == nil || !strings.Contains(err.Error(), "rank 0 is local rank 1: NCCL backend: a rank on testhost sees 2 GPUs but 4 ranks") ||
+		!strings.Contains(err.Error(), `CUDA_VISIBLE_DEVICES`) {
 		t.Errorf("got %v, %v", b, err)
 	}
 }
@@ -370,7 +390,7 @@ func TestFakeCloseFreesEverything(t *testing.T) {
 	if err := b.Free(x); err == nil {
 		t.Error("free after Close succeeded")
 	}
-	b2, err := New(fakeBoot{})
+	b2, err := New(fakeBoot{}, Options{})
 	if err != nil {
 		t.Fatalf("a second backend after Close: %v", err)
 	}

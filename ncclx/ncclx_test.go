@@ -188,7 +188,7 @@ func TestCUDAAbsent(t *testing.T) {
 	if _, err := dlopen("cuda", cudaLibrary); err == nil {
 		t.Skip("this machine has the CUDA driver")
 	}
-	err := Probe(1)
+	err := Probe(1, Options{})
 	var le *LoadError
 	if !errors.As(err, &le) || le.Lib != "cuda" {
 		t.Fatalf("Probe: got %v, want a *LoadError for cuda", err)
@@ -198,7 +198,7 @@ func TestCUDAAbsent(t *testing.T) {
 			t.Errorf("%q does not mention %q", err, want)
 		}
 	}
-	b, err := New(fakeBoot{})
+	b, err := New(fakeBoot{}, Options{})
 	if b != nil || err == nil || !strings.Contains(err.Error(), "libcuda.so.1") {
 		t.Errorf("New: got %v, %v", b, err)
 	}
@@ -217,11 +217,12 @@ func TestMemoryErrorText(t *testing.T) {
 // fakeBoot is a world of one rank.
 type fakeBoot struct{ localRank, localSize int }
 
-func (fakeBoot) Rank() int        { return 0 }
-func (fakeBoot) Size() int        { return 1 }
-func (f fakeBoot) LocalRank() int { return f.localRank }
-func (f fakeBoot) LocalSize() int { return max(f.localSize, 1) }
-func (fakeBoot) Host() string     { return "testhost" }
+func (fakeBoot) Rank() int                               { return 0 }
+func (fakeBoot) Size() int                               { return 1 }
+func (f fakeBoot) LocalRank() int                        { return f.localRank }
+func (f fakeBoot) LocalSize() int                        { return max(f.localSize, 1) }
+func (fakeBoot) Host() string                            { return "testhost" }
+func (fakeBoot) AllGather(data []byte) ([][]byte, error) { return [][]byte{data}, nil }
 func (fakeBoot) BcastUint64s(words []uint64, root int) error {
 	if root != 0 || len(words) != uniqueIDWords {
 		return errors.New("unexpected broadcast")

@@ -67,6 +67,7 @@ func (w *fakeWorld) exchange(rank int, v any) []any {
 type fakeRank struct {
 	w    *fakeWorld
 	rank int
+	opt  Options // what New gets
 }
 
 func (r fakeRank) Rank() int      { return r.rank }
@@ -110,44 +111,84 @@ func (r fakeRank) MaxFloat64s(v []float64) error {
 type rankBody func(r fakeRank, b *Backend) error
 
 // runRanks runs body on n ranks over the fake libraries (built with
-// defs) and returns the call log. A rank's error fails the test; ranks that
-// do not finish within 30 s fail it too.
+// defs), each rank on a GPU of its own, and returns the call log. A rank's
+// error fails the test; ranks that do not finish within 30 s fail it too.
 func runRanks(t *testing.T, n int, body rankBody, defs ...string) *callLog {
+	t.Helper()
+	errs, log := startRanks(t, world{ranks: n, gpus: n}, body, defs...)
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	return log
+}
+
+// world is how startRanks starts the ranks: how many, the GPUs of their
+// one host, what each rank sees of them (visible[rank], as
+// CUDA_VISIBLE_DEVICES lists them; none or "": all of them), and the
+// Options every rank's New gets.
+type world struct {
+	ranks, gpus int
+	visible     []string
+	opt         Options
+}
+
+// startRanks runs body on the ranks of w over the fake libraries and
+// returns every rank's error, by rank, and the call log. Ranks that do not
+// finish within 30 s fail the test.
+func startRanks(t *testing.T, w world, body rankBody, defs ...string) ([]error, *callLog) {
 	t.Helper()
 	useFakeCUDA(t)
 	useFakeNCCL(t, defs...)
-	t.Setenv("RSAG_FAKE_CUDA_DEVICES", strconv.Itoa(n))
+	t.Setenv("RSAG_FAKE_CUDA_DEVICES", strconv.Itoa(w.gpus))
 	log := &callLog{path: filepath.Join(t.TempDir(), "calls.log")}
 	t.Setenv("RSAG_FAKE_LOG", log.path)
-	w := newFakeWorld(n)
-	errs := make(chan error, n)
-	for r := range n {
+	fw := newFakeWorld(w.ranks)
+	type result struct {
+		rank int
+		err  error
+	}
+	results := make(chan result, w.ranks)
+	tids := make(chan [2]int, w.ranks)
+	start := make(chan struct{})
+	for r := range w.ranks {
 		go func() {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			errs <- runRank(fakeRank{w, r}, body)
+			tids <- [2]int{r, syscall.Gettid()}
+			<-start
+			results <- result{r, runRank(fakeRank{w: fw, rank: r, opt: w.opt}, body)}
 		}()
 	}
+	// Each rank's view of the GPUs is set for its thread before any rank
+	// starts: the fake reads the environment while ranks run.
+	for range w.ranks {
+		rt := <-tids
+		if rt[0] < len(w.visible) && w.visible[rt[0]] != "" {
+			t.Setenv(fmt.Sprintf("RSAG_FAKE_CUDA_VISIBLE_%d", rt[1]), w.visible[rt[0]])
+		}
+	}
+	close(start)
+	errs := make([]error, w.ranks)
 	deadline := time.After(30 * time.Second)
-	for range n {
+	for range w.ranks {
 		select {
-		case err := <-errs:
-			if err != nil {
-				t.Error(err)
-			}
+		case res := <-results:
+			errs[res.rank] = res.err
 		case <-deadline:
 			t.Fatal("the ranks did not finish within 30 s")
 		}
 	}
 	log.read(t)
-	return log
+	return errs, log
 }
 
 func runRank(r fakeRank, body rankBody) (err error) {
 	if err := mark(r.rank, "new"); err != nil {
 		return err
 	}
-	b, err := New(r)
+	b, err := New(r, r.opt)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func TestRealNCCLOneRank(t *testing.T) {
 	// CUDA's current context is per thread, as in rsag's main.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	b, err := New(fakeBoot{})
+	b, err := New(fakeBoot{}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

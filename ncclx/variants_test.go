@@ -151,7 +151,7 @@ func newFakeWith(t *testing.T, defs ...string) *Backend {
 	t.Helper()
 	useFakeCUDA(t)
 	useFakeNCCL(t, defs...)
-	b, err := New(fakeBoot{})
+	b, err := New(fakeBoot{}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestAllocBytes(t *testing.T) {
 
 	useFakeCUDA(t, "-DOMIT_GRANULARITY")
 	useFakeNCCL(t)
-	old, err := New(fakeBoot{})
+	old, err := New(fakeBoot{}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

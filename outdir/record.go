@@ -67,6 +67,9 @@ type Record struct {
 	// Suspects are the locate phase's suspects, one line each ("node3
 	// (bandwidth 0.31x median)"); absent when it found none or did not run.
 	Suspects []string `json:"suspects,omitempty"`
+	// GPUShared says that ranks shared a GPU (coll.SharedGPUNote), and
+	// what that means for the timings; absent when none did.
+	GPUShared string `json:"gpu_shared,omitempty"`
 }
 
 // Stale reports whether r says "running" although its writer has stopped

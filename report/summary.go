@@ -89,6 +89,9 @@ type Summary struct {
 	Locate *SummaryLocate `json:"locate,omitempty"`
 	// Soak is the soak phase; absent when it did not run.
 	Soak *SummarySoak `json:"soak,omitempty"`
+	// GPUShared says that ranks shared a GPU (coll.SharedGPUNote), and
+	// what that means for the timings; absent when none did.
+	GPUShared string `json:"gpu_shared,omitempty"`
 	// Phases are the phases that ran, in order (schema 4).
 	Phases []SummaryPhase `json:"phases"`
 }
@@ -294,6 +297,7 @@ func NewSummary(in SummaryInput) Summary {
 		s.Ranks = append(s.Ranks, SummaryRank{Rank: r, Host: in.Host, LocalRank: in.LocalRank, Device: in.Device, BusID: in.BusID})
 	}
 	s.Nodes = WithGroups(Nodes(in.Infos), in.Groups)
+	s.GPUShared = coll.SharedGPUNote(in.Infos)
 	s.Contracts = summaryContracts(in.Rows.Contracts)
 	s.Timing = TimingStatsPerRun(in.Rows.Timings, coll.Layout{World: in.World, Group: in.GroupSize}, in.Discard)
 	s.Ratios = Ratios(s.Timing)

@@ -3,6 +3,12 @@
  * events read the host clock. It exports the symbols ncclx binds, with the
  * ABI of abi.h. Environment knobs (read at call time):
  *   RSAG_FAKE_CUDA_DEVICES  device count (default 1)
+ *   RSAG_FAKE_CUDA_VISIBLE  the devices a rank sees, as CUDA_VISIBLE_DEVICES
+ *                           lists them ("2" or "0,1"): ordinals into them map
+ *                           to those devices, whose names and bus ids stay
+ *                           theirs. RSAG_FAKE_CUDA_VISIBLE_<tid> is one
+ *                           thread's own, standing in for the variable a
+ *                           launcher sets per process (srun --gpus-per-task)
  *   RSAG_FAKE_CUDA_INIT     the CUresult cuInit returns (default 0)
  *   RSAG_FAKE_CUDA_HANG     1: queued work never finishes (cuStreamQuery and
  *                           cuEventQuery say CUDA_ERROR_NOT_READY), like a
@@ -31,6 +37,8 @@
 #include <time.h>
 
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "fakelog.h"
 #include "fakestream.h"
@@ -80,11 +88,41 @@ CUresult cuGetErrorString(CUresult r, const char **s) {
 
 CUresult cuInit(unsigned int flags) { return flags ? 1 : env_int("RSAG_FAKE_CUDA_INIT", 0); }
 CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }
-CUresult cuDeviceGetCount(int *n) { *n = env_int("RSAG_FAKE_CUDA_DEVICES", 1); return 0; }
+/* visible fills dev with the devices this thread sees, in order, and
+ * returns how many: RSAG_FAKE_CUDA_VISIBLE_<tid>, else RSAG_FAKE_CUDA_VISIBLE,
+ * else all of RSAG_FAKE_CUDA_DEVICES. A listed device that does not exist
+ * ends the list, as in CUDA. */
+static int visible(int dev[MAX_DEVICES]) {
+	int all = env_int("RSAG_FAKE_CUDA_DEVICES", 1);
+	char name[64];
+	snprintf(name, sizeof name, "RSAG_FAKE_CUDA_VISIBLE_%ld", (long)syscall(SYS_gettid));
+	const char *list = getenv(name);
+	if (!list) list = getenv("RSAG_FAKE_CUDA_VISIBLE");
+	int n = 0;
+	if (!list) {
+		for (; n < all && n < MAX_DEVICES; n++) dev[n] = n;
+		return n;
+	}
+	for (const char *p = list; *p && n < MAX_DEVICES;) {
+		char *end;
+		long d = strtol(p, &end, 10);
+		if (end == p || d < 0 || d >= all) break;
+		dev[n++] = (int)d;
+		p = *end == ',' ? end + 1 : end;
+	}
+	return n;
+}
+
+CUresult cuDeviceGetCount(int *n) {
+	int dev[MAX_DEVICES];
+	*n = visible(dev);
+	return 0;
+}
 
 CUresult cuDeviceGet(CUdevice *d, int ordinal) {
-	if (ordinal < 0 || ordinal >= env_int("RSAG_FAKE_CUDA_DEVICES", 1)) return 101;
-	*d = ordinal;
+	int dev[MAX_DEVICES];
+	if (ordinal < 0 || ordinal >= visible(dev)) return 101;
+	*d = dev[ordinal];
 	return 0;
 }
 

@@ -145,6 +145,10 @@ func (s *session) writeReport(cfg config.Config, sum *report.Summary, ran report
 	}
 	final := *sum
 	final.Status, final.Reason, final.Ended = status, reason, time.Now().UTC().Format(time.RFC3339)
+	// The run's one list of verdicts, computed once with its final status:
+	// every output and the verdict line read it.
+	verdicts := report.VerdictsOf(final)
+	final.Verdict, sum.Verdict = &verdicts, &verdicts
 	in := report.Input{World: s.comm.Size(), Ran: ran, Summary: &final,
 		Gates: report.Gates(final.Timing, gateThresholds(cfg)), MetricsDir: cfg.MetricsDir}
 	files, write := report.Plan(report.Final, in)

@@ -17,8 +17,9 @@ import (
 const verdictWidth = 120
 
 // printVerdict prints, on rank 0, the line that ends every run that ends
-// through Main, passing or not: PASSED or FAILED, what held or what
-// failed, and where the results are. It is the run's last line, once
+// through Main, passing or not: PASSED, INCONCLUSIVE or FAILED, what held,
+// could not judge or failed (from the run's list of verdicts), and where
+// the results are. It is the run's last line, once
 // run.json is final. (A run that the watchdog or a signal ends gets its
 // verdict from printEndedVerdict.)
 func (s *session) printVerdict(st *state, code int, err error) {
@@ -49,12 +50,14 @@ func (s *session) printEndedVerdict(code int, msg string) {
 // ("": nothing was written). The reason, then the path's start, is cut
 // to fit verdictWidth: the whole reason is said above.
 func verdictLine(code int, err error, sum *report.Summary, dir string) string {
-	word, what := "PASSED", heldText(sum)
+	var word, what string
 	switch {
 	case code == ExitSuspects:
 		word, what = "SUSPECTS FOUND (exit 4)", firstLine(err)
 	case code != ExitOK:
 		word, what = fmt.Sprintf("FAILED (exit %d)", code), firstLine(err)
+	default:
+		word, what = passedText(sum)
 	}
 	head, tail := "rsag: "+word+": ", "; nothing was written"
 	if dir != "" {
@@ -68,43 +71,53 @@ func verdictLine(code int, err error, sum *report.Summary, dir string) string {
 	return head + cutEnd(what, room) + tail
 }
 
-// heldText says what a passing run held and measured.
-func heldText(sum *report.Summary) string {
+// passedText is the word and the words of a run that exits 0, from its
+// list of verdicts: PASSED when every check held; INCONCLUSIVE, first
+// naming what could not judge and why, when some check could not; each
+// phase's checks in a few words after.
+func passedText(sum *report.Summary) (word, what string) {
 	if sum == nil {
-		return "every check held"
+		return "PASSED", "every check held"
 	}
-	var parts []string
-	if n := len(sum.Contracts); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d contracts held", n))
-	}
-	if n := len(sum.Timing); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d cases timed", n))
-	}
-	if n := len(sum.Memory); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d memory modes measured", n))
-	}
-	if n := len(sum.Numerics); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d numerics cases", n))
-	}
-	if sum.Soak != nil {
-		parts = append(parts, fmt.Sprintf("%d soak iterations held", sum.Soak.Iterations))
-	}
-	if sum.Locate != nil {
-		if n := len(report.SuspectTexts(sum.Locate)); n > 0 {
-			parts = append(parts, fmt.Sprintf("locate named %d suspects (see above)", n))
-		} else {
-			parts = append(parts, "locate named no suspect")
+	v := report.VerdictsIn(*sum)
+	var first, parts []string
+	for _, p := range v.Phases {
+		if p.Phase == report.RunPhase {
+			continue
 		}
-	}
-	for _, p := range sum.Phases {
-		if t := p.Table; t != nil && t.Checks {
-			parts = append(parts, fmt.Sprintf("%s: %d rows held", p.Name, len(t.Rows)-len(t.Failed)))
+		if report.Worst(p.Checks) == report.Inconclusive {
+			for _, c := range p.Checks {
+				if c.Outcome == report.Inconclusive {
+					first = append(first, p.Phase+" could not judge: "+strings.Replace(c.Line(), "inconclusive: ", "", 1))
+					break
+				}
+			}
+			continue
 		}
+		t := p.Short()
+		if len(v.Findings()) > 0 && strings.Contains(t, "suspect") {
+			t += " (see above)"
+		}
+		parts = append(parts, t)
 	}
-	if len(parts) == 0 {
-		return "every check held"
+	switch v.Outcome {
+	case report.Held:
+		word = "PASSED"
+	case report.Inconclusive:
+		word = "INCONCLUSIVE"
+	case report.NotRun:
+		word = "INCOMPLETE"
+	default:
+		word = "CHECKS FAILED"
 	}
-	return strings.Join(parts, ", ")
+	what = strings.Join(parts, ", ")
+	if len(first) > 0 {
+		what = strings.Join(first, "; ") + "; " + what
+	}
+	if what == "" {
+		what = "every check held"
+	}
+	return word, strings.TrimSuffix(what, "; ")
 }
 
 func firstLine(err error) string {

@@ -34,6 +34,14 @@ type Phase struct {
 	// in summary.json's phases, on the page and in the terminal: a phase
 	// that report has no struct for needs nothing else.
 	Table bool
+	// Checks are the phase's checks in the run's one list of verdicts
+	// (report.VerdictsOf), over the summary: what held, failed, could
+	// not judge or did not run. nil for a phase whose table's failed rows
+	// are its checks, or whose section report checks itself.
+	Checks func(s report.Summary) report.PhaseVerdict
+	// Has says whether a summary holds the phase's results, for Checks;
+	// nil: whenever summary.json's phases list it.
+	Has func(s report.Summary) bool
 	// Prepare resolves the phase against the job, alike on every rank and
 	// before any collective but the job's own agreement (Job.Hosts): an
 	// error is the config's fault, and ends the run as bad input.
@@ -105,6 +113,9 @@ func Register(p Phase) {
 	registered = append(registered, p)
 	if p.Table {
 		report.RegisterTable(p.Name)
+	}
+	if p.Checks != nil {
+		report.RegisterChecks(report.Checker{Phase: p.Name, Has: p.Has, Checks: p.Checks})
 	}
 	slices.SortFunc(registered, func(a, b Phase) int { return a.Order - b.Order })
 }

@@ -122,6 +122,7 @@ func EncodeMetrics(b *bytes.Buffer, s Summary, gates []GateResult) error {
 	}
 	m.set("rsag_run_checks_passed", "1 when every contract, timing, memory, numerics and soak check held on every rank.",
 		nil, nil, boolValue(s.ChecksPassed))
+	verdictMetrics(m, VerdictsIn(s))
 	if t, err := time.Parse(time.RFC3339, s.Started); err == nil {
 		m.set("rsag_run_start_timestamp_seconds", "When the run started, in seconds since the Unix epoch.", nil, nil, float64(t.Unix()))
 	}
@@ -215,6 +216,35 @@ func (g Gauges) SetCase(name, help string, c coll.Case, v float64) {
 
 // Encode writes the families in the text format.
 func (g Gauges) Encode(b *bytes.Buffer) error { return g.m.encode(b) }
+
+// verdictMetrics are the run's list of verdicts: its outcome (one series
+// per outcome, 1 for the run's), whether any check could not judge, and
+// each phase's checks by outcome and each check's own, so that an alert
+// on a failed or inconclusive check needs no regular expression. The
+// series grow with the checks, as junit.xml's test cases do.
+func verdictMetrics(m *metrics, v Verdicts) {
+	inconclusive := false
+	for _, o := range Outcomes {
+		m.set("rsag_verdict", "1 for the run's outcome over every check but the suspects it names (held, failed, inconclusive, not run), "+
+			"0 for the others.", []string{"outcome"}, []string{string(o)}, boolValue(o == v.Outcome))
+	}
+	for _, p := range v.Phases {
+		n := p.Counts()
+		for _, o := range Outcomes {
+			m.set("rsag_phase_checks", "The phase's checks with each outcome (held, failed, inconclusive, not run).",
+				[]string{"phase", "outcome"}, []string{p.Phase, string(o)}, float64(n[o]))
+		}
+		for _, c := range p.Checks {
+			m.set("rsag_check_outcome", "1 for each check of the run's list of verdicts, labelled with its outcome.",
+				[]string{"phase", "check", "outcome"}, []string{p.Phase, c.Name, string(c.Outcome)}, 1)
+		}
+		inconclusive = inconclusive || n[Inconclusive] > 0
+	}
+	m.set("rsag_inconclusive", "1 when some check could not judge (rsag_check_outcome{outcome=\"inconclusive\"} says which).",
+		nil, nil, boolValue(inconclusive))
+	m.set("rsag_findings", "The suspects the run names (locate's nodes, links and ranks), its findings about the cluster.",
+		nil, nil, float64(len(v.Findings())))
+}
 
 // locateMetrics are the locate phase's: every node's figures per step and
 // probe, every node pair's (link's), and the suspects. The series grow

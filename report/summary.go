@@ -94,6 +94,11 @@ type Summary struct {
 	GPUShared string `json:"gpu_shared,omitempty"`
 	// Phases are the phases that ran, in order (schema 4).
 	Phases []SummaryPhase `json:"phases"`
+	// Verdict is the run's one list of verdicts (VerdictsOf), computed
+	// once at the end of the run; a summary read back has it computed
+	// again from its sections (ReadSummary), so that an edited list cannot
+	// contradict them.
+	Verdict *Verdicts `json:"verdict,omitempty"`
 }
 
 // SummaryBuild names the rsag binary that ran.
@@ -599,6 +604,16 @@ func normalized(s Summary) Summary {
 		}
 		s.Soak = &soak
 	}
+	if s.Verdict != nil {
+		v := *s.Verdict
+		v.Phases = slices.Clone(v.Phases)
+		for i := range v.Phases {
+			if v.Phases[i].Checks == nil {
+				v.Phases[i].Checks = []Check{}
+			}
+		}
+		s.Verdict = &v
+	}
 	s.Phases = slices.Clone(s.Phases)
 	if s.Phases == nil {
 		s.Phases = []SummaryPhase{}
@@ -662,6 +677,8 @@ func ReadSummary(path string, data []byte) (Summary, error) {
 	for i := range s.Breakdown {
 		baseline(&s.Breakdown[i].Case)
 	}
+	v := VerdictsOf(s)
+	s.Verdict = &v
 	return s, nil
 }
 

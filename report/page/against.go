@@ -38,7 +38,7 @@ func WriteAgainst(w io.Writer, s report.Summary, a Against) error {
 	}
 	state := "ok"
 	if a.Slower > 0 {
-		state, v.Verdict.Held = "bad", false
+		state, v.Verdict.Held, v.Verdict.Outcome = "bad", false, report.Failed
 	}
 	v.Verdict.Checks = append(v.Verdict.Checks, check{"Against the baseline", a.Verdict, state})
 	sec := againstSection(a)

@@ -61,6 +61,10 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	// end (or edited) claims.
 	s := in.Summary
 	s.Status, s.Reason = in.Status, in.Reason
+	// The list of verdicts again, with run.json's status.
+	s.Verdict = nil
+	list := report.VerdictsOf(s)
+	s.Verdict = &list
 	// A run of an older rsag gets the model and the node table too.
 	s = Complete(s)
 	var page bytes.Buffer
@@ -92,12 +96,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	return ExitOK
 }
 
-func verdictWord(s report.Summary) string {
-	if verdictOf(s).Held {
-		return "held"
-	}
-	return "FAILED"
-}
+func verdictWord(s report.Summary) string { return verdictOf(s).word() }
 
 // reportOptions are rsag report's command line.
 type reportOptions struct {

@@ -95,6 +95,9 @@ type view struct {
 
 // verdict is the banner: the answer first, then every check behind it.
 type verdict struct {
+	// Outcome is the run's list of verdicts' (report.Verdicts); Held
+	// is whether it held.
+	Outcome  report.Outcome
 	Held     bool
 	Headline string   // the h1
 	About    []string // what ran, where, when

@@ -7,24 +7,6 @@ import (
 	"rsag/report"
 )
 
-// phaseChecks are the banner lines of the phases with a table of their
-// own (summary.json's phases[].table) that check something.
-func phaseChecks(s report.Summary) []check {
-	var checks []check
-	for _, p := range s.Phases {
-		t := p.Table
-		if t == nil || !t.Checks {
-			continue
-		}
-		c := check{Name: t.Title, State: "ok", Text: fmt.Sprintf("all %d rows held (phase %s)", len(t.Rows), p.Name)}
-		if len(t.Failed) > 0 || len(t.Rows) == 0 {
-			c.State, c.Text = "bad", fmt.Sprintf("%d of %d rows failed (phase %s)", len(t.Failed), len(t.Rows), p.Name)
-		}
-		checks = append(checks, c)
-	}
-	return checks
-}
-
 // phaseSections are the sections of the phases with a table of their
 // own: the table as the phase wrote it, its failed rows marked.
 func phaseSections(s report.Summary) []section {

@@ -24,10 +24,7 @@ func runView(s report.Summary) (view, error) {
 		return view{}, err
 	}
 	v := view{Verdict: verdictOf(s)}
-	word := "held"
-	if !v.Verdict.Held {
-		word = "FAILED"
-	}
+	word := v.Verdict.word()
 	v.Title = fmt.Sprintf("rsag: %s, %s on %s, %s", word, s.Backend, plural(s.WorldSize, "rank", "ranks"), strings.TrimPrefix(whenText(s.Started, ""), "started "))
 	v.Sections = []section{
 		contractsSection(s),
@@ -101,12 +98,6 @@ func absent(s report.Summary, phase string) string {
 		return fmt.Sprintf("Not run: [%s] enabled = false in this run's config.", phase)
 	}
 	return "No results: the run stopped before this phase (see the verdict above)."
-}
-
-// checkAbsent is absent as a banner line: "not run: ...".
-func checkAbsent(s report.Summary, phase string) string {
-	a := strings.TrimSuffix(absent(s, phase), ".")
-	return strings.ToLower(a[:1]) + a[1:]
 }
 
 func orEmpty(sep, s string) string {

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -79,7 +80,10 @@ func (s *JUnitSuite) Add(name string, failed bool, kind, message string) {
 // skip adds a skipped test case: one that could not judge
 // (inconclusive) or did not run, with why.
 func (s *JUnitSuite) skip(name string, o Outcome, why string) {
-	s.Cases = append(s.Cases, JUnitCase{Name: name, ClassName: "rsag." + s.Name, Skipped: &JUnitFailure{Message: string(o) + ": " + why, Type: string(o)}})
+	if !strings.HasPrefix(why, string(o)) {
+		why = string(o) + ": " + why
+	}
+	s.Cases = append(s.Cases, JUnitCase{Name: name, ClassName: "rsag." + s.Name, Skipped: &JUnitFailure{Message: why, Type: string(o)}})
 	s.Tests++
 	s.Skipped++
 }

@@ -129,6 +129,7 @@ func TestSummaryValidatesAgainstTheSchema(t *testing.T) {
 		"fixed":  fixedSummary(),
 		"failed": func() Summary { s := fixedSummary(); s.Status, s.Reason = "failed", "contracts failed"; return s }(),
 		"empty":  NewSummary(SummaryInput{Status: "failed", Reason: "no backend", World: 2}),
+		"with its list of verdicts": func() Summary { s := fixedSummary(); v := VerdictsOf(s); s.Verdict = &v; return s }(),
 	} {
 		var b bytes.Buffer
 		if err := EncodeSummary(&b, s); err != nil {

@@ -1,0 +1,189 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// inconclusiveSummary is a complete run whose contracts held, whose
+// locate phase named no suspect but could not judge (a spread too wide on
+// every node), and whose table-only phase "probe" failed one row of two.
+func inconclusiveSummary() Summary {
+	s := fixedSummary()
+	s.Contracts[1].HeldOn, s.Contracts[1].FailedRanks = 2, []int{}
+	for i := range s.Timing {
+		s.Timing[i].Correct = true
+	}
+	s.Locate = &SummaryLocate{Threshold: 0.5, Repeats: 3, Verdict: "inconclusive",
+		Nodes: []SummaryLocateNode{{Host: "a", Verdict: "inconclusive: the spread is too wide (pairs)"},
+			{Host: "b", Verdict: "inconclusive: the spread is too wide (pairs)"}},
+		Steps: []SummaryLocateStep{{Name: "inside", Title: "inside each node", Note: "one rank per node"},
+			{Name: "pairs", Title: "node pairs", Ran: true, Inconclusive: "the spread is too wide: healthy units spread to 3.11x the median"}}}
+	s.Phases = []SummaryPhase{{Name: Contracts, Seconds: 1}, {Name: Timing, Seconds: 2}, {Name: Memory, Seconds: 1}, {Name: Locate, Seconds: 9},
+		{Name: "probe", Seconds: 0.5, Table: &PhaseTable{Phase: "probe", Title: "Probe (a table of its own)", Columns: []string{"rank", "ok"},
+			Rows: [][]string{{"0", "yes"}, {"1", "no"}}, Checks: true, Failed: []int{1}}}}
+	return s
+}
+
+// The list has the run's status first, then every phase in the order it
+// ran, the table-only one included, each check with its outcome: a locate
+// phase that could not judge is inconclusive (its nodes too, never held),
+// its step that did not run is not run, and the table's failed row fails.
+func TestVerdictsOfEveryPhase(t *testing.T) {
+	v := VerdictsOf(inconclusiveSummary())
+	var got []string
+	for _, p := range v.Phases {
+		for _, c := range p.Checks {
+			got = append(got, fmt.Sprintf("%s/%s=%s", p.Phase, c.Name, c.Outcome))
+		}
+	}
+	for _, want := range []string{"run/status=held", "contracts/exact-sum-equivalence=held", "locate/a=inconclusive", "locate/b=inconclusive",
+		"locate/inside each node=not run", "locate/node pairs=inconclusive", "probe/rank 0=held", "probe/rank 1=failed"} {
+		if !strings.Contains(strings.Join(got, "\n"), want) {
+			t.Errorf("the list lacks %s:\n%s", want, strings.Join(got, "\n"))
+		}
+	}
+	if v.Phases[0].Phase != RunPhase || v.Phases[len(v.Phases)-1].Phase != "probe" {
+		t.Errorf("phases out of order: %s", got)
+	}
+	if v.Outcome != Failed {
+		t.Errorf("outcome %s with a failed table row, want failed", v.Outcome)
+	}
+	// Without the failed row, the run is inconclusive, not held.
+	s := inconclusiveSummary()
+	s.Phases[4].Table.Failed = []int{}
+	if v := VerdictsOf(s); v.Outcome != Inconclusive {
+		t.Errorf("outcome %s with locate inconclusive, want inconclusive", v.Outcome)
+	}
+	// And with locate healthy, held; a suspect is a finding, not a failure.
+	s.Locate = &SummaryLocate{Threshold: 0.5, Verdict: "suspects", Nodes: []SummaryLocateNode{{Host: "a", Verdict: "healthy"},
+		{Host: "b", Verdict: "SUSPECT: bandwidth 0.31x median (pairs)", Suspect: true}},
+		Suspects: []SummaryLocateSuspect{{Kind: "node", Nodes: []string{"b"}, Problem: "bandwidth", Figure: 0.31, Text: "b (bandwidth 0.31x median)"}}}
+	v = VerdictsOf(s)
+	if f := v.Findings(); v.Outcome != Held || len(f) != 1 || f[0].Name != "b" || f[0].Message != "bandwidth 0.31x median" {
+		t.Errorf("a suspect: outcome %s, findings %+v; want held with b's", v.Outcome, f)
+	}
+}
+
+// A summary whose config enabled contracts and timing but which has no
+// results of them (a run cut short, a file edited) is not held: those
+// phases are not run, and so is the run's outcome.
+func TestVerdictsSayWhatDidNotRun(t *testing.T) {
+	s := fixedSummary()
+	s.Config = map[string]any{"contracts": map[string]any{"enabled": true}, "timing": map[string]any{"enabled": true},
+		"soak": map[string]any{"enabled": false}}
+	s.Contracts, s.Timing, s.Memory = nil, nil, nil
+	v := VerdictsOf(s)
+	notRun := map[string]bool{}
+	for _, p := range v.Phases {
+		if p.Outcome == NotRun {
+			notRun[p.Phase] = true
+		}
+	}
+	if v.Outcome != NotRun || !notRun[Contracts] || !notRun[Timing] || notRun[Soak] {
+		t.Errorf("outcome %s, not run %v: want not run, contracts and timing (soak is off)", v.Outcome, notRun)
+	}
+	if d := Disabled(s); len(d) != 1 || d[0] != Soak {
+		t.Errorf("disabled %v, want soak", d)
+	}
+}
+
+// Under timing.check = "last" no line says every sample was checked.
+func TestVerdictsUnderCheckLast(t *testing.T) {
+	s := fixedSummary()
+	for i := range s.Timing {
+		s.Timing[i].Unchecked = 6
+	}
+	for _, p := range VerdictsOf(s).Phases {
+		if p.Phase != Timing {
+			continue
+		}
+		if strings.Contains(p.Text, "every sample") || p.Note == "" || !strings.Contains(p.Short(), "only the last sample") {
+			t.Errorf("timing under check = last: %q, note %q, short %q", p.Text, p.Note, p.Short())
+		}
+		for _, c := range p.Checks {
+			if strings.Contains(c.Message, "every sample") {
+				t.Errorf("check %s says %q", c.Name, c.Message)
+			}
+		}
+	}
+}
+
+// A summary read back has its list computed again from its sections: an
+// edited "held" cannot hide a failed contract. A phase this rsag has no
+// checks for keeps the rows the file gave it.
+func TestReadSummaryComputesTheListAgain(t *testing.T) {
+	s := fixedSummary() // a contract failed on rank 1
+	forged := Verdicts{Outcome: Held, Phases: []PhaseVerdict{{Phase: Contracts, Title: "Contracts", Outcome: Held, Text: "all held",
+		Checks: []Check{{Name: "wrong-shard-order-rejected", Outcome: Held, Kind: KindContract}}},
+		{Phase: "elsewhere", Title: "Elsewhere", Outcome: Failed, Text: "x", Checks: []Check{{Name: "x", Outcome: Failed, Kind: KindCheck, Message: "x"}}}}}
+	s.Verdict = &forged
+	s.Phases = []SummaryPhase{{Name: Contracts}, {Name: "elsewhere"}}
+	var b bytes.Buffer
+	if err := EncodeSummary(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadSummary("summary.json", b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := VerdictsIn(back)
+	phases := map[string]PhaseVerdict{}
+	for _, p := range v.Phases {
+		phases[p.Phase] = p
+	}
+	if v.Outcome != Failed || phases[Contracts].Outcome != Failed || phases["elsewhere"].Outcome != Failed {
+		t.Errorf("read back: outcome %s, contracts %s, elsewhere %s; want failed, failed, failed (kept)",
+			v.Outcome, phases[Contracts].Outcome, phases["elsewhere"].Outcome)
+	}
+}
+
+// junit.xml and rsag.prom of the inconclusive run with a table-only phase
+// (testdata goldens): every phase of the list is a suite, the table's
+// failed row a failure, an inconclusive check skipped with its reason;
+// rsag.prom has the run's outcome and each check's.
+func TestVerdictOutputsGolden(t *testing.T) {
+	s := inconclusiveSummary()
+	v := VerdictsOf(s)
+	s.Verdict = &v
+	var x bytes.Buffer
+	if err := EncodeJUnit(&x, JUnit(s)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "verdicts.junit.golden.xml", x.Bytes())
+	for _, want := range []string{`<testsuite name="probe" tests="2" failures="1"`, `<testcase name="rank 1" classname="rsag.probe">`,
+		`<skipped message="inconclusive: the spread is too wide: healthy units spread to 3.11x the median" type="inconclusive">`,
+		`<skipped message="not run: one rank per node" type="not run">`} {
+		if !strings.Contains(x.String(), want) {
+			t.Errorf("junit.xml lacks %s", want)
+		}
+	}
+	var m bytes.Buffer
+	if err := EncodeMetrics(&m, s, nil); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "verdicts.prom.golden.txt", m.Bytes())
+	for _, want := range []string{`rsag_verdict{outcome="failed"} 1`, `rsag_inconclusive 1`,
+		`rsag_check_outcome{check="rank 1",outcome="failed",phase="probe"} 1`,
+		`rsag_check_outcome{check="a",outcome="inconclusive",phase="locate"} 1`,
+		`rsag_phase_checks{outcome="failed",phase="probe"} 1`, `rsag_phase_checks{outcome="inconclusive",phase="locate"} 3`} {
+		if !strings.Contains(m.String(), want+"\n") {
+			t.Errorf("rsag.prom lacks %s", want)
+		}
+	}
+	// The list round-trips through summary.json as the schema says.
+	var b bytes.Buffer
+	if err := EncodeSummary(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(t, compileSchema(t), b.Bytes()); err != nil {
+		t.Errorf("summary.json with its list: %v", err)
+	}
+	var back struct{ Verdict Verdicts }
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back.Verdict.Outcome != Failed || len(back.Verdict.Phases) != len(v.Phases) {
+		t.Errorf("summary.json's verdict: %+v (%v)", back.Verdict, err)
+	}
+}

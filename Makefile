@@ -26,7 +26,7 @@ export GOFLAGS     := $(GOFLAGS) -tags=rsag_mpicc
 export CGO_ENABLED := 1
 GO_MPI := GO="$(GO)" scripts/with-mpi-flags.sh $(GO)
 
-.PHONY: run build test vet deps test-deps env clean
+.PHONY: run build test test-full vet deps test-deps env clean
 
 run: build
 	scripts/mpirun.sh $(NP) ./$(BIN) -config $(CONFIG) $(if $(OUTPUT),-output-dir $(OUTPUT)) $(ARGS)
@@ -51,8 +51,17 @@ vet: deps
 # dir) wait on mpirun starting and ending, not on the processors, so four
 # at a time on two cores end sooner than go test's two (one a core); the
 # tests that measure run alone, whatever this says.
+# It prints how many mpirun jobs the tests launched (scripts/count-launches.sh).
 test: test-deps build vet
-	RSAG_BIN=$(CURDIR)/$(BIN) RSAG_SLURM_TESTS=1 $(GO_MPI) test -count=1 -parallel 4 -timeout 20m ./...
+	RSAG_BIN=$(CURDIR)/$(BIN) RSAG_SLURM_TESTS=1 GO="$(GO)" scripts/count-launches.sh \
+	  scripts/with-mpi-flags.sh $(GO) test -count=1 -parallel 4 -timeout 20m ./...
+
+# The full tier: the real sizes (ch7 at 256 MiB), the real cadences and the
+# placement and fleet tables that make test samples; run and recorded
+# before a release (docs/multi-node.md lists each fast test's full twin).
+test-full: test-deps build vet
+	RSAG_BIN=$(CURDIR)/$(BIN) RSAG_SLURM_TESTS=1 RSAG_TEST_FULL=1 GO="$(GO)" scripts/count-launches.sh \
+	  scripts/with-mpi-flags.sh $(GO) test -count=1 -parallel 4 -timeout 60m ./...
 
 # Plain go commands work with Open MPI's pkg-config file; for another MPI,
 # or to match the Makefile's build exactly: eval "$$(make -s env)"

@@ -100,3 +100,13 @@ func runStalled(t *testing.T, limit time.Duration, start func() *job) stalledEnd
 		t.Logf("try %d of 3: the ranks did not all join MPI_Init within timeout_s on this loaded machine; again:\n%s", try, e.stderr)
 	}
 }
+
+// copyFile copies an interposer where every emulated host sees it (each
+// host has its own /tmp, where interposer builds).
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o755)
+}

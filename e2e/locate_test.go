@@ -112,7 +112,26 @@ func TestLocateFindsTheBadNode(t *testing.T) {
 			t.Errorf("%s: %+v, %v; want complete, listing the link", outdir.RunFile, run, err)
 		}
 	})
+	t.Run("node2's collectives slowed", func(t *testing.T) {
+		// The fast twin of node2's processors: node2's only rank sleeps
+		// 20 ms before each of its locate AllReduces (testdata/slow.c, from
+		// outside rsag), a hundred times what a healthy pair takes at 4K
+		// and 64K here, with every partner, in every repeat.
+		lib := filepath.Join(l.shared, "libslow.so")
+		if err := copyFile(interposer(t, "slow"), lib); err != nil {
+			t.Fatal(err)
+		}
+		r, s := conclusive(t, func() (located, report.Summary) {
+			return l.run(t, 1, []string{"-x", "LD_PRELOAD=" + lib, "-x", "SLOW_RANK=1",
+				"-x", "SLOW_SPEC=Allreduce:4096:20000,Allreduce:65536:20000"}, "locate.iterations=5")
+		}, linksBeside("node2"))
+		if r.code != 0 {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		wantSuspects(t, s, r, []string{"node node2"})
+	})
 	t.Run("node2's processors", func(t *testing.T) {
+		onlyInFullTier(t, "node2's collectives slowed")
 		// node2's ranks join the cgroup before they become rsag, and start
 		// at full speed; once rank 0 has printed the Nodes table (before
 		// the contracts, which come before the locate phase) the cgroup

@@ -281,12 +281,21 @@ const finalWithin = 30 * time.Second
 // killed outright) gives.
 var killedOrSignalled = regexp.MustCompile(`^(signal SIGTERM|rank 0 \([^,]+, pid [0-9]+\) ended before it could mark the run)`)
 
-// Each way a job is signalled, five times: rsag exits non-zero and
+// signalTries is how often each way of signalling a job is tried: five in
+// the full tier, three in make test.
+func signalTries() int {
+	if fullTier() {
+		return 5
+	}
+	return 3
+}
+
+// Each way a job is signalled, signalTries times: rsag exits non-zero and
 // run.json says failed, with a reason, never running. When one rank is
 // killed or signalled alone, rank 0 names it. (Rank 0 has about a second,
 // Open MPI's grace between its SIGTERM and its SIGKILL; on a loaded machine
 // it can miss it, and its guard marks the run instead: so each try must be
-// marked, and at least one of the five marked by rank 0, naming the rank.)
+// marked, and at least one of the tries marked by rank 0, naming the rank.)
 func TestRunJSONTellsTheTruthAfterSignals(t *testing.T) {
 	t.Parallel()
 	rankName := regexp.MustCompile(`^signal SIGTERM from the launcher, after rank 1 \([^,]+, pid [0-9]+\) had already ended`)
@@ -324,7 +333,7 @@ func TestRunJSONTellsTheTruthAfterSignals(t *testing.T) {
 	for k, target := range targets {
 		t.Run(target.name, func(t *testing.T) {
 			byRank0 := 0
-			for i := range 5 {
+			for i := range signalTries() {
 				dir := filepath.Join(root, fmt.Sprintf("%d-%d", k, i))
 				j := startJob(t, 2, nil, append([]string{"-output-dir", dir}, longTiming...)...)
 				waitStatus(t, j, dir, outdir.StatusRunning, time.Minute)
@@ -351,7 +360,7 @@ func TestRunJSONTellsTheTruthAfterSignals(t *testing.T) {
 				last = dir
 			}
 			if byRank0 == 0 {
-				t.Errorf("rank 0 marked none of the five runs itself")
+				t.Errorf("rank 0 marked none of the %d runs itself", signalTries())
 			}
 		})
 	}

@@ -31,7 +31,10 @@ GO_MPI := GO="$(GO)" scripts/with-mpi-flags.sh $(GO)
 run: build
 	scripts/mpirun.sh $(NP) ./$(BIN) -config $(CONFIG) $(if $(OUTPUT),-output-dir $(OUTPUT)) $(ARGS)
 
+# The first build compiles rsag and its cgo against MPI: about 2 minutes on 2
+# cores, seconds after that; it says so, since go build prints nothing.
 build: deps
+	@[ -x $(BIN) ] || echo "make: building ./$(BIN) (the first build takes about 2 minutes on 2 cores)"
 	$(GO_MPI) build -ldflags "$(LDFLAGS)" -o $(BIN) .
 
 deps:

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,41 @@ func inDir(t *testing.T, dir string, limit time.Duration, argv ...string) result
 		cmd.Dir, cmd.Env, cmd.WaitDelay = dir, jobEnv(t), 10*time.Second
 		return cmd
 	})
+}
+
+// readmeCommand is the README's command line (in a code block) that names config, as a
+// person would copy it into a root shell on this machine, with the
+// repository's scripts and the binary under test where it says
+// scripts/... and ./rsag.
+func readmeCommand(t *testing.T, config string) []string {
+	t.Helper()
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inCode := false
+	for _, line := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(line, "```") {
+			inCode = !inCode
+			continue
+		}
+		line, _, _ = strings.Cut(line, "#")
+		argv := strings.Fields(line)
+		if !inCode || len(argv) == 0 || !slices.Contains(argv, config) {
+			continue
+		}
+		for i, a := range argv {
+			switch {
+			case a == "./rsag":
+				argv[i] = rsagBin
+			case strings.HasPrefix(a, "scripts/"):
+				argv[i], _ = filepath.Abs(filepath.Join("..", a))
+			}
+		}
+		return argv
+	}
+	t.Fatalf("README.md has no command line that names %s", config)
+	return nil
 }
 
 // verdictRe is the line that ends every run: PASSED or FAILED, and where
@@ -62,8 +98,7 @@ func TestTheREADMESmokeCommandRunsTwice(t *testing.T) {
 	}
 	os.Mkdir(filepath.Join(work, "configs"), 0o755)
 	writeFile(t, filepath.Join(work, "configs"), "smoke.toml", string(cfg))
-	mpirunSh, _ := filepath.Abs("../scripts/mpirun.sh")
-	smokeCmd := []string{mpirunSh, "2", rsagBin, "-config", "configs/smoke.toml", "-backend", "mpi"}
+	smokeCmd := readmeCommand(t, "configs/smoke.toml")
 
 	var dirs []string
 	for i := range 2 {

@@ -1,40 +1,140 @@
 #!/usr/bin/env bash
-# The GPU proof behind docs/PERFORMANCE.md, in one call on a machine with 2+
-# GPUs: the seed's run (configs/ch7.toml on NP ranks) timed end to end, then
-# the bad-input paths that only a GPU machine can show. Writes under OUT.
-#   scripts/gpu-proof.sh [NP]
+# The GPU proof behind docs/PERFORMANCE.md ("one shared GPU"), in one call on
+# any machine with one GPU (or more): NP ranks (default 4) share GPU 0 in
+# rsag's shared mode (gpu.sharing = true: each rank its own NCCL_HOSTID, NCCL
+# over sockets on lo), and run
+#   - why small collectives are slow there: 4 KiB and 64 KiB per-op, with the
+#     GPU time-sliced between the ranks' processes (the default), with
+#     RSAG_WAIT=block, and under CUDA's MPS (kernels of every rank at once);
+#   - configs/ch7.toml: contracts, timing, the five memory modes;
+#   - the soak (configs/soak.toml, SOAK_S seconds);
+#   - every NCCL dtype and op at a small size, all three timing methods
+#     (configs/sweep.toml at 4 KiB, fewer cycles);
+#   - the hierarchy (configs/hierarchy.toml, groups of 2).
+# SHARE picks how the ranks share the GPU for the last four: mps (CUDA's MPS,
+# started here with a pipe directory of its own, and stopped at the end),
+# timeslice (the driver's default), or auto (the default: mps when the MPS
+# probe above passed). Writes proof.log, results.tgz and table.txt under OUT.
+#   RSAG=gpubin/rsag OUT=/tmp/proof scripts/gpu-proof.sh [NP]
 set -uo pipefail
-np=${1:-2}
+np=${1:-4}
 out=${OUT:-/tmp/rsag-proof}
-mkdir -p "$out"
-export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
-mpirun=(mpirun --allow-run-as-root --bind-to none)
-step() { echo; echo "=== $*"; }
+rsag=${RSAG:-./rsag}
+share=${SHARE:-auto}
+soak_s=${SOAK_S:-20}
+mkdir -p "$out/runs"
+exec > >(tee -a "$out/proof.log") 2>&1
+export NCCL_NVLS_ENABLE=0 # NVLink multicast stays off on shared machines (KINDS.md)
+mpirun=(mpirun --allow-run-as-root --bind-to none --oversubscribe -x NCCL_NVLS_ENABLE)
+shared=(-set gpu.sharing=true)
+table="$out/table.txt"
+: >"$table"
+step() { echo; echo "=== $(date -u +%T) $*"; }
 
-step machine
-date -u; hostname; nvidia-smi -L; nvidia-smi topo -m; ./rsag -version; mpirun --version | head -1
+# If the loader cannot find NCCL, take the one PyTorch's wheel brings.
+if ! ldconfig -p | grep -q 'libnccl\.so\.2 ' && [ -z "${RSAG_NCCL_LIBRARY:-}" ]; then
+  lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+  [ -n "$lib" ] && [ -e "$lib" ] && export RSAG_NCCL_LIBRARY=$lib
+fi
+[ -n "${RSAG_NCCL_LIBRARY:-}" ] && mpirun+=(-x RSAG_NCCL_LIBRARY)
 
-for i in 1 2 3; do
-  step "ch7 run $i: $np ranks, default sizes"
-  rm -rf "$out/ch7-$i"
+# medians FILE: per-op direct AllReduce and ReduceScatter medians by size, us.
+medians() {
+  python3 - "$1" <<'EOF' 2>/dev/null || echo "  (no summary.json)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("  gpu_shared:", d.get("gpu_shared", "(absent)"))
+for t in d["timing"]:
+    if (t["method"], t["placement"], t["dtype"], t["op"]) == ("per-op", "out-of-place", "float32", "sum") \
+            and t["mode"] in ("direct", "decomposed"):
+        print(f"  {t['run']:>8} {t['mode']:>11} {t['size_bytes']:>10} B  median {t['median_us']:>11.1f} us  "
+              f"p90 {t['p90_us']:>11.1f}  samples {t['samples']}")
+EOF
+}
+
+# run NAME TIMEOUT ENV... -- ARGS...: one rsag launch on np ranks, timed,
+# its output dir kept for results.tgz; its line goes into the table.
+run() {
+  local name=$1 limit=$2
+  shift 2
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  local xs=()
+  for kv in "${envs[@]}"; do xs+=(-x "${kv%%=*}"); done
+  step "$name: ${envs[*]} $rsag $*"
+  rm -rf "$out/runs/$name"
+  local start end rc
   start=$(date +%s%N)
-  timeout 300 "${mpirun[@]}" -np "$np" ./rsag -config configs/ch7.toml -set required_ranks="$np" -output-dir "$out/ch7-$i"
+  env "${envs[@]}" timeout -k 10 "$limit" "${mpirun[@]}" "${mps_x[@]}" "${xs[@]}" -np "$np" "$rsag" "$@" -output-dir "$out/runs/$name"
   rc=$?
   end=$(date +%s%N)
-  echo "ch7 run $i: exit $rc, wall $(( (end - start) / 1000000 )) ms"
-done
+  local wall=$(( (end - start) / 1000000 ))
+  echo "$name: exit $rc, wall $wall ms"
+  printf '%-22s exit %3d  wall %8d ms  %s\n' "$name" "$rc" "$wall" "${envs[*]}" >>"$table"
+  [ -f "$out/runs/$name/summary.json" ] && medians "$out/runs/$name/summary.json" | tee -a "$table"
+  # Nothing of the run may stay on the GPU.
+  sleep 1
+  echo "$name: rsag processes left: $(pgrep -c -x rsag); on the GPU (MPS's server aside): $(nvidia-smi \
+    --query-compute-apps=process_name --format=csv,noheader | grep -v mps-server | grep -c .)" | tee -a "$table"
+  return $rc
+}
 
-step "symbols bound at load (LD_BIND_NOW=1), smoke config on nccl"
-LD_BIND_NOW=1 timeout 120 "${mpirun[@]}" -np "$np" ./rsag -config configs/smoke.toml -backend nccl -output-dir "$out/smoke" | tail -3
+mps_x=()
+mps_dir=$(mktemp -d /tmp/rsag-mps.XXXXXX)
+mps_start() {
+  command -v nvidia-cuda-mps-control >/dev/null || { echo "no nvidia-cuda-mps-control here"; return 1; }
+  export CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe CUDA_MPS_LOG_DIRECTORY=$mps_dir/log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d || return 1
+  mps_x=(-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY)
+  sleep 1
+  echo "MPS control daemon started (pipe $CUDA_MPS_PIPE_DIRECTORY)"
+}
+mps_stop() {
+  [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] || return 0
+  echo quit | nvidia-cuda-mps-control
+  sleep 1
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+  mps_x=()
+  cp -r "$mps_dir/log" "$out/runs/mps-log" 2>/dev/null
+}
+finish() {
+  mps_stop
+  tar czf "$out/results.tgz" -C "$out" runs 2>/dev/null
+  rm -rf "$out/runs" "$mps_dir"
+  step "table"
+  cat "$table"
+}
+trap finish EXIT
 
-step "bad input: payload larger than free device memory"
-timeout 120 "${mpirun[@]}" -np "$np" ./rsag -config configs/smoke.toml -backend nccl -set 'memory.payload_bytes="400G"' -set timing.enabled=false -output-dir "$out/big"; echo "exit $?"
+step machine
+date -u; hostname; nproc; nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,compute_mode,memory.total --format=csv
+"$rsag" -version; mpirun --version | head -1; echo "RSAG_NCCL_LIBRARY=${RSAG_NCCL_LIBRARY:-unset: the loader finds libnccl.so.2}"
 
-step "bad input: more ranks than GPUs"
-timeout 120 "${mpirun[@]}" --oversubscribe -np $((np + 1)) ./rsag -config configs/smoke.toml -backend nccl -output-dir "$out/over"; echo "exit $?"
+# Why small collectives are slow on a shared GPU: per-op AllReduce and
+# ReduceScatter + AllGather at 4 and 64 KiB, 1 warm-up and 3 cycles.
+small=(-config configs/ch7.toml "${shared[@]}" -set required_ranks="$np" -set contracts.enabled=false
+  -set memory.enabled=false -set 'timing.sizes_bytes=[4096,65536]' -set timing.warmups=1 -set timing.cycles=3)
+run why-timeslice 90 RSAG_WAIT=poll -- "${small[@]}"
+run why-block 90 RSAG_WAIT=block -- "${small[@]}"
+mps_ok=false
+if mps_start; then
+  run why-mps 90 RSAG_WAIT=poll -- "${small[@]}" && mps_ok=true
+  mps_stop
+fi
+if [ "$share" = mps ] || { [ "$share" = auto ] && $mps_ok; }; then
+  mps_start && share=mps
+else
+  share=timeslice
+fi
+echo "the proof's ranks share the GPU by: $share" | tee -a "$table"
 
-step "bad input: RSAG_NCCL_LIBRARY names a missing file"
-timeout 120 "${mpirun[@]}" -np "$np" -x RSAG_NCCL_LIBRARY=/nonexistent/libnccl.so.2 ./rsag -config configs/smoke.toml -backend nccl -output-dir "$out/nolib"; echo "exit $?"
-
-tar czf "$out/results.tgz" -C "$out" ch7-1 ch7-2 ch7-3 smoke 2>/dev/null
-rm -rf "$out"/ch7-* "$out/smoke" "$out/big" "$out/over" "$out/nolib"
+run ch7 240 RSAG_WAIT=poll -- -config configs/ch7.toml "${shared[@]}" -set required_ranks="$np"
+run soak 180 RSAG_WAIT=poll -- -config configs/soak.toml "${shared[@]}" -set soak.duration_s="$soak_s"
+# Every NCCL dtype and op (configs/sweep.toml's three runs) at 4 KiB, both
+# placements, per-op, batched and graph; numerics at 4 KiB.
+run sweep 300 RSAG_WAIT=poll -- -config configs/sweep.toml "${shared[@]}" -set 'timing.sizes_bytes=["4K"]' \
+  -set 'run.nccl-tests.sizes_bytes=["4K"]' -set timing.warmups=1 -set timing.cycles=2 -set run.nccl-tests.cycles=2 \
+  -set timing.batch=2 -set timing.discard=0 -set 'numerics.sizes_bytes=["4K"]'
+run hierarchy 240 RSAG_WAIT=poll -- -config configs/hierarchy.toml "${shared[@]}" -set hierarchy.group_size=2

@@ -58,7 +58,7 @@ Usage:
   sbatch slurm/ch7.sbatch
   ./rsag report results/ch7                  a run's report.html and tables again (no MPI, no GPU)
   ./rsag compare results/a results/b         B against A, case by case (no MPI, no GPU; rsag compare -h)
-  ./rsag suspects results/locate             a locate run's suspects, one a line, for scripts (rsag suspects -h)
+  ./rsag suspects results/locate             a locate run's suspects and which to drain (-format json or nul for scripts)
   ./rsag history results/history.db          the runs over time, each case's trend, each node as a suspect (rsag history -h);
                                              a run appends itself to it with -history results/history.db
   ./rsag check -baseline results/history.db results/today

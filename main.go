@@ -22,8 +22,8 @@ import (
 	"rsag/internal/exitcode"
 	"rsag/job"
 	"rsag/outdir"
-	"rsag/report"
 	"rsag/report/page"
+	"rsag/report/suspects"
 )
 
 // Set at build time with -ldflags "-X main.version=... -X main.commit=...".
@@ -56,9 +56,9 @@ var commands = []command{
 	{"compare", func(args []string, stdout, stderr io.Writer) error {
 		return exitcode.Silent(compare.Main(args, stdout, stderr))
 	}},
-	// A locate run's suspects, one a line, for scripts (slurm/healthcheck.sbatch).
+	// A locate run's suspects and which to drain (slurm/healthcheck.sbatch).
 	{"suspects", func(args []string, stdout, stderr io.Writer) error {
-		return exitcode.Silent(report.SuspectsCommand(args, stdout, stderr))
+		return exitcode.Silent(suspects.Command(args, stdout, stderr))
 	}},
 	// Runs over time: the history database's trends, and appending a run.
 	{"history", history.Command},

@@ -98,6 +98,11 @@ func TestOperatorFiles(t *testing.T) {
 	}
 	want("rsag_run_status", map[string]string{"status": "failed"}, 1)
 	want("rsag_run_status", map[string]string{"status": "complete"}, 0)
+	// The run's list of verdicts: its outcome, and the gate's check failed.
+	want("rsag_verdict", map[string]string{"outcome": "failed"}, 1)
+	want("rsag_verdict", map[string]string{"outcome": "held"}, 0)
+	want("rsag_phase_checks", map[string]string{"phase": "timing", "outcome": "failed"}, 1)
+	want("rsag_inconclusive", nil, 0)
 	want("rsag_run_ranks", nil, 2)
 	for _, c := range sum.Contracts {
 		want("rsag_contract_held", map[string]string{"contract": c.Name}, 1)

@@ -294,6 +294,9 @@ func sizeColumn(t *testing.T, p *browser.Page) int {
 	return i
 }
 
+// on is a config section that turns its phase on or off.
+func on(enabled bool) map[string]any { return map[string]any{"enabled": enabled} }
+
 // checkVerdict: the banner says held or failed as the summary does, in its
 // colour, and in words and marks that grey-scale print keeps.
 func checkVerdict(t *testing.T, got shown, held bool) {
@@ -309,7 +312,7 @@ func checkVerdict(t *testing.T, got shown, held bool) {
 		t.Errorf("headline %q, want it to start with %q", got.Headline, mark+" "+word)
 	}
 	if len(got.Checks) < 6 {
-		t.Errorf("checks %+v: want run, contracts, timing, memory, numerics and the gate", got.Checks)
+		t.Errorf("checks %+v: want run, contracts, timing, memory and a line for each phase the config turned off", got.Checks)
 	}
 	for _, c := range got.Checks {
 		m := map[string]string{"ok": "✓", "bad": "✗", "none": "–"}[c.State]
@@ -408,7 +411,8 @@ func TestBrokenContractTurnsTheBannerRed(t *testing.T) {
 	// the summary says failed with the reason.
 	s := report.NewSummary(report.SummaryInput{Version: "test", Commit: "test", Status: outdir.StatusFailed,
 		Reason: "contracts failed on rank(s) [0 1]", Started: time.Unix(0, 0), Ended: time.Unix(1, 0),
-		Config: map[string]any{"contracts": map[string]any{"enabled": true}}, Infos: infos, Rows: rows, World: world})
+		Config: map[string]any{"contracts": on(true), "timing": on(true), "memory": on(true), "numerics": on(false), "soak": on(false),
+			"locate": on(false)}, Infos: infos, Rows: rows, World: world})
 	if s.ChecksPassed {
 		t.Fatal("the rotated AllGather broke no contract: the negative control is gone")
 	}

@@ -18,7 +18,8 @@ import (
 // A phase is one package and one registration: the test-only echo phase
 // (internal/testkit/echophase), built in with -tags rsag_testphase and
 // touching no other file, is in run.json's files, writes echo.csv, is in
-// summary.json's phases and the terminal's tables, has its section and
+// summary.json's phases and the terminal's tables, its checks in the
+// verdict line, junit.xml and rsag.prom, has its section and
 // banner line on the page, is removed by -overwrite through the earlier
 // run's manifest, and rsag report (the product binary, which has no echo
 // phase) shows it again from summary.json.
@@ -38,7 +39,7 @@ func TestATestOnlyPhaseReachesEveryOutput(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	if !strings.Contains(r.stdout, "Echo (test-only) (phase echo: every row held)") || !strings.Contains(r.stdout, "rsag: PASSED: 5 contracts held, echo: 2 rows") {
+	if !strings.Contains(r.stdout, "Echo (test-only) (phase echo: every row held)") || !strings.Contains(r.stdout, "rsag: PASSED: contracts 5/5 held, echo 2/2 held") {
 		t.Errorf("the terminal lacks the echo phase's table or its part of the verdict line:\n%s", r.stdout)
 	}
 	rec, err := outdir.ReadRecord(dir)
@@ -94,6 +95,28 @@ func TestATestOnlyPhaseReachesEveryOutput(t *testing.T) {
 	}
 	if !slices.Equal(names, []string{"contracts", "echo"}) {
 		t.Errorf("summary.json's phases: %v, want contracts then echo", names)
+	}
+	// junit.xml and rsag.prom have its checks, a row each, from the run's
+	// list of verdicts: no file of theirs names the phase.
+	junit, err := os.ReadFile(filepath.Join(dir, "junit.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<testsuite name="echo" tests="2" failures="0"`, `<testcase name="rank 0" classname="rsag.echo">`,
+		`<testcase name="rank 1" classname="rsag.echo">`} {
+		if !strings.Contains(string(junit), want) {
+			t.Errorf("junit.xml lacks %s:\n%s", want, junit)
+		}
+	}
+	prom, err := os.ReadFile(filepath.Join(dir, "rsag.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`rsag_phase_checks{outcome="held",phase="echo"} 2`, `rsag_phase_checks{outcome="failed",phase="echo"} 0`,
+		`rsag_check_outcome{check="rank 1",outcome="held",phase="echo"} 1`, `rsag_verdict{outcome="held"} 1`} {
+		if !strings.Contains(string(prom), want+"\n") {
+			t.Errorf("rsag.prom lacks %s:\n%s", want, prom)
+		}
 	}
 	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
 	if err != nil {

@@ -62,7 +62,7 @@ func readmeCommand(t *testing.T, config string) []string {
 
 // verdictRe is the line that ends every run: PASSED or FAILED, and where
 // the results are.
-var verdictRe = regexp.MustCompile(`^rsag: (PASSED|FAILED \(exit \d+\)|SUSPECTS FOUND \(exit 4\)): .+; (results in \S+|nothing was written)$`)
+var verdictRe = regexp.MustCompile(`^rsag: (PASSED|INCONCLUSIVE|INCOMPLETE|CHECKS FAILED|FAILED \(exit \d+\)|SUSPECTS FOUND \(exit 4\)): .+; (results in \S+|nothing was written)$`)
 
 // verdict is the verdict line that must end stdout, said once, in at
 // most 120 columns, and its parts (nil when it is not there).

@@ -15,6 +15,7 @@
 # started here with a pipe directory of its own, and stopped at the end),
 # timeslice (the driver's default), or auto (the default: mps when the MPS
 # probe above passed). Writes proof.log, results.tgz and table.txt under OUT.
+# Each launch has a time limit; the whole has BUDGET_S (540 s).
 #   RSAG=gpubin/rsag OUT=/tmp/proof scripts/gpu-proof.sh [NP]
 set -uo pipefail
 np=${1:-4}
@@ -22,6 +23,8 @@ out=${OUT:-/tmp/rsag-proof}
 rsag=${RSAG:-./rsag}
 share=${SHARE:-auto}
 soak_s=${SOAK_S:-20}
+budget=${BUDGET_S:-540} # the whole script's seconds: a step that cannot fit is skipped, and says so
+began=$(date +%s)
 mkdir -p "$out/runs"
 exec > >(tee -a "$out/proof.log") 2>&1
 export NCCL_NVLS_ENABLE=0 # NVLink multicast stays off on shared machines (KINDS.md)
@@ -57,6 +60,12 @@ EOF
 run() {
   local name=$1 limit=$2
   shift 2
+  local left=$(( began + budget - $(date +%s) - 15 ))
+  if [ "$left" -lt 30 ]; then
+    echo "$name: skipped, $left s left of BUDGET_S=$budget" | tee -a "$table"
+    return 124
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
   local envs=()
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done
   shift

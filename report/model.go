@@ -305,10 +305,37 @@ func (n *tableNotes) ref(note string) string {
 	return fmt.Sprintf("[%d]", i+1)
 }
 
-// write prints each note under its number, after prefix.
+// write prints each note under its number, after prefix. A last clause
+// (after ": ") that several notes end with is said once, after them, under
+// their numbers: eight crossings "none" for one reason are eight short
+// notes and one explanation, not eight copies of it.
 func (n tableNotes) write(w io.Writer, prefix string) {
+	tail := func(note string) string {
+		if i := strings.LastIndex(note, ": "); i >= 0 {
+			return note[i+2:]
+		}
+		return ""
+	}
+	by := map[string][]int{}
+	var tails []string
 	for i, note := range n {
+		if t := tail(note); t != "" {
+			if by[t] == nil {
+				tails = append(tails, t)
+			}
+			by[t] = append(by[t], i+1)
+		}
+	}
+	for i, note := range n {
+		if t := tail(note); len(by[t]) > 1 {
+			note = strings.TrimSuffix(note, ": "+t)
+		}
 		fmt.Fprintf(w, "[%d] %s%s\n", i+1, prefix, note)
+	}
+	for _, t := range tails {
+		if len(by[t]) > 1 {
+			fmt.Fprintf(w, "[%s] %s\n", ListText(by[t], ","), t)
+		}
 	}
 }
 

@@ -234,3 +234,16 @@ func TestRanksTableFolds(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+// A clause that several notes end with is said once, under their numbers
+// (the hierarchy's crossover printed one explanation eight times).
+func TestTableNotesSayACommonClauseOnce(t *testing.T) {
+	n := tableNotes{"a, fits: ratio 1.5 exceeds 1.05: stays slower", "a, measured: above 1.05", "b, fits: ratio 2 exceeds 1.05: stays slower",
+		"c: alone"}
+	var b bytes.Buffer
+	n.write(&b, "")
+	want := "[1] a, fits: ratio 1.5 exceeds 1.05\n[2] a, measured: above 1.05\n[3] b, fits: ratio 2 exceeds 1.05\n[4] c: alone\n[1,3] stays slower\n"
+	if b.String() != want {
+		t.Errorf("notes:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

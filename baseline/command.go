@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"rsag/coll"
 	"rsag/history"
@@ -20,25 +21,36 @@ import (
 
 // Exit codes of rsag check.
 const (
-	ExitOK       = 0 // no case slower
-	ExitSlower   = 1 // some case slower than the baseline
-	ExitBadInput = 2 // bad flags, an unreadable run or baseline, nothing to compare
+	ExitOK           = 0 // no case slower, and every one beyond the tolerance could be judged
+	ExitSlower       = 1 // some case slower than the baseline
+	ExitBadInput     = 2 // bad flags, an unreadable run or baseline, a baseline of another kind, nothing to compare
+	ExitInconclusive = 3 // none slower, but some case beyond the tolerance could not be judged
 )
+
+// MaxLast bounds -last: the baseline's samples are read whole.
+const MaxLast = 100
 
 const usage = `usage: rsag check -baseline DIR|FILE [-last N] [-tolerance 0.05] [-html FILE] [-junit FILE] [-metrics FILE] [-overwrite] RUN
        (RUN and DIR are output dirs; FILE is a history database, rsag history)
 
-Judges each timing case of RUN against a baseline: one run's output dir, or
-the median of the last N complete runs in a history database (failed runs
-are never a baseline). From the samples of timings.csv it bootstraps a 95%
-interval on the ratio RUN median / baseline median (seeded: the same inputs
-give the same result); a case is SLOWER or faster only when the interval
-excludes 1 and the ratio is beyond the tolerance. -html FILE writes RUN's
+Judges each timing case of RUN against a baseline of its kind (the same world
+size, nodes, backend and config; another kind is refused, naming the
+difference): one run's output dir, or the last N complete runs of RUN's kind
+in a history database (failed runs, and runs rsag check flagged and no one
+accepted, are never a baseline). With several baseline runs, a case is
+SLOWER or faster when RUN's median is beyond the baseline runs' spread from
+run to run (a t prediction interval at 95% over all the cases) and beyond
+the tolerance. One baseline run cannot show that spread: a case is then
+called only beyond 1.5x, and a smaller change beyond the tolerance is
+inconclusive, as is one with fewer than 3 samples a side. With a history,
+the verdict is recorded in it against RUN: a flagged run is left out of
+later baselines until rsag history -accept RUN FILE. -html FILE writes RUN's
 page with a section "Against the baseline"; -junit FILE the verdicts as
 JUnit XML (a test case per case, failed when SLOWER) and -metrics FILE in
 Prometheus' text format (node_exporter's textfile collector). A file
 already there is replaced only when rsag wrote it, or with -overwrite.
-Exit status: 0 when no case is slower, 1 when some is, 2 on bad input.
+Exit status: 0 when no case is slower, 1 when some is, 2 on bad input, 3
+when none is slower but some case beyond the tolerance is inconclusive.
 
 `
 
@@ -69,6 +81,9 @@ func Command(args []string, stdout, stderr io.Writer) error {
 	if len(run.Samples) == 0 {
 		return exitcode.New(ExitBadInput, fmt.Errorf("%s has no %s: the gate needs the run's samples (a run with its timing phase on)", o.run, history.TimingsFile))
 	}
+	if err := Validate(filepath.Join(o.run, history.TimingsFile), run.Samples); err != nil {
+		return exitcode.New(ExitBadInput, err)
+	}
 	base, what, err := loadBaseline(o, run)
 	if err != nil {
 		return exitcode.New(ExitBadInput, err)
@@ -84,6 +99,9 @@ func Command(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := r.Write(stdout); err != nil {
 		return exitcode.New(ExitBadInput, err)
+	}
+	if isHistory(o.baseline) {
+		record(o.baseline, run, r, stdout, stderr)
 	}
 	if o.html != "" {
 		var b bytes.Buffer
@@ -116,10 +134,43 @@ func Command(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", out.path)
 	}
-	if r.Count(Slower) > 0 {
+	switch {
+	case r.Count(Slower) > 0:
 		return exitcode.Silent(ExitSlower)
+	case r.Count(Inconclusive) > 0:
+		return exitcode.Silent(ExitInconclusive)
 	}
 	return nil
+}
+
+// record writes the verdict into the history against the run (appended
+// already or not yet): a flagged run is no baseline until accepted. A
+// history rsag cannot write is said, and the verdict stands.
+func record(file string, run history.Run, r Result, stdout, stderr io.Writer) {
+	verdict := history.VerdictOK
+	switch {
+	case r.Count(Slower) > 0:
+		verdict = history.VerdictFlagged
+	case r.Count(Inconclusive) > 0:
+		verdict = history.VerdictInconclusive
+	}
+	db, err := history.OpenWaiting(file, history.Existing, func() {
+		fmt.Fprintf(stderr, "rsag check: %s is held by another writer: waiting up to %v to record the verdict\n", file, history.BusyTimeout)
+	})
+	if err == nil {
+		err = db.Record(run.Key(), verdict, r.Verdict(), run.Dir)
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+	}
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "rsag check: the verdict above stands, but it was not recorded in %s: %v\n", file, err)
+	case verdict == history.VerdictFlagged:
+		fmt.Fprintf(stdout, "recorded in %s: the run is flagged, and no baseline until: rsag history -accept %s %s\n", file, run.Dir, file)
+	default:
+		fmt.Fprintf(stdout, "recorded in %s: %s\n", file, verdict)
+	}
 }
 
 // The heads of the files rsag check writes.
@@ -132,8 +183,12 @@ func (r Result) JUnit() report.JUnitSuites {
 	st := report.JUnitSuite{Name: "baseline"}
 	for _, c := range r.Cases {
 		name := report.GateResult{Stat: report.TimingStat{Case: c.Case}}.Name() + " " + string(c.Case.Mode)
-		if c.Verdict == Missing {
-			st.Cases = append(st.Cases, report.JUnitCase{Name: name, ClassName: "rsag.baseline", Skipped: &report.JUnitFailure{Message: "not in the baseline"}})
+		if c.Verdict == Missing || c.Verdict == Inconclusive {
+			why := "not in the baseline"
+			if c.Verdict == Inconclusive {
+				why = "inconclusive: " + c.Why
+			}
+			st.Cases = append(st.Cases, report.JUnitCase{Name: name, ClassName: "rsag.baseline", Skipped: &report.JUnitFailure{Message: why}})
 			st.Tests++
 			st.Skipped++
 			continue
@@ -151,13 +206,17 @@ func (r Result) EncodeMetrics(b *bytes.Buffer) error {
 	g := report.NewGauges()
 	g.Set("rsag_baseline_slower_cases", "Cases slower than the baseline beyond the tolerance.", nil, nil, float64(r.Count(Slower)))
 	g.Set("rsag_baseline_compared_cases", "Cases judged against the baseline.", nil, nil, float64(r.Compared()))
+	g.Set("rsag_baseline_inconclusive_cases", "Cases beyond the tolerance that could not be judged (too few samples, one baseline run).",
+		nil, nil, float64(r.Count(Inconclusive)))
 	for _, c := range r.Cases {
 		if c.Verdict == Missing {
 			continue
 		}
 		g.SetCase("rsag_baseline_ratio", "The case's median over the baseline's median.", c.Case, c.Ratio)
-		g.SetCase("rsag_baseline_ratio_low", "The low end of the bootstrap interval on the ratio.", c.Case, c.Lo)
-		g.SetCase("rsag_baseline_ratio_high", "The high end of the bootstrap interval on the ratio.", c.Case, c.Hi)
+		if c.Lo != 0 || c.Hi != 0 {
+			g.SetCase("rsag_baseline_ratio_low", "The low end of the interval on the ratio.", c.Case, c.Lo)
+			g.SetCase("rsag_baseline_ratio_high", "The high end of the interval on the ratio.", c.Case, c.Hi)
+		}
 		g.SetCase("rsag_baseline_slower", "1 when the case is slower than the baseline beyond the tolerance.", c.Case, boolFloat(c.Verdict == Slower))
 	}
 	return g.Encode(b)
@@ -179,7 +238,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.baseline, "baseline", "", "the baseline: a run's output `DIR`, or a history database FILE")
-	fs.IntVar(&o.last, "last", 5, "with a history FILE: the baseline is the median of its last `N` complete runs")
+	fs.IntVar(&o.last, "last", 5, fmt.Sprintf("with a history FILE: the baseline is its last `N` complete runs of the run's kind (at most %d)", MaxLast))
 	fs.Float64Var(&o.gate.Tolerance, "tolerance", Defaults.Tolerance, "a change smaller than this `fraction` is never reported")
 	fs.Uint64Var(&o.gate.Seed, "seed", Defaults.Seed, "the bootstrap's `seed`")
 	fs.StringVar(&o.html, "html", "", "write RUN's page with the section \"Against the baseline\" to `FILE`")
@@ -202,8 +261,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("want one run's output dir, got %d (rsag check -baseline results/last-week results/today)", len(runs))
 	case o.baseline == "":
 		return o, errors.New("-baseline is missing: give a run's output dir or a history database")
-	case o.last < 1:
-		return o, fmt.Errorf("-last %d: give at least 1 run", o.last)
+	case o.last < 1 || o.last > MaxLast:
+		return o, fmt.Errorf("-last %d: give from 1 to %d runs", o.last, MaxLast)
 	case !(o.gate.Tolerance >= 0 && o.gate.Tolerance < 1) || math.IsNaN(o.gate.Tolerance):
 		return o, fmt.Errorf("-tolerance %v: give a fraction from 0 to below 1, e.g. 0.05 for 5%%", o.gate.Tolerance)
 	}
@@ -224,8 +283,10 @@ func isHistory(path string) bool {
 	return n == 16 && string(head) == "SQLite format 3\x00"
 }
 
-// loadBaseline reads the baseline's samples, and says what it is.
+// loadBaseline reads the baseline's samples, of the run's kind only, and
+// says what it is.
 func loadBaseline(o options, run history.Run) ([]map[coll.Case][]float64, string, error) {
+	kind := run.Kind()
 	if !isHistory(o.baseline) {
 		b, err := history.LoadRun(o.baseline)
 		if err != nil {
@@ -237,29 +298,44 @@ func loadBaseline(o options, run history.Run) ([]map[coll.Case][]float64, string
 		if len(b.Samples) == 0 {
 			return nil, "", fmt.Errorf("%s has no %s: a baseline needs its samples", o.baseline, history.TimingsFile)
 		}
+		if d := kind.Differ(b.Kind()); d != "" {
+			return nil, "", fmt.Errorf("%s is not a run of %s's kind (%s): its timings are not comparable; give a baseline run with the same world size, nodes, backend and config",
+				o.baseline, o.run, d)
+		}
+		if err := Validate(filepath.Join(o.baseline, history.TimingsFile), b.Samples); err != nil {
+			return nil, "", err
+		}
 		return []map[coll.Case][]float64{b.Samples}, filepath.Clean(o.baseline), nil
 	}
-	db, err := history.Open(o.baseline)
+	db, err := history.OpenReadOnly(o.baseline)
 	if err != nil {
 		return nil, "", err
 	}
 	defer db.Close()
-	runs, err := db.Baseline(o.last, run.Key())
+	runs, other, err := db.Baseline(o.last, run.Key(), run.Summary.Started, kind)
 	if err != nil {
 		return nil, "", err
 	}
 	if len(runs) == 0 {
-		return nil, "", fmt.Errorf("%s has no complete run to be a baseline (other than %s)", o.baseline, o.run)
+		if other.ID != 0 {
+			return nil, "", fmt.Errorf("%s has no complete run of %s's kind (%s) to be a baseline; its newest is run %d, of another kind (%s): judge runs against their own kind",
+				o.baseline, o.run, kind, other.ID, kind.Differ(other.Kind))
+		}
+		return nil, "", fmt.Errorf("%s has no complete run started before %s to be a baseline (other than it, and none flagged by rsag check and not accepted)",
+			o.baseline, o.run)
 	}
 	var out []map[coll.Case][]float64
 	for _, r := range runs {
+		if err := Validate(fmt.Sprintf("%s, run %d", o.baseline, r.ID), r.Samples); err != nil {
+			return nil, "", err
+		}
 		out = append(out, r.Samples)
 	}
-	ids := strconv.FormatInt(runs[len(runs)-1].ID, 10)
-	if len(runs) > 1 {
-		ids += "-" + strconv.FormatInt(runs[0].ID, 10)
+	var ids []string // oldest first
+	for i := len(runs) - 1; i >= 0; i-- {
+		ids = append(ids, strconv.FormatInt(runs[i].ID, 10))
 	}
-	return out, fmt.Sprintf("the median of %s's last %d complete runs (%s)", o.baseline, len(runs), ids), nil
+	return out, fmt.Sprintf("%s's last %d complete run(s) of this kind (runs %s): %s", o.baseline, len(runs), strings.Join(ids, " "), kind), nil
 }
 
 // Result is the gate's outcome.
@@ -286,8 +362,8 @@ func (r Result) Compared() int { return len(r.Cases) - r.Count(Missing) }
 // Write prints the table and the verdict line.
 func (r Result) Write(w io.Writer) error {
 	fmt.Fprintf(w, "baseline: %s\nrun: %s\n", r.Baseline, r.Run)
-	fmt.Fprintf(w, "median us per operation, run / baseline with its %.0f%% bootstrap interval; SLOWER or faster beyond %.3g%% when the interval excludes 1\n",
-		r.Options.Level*100, r.Options.Tolerance*100)
+	fmt.Fprintf(w, "median us per operation, run / baseline with its interval (%.0f%% over all cases: the baseline runs' spread from run to run, "+
+		"or the samples' when wider); SLOWER or faster beyond %.3g%% when the interval excludes 1\n", r.Options.Level*100, r.Options.Tolerance*100)
 	var stats []report.TimingStat
 	for _, c := range r.Cases {
 		stats = append(stats, report.TimingStat{Case: c.Case})
@@ -300,7 +376,7 @@ func (r Result) Write(w io.Writer) error {
 			row = append(row, "-", fmt.Sprintf("%.2f", c.RunUS), "-", "-", "not in the baseline")
 		} else {
 			row = append(row, fmt.Sprintf("%.2f", c.BaseUS), fmt.Sprintf("%.2f", c.RunUS), fmt.Sprintf("%.3f", c.Ratio),
-				fmt.Sprintf("%.3f..%.3f", c.Lo, c.Hi), verdictWord(c.Verdict))
+				intervalText(c), verdictText(c))
 		}
 		t.Append(row)
 	}
@@ -313,11 +389,32 @@ func (r Result) Write(w io.Writer) error {
 
 // Verdict is the closing line.
 func (r Result) Verdict() string {
-	slower, faster := r.Count(Slower), r.Count(Faster)
-	if slower > 0 {
-		return fmt.Sprintf("FAIL: %d of %d case(s) slower than the baseline beyond %.3g%% (%d faster)", slower, r.Compared(), r.Options.Tolerance*100, faster)
+	slower, faster, unsure := r.Count(Slower), r.Count(Faster), r.Count(Inconclusive)
+	switch {
+	case slower > 0:
+		return fmt.Sprintf("FAIL: %d of %d case(s) slower than the baseline beyond %.3g%% (%d faster, %d inconclusive)",
+			slower, r.Compared(), r.Options.Tolerance*100, faster, unsure)
+	case unsure > 0:
+		return fmt.Sprintf("inconclusive: none of %d case(s) slower beyond %.3g%%, but %d could not be judged (%d faster)",
+			r.Compared(), r.Options.Tolerance*100, unsure, faster)
 	}
 	return fmt.Sprintf("ok: none of %d case(s) slower than the baseline beyond %.3g%% (%d faster)", r.Compared(), r.Options.Tolerance*100, faster)
+}
+
+// intervalText is a case's interval, "-" when it has none.
+func intervalText(c Case) string {
+	if c.Lo == 0 && c.Hi == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f..%.3f", c.Lo, c.Hi)
+}
+
+// verdictText is a case's verdict as the table and the page say it.
+func verdictText(c Case) string {
+	if c.Verdict == Inconclusive {
+		return "inconclusive: " + c.Why
+	}
+	return verdictWord(c.Verdict)
 }
 
 func verdictWord(v string) string {
@@ -335,7 +432,7 @@ func (r Result) Page() page.Against {
 	a := page.Against{Baseline: r.Baseline, Tolerance: r.Options.Tolerance, Level: r.Options.Level, Verdict: r.Verdict(), Slower: r.Count(Slower)}
 	for _, c := range r.Cases {
 		a.Cases = append(a.Cases, page.AgainstCase{Case: report.TimingStat{Case: c.Case, Samples: c.Samples}, BaseUS: c.BaseUS, RunUS: c.RunUS,
-			Ratio: c.Ratio, Lo: c.Lo, Hi: c.Hi, Verdict: verdictWord(c.Verdict), Missing: c.Verdict == Missing})
+			Ratio: c.Ratio, Lo: c.Lo, Hi: c.Hi, Verdict: verdictText(c), Missing: c.Verdict == Missing})
 	}
 	return a
 }

@@ -1,14 +1,20 @@
 // Package baseline is `rsag check -baseline DIR|FILE RUN`: each timing case
-// of a run against a baseline, one run's dir or the median of the last N
-// complete runs of a history database, judged with a bootstrap interval on
-// the ratio of medians (benchstat's idea), so that a case is slower or
-// faster only when the interval excludes 1 and the change is beyond a
-// tolerance. No MPI, no GPU.
+// of a run against a baseline, one run's dir or the last N complete runs of
+// its kind in a history database. A run's median moves from run to run by
+// more than its samples show (the machine, the placement, the hour), so
+// the judge measures that spread between the baseline's runs and asks
+// whether the run is beyond it; a baseline of one run cannot show it, and
+// then only a change too large for any machine's spread is called. No MPI,
+// no GPU.
 package baseline
 
 import (
+	"fmt"
 	"hash/fnv"
+	"math"
 	"math/rand/v2"
+
+	"gonum.org/v1/gonum/stat/distuv"
 
 	"rsag/coll"
 	"rsag/internal/quantile"
@@ -16,22 +22,35 @@ import (
 
 // Verdicts of a case.
 const (
-	Same    = "same"    // within the interval or the tolerance
-	Slower  = "slower"  // interval above 1 and the ratio above 1 + tolerance
-	Faster  = "faster"  // interval below 1 and the ratio below 1 - tolerance
-	Missing = "missing" // the run has the case, the baseline has no samples of it
+	Same         = "same"         // within the run-to-run spread or the tolerance
+	Slower       = "slower"       // beyond the spread and the tolerance, slower
+	Faster       = "faster"       // beyond the spread and the tolerance, faster
+	Missing      = "missing"      // the run has the case, the baseline has no samples of it
+	Inconclusive = "inconclusive" // a change beyond the tolerance that the inputs cannot judge (Case.Why)
 )
 
 // Options are the gate's settings.
 type Options struct {
 	Tolerance float64 // 0.05: a change of 5%
-	Level     float64 // 0.95: the interval's confidence
-	Resamples int     // 2000
-	Seed      uint64  // the bootstrap's seed: the same inputs give the same intervals
+	// Level is the confidence over all the run's cases together: each
+	// case's interval leaves (1-Level)/cases above it and as much below
+	// (Bonferroni), so that identical runs are flagged slower at most
+	// 1-Level of the time (and faster as often), whatever their number of
+	// cases.
+	Level     float64
+	Resamples int    // 2000
+	Seed      uint64 // the bootstrap's seed: the same inputs give the same intervals
+	// MinSamples a side below which a change is inconclusive: a median of
+	// one or two samples has no interval.
+	MinSamples int
+	// OneRun is the ratio beyond which a case is called slower (or, its
+	// inverse, faster) against a baseline of one run, whose run-to-run
+	// spread is unknown: less is inconclusive.
+	OneRun float64
 }
 
 // Defaults are the gate's defaults.
-var Defaults = Options{Tolerance: 0.05, Level: 0.95, Resamples: 2000, Seed: 1}
+var Defaults = Options{Tolerance: 0.05, Level: 0.95, Resamples: 2000, Seed: 1, MinSamples: 3, OneRun: 1.5}
 
 // Case is one case's judgement.
 type Case struct {
@@ -41,22 +60,29 @@ type Case struct {
 	BaseUS   float64 // the baseline's median (the median of its runs' medians)
 	RunUS    float64 // the run's median
 	Ratio    float64 // RunUS / BaseUS
-	Lo, Hi   float64 // the bootstrap interval on Ratio
-	Verdict  string
+	Lo, Hi   float64 // the interval on Ratio; 0 when there is none (too few samples)
+	// Spread is the baseline runs' spread from run to run (the standard
+	// deviation of their log medians); 0 with one baseline run.
+	Spread  float64
+	Verdict string
+	Why     string // an inconclusive verdict's reason
 }
 
 // Judge judges every case of run (in its order) against base, a list of
-// baseline runs' samples.
+// baseline runs' samples (all of one kind: the caller sees to it).
 func Judge(order []coll.Case, run map[coll.Case][]float64, base []map[coll.Case][]float64, o Options) []Case {
+	judged := 0
+	for _, k := range order {
+		if len(run[k]) > 0 && baselineOf(k, base) != nil {
+			judged++
+		}
+	}
+	// Each tail of each case's interval, so that the run's cases together
+	// hold o.Level on either side.
+	alpha := 2 * (1 - o.Level) / float64(max(judged, 1))
 	var out []Case
 	for _, k := range order {
-		x := run[k]
-		var bs [][]float64
-		for _, b := range base {
-			if len(b[k]) > 0 {
-				bs = append(bs, b[k])
-			}
-		}
+		x, bs := run[k], baselineOf(k, base)
 		c := Case{Case: k, Samples: len(x), Baseline: len(bs), Verdict: Missing}
 		if len(x) == 0 || len(bs) == 0 {
 			out = append(out, c)
@@ -64,7 +90,43 @@ func Judge(order []coll.Case, run map[coll.Case][]float64, base []map[coll.Case]
 		}
 		c.RunUS, c.BaseUS = quantile.Median(x), medianOfMedians(bs)
 		c.Ratio = c.RunUS / c.BaseUS
-		c.Lo, c.Hi = interval(k, x, bs, o)
+		beyond := c.Ratio > 1+o.Tolerance || c.Ratio < 1-o.Tolerance
+		fewest := len(x)
+		for _, b := range bs {
+			fewest = min(fewest, len(b))
+		}
+		if fewest < o.MinSamples {
+			c.Verdict = Same
+			if beyond {
+				c.Verdict, c.Why = Inconclusive, fmt.Sprintf("too few samples (%d; %d a side needed)", fewest, o.MinSamples)
+			}
+			out = append(out, c)
+			continue
+		}
+		c.Lo, c.Hi = interval(k, x, bs, o, alpha)
+		if len(bs) == 1 {
+			c.Verdict = oneRun(c, o, beyond)
+			if c.Verdict == Inconclusive {
+				c.Why = fmt.Sprintf("one baseline run: the spread from run to run is unknown, and %.3gx or less can be the machine's", o.OneRun)
+			}
+			out = append(out, c)
+			continue
+		}
+		// The run is one more run: is its log median beyond the spread of
+		// the baseline runs' (Student's t prediction interval), or beyond
+		// what its samples alone leave open (the bootstrap's, the floor
+		// when the baseline runs happen to agree closely)?
+		logs := make([]float64, len(bs))
+		for i, b := range bs {
+			logs[i] = math.Log(quantile.Median(b))
+		}
+		mean, sd := meanSD(logs)
+		c.Spread = sd
+		n := float64(len(bs))
+		t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.Quantile(1 - alpha/2)
+		half := max(t*sd*math.Sqrt(1+1/n), (math.Log(c.Hi)-math.Log(c.Lo))/2)
+		d := math.Log(c.RunUS) - mean
+		c.Lo, c.Hi = math.Exp(d-half), math.Exp(d+half) // on the run over the baseline runs' geometric mean
 		switch {
 		case c.Lo > 1 && c.Ratio > 1+o.Tolerance:
 			c.Verdict = Slower
@@ -78,6 +140,42 @@ func Judge(order []coll.Case, run map[coll.Case][]float64, base []map[coll.Case]
 	return out
 }
 
+// oneRun is the verdict against one baseline run: beyond o.OneRun and its
+// interval, or inconclusive when beyond the tolerance only.
+func oneRun(c Case, o Options, beyond bool) string {
+	switch {
+	case c.Lo > 1 && c.Ratio > max(1+o.Tolerance, o.OneRun):
+		return Slower
+	case c.Hi < 1 && c.Ratio < min(1-o.Tolerance, 1/o.OneRun):
+		return Faster
+	case beyond:
+		return Inconclusive
+	}
+	return Same
+}
+
+// baselineOf are the baseline runs' samples of case k, those that have it.
+func baselineOf(k coll.Case, base []map[coll.Case][]float64) [][]float64 {
+	var bs [][]float64
+	for _, b := range base {
+		if len(b[k]) > 0 {
+			bs = append(bs, b[k])
+		}
+	}
+	return bs
+}
+
+func meanSD(v []float64) (mean, sd float64) {
+	for _, x := range v {
+		mean += x
+	}
+	mean /= float64(len(v))
+	for _, x := range v {
+		sd += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(sd / float64(len(v)-1))
+}
+
 func medianOfMedians(runs [][]float64) float64 {
 	m := make([]float64, len(runs))
 	for i, r := range runs {
@@ -86,12 +184,26 @@ func medianOfMedians(runs [][]float64) float64 {
 	return quantile.Median(m)
 }
 
-// interval is the percentile bootstrap interval of the ratio of medians:
-// each resample draws the run's samples with replacement, and each
-// baseline run's, and takes the run's median over the median of the
-// baseline runs' medians. The generator is seeded from o.Seed and the
-// case, so that a case's interval does not depend on the others.
-func interval(k coll.Case, x []float64, base [][]float64, o Options) (lo, hi float64) {
+// Validate refuses samples a time cannot be: zero, negative, not a number
+// or infinite, naming the case, the sample and where it came from.
+func Validate(from string, m map[coll.Case][]float64) error {
+	for k, v := range m {
+		for i, us := range v {
+			if !(us > 0) || math.IsInf(us, 0) {
+				return fmt.Errorf("%s: case %s, sample %d is %v µs: a time is positive and finite; was the file edited?", from, k, i+1, us)
+			}
+		}
+	}
+	return nil
+}
+
+// interval is the percentile bootstrap interval of the ratio of medians at
+// two-sided level 1-alpha: each resample draws the run's samples with
+// replacement, and each baseline run's, and takes the run's median over the
+// median of the baseline runs' medians. It is what the samples alone leave
+// open. The generator is seeded from o.Seed and the case, so that a case's
+// interval does not depend on the others.
+func interval(k coll.Case, x []float64, base [][]float64, o Options, alpha float64) (lo, hi float64) {
 	h := fnv.New64a()
 	h.Write([]byte(k.String()))
 	rng := rand.New(rand.NewPCG(o.Seed, h.Sum64()))
@@ -112,6 +224,5 @@ func interval(k coll.Case, x []float64, base [][]float64, o Options) (lo, hi flo
 		}
 		ratios[i] = r / quantile.Median(meds)
 	}
-	tail := (1 - o.Level) / 2
-	return quantile.Of(ratios, tail), quantile.Of(ratios, 1-tail)
+	return quantile.Of(ratios, alpha/2), quantile.Of(ratios, 1-alpha/2)
 }

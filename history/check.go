@@ -1,14 +1,15 @@
 package history
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"rsag/outdir"
@@ -19,12 +20,21 @@ import (
 // does (docs/history.md).
 const Env = "RSAG_HISTORY"
 
-// checkName refuses a name SQLite would not take as a plain file name.
+// checkName refuses a name SQLite would not take as a plain file name, or
+// that names no file a careless hand meant: empty or blank, spaces around
+// it, :memory: (a database that is never kept), a file: URI, ? or # (which
+// SQLite reads as a URI's options), a NUL.
 func checkName(path string) error {
-	if path == "" {
-		return errors.New("the history file's name is empty: give a file, e.g. results/history.db")
-	}
-	if strings.ContainsAny(path, "?#") {
+	switch {
+	case strings.TrimSpace(path) == "":
+		return fmt.Errorf("the history file's name is empty (%q): give a file, e.g. results/history.db", path)
+	case strings.TrimSpace(path) != path:
+		return fmt.Errorf("history file %q: its name begins or ends with a space: give the name without them, e.g. %q", path, strings.TrimSpace(path))
+	case strings.HasPrefix(path, ":"):
+		return fmt.Errorf("history file %q: SQLite takes that name as a database in memory, which is never kept: give a file, e.g. results/history.db", path)
+	case len(path) >= 5 && strings.EqualFold(path[:5], "file:"):
+		return fmt.Errorf("history file %q: a file: URI is not taken (its options could make a database in memory or read another file): give the file's plain name", path)
+	case strings.ContainsAny(path, "?#\x00"):
 		return fmt.Errorf("history file %q: its name holds ? or #, which SQLite reads as options: choose a name without them", path)
 	}
 	return nil
@@ -66,10 +76,31 @@ func Check(path string) error {
 	if n < 16 || string(head) != "SQLite format 3\x00" {
 		return fmt.Errorf("history file %s is not an SQLite database: give rsag's history file, or a new name", path)
 	}
-	if err := checkVersion(path); err != nil {
+	if err := walError(path); err != nil {
+		return err
+	}
+	if err := checkHistory(path); err != nil {
 		return err
 	}
 	return checkDir(path, dir)
+}
+
+// CheckInside refuses a history file inside a run's output dir: the run
+// writes that dir, and -overwrite removes what it made there.
+func CheckInside(path, outputDir string) error {
+	if outputDir == "" {
+		return nil
+	}
+	p, err1 := filepath.Abs(path)
+	d, err2 := filepath.Abs(outputDir)
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	if p == d || strings.HasPrefix(p, d+string(filepath.Separator)) {
+		return fmt.Errorf("history file %s is inside the run's output dir %s, which the run writes: keep the history beside it, e.g. %s",
+			path, outputDir, filepath.Join(filepath.Dir(d), "history.db"))
+	}
+	return nil
 }
 
 func checkDir(path, dir string) error {
@@ -79,22 +110,36 @@ func checkDir(path, dir string) error {
 	return nil
 }
 
-// checkVersion reads an existing file's schema_version, read-only.
-func checkVersion(path string) error {
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout("+strconv.FormatInt(BusyTimeout.Milliseconds(), 10)+")")
+// checkHistory opens an existing file read-only and holds it to an rsag
+// history of this version, without waiting on a lock: a history another
+// writer holds is taken on its header alone (the append at the end checks
+// it again, and waits, saying so).
+func checkHistory(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("history file %s: %w", path, err)
+	}
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: abs}).EscapedPath()+"?mode=ro&_pragma=busy_timeout(0)")
 	if err != nil {
 		return fmt.Errorf("history file %s: %w", path, err)
 	}
 	defer db.Close()
-	var v string
-	err = db.QueryRow("SELECT value FROM meta WHERE key = 'schema_version'").Scan(&v)
-	switch {
-	case err != nil && strings.Contains(err.Error(), "no such table"), errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("history file %s is an SQLite database but not an rsag history (no schema_version in a meta table): give rsag's history file, or a new name", path)
-	case err != nil:
-		return fmt.Errorf("history file %s: %w", path, err)
-	case v != strconv.Itoa(SchemaVersion):
-		return fmt.Errorf("history file %s: its schema_version is %s and this rsag knows %d: give the file of this rsag's version, or a new name", path, v, SchemaVersion)
+	db.SetMaxOpenConns(1)
+	h := &DB{path: path, db: db, mode: ReadOnly}
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		if isBusy(err) {
+			return nil
+		}
+		return h.wrap(err)
+	}
+	defer conn.Close()
+	if _, err := h.verify(ctx, conn); err != nil {
+		if isBusy(err) {
+			return nil
+		}
+		return h.wrap(err)
 	}
 	return nil
 }

@@ -87,7 +87,7 @@ func TestARunThatFailedEarlyIsAddedAsFailed(t *testing.T) {
 	if _, err := db.Append(r); err != nil {
 		t.Fatal(err)
 	}
-	runs, _ := db.Runs()
+	runs, _ := db.Runs(0)
 	if len(runs) != 1 || runs[0].Status != outdir.StatusFailed || runs[0].BaselineOK || runs[0].Reason != "rank 1 died" {
 		t.Errorf("%+v", runs)
 	}

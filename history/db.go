@@ -6,8 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"math"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -26,33 +30,126 @@ const BusyTimeout = 60 * time.Second
 type DB struct {
 	path string
 	db   *sql.DB
+	// mode is how it was opened; a read-only one refuses every write.
+	mode Mode
+	// Waiting, when set, is called once before a write waits for another
+	// writer's lock, so that the wait is said, not silent.
+	Waiting func()
+	// hasVerdicts: the file has the verdicts table (one an older rsag
+	// wrote may not, until a writer adds it).
+	hasVerdicts bool
 }
 
-// Open opens the history file at path, making it (and its tables) when it
-// is missing. It refuses a directory, a file that is not SQLite, and a
-// schema version this rsag does not know.
-func Open(path string) (*DB, error) {
+// Mode is how a history file is opened.
+type Mode int
+
+const (
+	// ReadOnly reads an existing rsag history and never writes to it, nor
+	// makes a file.
+	ReadOnly Mode = iota
+	// Existing writes to an existing rsag history, never making one.
+	Existing
+	// Create writes to an rsag history, making it when it is missing.
+	Create
+)
+
+// Open opens the history file at path to append to, making it (and its
+// tables) when it is missing. It refuses a directory, a file that is not
+// SQLite, an SQLite file that is not an rsag history (before it writes
+// anything to it), and a schema version this rsag does not know.
+func Open(path string) (*DB, error) { return OpenMode(path, Create) }
+
+// OpenReadOnly opens an existing history file to read: it makes no file
+// and writes no row.
+func OpenReadOnly(path string) (*DB, error) { return OpenMode(path, ReadOnly) }
+
+// OpenMode opens the history file at path as mode says.
+func OpenMode(path string, mode Mode) (*DB, error) { return OpenWaiting(path, mode, nil) }
+
+// OpenWaiting is OpenMode with DB.Waiting set from the start (a writer may
+// wait as it opens the file).
+func OpenWaiting(path string, mode Mode, waiting func()) (*DB, error) {
 	if err := checkName(path); err != nil {
 		return nil, err
 	}
-	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && mode != Create:
+		return nil, fmt.Errorf("history file %s does not exist: give the file rsag history -append or a run's -history made (a typo?)", path)
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("history file %s: %w", path, err)
+	case !st.Mode().IsRegular():
 		return nil, fmt.Errorf("history file %s is not a regular file (a directory?): give a file, e.g. %s/history.db", path, strings.TrimSuffix(path, "/"))
+	case st.Size() > 0 && !hasSQLiteHeader(path):
+		return nil, fmt.Errorf("history file %s is not an SQLite database: give rsag's history file, or a new name", path)
+	case st.Size() > 0:
+		if err := walError(path); err != nil {
+			return nil, err
+		}
 	}
-	// The rollback journal, not WAL: WAL needs shared memory that a shared
-	// file system between hosts does not give. Writers take the lock at
-	// BEGIN IMMEDIATE and wait for each other up to the busy timeout.
-	dsn := path + "?_pragma=busy_timeout(" + strconv.FormatInt(BusyTimeout.Milliseconds(), 10) + ")&_pragma=foreign_keys(1)&_pragma=journal_mode(DELETE)"
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("history file %s: %w", path, err)
+	}
+	// Always a file: URI of the absolute name, escaped, so that SQLite
+	// takes the name as a file and nothing else, and mode= holds: ro never
+	// writes, rw never makes the file. No journal_mode pragma: setting it
+	// would change a foreign file before it is known to be rsag's (rsag's
+	// files are made in the default rollback journal, which a shared file
+	// system between hosts can lock; WAL cannot).
+	open := map[Mode]string{ReadOnly: "ro", Existing: "rw", Create: "rwc"}[mode]
+	// A reader may wait out a writer's commit; a writer asks at once and
+	// says so before it waits (begin).
+	busy := "0"
+	if mode == ReadOnly {
+		busy = strconv.FormatInt(BusyTimeout.Milliseconds(), 10)
+	}
+	dsn := "file:" + (&url.URL{Path: abs}).EscapedPath() + "?mode=" + open + "&_pragma=busy_timeout(" + busy + ")&_pragma=foreign_keys(1)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("history file %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1)
-	h := &DB{path: path, db: db}
-	if err := h.init(); err != nil {
+	h := &DB{path: path, db: db, mode: mode, Waiting: waiting}
+	if mode == ReadOnly {
+		err = h.readCheck()
+	} else {
+		err = h.init()
+	}
+	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	return h, nil
+}
+
+// hasSQLiteHeader says whether the file at path starts as SQLite's do.
+func hasSQLiteHeader(path string) bool {
+	head, err := readHeader(path)
+	return err == nil && string(head[:16]) == "SQLite format 3\x00"
+}
+
+// readHeader reads the first 100 bytes of an SQLite file, its header.
+func readHeader(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	head := make([]byte, 100)
+	_, err = io.ReadFull(f, head)
+	return head, err
+}
+
+// walError refuses an SQLite file in WAL mode (its header's read and write
+// versions 2): rsag's histories never are, and opening one, even to read,
+// makes its -shm and -wal files beside it.
+func walError(path string) error {
+	if head, err := readHeader(path); err == nil && (head[18] == 2 || head[19] == 2) {
+		return &ForeignError{Path: path, Why: "it is in WAL mode, which rsag's histories never are"}
+	}
+	return nil
 }
 
 // Close closes the database.
@@ -61,27 +158,122 @@ func (h *DB) Close() error { return h.db.Close() }
 // Path is the file's name, as opened.
 func (h *DB) Path() string { return h.path }
 
-// init makes the tables when they are missing and checks the version.
+// readCheck refuses, for a reader, a file that is not an rsag history.
+func (h *DB) readCheck() error {
+	ctx := context.Background()
+	conn, err := h.db.Conn(ctx)
+	if err != nil {
+		return h.wrap(err)
+	}
+	defer conn.Close()
+	empty, err := h.verify(ctx, conn)
+	if err != nil {
+		return h.wrap(err)
+	}
+	if empty {
+		return fmt.Errorf("history file %s is empty: it holds no run yet (append one with rsag history -append DIR %s)", h.path, h.path)
+	}
+	return nil
+}
+
+// init, in one write transaction, checks that the file is an rsag history
+// of this version, or new, and only then makes the tables that are missing
+// (all of them in a new file, tables added since in an older one).
 func (h *DB) init() error {
 	return h.write(func(tx *sql.Conn) error {
 		ctx := context.Background()
-		if _, err := tx.ExecContext(ctx, schema); err != nil {
-			return err
-		}
-		var v string
-		err := tx.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'schema_version'").Scan(&v)
-		if errors.Is(err, sql.ErrNoRows) {
-			_, err = tx.ExecContext(ctx, "INSERT INTO meta (key, value) VALUES ('schema_version', ?), ('written_by', 'rsag')", strconv.Itoa(SchemaVersion))
-			return err
-		}
+		empty, err := h.verify(ctx, tx)
 		if err != nil {
 			return err
 		}
-		if v != strconv.Itoa(SchemaVersion) {
-			return fmt.Errorf("its schema_version is %s and this rsag knows %d: read it with the rsag that wrote it, or start a new file", v, SchemaVersion)
+		if _, err := tx.ExecContext(ctx, schema); err != nil {
+			return err
 		}
-		return nil
+		h.hasVerdicts = true
+		if empty {
+			_, err = tx.ExecContext(ctx, "INSERT INTO meta (key, value) VALUES ('schema_version', ?), ('written_by', 'rsag')", strconv.Itoa(SchemaVersion))
+		}
+		return err
 	})
+}
+
+// verify says whether the database holds no table at all (a new file), and
+// refuses one that is not an rsag history of this schema version: every
+// table of Tables with its columns, and meta's schema_version. It only
+// reads.
+func (h *DB) verify(ctx context.Context, conn *sql.Conn) (empty bool, err error) {
+	have := map[string]bool{}
+	rows, err := conn.QueryContext(ctx, "SELECT name FROM sqlite_master WHERE type = 'table'")
+	if err != nil {
+		return false, err
+	}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return false, err
+		}
+		have[name] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return false, err
+	}
+	if len(have) == 0 {
+		return true, nil
+	}
+	foreign := func(why string) error {
+		return &ForeignError{Path: h.path, Why: why}
+	}
+	if !have["meta"] {
+		return false, foreign("no meta table")
+	}
+	var v string
+	err = conn.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'schema_version'").Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, foreign("no schema_version in its meta table")
+	}
+	if err != nil {
+		return false, foreign(err.Error())
+	}
+	if v != strconv.Itoa(SchemaVersion) {
+		return false, fmt.Errorf("history file %s: its schema_version is %s and this rsag knows %d: read it with the rsag that wrote it, or start a new file", h.path, v, SchemaVersion)
+	}
+	for table, cols := range columns {
+		if !have[table] {
+			return false, foreign("no " + table + " table")
+		}
+		got := map[string]bool{}
+		rows, err := conn.QueryContext(ctx, "SELECT name FROM pragma_table_info(?)", table)
+		if err != nil {
+			return false, err
+		}
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				rows.Close()
+				return false, err
+			}
+			got[name] = true
+		}
+		rows.Close()
+		for _, c := range cols {
+			if !got[c] {
+				return false, foreign("its " + table + " table has no column " + c)
+			}
+		}
+	}
+	h.hasVerdicts = have["verdicts"]
+	return false, nil
+}
+
+// ForeignError is an SQLite file that is not an rsag history.
+type ForeignError struct {
+	Path, Why string
+}
+
+func (e *ForeignError) Error() string {
+	return fmt.Sprintf("history file %s is an SQLite database but not an rsag history (%s): rsag leaves it as it is; give rsag's history file, or a new name", e.Path, e.Why)
 }
 
 // write runs fn in one write transaction, taken at once (BEGIN IMMEDIATE)
@@ -93,9 +285,14 @@ func (h *DB) write(fn func(*sql.Conn) error) error {
 		return h.wrap(err)
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if h.mode == ReadOnly {
+		return fmt.Errorf("history file %s is open read-only", h.path)
+	}
+	done, err := begin(ctx, conn, h.Waiting)
+	if err != nil {
 		return h.wrap(err)
 	}
+	defer done()
 	if err := fn(conn); err != nil {
 		_, _ = conn.ExecContext(ctx, "ROLLBACK")
 		return h.wrap(err)
@@ -107,9 +304,45 @@ func (h *DB) write(fn func(*sql.Conn) error) error {
 	return nil
 }
 
+// begin takes the write lock (BEGIN IMMEDIATE) at once when it is free;
+// when another writer holds it, it calls waiting (when set) and then waits
+// up to BusyTimeout. Either way the connection then waits up to
+// BusyTimeout for the rest (a commit waits out readers), until done is
+// called.
+func begin(ctx context.Context, conn *sql.Conn, waiting func()) (done func(), err error) {
+	wait := func(ms int64) error {
+		_, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(ms, 10))
+		return err
+	}
+	if err := wait(0); err != nil {
+		return nil, err
+	}
+	_, err = conn.ExecContext(ctx, "BEGIN IMMEDIATE")
+	if err != nil && !isBusy(err) {
+		return nil, err
+	}
+	if err := wait(BusyTimeout.Milliseconds()); err != nil {
+		return nil, err
+	}
+	if err != nil {
+		if waiting != nil {
+			waiting()
+		}
+		if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			return nil, err
+		}
+	}
+	return func() { _ = wait(0) }, nil
+}
+
+func isBusy(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "database is locked") || strings.Contains(err.Error(), "SQLITE_BUSY"))
+}
+
 func (h *DB) wrap(err error) error {
 	var dup *DuplicateError
-	if errors.As(err, &dup) {
+	var foreign *ForeignError
+	if errors.As(err, &dup) || errors.As(err, &foreign) {
 		return err
 	}
 	msg := err.Error()

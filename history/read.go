@@ -1,11 +1,15 @@
 package history
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"rsag/coll"
 )
@@ -16,34 +20,119 @@ type RunRow struct {
 	Started, Ended, Status string
 	Reason                 string
 	BaselineOK             bool
-	Version, Commit        string
-	Backend                string
-	WorldSize              int
-	Hosts                  []string
-	Dir                    string
+	// Flagged: rsag check found it slower than its baseline, and no one
+	// has accepted it since (rsag history -accept): it is no baseline.
+	Flagged         bool
+	Version, Commit string
+	Backend         string
+	WorldSize       int
+	Hosts           []string
+	Dir             string
+	Kind            Kind
 }
 
-// Runs lists every run, oldest first (by id: the order they were appended).
-func (h *DB) Runs() ([]RunRow, error) {
-	rows, err := h.db.Query(`SELECT id, started, ended, status, reason, baseline_ok, rsag_version, rsag_commit, backend, world_size, hosts, output_dir
-		FROM runs ORDER BY id`)
-	if err != nil {
-		return nil, h.wrap(err)
-	}
-	defer rows.Close()
-	var out []RunRow
-	for rows.Next() {
-		var r RunRow
-		var hosts string
-		if err := rows.Scan(&r.ID, &r.Started, &r.Ended, &r.Status, &r.Reason, &r.BaselineOK, &r.Version, &r.Commit, &r.Backend,
-			&r.WorldSize, &hosts, &r.Dir); err != nil {
-			return nil, h.wrap(err)
-		}
-		_ = json.Unmarshal([]byte(hosts), &r.Hosts)
-		out = append(out, r)
-	}
-	return out, h.wrapErr(rows.Err())
+// Kind is what makes two runs' timings comparable: the same world, nodes,
+// backend and config. rsag check judges a run against runs of its kind
+// only, and a trend is drawn per kind.
+type Kind struct {
+	WorldSize, Nodes int
+	Backend          string
+	ConfigDigest     string
 }
+
+func (k Kind) String() string {
+	digest := k.ConfigDigest
+	if len(digest) > 12 {
+		digest = digest[:12]
+	}
+	return fmt.Sprintf("%d ranks on %d node(s), backend %s, config %s", k.WorldSize, k.Nodes, k.Backend, digest)
+}
+
+// Differ names how k differs from o ("world size 4, not 2"), "" when alike.
+func (k Kind) Differ(o Kind) string {
+	var d []string
+	if k.WorldSize != o.WorldSize {
+		d = append(d, fmt.Sprintf("world size %d, not %d", k.WorldSize, o.WorldSize))
+	}
+	if k.Nodes != o.Nodes {
+		d = append(d, fmt.Sprintf("%d node(s), not %d", k.Nodes, o.Nodes))
+	}
+	if k.Backend != o.Backend {
+		d = append(d, fmt.Sprintf("backend %s, not %s", k.Backend, o.Backend))
+	}
+	if k.ConfigDigest != o.ConfigDigest {
+		d = append(d, "another config (digest "+Kind{ConfigDigest: k.ConfigDigest}.short()+", not "+Kind{ConfigDigest: o.ConfigDigest}.short()+")")
+	}
+	return strings.Join(d, "; ")
+}
+
+func (k Kind) short() string {
+	if len(k.ConfigDigest) > 12 {
+		return k.ConfigDigest[:12]
+	}
+	return k.ConfigDigest
+}
+
+// Kind is the run's kind.
+func (r Run) Kind() Kind {
+	return Kind{WorldSize: r.Summary.WorldSize, Nodes: len(r.Summary.Nodes), Backend: r.Summary.Backend, ConfigDigest: r.ConfigDigest()}
+}
+
+// DefaultLast is how many of the newest runs rsag history shows unless
+// -last says otherwise; MaxLast bounds -last (and rsag check's), so that
+// a reader's time and memory stay bounded whatever the history's size.
+const (
+	DefaultLast = 50
+	MaxLast     = 10000
+)
+
+// runColumns are the runs columns a RunRow is read from, r the runs table.
+const runColumns = `r.id, r.started, r.ended, r.status, r.reason, r.baseline_ok, r.rsag_version, r.rsag_commit, r.backend, r.world_size,
+	r.hosts, r.output_dir, r.config_digest, (SELECT count(*) FROM nodes n WHERE n.run_id = r.id)`
+
+// flaggedSQL is 1 when run r's last word from rsag check or an operator is
+// "flagged" (not since accepted).
+func (h *DB) flaggedSQL() string {
+	if !h.hasVerdicts {
+		return "0"
+	}
+	return `(COALESCE((SELECT v.verdict FROM verdicts v WHERE v.run_key = r.run_key AND v.verdict IN ('flagged', 'accepted')
+		ORDER BY v.rowid DESC LIMIT 1), '') = 'flagged')`
+}
+
+func scanRun(s scanner, r *RunRow) error {
+	var hosts string
+	if err := s.Scan(&r.ID, &r.Started, &r.Ended, &r.Status, &r.Reason, &r.BaselineOK, &r.Version, &r.Commit, &r.Backend,
+		&r.WorldSize, &hosts, &r.Dir, &r.Kind.ConfigDigest, &r.Kind.Nodes, &r.Flagged); err != nil {
+		return err
+	}
+	_ = json.Unmarshal([]byte(hosts), &r.Hosts)
+	r.Kind.WorldSize, r.Kind.Backend = r.WorldSize, r.Backend
+	return nil
+}
+
+// Runs lists the last runs (at most last; all when last is 0), oldest
+// first by their start (then by the order they were appended).
+func (h *DB) Runs(last int) ([]RunRow, error) {
+	limit := -1
+	if last > 0 {
+		limit = last
+	}
+	var out []RunRow
+	err := h.each(`SELECT `+runColumns+`, `+h.flaggedSQL()+` FROM runs r ORDER BY r.started DESC, r.id DESC LIMIT ?`, func(s scanner) error {
+		var r RunRow
+		if err := scanRun(s, &r); err != nil {
+			return err
+		}
+		out = append(out, r)
+		return nil
+	}, limit)
+	slices.Reverse(out)
+	return out, err
+}
+
+// RunCount is the number of runs in the history.
+func (h *DB) RunCount() (int, error) { return h.Count("runs") }
 
 func (h *DB) wrapErr(err error) error {
 	if err == nil {
@@ -61,43 +150,69 @@ type Point struct {
 	P90US    float64
 }
 
-// Trend is one case over the runs that may be baselines (complete, every
-// check held), oldest first: a failed run's timings may be partial.
+// Trend is one case over the runs of one kind that may be baselines
+// (complete, every check held), oldest first: a failed run's timings may
+// be partial, and runs of another kind are not comparable.
 type Trend struct {
 	Case   coll.Case
+	Kind   Kind
 	Text   string
 	Points []Point
 }
 
-// Trends are every case's trends, in the order cases first appear.
-func (h *DB) Trends() ([]Trend, error) {
-	rows, err := h.db.Query(`SELECT c.case_key, c.case_text, r.id, r.started, c.median_us, c.p10_us, c.p90_us
-		FROM cases c JOIN runs r ON r.id = c.run_id WHERE r.baseline_ok = 1 ORDER BY r.id, c.rowid`)
-	if err != nil {
-		return nil, h.wrap(err)
-	}
-	defer rows.Close()
-	index := map[string]int{}
-	var out []Trend
-	for rows.Next() {
-		var key, text string
-		var p Point
-		if err := rows.Scan(&key, &text, &p.RunID, &p.Started, &p.MedianUS, &p.P10US, &p.P90US); err != nil {
-			return nil, h.wrap(err)
+// Trends are every case's trends over runs (as Runs lists them), per
+// kind, in the order kinds and cases first appear.
+func (h *DB) Trends(runs []RunRow) ([]Trend, error) {
+	kindOf := map[int64]Kind{}
+	var ids []string
+	for _, r := range runs {
+		if r.BaselineOK {
+			kindOf[r.ID] = r.Kind
+			ids = append(ids, strconv.FormatInt(r.ID, 10))
 		}
-		i, ok := index[key]
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	type key struct {
+		kind Kind
+		c    string
+	}
+	index := map[key]int{}
+	var out []Trend
+	err := h.each(`SELECT c.case_key, c.case_text, r.id, r.started, c.median_us, c.p10_us, c.p90_us
+		FROM cases c JOIN runs r ON r.id = c.run_id WHERE r.id IN (`+strings.Join(ids, ",")+`) ORDER BY r.started, r.id, c.rowid`, func(s scanner) error {
+		var ck, text string
+		var p Point
+		if err := s.Scan(&ck, &text, &p.RunID, &p.Started, &p.MedianUS, &p.P10US, &p.P90US); err != nil {
+			return err
+		}
+		k := key{kindOf[p.RunID], ck}
+		i, ok := index[k]
 		if !ok {
-			c, err := parseCaseKey(key)
+			c, err := parseCaseKey(ck)
 			if err != nil {
-				return nil, fmt.Errorf("history file %s: case %q: %v", h.path, key, err)
+				return fmt.Errorf("case %q: %v", ck, err)
 			}
 			i = len(out)
-			index[key] = i
-			out = append(out, Trend{Case: c, Text: text})
+			index[k] = i
+			out = append(out, Trend{Case: c, Kind: k.kind, Text: text})
 		}
 		out[i].Points = append(out[i].Points, p)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, h.wrapErr(rows.Err())
+	// Grouped by kind, each kind's cases in their order.
+	var kinds []Kind
+	for _, t := range out {
+		if !slices.Contains(kinds, t.Kind) {
+			kinds = append(kinds, t.Kind)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Trend) int { return slices.Index(kinds, a.Kind) - slices.Index(kinds, b.Kind) })
+	return out, nil
 }
 
 // NodeRecord is one host over the runs it was in.
@@ -199,20 +314,31 @@ type BaselineRun struct {
 	Samples map[coll.Case][]float64
 }
 
-// Baseline is the last n runs that may be baselines (complete, every
-// check held), newest first, leaving out the run whose key is except (the
-// run being checked, when it is in the history too).
-func (h *DB) Baseline(n int, except string) ([]BaselineRun, error) {
-	var out []BaselineRun
-	if err := h.each(`SELECT id, started FROM runs WHERE baseline_ok = 1 AND run_key != ? ORDER BY id DESC LIMIT ?`, func(s scanner) error {
+// Baseline is the last n runs of kind that may be baselines (complete,
+// every check held, not flagged by rsag check unless accepted since)
+// started no later than before, newest first, leaving out the run whose
+// key is except (the run being checked, when it is in the history too):
+// a run is judged against the runs before it, never those after. When
+// there is none, other is the newest such run of another kind (ID 0 when
+// there is none either).
+func (h *DB) Baseline(n int, except, before string, kind Kind) (out []BaselineRun, other RunRow, err error) {
+	where := `r.baseline_ok = 1 AND r.run_key != ? AND r.started <= ? AND NOT ` + h.flaggedSQL()
+	if err := h.each(`SELECT r.id, r.started FROM runs r WHERE `+where+` AND r.world_size = ? AND r.backend = ? AND r.config_digest = ?
+		AND (SELECT count(*) FROM nodes n WHERE n.run_id = r.id) = ? ORDER BY r.started DESC, r.id DESC LIMIT ?`, func(s scanner) error {
 		var b BaselineRun
 		if err := s.Scan(&b.ID, &b.Started); err != nil {
 			return err
 		}
 		out = append(out, b)
 		return nil
-	}, except, n); err != nil {
-		return nil, err
+	}, except, before, kind.WorldSize, kind.Backend, kind.ConfigDigest, kind.Nodes, n); err != nil {
+		return nil, other, err
+	}
+	if len(out) == 0 {
+		err := h.each(`SELECT `+runColumns+`, 0 FROM runs r WHERE `+where+` ORDER BY r.started DESC, r.id DESC LIMIT 1`, func(s scanner) error {
+			return scanRun(s, &other)
+		}, except, before)
+		return nil, other, err
 	}
 	for i := range out {
 		samples := map[coll.Case][]float64{}
@@ -234,11 +360,38 @@ func (h *DB) Baseline(n int, except string) ([]BaselineRun, error) {
 			samples[c] = append(samples[c], us)
 			return nil
 		}, out[i].ID); err != nil {
-			return nil, err
+			return nil, other, err
 		}
 		out[i].Samples = samples
 	}
-	return out, nil
+	return out, other, nil
+}
+
+// Verdicts a run's rows in the verdicts table hold.
+const (
+	VerdictOK           = "ok"
+	VerdictFlagged      = "flagged"
+	VerdictInconclusive = "inconclusive"
+	VerdictAccepted     = "accepted"
+)
+
+// Record writes a verdict on the run with key (rsag check's on a run,
+// appended or not yet, or an operator's acceptance), with its words.
+func (h *DB) Record(key, verdict, text, dir string) error {
+	return h.write(func(tx *sql.Conn) error {
+		_, err := tx.ExecContext(context.Background(), "INSERT INTO verdicts (run_key, at, verdict, text, output_dir) VALUES (?, ?, ?, ?, ?)",
+			key, time.Now().UTC().Format(time.RFC3339Nano), verdict, text, dir)
+		return err
+	})
+}
+
+// KeyOf is the key and output dir of the run with id.
+func (h *DB) KeyOf(id int64) (key, dir string, err error) {
+	err = h.db.QueryRow("SELECT run_key, output_dir FROM runs WHERE id = ?", id).Scan(&key, &dir)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", fmt.Errorf("history file %s has no run %d (rsag history %s lists its runs)", h.path, id, h.path)
+	}
+	return key, dir, h.wrapErr(err)
 }
 
 // Count is the number of rows of each table, for a reader's check.
@@ -255,4 +408,4 @@ func (h *DB) Count(table string) (int, error) {
 }
 
 // Tables are the database's tables, in schema order.
-var Tables = []string{"meta", "runs", "nodes", "cases", "samples", "fits", "locate_nodes", "locate_links", "suspects", "soak"}
+var Tables = []string{"meta", "runs", "nodes", "cases", "samples", "fits", "locate_nodes", "locate_links", "suspects", "soak", "verdicts"}

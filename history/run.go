@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"rsag/coll"
 	"rsag/outdir"
@@ -34,6 +33,10 @@ type Run struct {
 	// Samples are each timing case's kept samples (report.CaseSamples),
 	// nil when the dir has no timings.csv.
 	Samples map[coll.Case][]float64
+	// Host and PID are run.json's: rank 0's host and process id (PID 0
+	// when the dir has no run.json).
+	Host string
+	PID  int
 }
 
 // BaselineOK is whether the run may be a baseline: it completed and every
@@ -71,10 +74,18 @@ func (r Run) ConfigDigest() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Key is the run's identity in the history: its start, hosts, command line
-// and config. A run appended twice is refused by it.
+// Key is the run's identity in the history: rank 0's host and process id
+// and the run's start, as run.json has them (two runs started together
+// differ in their process ids), and its world and config. A run appended
+// twice is refused by it. A summary copied without its run.json has no
+// process id: its output dir stands in for it.
 func (r Run) Key() string {
-	data, _ := json.Marshal([]any{r.Summary.Started, r.Hosts(), r.Summary.Command, r.ConfigDigest(), r.Summary.WorldSize})
+	id := []any{r.Summary.Started, r.Host, r.PID, r.ConfigDigest(), r.Summary.WorldSize}
+	if r.PID == 0 {
+		dir, _ := filepath.Abs(r.Dir)
+		id = []any{r.Summary.Started, r.Hosts(), r.Summary.Command, r.ConfigDigest(), r.Summary.WorldSize, dir}
+	}
+	data, _ := json.Marshal(id)
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }
@@ -93,6 +104,11 @@ func LoadRun(path string) (Run, error) {
 		return Run{}, err
 	}
 	r := Run{Dir: filepath.Dir(in.Path), Summary: in.Summary, Status: in.Status, Reason: in.Reason}
+	if in.RunPath != "" {
+		if rec, err := outdir.ReadRecord(r.Dir); err == nil && rec.Started == r.Summary.Started {
+			r.Host, r.PID = rec.Host, rec.PID
+		}
+	}
 	if r.Status != outdir.StatusComplete && r.Status != outdir.StatusFailed {
 		return r, fmt.Errorf("%s is from a run that has not ended (its status is %q): add it once run.json says complete or failed", in.Path, r.Status)
 	}
@@ -148,7 +164,7 @@ func failedEarly(dir string) (Run, bool, error) {
 	if rec.Host != "" {
 		s.Nodes = []report.SummaryNode{{Host: rec.Host}}
 	}
-	return Run{Dir: dir, Summary: s, Status: rec.Status, Reason: rec.Reason}, true, nil
+	return Run{Dir: dir, Summary: s, Status: rec.Status, Reason: rec.Reason, Host: rec.Host, PID: rec.PID}, true, nil
 }
 
 // caseKey is a case's key in the database: the case as JSON, every
@@ -164,24 +180,4 @@ func parseCaseKey(key string) (coll.Case, error) {
 	var c coll.Case
 	err := json.Unmarshal([]byte(key), &c)
 	return c, err
-}
-
-// sortedCases are a sample map's cases in a stable order.
-func sortedCases(m map[coll.Case][]float64) []coll.Case {
-	keys := make([]coll.Case, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b coll.Case) int { return compareStrings(caseKey(a), caseKey(b)) })
-	return keys
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

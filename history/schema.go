@@ -1,5 +1,7 @@
 package history
 
+import "strings"
+
 // SchemaVersion is the database's schema version, kept in meta as
 // schema_version. A change that is not an added table or an added nullable
 // column raises it; rsag refuses a file of a version it does not know.
@@ -142,5 +144,40 @@ CREATE TABLE IF NOT EXISTS soak (
 	verdict           TEXT NOT NULL,
 	suspect_ranks     TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS verdicts (
+	run_key    TEXT NOT NULL,
+	at         TEXT NOT NULL,
+	verdict    TEXT NOT NULL,
+	text       TEXT NOT NULL,
+	output_dir TEXT NOT NULL
+);
 CREATE INDEX IF NOT EXISTS cases_by_key ON cases (case_key, run_id);
+CREATE INDEX IF NOT EXISTS verdicts_by_key ON verdicts (run_key);
 `
+
+// added are the tables added since schema_version 1 was first written: a
+// file an older rsag wrote lacks them until a writer opens it, and a
+// reader takes them as empty.
+var added = map[string]bool{"verdicts": true}
+
+// columns are each table's columns, from schema (the one list of them):
+// an opener holds a file to them before it writes anything.
+var columns = func() map[string][]string {
+	out := map[string][]string{}
+	var table string
+	for _, line := range strings.Split(schema, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 6 && f[0] == "CREATE" && f[1] == "TABLE":
+			table = f[5]
+		case strings.HasPrefix(line, ")"):
+			table = ""
+		case table != "" && len(f) > 0 && f[0] != "PRIMARY":
+			if !added[table] {
+				out[table] = append(out[table], f[0])
+			}
+		}
+	}
+	return out
+}()
+

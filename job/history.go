@@ -3,6 +3,9 @@ package job
 import (
 	"fmt"
 	"os"
+	"os/signal"
+	"sync"
+	"syscall"
 
 	"rsag/config"
 	"rsag/history"
@@ -37,7 +40,11 @@ func (s *session) checkHistory(cfg config.Config) error {
 	if s.comm.Rank() == 0 {
 		path, from := historyFile(s.opts.History, os.Getenv(history.Env), cfg)
 		if path != "" {
-			if cerr := history.Check(path); cerr != nil {
+			cerr := history.Check(path)
+			if cerr == nil {
+				cerr = history.CheckInside(path, s.opts.OutputDir)
+			}
+			if cerr != nil {
 				err = fmt.Errorf("%s: %v (or drop it: the run needs no history)", from, cerr)
 			}
 			s.history = path
@@ -58,25 +65,52 @@ func (s *session) appendHistory(st *state, code int) int {
 	}
 	// The run is over: waiting for another writer's lock is no hang.
 	s.wd.Disarm()
-	id, status, err := appendRun(s.history, s.opts.OutputDir)
-	if err != nil {
-		fmt.Fprintf(s.opts.Stderr, "rsag: the run's verdict above stands, but it was not added to history %s: %v; add it with: rsag history -append %s %s\n",
-			s.history, err, s.opts.OutputDir, s.history)
-		if code == ExitOK {
-			return ExitHistory
+	add := fmt.Sprintf("rsag history -append %s %s", s.opts.OutputDir, s.history)
+	if code == ExitOK {
+		code = ExitHistory // until the run is in the history
+	}
+	// A signal now (the watchdog's handler would exit with the verdict's
+	// status and no word) ends the process with code, saying the run was
+	// not added and how to add it: its transaction is never committed.
+	signal.Reset(syscall.SIGINT, syscall.SIGTERM)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	var mu sync.Mutex
+	done := false
+	go func() {
+		sig := <-sigs
+		mu.Lock() // never while the append's outcome is being said
+		if !done {
+			fmt.Fprintf(s.opts.Stderr, "rsag: received %v while adding the run to history %s: it was not added (the verdict above stands); add it with: %s\n",
+				sig, s.history, add)
+			s.opts.Exit(code)
 		}
+		mu.Unlock()
+	}()
+	id, status, err := appendRun(s.history, s.opts.OutputDir, func() {
+		s.printf("history: %s is held by another writer: waiting up to %v to add the run\n", s.history, history.BusyTimeout)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	done = true
+	if err != nil {
+		fmt.Fprintf(s.opts.Stderr, "rsag: the run's verdict above stands, but it was not added to history %s: %v; add it with: %s\n",
+			s.history, err, add)
 		return code
 	}
 	s.printf("history: added as run %d (%s) to %s\n", id, status, s.history)
+	if code == ExitHistory {
+		return ExitOK
+	}
 	return code
 }
 
-func appendRun(file, dir string) (int64, string, error) {
+func appendRun(file, dir string, waiting func()) (int64, string, error) {
 	r, err := history.LoadRun(dir)
 	if err != nil {
 		return 0, "", err
 	}
-	db, err := history.Open(file)
+	db, err := history.OpenWaiting(file, history.Create, waiting)
 	if err != nil {
 		return 0, "", err
 	}

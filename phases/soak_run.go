@@ -141,7 +141,9 @@ func RunSoak(be coll.Backend, comm coll.Comm, spec SoakSpec, groups *Groups, pro
 		}
 		res.Iterations = append(res.Iterations, it)
 		res.BytesMoved += moved
-		if progress != nil && time.Since(lastSaid) >= soakProgressEvery {
+		// The last iteration's line is the closing one, said once below.
+		ending := stop || (spec.FailAfter > 0 && res.Failed >= spec.FailAfter) || (spec.Iterations > 0 && iter+1 >= spec.Iterations)
+		if progress != nil && !ending && time.Since(lastSaid) >= soakProgressEvery {
 			lastSaid = time.Now()
 			progress(soakProgress(res, time.Since(start), spec))
 		}

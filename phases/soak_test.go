@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"rsag/coll"
 	"rsag/internal/testkit/inmem"
@@ -227,5 +228,32 @@ func TestSoakSkipsWhatItCannotCheckAtWidth(t *testing.T) {
 	_, errs = soakOn(16, inmem.Faults{}, only, nil)
 	if err := errors.Join(errs...); err == nil || !strings.Contains(err.Error(), "no dtype and op of soak.dtypes and soak.ops can be checked on 16 ranks (int8 prod: ") {
 		t.Errorf("int8 prod alone on 16 ranks: %v; want refused", err)
+	}
+}
+
+// A soak by time says its closing line once: the iteration that ends it
+// says no progress line of its own (with duration_s the progress period,
+// both fell on the same iteration and the line was printed twice).
+func TestSoakSaysItsLastLineOnce(t *testing.T) {
+	spec := soakSpec(2, 0)
+	spec.Duration, spec.FailAfter = 5*time.Second, 0
+	lines := make([][]string, 2)
+	errs := inmem.Launch(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+		_, err := phases.RunSoak(be, comm, spec, nil, func(l string) { lines[be.Rank()] = append(lines[be.Rank()], l) }, nil)
+		return err
+	})
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	var said []string
+	for _, l := range lines[0] {
+		if strings.HasPrefix(l, "soak: ") && strings.Contains(l, " iterations in ") {
+			said = append(said, l)
+		}
+	}
+	if len(said) != 1 {
+		t.Errorf("a 5 s soak said its progress %d times, want once (the closing line): %q", len(said), said)
 	}
 }

@@ -144,6 +144,7 @@ func ModelTable(w io.Writer, s Summary) error {
 	}
 	fitNotes.write(w, "no fit: ")
 	poorFitNote(w, s.Fits, names, dims)
+	negativeAlphaNote(w, s.Fits, names, dims)
 	if len(s.Crossover) > 0 {
 		fmt.Fprintf(w, "Crossover (the smallest size from which the decomposition stays within %.0f%% of direct AllReduce)\n", 100*model.Tolerance)
 		var notes tableNotes
@@ -248,6 +249,31 @@ func poorFitNote(w io.Writer, fits []model.Fit, names []string, dims func(coll.C
 	}
 	fmt.Fprintf(w, "note: the %s a measured median by more than %.0f%% (%s): the times are noisy, or no line holds over the sizes; "+
 		"trust their alpha, B and crossover less, and rerun with more cycles on a quiet machine\n", what, 100*PoorFitResidual, list)
+}
+
+// NegativeAlphaText says what a fit whose alpha is below zero means: no
+// call costs less than nothing, so the intercept is the straight line's,
+// not a latency.
+const NegativeAlphaText = "alpha < 0: the fit's intercept is below zero, which no latency is: the line through the larger sizes " +
+	"passes below the smallest ones (a latency below what the sweep resolves, or a protocol switch); read B only"
+
+// negativeAlphaNote calls out, in one note, every usable fit whose alpha
+// is negative, naming at most four.
+func negativeAlphaNote(w io.Writer, fits []model.Fit, names []string, dims func(coll.Case) []string) {
+	var neg []string
+	for _, f := range fits {
+		if f.OK() && f.AlphaUS < 0 {
+			neg = append(neg, fmt.Sprintf("%s%s %.2f us", f.Mode, caseText(names, dims(f.Case)), f.AlphaUS))
+		}
+	}
+	if len(neg) == 0 {
+		return
+	}
+	list := strings.Join(neg[:min(len(neg), 4)], ", ")
+	if len(neg) > 4 {
+		list += fmt.Sprintf(" and %d more", len(neg)-4)
+	}
+	fmt.Fprintf(w, "note: %s (%s)\n", NegativeAlphaText, list)
 }
 
 // collapseRows keeps a table from repeating itself: rows that agree in

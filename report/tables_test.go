@@ -247,3 +247,18 @@ func TestTableNotesSayACommonClauseOnce(t *testing.T) {
 		t.Errorf("notes:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// A fit whose alpha is below zero says so under the model table, once,
+// naming it; a fit with a positive alpha is not named.
+func TestModelTableSaysAlphaIsNegative(t *testing.T) {
+	c := coll.SeedCase
+	neg, pos := model.Fit{Case: c, AlphaUS: -3.66, BandwidthGBps: 10, R2: 0.99, SizesBytes: []int64{1024, 1 << 20}}, model.Fit{Case: c, AlphaUS: 2, BandwidthGBps: 10, R2: 0.99, SizesBytes: []int64{1024, 1 << 20}}
+	neg.Mode, pos.Mode = coll.Direct, "decomposed"
+	var b bytes.Buffer
+	if err := ModelTable(&b, Summary{Fits: []model.Fit{neg, pos}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(b.String(), "alpha < 0"); got != 1 || !strings.Contains(b.String(), "read B only (direct -3.66 us)") {
+		t.Errorf("want one alpha < 0 note naming direct only:\n%s", b.String())
+	}
+}

@@ -168,7 +168,7 @@ func modelSection(s report.Summary, figs map[string][]plot.Inline) section {
 	var notes []string
 	// The modes without a fit are said once per reason, not row by row: a
 	// sweep of two sizes has none, for hundreds of cases alike.
-	var reasons []string
+	var reasons, negative []string
 	without := map[string]int{}
 	for _, f := range s.Fits {
 		if !f.OK() {
@@ -186,7 +186,20 @@ func modelSection(s report.Summary, figs map[string][]plot.Inline) section {
 				"trust its α, B and crossover less, and rerun with more cycles on a quiet machine.", f.Mode, caseNote(dims, f.Case),
 				100*f.MaxRelResidual, report.SizeText(f.SizesBytes[0]), report.SizeText(f.SizesBytes[len(f.SizesBytes)-1])))
 		}
+		if f.AlphaUS < 0 {
+			r.Class = "warn"
+			negative = append(negative, fmt.Sprintf("%s%s (%.2f µs)", f.Mode, caseNote(dims, f.Case), f.AlphaUS))
+		}
 		fits.Rows = append(fits.Rows, r)
+	}
+	if len(negative) > 0 {
+		list := strings.Join(negative[:min(len(negative), 4)], ", ")
+		if len(negative) > 4 {
+			list += fmt.Sprintf(" and %d more", len(negative)-4)
+		}
+		notes = append(notes, fmt.Sprintf("α < 0 in %s: the fit's intercept is below zero, which no latency is (the line through the larger "+
+			"sizes passes below the smallest ones: a latency below what the sweep resolves, or a protocol switch); read B only.",
+			plural(len(negative), "fit", "fits")+": "+list))
 	}
 	for _, why := range reasons {
 		notes = append(notes, fmt.Sprintf("No fit for %d of the %d modes and cases: %s.", without[why], len(s.Fits), why))

@@ -184,10 +184,11 @@ func RanIn(s Summary) Phases {
 	for _, ph := range s.Phases {
 		p.names[ph.Name] = true
 	}
-	for name, held := range map[string]bool{Contracts: len(s.Contracts) > 0, Timing: len(s.Timing) > 0,
-		Memory: len(s.Memory) > 0, Numerics: len(s.Numerics) > 0, Locate: s.Locate != nil, Soak: s.Soak != nil} {
-		if held {
-			p.names[name] = true
+	// A summary of an older rsag lists no phases: its sections say which
+	// ran, each as its checks say (checks.go).
+	for _, c := range checkers {
+		if c.Has != nil && c.Has(s) {
+			p.names[c.Phase] = true
 		}
 	}
 	return p

@@ -202,8 +202,9 @@ func beyond(sp report.SummaryLocateSuspect, spread float64) string {
 	return fmt.Sprintf("%.3gx beyond the healthy spread (%.3gx) of step %s", 1/(sp.Figure*spread), spread, strings.Join(sp.By, ", "))
 }
 
-// Short is a figure and problem in a few columns, for a drain reason that
-// sinfo -R's 20 columns show whole: "0.31x bw", "0.003x lat", "<0.001x bw".
+// Short is a figure and problem in at most 11 columns, for a drain reason
+// ("rsag SHORT jID") whose figure sinfo -R's 20 columns show whole: "0.31x
+// bw", "0.003x lat", "<0.001x bw".
 // Built from the number and a known word only: nothing of the file's text.
 func Short(figure float64, problem string) string {
 	f := "?x"

@@ -391,6 +391,10 @@ func LocateLine(l SummaryLocate, slurm bool) string {
 	default:
 		lines = append(lines, fmt.Sprintf("locate: no suspect among %d nodes", len(l.Nodes)))
 	}
+	if len(l.Suspects) == 0 && l.Verdict == "inconclusive" {
+		// No suspect is not healthy when a step could not judge.
+		lines[0] += ", but inconclusive: a step could not judge its units (below), so no node is called healthy either"
+	}
 	if len(l.Intermittent) > 0 {
 		lines = append(lines, "intermittent: "+strings.Join(IntermittentTexts(&l), ", "))
 	}

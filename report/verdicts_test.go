@@ -187,3 +187,19 @@ func TestVerdictOutputsGolden(t *testing.T) {
 		t.Errorf("summary.json's verdict: %+v (%v)", back.Verdict, err)
 	}
 }
+
+// Locate's closing line does not read as healthy when the phase could not
+// judge: "no suspect" says it was inconclusive in the same line.
+func TestLocateLineSaysInconclusive(t *testing.T) {
+	l := *inconclusiveSummary().Locate
+	got := LocateLine(l, false)
+	first, _, _ := strings.Cut(got, "\n")
+	if !strings.Contains(first, "no suspect among 2 nodes, but inconclusive") || !strings.Contains(got, "node pairs: inconclusive: the spread is too wide") {
+		t.Errorf("locate's line of an inconclusive phase:\n%s", got)
+	}
+	l.Verdict = "healthy"
+	l.Steps[1].Inconclusive = ""
+	if got := LocateLine(l, false); got != "locate: no suspect among 2 nodes" {
+		t.Errorf("a healthy phase's line: %q", got)
+	}
+}

@@ -557,7 +557,9 @@ func judge(speed [][]float64, counted []bool, threshold float64) ([]Figure, Judg
 		if !counted[u] || !j.Named {
 			continue
 		}
-		f.Suspect = candidate[u] && -math.Log(f.Ratio) > bar
+		// A suspect is slow in every repeat, and in enough of them to be
+		// a pattern rather than one disturbance.
+		f.Suspect = candidate[u] && f.Repeats >= minRepeats && -math.Log(f.Ratio) > bar
 		f.Intermittent = !f.Suspect && f.Dips >= dips
 	}
 	return figs, j

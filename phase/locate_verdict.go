@@ -124,10 +124,8 @@ func LocateSummary(in LocateInput, rows report.Rows) *report.SummaryLocate {
 		}
 	}
 	slices.Sort(waited)
-	excluded := make([]bool, 0)
-	for _, level := range phases.LocateLevels {
-		excluded = judgeLevel(out, plan, level, lp, data, in.Threshold, excluded, crowdedRanks)
-	}
+	// Said before the levels are judged: a step that could not judge
+	// names no suspect (locate_confirm.go).
 	if len(crowded) > 0 || len(waited) > 0 {
 		var why []string
 		if len(crowded) > 0 {
@@ -142,6 +140,10 @@ func LocateSummary(in LocateInput, rows report.Rows) *report.SummaryLocate {
 					": a rank waiting for a processor looks the same as a slow one, so no such rank is judged"
 			}
 		}
+	}
+	excluded := make([]bool, 0)
+	for _, level := range phases.LocateLevels {
+		excluded = judgeLevel(out, plan, level, lp, data, in.Threshold, excluded, crowdedRanks)
 	}
 	out.Verdict = phaseVerdict(*out)
 	return out
@@ -291,6 +293,21 @@ func judgeLevel(out *report.SummaryLocate, plan phases.LocatePlan, level phases.
 		}
 		return []string{plan.Nodes[m]}, []int{}
 	}
+	pairName := func(k unitKey) ([]string, []int) {
+		if level.OfRanks {
+			return []string{plan.Nodes[node[k.a]]}, []int{k.a, k.b}
+		}
+		return []string{plan.Nodes[k.a], plan.Nodes[k.b]}, []int{}
+	}
+	memberNote, pairNote := confirmLevel(out, &res, in, level, keys, inside, pairs, crowded, by,
+		func(m int) string {
+			nodes, ranks := nameOf(m)
+			return report.SuspectText(suspect(level.Member, nodes, ranks, res.Members[m], probes, plan.Spec), false)
+		},
+		func(i int) string {
+			nodes, ranks := pairName(keys[i])
+			return report.SuspectText(suspect(level.Pair, nodes, ranks, res.Pairs[i], probes, plan.Spec), false)
+		})
 	suspectRanks := make([]bool, world)
 	for m, v := range res.Members {
 		var named []string // the steps that name it
@@ -300,6 +317,9 @@ func judgeLevel(out *report.SummaryLocate, plan phases.LocatePlan, level phases.
 		if !level.OfRanks {
 			n := report.SummaryLocateNode{Host: plan.Nodes[m], Ranks: plan.Ranks[m], Suspect: v.Suspect, Intermittent: v.Intermittent,
 				Verdict: unitVerdict(v, probes, named, by), Inside: figures(res.Inside, m), Pairs: figures(res.Partners, m)}
+			if note, ok := memberNote[m]; ok {
+				n.Verdict = note
+			}
 			if v.Suspect {
 				for _, r := range plan.Ranks[m] {
 					suspectRanks[r] = true
@@ -328,6 +348,9 @@ func judgeLevel(out *report.SummaryLocate, plan phases.LocatePlan, level phases.
 		k := keys[i]
 		p := report.SummaryLocatePair{Round: k.round, Figures: figures(res.Pairs, i), Suspect: v.Suspect, Intermittent: v.Intermittent,
 			Ranks: []int{}, Verdict: unitVerdict(v, probes, []string{pairs.Name}, map[string]string{"": pairs.Name})}
+		if note, ok := pairNote[i]; ok {
+			p.Verdict = note
+		}
 		if level.OfRanks {
 			p.Nodes, p.Ranks = []string{plan.Nodes[node[k.a]]}, []int{k.a, k.b}
 			why, ok := crowded[k.a]

@@ -300,7 +300,7 @@ func Worst(cs []Check) Outcome { return worst(cs, true) }
 func worst(cs []Check, skipFindings bool) Outcome {
 	out, ran := Held, false
 	for _, c := range cs {
-		if skipFindings && c.Kind == KindSuspect {
+		if skipFindings && c.Kind == KindSuspect && c.Outcome == Failed {
 			ran = true
 			continue
 		}

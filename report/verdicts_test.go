@@ -203,3 +203,19 @@ func TestLocateLineSaysInconclusive(t *testing.T) {
 		t.Errorf("a healthy phase's line: %q", got)
 	}
 }
+
+// A node that could not be judged makes the run inconclusive by itself:
+// a suspect's row is a finding only when it names the node, never when
+// it could not judge it.
+func TestAnInconclusiveNodeIsNotAFinding(t *testing.T) {
+	s := fixedSummary()
+	s.Contracts[1].HeldOn, s.Contracts[1].FailedRanks = 2, []int{}
+	for i := range s.Timing {
+		s.Timing[i].Correct = true
+	}
+	s.Locate = &SummaryLocate{Threshold: 0.5, Repeats: 3, Verdict: "inconclusive",
+		Nodes: []SummaryLocateNode{{Host: "a", Verdict: "inconclusive: the spread is too wide (pairs)"}}}
+	if v := VerdictsOf(s); v.Outcome != Inconclusive || len(v.Findings()) != 0 {
+		t.Errorf("one node inconclusive: outcome %s, findings %v", v.Outcome, v.Findings())
+	}
+}

@@ -92,11 +92,23 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rsag report: %v\n", err)
 		return ExitFailed
 	}
-	fmt.Fprintf(stdout, "wrote %s (%d bytes): the run %s\n", out, page.Len(), verdictWord(s))
+	fmt.Fprintf(stdout, "wrote %s (%d bytes): %s\n", out, page.Len(), verdictWord(s))
 	return ExitOK
 }
 
-func verdictWord(s report.Summary) string { return verdictOf(s).word() }
+// verdictWord is the run's verdict in a few words: "the run held", "the
+// run FAILED", "the run is INCONCLUSIVE: a check could not judge", "NOT
+// RUN: a phase the config enabled has no results".
+func verdictWord(s report.Summary) string {
+	switch v := verdictOf(s); v.Outcome {
+	case report.Inconclusive:
+		return "the run is INCONCLUSIVE: a check could not judge"
+	case report.NotRun:
+		return "NOT RUN: a phase the config enabled has no results"
+	default:
+		return "the run " + v.word()
+	}
+}
 
 // reportOptions are rsag report's command line.
 type reportOptions struct {

@@ -316,3 +316,39 @@ func TestBannerNamesTheCulprits(t *testing.T) {
 		t.Errorf("a right soak's line: %+v", c)
 	}
 }
+
+// A summary.json without the contracts and timing its config enabled (a
+// run cut short, a file edited) is not "held": the banner says what did
+// not run, and so does rsag report; a locate phase that could not judge
+// makes the banner inconclusive, not held.
+func TestBannerSaysWhatDidNotRun(t *testing.T) {
+	s := load(t, "smoke-summary.json")
+	s.Contracts, s.Timing, s.Fits, s.Crossover, s.Breakdown, s.Ratios = nil, nil, nil, nil, nil, nil
+	v := verdictOf(s)
+	if v.Held || v.Outcome != report.NotRun || !strings.HasPrefix(v.Headline, "NOT RUN: contracts, timing results") {
+		t.Errorf("a summary without its contracts and timing: held %v, %s, %q", v.Held, v.Outcome, v.Headline)
+	}
+	page := pageOf(t, s)
+	for _, want := range []string{`data-verdict="not-run"`, "rsag: NOT RUN,", "enabled in the config, but summary.json has no results of it"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "Held:") || strings.Contains(page, "rsag: held") {
+		t.Error("the page says held")
+	}
+	if w := verdictWord(s); w != "NOT RUN: a phase the config enabled has no results" {
+		t.Errorf("rsag report's word: %q", w)
+	}
+
+	unsure := load(t, "smoke-summary.json")
+	unsure.Locate = &report.SummaryLocate{Threshold: 0.5, Repeats: 3, Verdict: "inconclusive",
+		Nodes: []report.SummaryLocateNode{{Host: "vm", Verdict: "inconclusive: the spread is too wide (pairs)"}}}
+	v = verdictOf(unsure)
+	if v.Held || v.Outcome != report.Inconclusive || !strings.HasPrefix(v.Headline, "INCONCLUSIVE: locate could not judge") {
+		t.Errorf("an inconclusive locate: held %v, %s, %q", v.Held, v.Outcome, v.Headline)
+	}
+	if c := lineOf(t, unsure, "Locate"); c.State != "none" || !strings.Contains(c.Text, "inconclusive") {
+		t.Errorf("the locate line: %+v", c)
+	}
+}

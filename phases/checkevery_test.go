@@ -241,3 +241,29 @@ func TestSamplesInOneCallAreWatched(t *testing.T) {
 		}
 	}
 }
+
+// The line streamed as each case ends says what was checked: every cycle,
+// or under timing.check = "last" the last sample only, never "checked"
+// alone.
+func TestProgressSaysWhatWasChecked(t *testing.T) {
+	for _, last := range []bool{false, true} {
+		lines := make([][]string, 2)
+		errs := inmem.Launch(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+			_, err := phases.RunTiming(be, comm, oneCase(coll.PerOp, coll.OutOfPlace, last), nil, func(l string) { lines[be.Rank()] = append(lines[be.Rank()], l) })
+			return err
+		})
+		for r, err := range errs {
+			if err != nil {
+				t.Fatalf("rank %d: %v", r, err)
+			}
+		}
+		all := strings.Join(lines[0], "\n")
+		want, not := "(4 cycles, checked)", "the last checked"
+		if last {
+			want, not = "(4 cycles, the last checked)", ", checked)"
+		}
+		if !strings.Contains(all, want) || strings.Contains(all, not) {
+			t.Errorf("check last %v: the progress says %q; want %q, not %q", last, all, want, not)
+		}
+	}
+}

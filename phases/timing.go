@@ -209,7 +209,7 @@ func timeBuffers(sc *scopes, comm coll.Comm, sw coll.Sweep, modes []coll.TimedMo
 			if err != nil {
 				return samples, err
 			}
-			progress(progressLine(c, modes, medians, sw.Cycles))
+			progress(progressLine(c, modes, medians, sw.Cycles, sw.CheckLast))
 		}
 	}
 	return samples, nil
@@ -221,13 +221,19 @@ const ProgressHeader = "timing: us per operation, the median over the kept cycle
 
 // progressLine is rank 0's line for a finished case: each mode's median,
 // under its short name, as the Timings table prints it.
-func progressLine(c coll.Case, modes []coll.TimedMode, medians []float64, cycles int) string {
+// Under timing.check = "last" it says so: only the last sample of each
+// mode was checked, not the cycles.
+func progressLine(c coll.Case, modes []coll.TimedMode, medians []float64, cycles int, checkLast bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "timing %s:", c)
 	for i, m := range modes {
 		fmt.Fprintf(&b, " %s %s", m.Short, coll.USText(medians[i]))
 	}
-	fmt.Fprintf(&b, " (%d cycles, checked)", cycles)
+	if checkLast {
+		fmt.Fprintf(&b, " (%d cycles, the last checked)", cycles)
+	} else {
+		fmt.Fprintf(&b, " (%d cycles, checked)", cycles)
+	}
 	return b.String()
 }
 

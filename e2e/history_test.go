@@ -3,13 +3,17 @@ package e2e
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -382,5 +386,142 @@ func TestHistoryOfRunsShowsAPlantedStep(t *testing.T) {
 	}
 	if r := rsag("check", "-baseline", db, "-last", "4", "-junit", notes, dirs[7]); r.code != 2 || !strings.Contains(r.stderr, "is not a file rsag wrote") || readFile(t, notes) != "mine\n" {
 		t.Errorf("check -junit over a user's file: exit %d, %q, the file %q", r.code, r.stderr, readFile(t, notes))
+	}
+}
+
+// lockedBuffer is an output buffer a test reads while the command writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Two runs of one command line started together (each in its own working
+// directory, -output-dir relative) both reach the history: the run key is
+// rank 0's host, process id and start. Then, with the history held by
+// another writer: the run's start does not wait on it, the append at the
+// end says it waits, and a SIGTERM then ends rank 0 non-zero with the
+// command that adds the run, which does.
+func TestHistoryKeepsEveryRunAndASignalLeavesTheAddCommand(t *testing.T) {
+	tmp := t.TempDir()
+	db := filepath.Join(tmp, "h.db")
+	script, err := filepath.Abs("../scripts/mpirun.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := filepath.Abs(rsagBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, err := filepath.Abs("../configs/smoke.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := []string{script, "2", bin, "-config", config, "-backend", "mpi", "-set", "timing.sizes_bytes=[3360]", "-set", "memory.enabled=false",
+		"-output-dir", "out", "-history", db}
+	start := func(dir string, stdout, stderr io.Writer) *exec.Cmd {
+		t.Helper()
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, jobEnv(t), stdout, stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		return cmd
+	}
+	var outs [2]strings.Builder
+	var cmds [2]*exec.Cmd
+	for i := range cmds {
+		cmds[i] = start(filepath.Join(tmp, fmt.Sprint("job", i)), &outs[i], &outs[i])
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("job %d: %v\n%s", i, err, outs[i].String())
+		}
+	}
+	if runs := historyRuns(t, db); len(runs) != 2 {
+		t.Fatalf("%d runs in the history after two runs started together, want 2: %+v\n%s\n%s", len(runs), runs, outs[0].String(), outs[1].String())
+	}
+	// A 4-rank run is judged against no 2-rank run: refused, the
+	// difference named, never SLOWER.
+	four := filepath.Join(tmp, "four")
+	if r := mpirun(t, 4, 2*time.Minute, append([]string{"-output-dir", four}, argv[3:len(argv)-4]...)...); r.code != 0 {
+		t.Fatalf("the 4-rank run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, base := range []string{db, filepath.Join(tmp, "job0", "out")} {
+		b, err := exec.Command(bin, "check", "-baseline", base, four).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(b), "world size 4, not 2") || strings.Contains(string(b), "SLOWER") {
+			t.Errorf("check of a 4-rank run against %s: %v, want exit 2 naming the world size\n%s", base, err, b)
+		}
+	}
+
+	// Another writer holds the history.
+	sq, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sq.Close()
+	conn, err := sq.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "held")
+	var stdout, stderr lockedBuffer
+	cmd := start(dir, &stdout, &stderr)
+	out := filepath.Join(dir, "out")
+	deadline := time.Now().Add(50 * time.Second) // within the append's wait
+	for !strings.Contains(strings.Join(strings.Fields(stdout.String()), " "), "history: "+db+" is held by another writer: waiting") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the append did not say it waits\nstdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(stdout.String(), "rsag: PASSED") {
+		t.Errorf("the run did not pass before its append:\n%s", stdout.String())
+	}
+	rec, err := outdir.ReadRecord(out)
+	if err != nil || rec.PID == 0 {
+		t.Fatalf("run.json: %+v, %v", rec, err)
+	}
+	if err := syscall.Kill(rec.PID, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	add := "rsag history -append " + "out" + " " + db
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 5 || !strings.Contains(stderr.String(), "received SIGTERM while adding the run to history "+db) ||
+		!strings.Contains(stderr.String(), add) {
+		t.Errorf("a SIGTERM during the append: %v, want exit 5 with %q\nstderr:\n%s", err, add, stderr.String())
+	}
+	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	if runs := historyRuns(t, db); len(runs) != 2 {
+		t.Errorf("%d runs after the stopped append, want 2", len(runs))
+	}
+	add1 := exec.Command(bin, "history", "-append", "out", db)
+	add1.Dir = dir
+	if b, err := add1.CombinedOutput(); err != nil || !strings.Contains(string(b), "appended out as run 3 (complete)") {
+		t.Errorf("the command it gave: %v\n%s", err, b)
 	}
 }

@@ -78,17 +78,20 @@ func (s *session) appendHistory(st *state, code int) int {
 	var mu sync.Mutex
 	done := false
 	go func() {
-		sig := <-sigs
+		name := "SIGTERM"
+		if <-sigs == syscall.SIGINT {
+			name = "SIGINT"
+		}
 		mu.Lock() // never while the append's outcome is being said
 		if !done {
-			fmt.Fprintf(s.opts.Stderr, "rsag: received %v while adding the run to history %s: it was not added (the verdict above stands); add it with: %s\n",
-				sig, s.history, add)
+			fmt.Fprintf(s.opts.Stderr, "rsag: received %s while adding the run to history %s: it was not added (the verdict above stands); add it with: %s\n",
+				name, s.history, add)
 			s.opts.Exit(code)
 		}
 		mu.Unlock()
 	}()
 	id, status, err := appendRun(s.history, s.opts.OutputDir, func() {
-		s.printf("history: %s is held by another writer: waiting up to %v to add the run\n", s.history, history.BusyTimeout)
+		s.printf("history: %s is held by another writer: waiting up to %v\n", s.history, history.BusyTimeout)
 	})
 	mu.Lock()
 	defer mu.Unlock()

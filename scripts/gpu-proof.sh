@@ -10,7 +10,10 @@
 #   - the soak (configs/soak.toml, SOAK_S seconds);
 #   - every NCCL dtype and op at a small size, all three timing methods
 #     (configs/sweep.toml at 4 KiB, fewer cycles);
-#   - the hierarchy (configs/hierarchy.toml, groups of 2).
+#   - the hierarchy (configs/hierarchy.toml, groups of 2);
+#   - a rank stopped (SIGSTOP) in the soak's collectives: the job must end
+#     (timeout_s 20) naming it, leave no process behind, and the next run
+#     must start clean.
 # SHARE picks how the ranks share the GPU for the last four: mps (CUDA's MPS,
 # started here with a pipe directory of its own, and stopped at the end),
 # timeslice (the driver's default), or auto (the default: mps when the MPS
@@ -147,3 +150,24 @@ run sweep 300 RSAG_WAIT=poll -- -config configs/sweep.toml "${shared[@]}" -set '
   -set 'run.nccl-tests.sizes_bytes=["4K"]' -set timing.warmups=1 -set timing.cycles=2 -set run.nccl-tests.cycles=2 \
   -set timing.batch=2 -set timing.discard=0 -set 'numerics.sizes_bytes=["4K"]'
 run hierarchy 240 RSAG_WAIT=poll -- -config configs/hierarchy.toml "${shared[@]}" -set hierarchy.group_size=2
+
+# A rank stopped inside the soak's collectives (SIGSTOP to the second rsag
+# process 8 s in): the job ends, naming it, and nothing is left behind.
+stop_a_rank() {
+  run stopped 150 RSAG_WAIT=poll -- -config configs/soak.toml "${shared[@]}" -set soak.duration_s=60 -set timeout_s=20 &
+  local bg=$! victim=
+  for _ in $(seq 40); do
+    sleep 0.5
+    [ "$(pgrep -c -x rsag)" -ge "$np" ] && break
+  done
+  sleep 8
+  victim=$(pgrep -x rsag | sort -n | sed -n 2p)
+  echo "stopping rsag pid $victim at $(date -u +%T)"
+  [ -n "$victim" ] && kill -STOP "$victim"
+  wait $bg
+  echo "stopped: the job's words for pid $victim:" | tee -a "$table"
+  grep -n -m 5 -- "$victim" "$out/proof.log" | grep -v "^.*stopping rsag" | cut -c1-240 | tee -a "$table"
+  [ -n "$victim" ] && kill -0 "$victim" 2>/dev/null && { echo "pid $victim still there: killed" | tee -a "$table"; kill -KILL "$victim"; }
+}
+stop_a_rank
+run after-stop 60 RSAG_WAIT=poll -- "${small[@]}"

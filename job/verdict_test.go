@@ -72,7 +72,7 @@ func TestVerdictLineSaysInconclusive(t *testing.T) {
 		t.Errorf("verdict line %q says PASSED or no suspect, or is wider than %d", got, verdictWidth)
 	}
 	sum.Locate = &report.SummaryLocate{Verdict: "healthy", Nodes: []report.SummaryLocateNode{{Host: "n1", Verdict: "healthy"}}}
-	want := "rsag: PASSED: contracts 1/1 held, timing 1/1 held (only the last sample of each mode checked), locate"
+	want := "rsag: PASSED: contracts 1/1 held, timing 1/1 held (only the last samples checked), locate"
 	if got := verdictLine(ExitOK, nil, sum, "r"); !strings.HasPrefix(got, want) {
 		t.Errorf("a healthy locate: %q", got)
 	}

@@ -60,7 +60,7 @@ func timingChecks(s Summary) PhaseVerdict {
 	cases := plural(len(s.Timing), "case", "cases")
 	pv.Text = fmt.Sprintf("every sample of the %s checked correct on every rank", cases)
 	if unchecked > 0 {
-		pv.Note = "only the last sample of each mode checked"
+		pv.Note = "only the last samples checked"
 		pv.Text = fmt.Sprintf("only the last sample of each mode was checked (timing.check = \"last\"), correct on every rank in the %s; "+
 			"%d of %d samples (over ranks) were not checked: a wrong result among them would not be seen", cases, unchecked, max(samples, unchecked))
 	}

@@ -211,7 +211,7 @@ func pageOf(db *DB, runs []RunRow) (page.History, error) {
 		}
 		h.Figures = append(h.Figures, f)
 	}
-	nodes, err := db.Nodes()
+	nodes, err := db.Nodes(runs)
 	if err != nil {
 		return h, err
 	}
@@ -270,7 +270,7 @@ func print(w io.Writer, db *DB, runs []RunRow) error {
 			return err
 		}
 	}
-	nodes, err := db.Nodes()
+	nodes, err := db.Nodes(runs)
 	if err != nil {
 		return exitcode.New(2, err)
 	}

@@ -161,3 +161,47 @@ func TestALockIsNeverWaitedOnSilently(t *testing.T) {
 		t.Errorf("the append after the wait: %v", err)
 	}
 }
+
+// rsag history shows the last N runs, oldest first by their start (not
+// by the order they were appended), hosts as words, the case unclipped.
+func TestHistoryShowsTheLastRunsByStart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{4, 1, 3, 0, 2} {
+		r := synthetic(i)
+		r.PID = 100 + i
+		if _, err := db.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	var out strings.Builder
+	if err := Command([]string{"-last", "3", path}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	if !strings.Contains(text, "the last 3 of 5 runs, oldest first") || strings.Contains(text, "[n1]") {
+		t.Errorf("stdout:\n%s", text)
+	}
+	// Appended 4 1 3 0 2: ids 1-5; by start, the last three are ids 5, 3, 1 (starts 2, 3, 4).
+	var order []string
+	for _, line := range strings.Split(text, "\n") {
+		if f := strings.Fields(line); len(f) > 3 && f[0] == "|" && strings.HasPrefix(f[3], "2026-") {
+			order = append(order, f[1])
+		}
+	}
+	if strings.Join(order, " ") != "5 3 1" {
+		t.Errorf("runs in order %v, want 5 3 1\n%s", order, text)
+	}
+	if !strings.Contains(text, "default 1K float32 sum out-of-place per-op direct") {
+		t.Errorf("the case is clipped:\n%s", text)
+	}
+	for _, bad := range []string{"0", "10001"} {
+		if err := Command([]string{"-last", bad, path}, io.Discard, io.Discard); err == nil {
+			t.Errorf("-last %s taken", bad)
+		}
+	}
+}

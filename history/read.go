@@ -224,8 +224,16 @@ type NodeRecord struct {
 	Runs, Suspect, Intermittent []int64
 }
 
-// Nodes are every host's record, by host name.
-func (h *DB) Nodes() ([]NodeRecord, error) {
+// Nodes are every host's record over runs (as Runs lists them, in their
+// order), by host name.
+func (h *DB) Nodes(runs []RunRow) ([]NodeRecord, error) {
+	pos := map[int64]int{}
+	var ids []string
+	for i, r := range runs {
+		pos[r.ID] = i
+		ids = append(ids, strconv.FormatInt(r.ID, 10))
+	}
+	in := "run_id IN (" + strings.Join(ids, ",") + ")"
 	byHost := map[string]*NodeRecord{}
 	get := func(host string) *NodeRecord {
 		n := byHost[host]
@@ -235,7 +243,7 @@ func (h *DB) Nodes() ([]NodeRecord, error) {
 		}
 		return n
 	}
-	if err := h.each("SELECT host, run_id FROM nodes ORDER BY run_id", func(s scanner) error {
+	if err := h.each("SELECT host, run_id FROM nodes WHERE "+in, func(s scanner) error {
 		var host string
 		var id int64
 		if err := s.Scan(&host, &id); err != nil {
@@ -248,7 +256,7 @@ func (h *DB) Nodes() ([]NodeRecord, error) {
 		return nil, err
 	}
 	// A suspect row names its nodes; a run counts once per node.
-	if err := h.each(`SELECT run_id, nodes, kind || ' ' || problem || ' ' || text FROM suspects ORDER BY run_id`, func(s scanner) error {
+	if err := h.each(`SELECT run_id, nodes, kind || ' ' || problem || ' ' || text FROM suspects WHERE `+in, func(s scanner) error {
 		var id int64
 		var nodes, words string
 		if err := s.Scan(&id, &nodes, &words); err != nil {
@@ -270,7 +278,7 @@ func (h *DB) Nodes() ([]NodeRecord, error) {
 		return nil, err
 	}
 	// A locate verdict of intermittent names its node too.
-	if err := h.each(`SELECT DISTINCT run_id, host FROM locate_nodes WHERE lower(verdict) LIKE '%intermittent%'`, func(s scanner) error {
+	if err := h.each(`SELECT DISTINCT run_id, host FROM locate_nodes WHERE `+in+` AND lower(verdict) LIKE '%intermittent%'`, func(s scanner) error {
 		var id int64
 		var host string
 		if err := s.Scan(&id, &host); err != nil {
@@ -284,7 +292,11 @@ func (h *DB) Nodes() ([]NodeRecord, error) {
 		return nil, err
 	}
 	out := make([]NodeRecord, 0, len(byHost))
+	byPos := func(a, b int64) int { return pos[a] - pos[b] }
 	for _, n := range byHost {
+		slices.SortFunc(n.Runs, byPos)
+		slices.SortFunc(n.Suspect, byPos)
+		slices.SortFunc(n.Intermittent, byPos)
 		out = append(out, *n)
 	}
 	slices.SortFunc(out, func(a, b NodeRecord) int { return strings.Compare(a.Host, b.Host) })

@@ -25,7 +25,9 @@ func prepareLocate(j Job) (Prepared, error) {
 	if err != nil {
 		return Prepared{}, err
 	}
-	plan, err := phases.PlanLocate(hosts, j.Config.Locate.Spec())
+	spec := j.Config.Locate.Spec()
+	spec.OpDeadline = OpDeadline(time.Duration(j.Config.TimeoutS)*time.Second, len(spec.Probes()), spec.Warmups+spec.Iterations)
+	plan, err := phases.PlanLocate(hosts, spec)
 	if err != nil {
 		return Prepared{}, fmt.Errorf("config: %w", err)
 	}
@@ -67,4 +69,13 @@ func checkLocate(be coll.Backend, plan phases.LocatePlan) error {
 		largest = max(largest, size)
 	}
 	return phases.CheckFits(be, 2*largest, "the locate phase at its largest size")
+}
+
+// OpDeadline is how long a probe's first operation on a unit may take
+// before the unit abandons the probe: short enough that a round whose
+// every operation stays within it (probes x ops of them on a unit) ends
+// within half the watchdog's deadline (timeout_s), which every rank of
+// the round waits under at the next barrier.
+func OpDeadline(timeout time.Duration, probes, ops int) time.Duration {
+	return timeout / time.Duration(2*max(1, probes)*max(1, ops))
 }

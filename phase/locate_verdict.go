@@ -49,6 +49,9 @@ type unitKey struct {
 type stepData struct {
 	units []unitKey
 	speed map[unitKey][][]float64 // [probe][repeat] GB/s
+	// abandoned are the probes a unit abandoned (phases.LocateAbandoned):
+	// the slowest rank's one operation, per probe.
+	abandoned map[unitKey]map[int]report.LocateRow
 }
 
 // summaryLocate judges the phase from every rank's rows.
@@ -72,7 +75,7 @@ func LocateSummary(in LocateInput, rows report.Rows) *report.SummaryLocate {
 		if st.Skip != "" {
 			continue
 		}
-		d := &stepData{speed: map[unitKey][][]float64{}}
+		d := &stepData{speed: map[unitKey][][]float64{}, abandoned: map[unitKey]map[int]report.LocateRow{}}
 		for r, round := range st.Rounds {
 			for _, u := range round {
 				k := unitKey{r, u.A, u.B}
@@ -93,6 +96,13 @@ func LocateSummary(in LocateInput, rows report.Rows) *report.SummaryLocate {
 			}
 		}
 		for m, row := range slowest {
+			if _, ok := d.speed[m.unit]; ok && m.repeat == phases.LocateAbandoned && m.probe >= 0 && m.probe < len(probes) {
+				if d.abandoned[m.unit] == nil {
+					d.abandoned[m.unit] = map[int]report.LocateRow{}
+				}
+				d.abandoned[m.unit][m.probe] = row
+				continue
+			}
 			grid, ok := d.speed[m.unit]
 			if !ok || m.probe < 0 || m.probe >= len(probes) || m.repeat < 0 || m.repeat >= spec.Repeats || row.DurationUS <= 0 {
 				continue
@@ -382,6 +392,7 @@ func judgeLevel(out *report.SummaryLocate, plan phases.LocatePlan, level phases.
 			out.Intermittent = append(out.Intermittent, s)
 		}
 	}
+	nameUnresponsive(out, plan, level, probes, inside, pairs, data, node, suspectRanks)
 	for r, x := range excludedRanks {
 		suspectRanks[r] = suspectRanks[r] || x
 	}

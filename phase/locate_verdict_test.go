@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"rsag/coll"
 	"rsag/phase"
@@ -202,5 +203,56 @@ func TestOneRepeatIsNoSuspect(t *testing.T) {
 	rows.Locate = kept
 	if l := phase.LocateSummary(in, rows); len(l.Suspects) != 0 {
 		t.Errorf("suspects %q from one repeat", texts(l.Suspects))
+	}
+}
+
+// abandon replaces the measurements of the units abandoned says of the
+// pairs step, at the bandwidth-bound probe, by what phases.RunLocate
+// leaves of an abandoned probe: one sample, of its first operation, at
+// phases.LocateAbandoned.
+func abandon(in phase.LocateInput, rows report.Rows, abandoned func(u report.LocateRow) bool) report.Rows {
+	probes := in.Plan.Spec.Probes()
+	var kept []report.LocateRow
+	for _, r := range rows.Locate {
+		if r.Step != "pairs" || probes[r.Probe].Latency || !abandoned(r) {
+			kept = append(kept, r)
+			continue
+		}
+		if r.Repeat == 0 {
+			r.Repeat, r.DurationUS = phases.LocateAbandoned, 13e6
+			kept = append(kept, r)
+		}
+	}
+	rows.Locate = kept
+	return rows
+}
+
+// A node that cannot finish a probe within the deadline with any of its
+// partners is a suspect of kind unresponsive, with its evidence, whatever
+// the spread (issue 57: a 10 Mbit/s node3 held every rank until the
+// watchdog ended the job); its partners are not, and a pair that alone
+// abandoned a probe is an unresponsive link.
+func TestAProbeAbandonedNamesTheUnresponsive(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ab   func(r report.LocateRow) bool
+		want string
+	}{
+		{"node3", func(r report.LocateRow) bool { return r.A == 2 || r.B == 2 },
+			"node3 (unresponsive: AllReduce 1M took 13s, past 2.5s, 7.8e-05x median, with 3 of 3 partners)"},
+		{"link node1-node2", func(r report.LocateRow) bool { return r.A == 0 && r.B == 1 },
+			"node1-node2 (link, unresponsive: AllReduce 1M took 13s, past 2.5s, 7.8e-05x median)"},
+	} {
+		in, rows := synthetic(t, 4, 1, func(string, int, phases.LocateUnit, int, phases.LocateProbe) float64 { return 1 })
+		in.Plan.Spec.OpDeadline = phase.OpDeadline(60*time.Second, 2, 6)
+		rows = abandon(in, rows, c.ab)
+		l := phase.LocateSummary(in, rows)
+		if got := texts(l.Suspects); len(got) != 1 || got[0] != c.want {
+			t.Errorf("%s: suspects %q, want %q", c.name, got, c.want)
+			continue
+		}
+		if s := l.Suspects[0]; s.Kind != phase.SuspectUnresponsive || s.Problem != "bandwidth" || s.Figure >= 0.001 || l.Verdict != "suspects" {
+			t.Errorf("%s: %+v, verdict %s", c.name, s, l.Verdict)
+		}
 	}
 }

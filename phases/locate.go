@@ -20,7 +20,18 @@ type LocateSpec struct {
 	Repeats                   int
 	Iterations, Warmups       int
 	MaxFullNodes, MinPartners int
+	// OpDeadline bounds a probe's first operation on a unit (0: no bound):
+	// past it, the unit's ranks abandon the probe there (LocateAbandoned)
+	// and move on, so that a node too slow to finish is named instead of
+	// holding every rank until the watchdog ends the job.
+	OpDeadline time.Duration
 }
+
+// LocateAbandoned is the Repeat of the one sample of a probe a unit
+// abandoned: its first operation took longer than LocateSpec.OpDeadline
+// on some rank of the unit. It is no measurement of a repeat; the verdict
+// names the unit unresponsive from it.
+const LocateAbandoned = -1
 
 // LocateProbe is one measurement every unit takes: a collective at a
 // size; a size at or below the geometric mean of the smallest and the
@@ -333,12 +344,22 @@ func RunLocate(be coll.Backend, comm coll.Comm, plan LocatePlan) (res LocateResu
 	if err := errors.Join(be.Fill(send, one), be.Fill(recv, one)); err != nil {
 		return res, err
 	}
+	// One float64 each way: a unit's ranks agree on its slowest first
+	// operation of a probe (OpDeadline).
+	var bufs probeBuffers
+	bufs.send, bufs.recv = send, recv
+	if bufs.agreeSend, err = a.alloc(coll.Elems(coll.Float64, 1)); err != nil {
+		return res, err
+	}
+	if bufs.agreeRecv, err = a.alloc(coll.Elems(coll.Float64, 1)); err != nil {
+		return res, err
+	}
 	for _, st := range plan.Steps {
 		if st.Skip != "" {
 			continue
 		}
 		for b := 0; b < len(st.Rounds); b += liveRounds {
-			got, comms, err := runBlock(be, sp, comm, plan, st, b, min(b+liveRounds, len(st.Rounds)), send, recv)
+			got, comms, err := runBlock(be, sp, comm, plan, st, b, min(b+liveRounds, len(st.Rounds)), bufs)
 			res.Samples, res.Comms = append(res.Samples, got...), append(res.Comms, comms...)
 			if err != nil {
 				return res, fmt.Errorf("locate %s on rank %d: %w", st.Name, rank, err)
@@ -360,10 +381,19 @@ type roundComm struct {
 	be    coll.Backend // nil: the rank sits this round out
 	calls map[int]func() error
 	sizes map[int]int64
+	// abandoned are the probes whose first operation overran
+	// LocateSpec.OpDeadline: not taken again on this unit.
+	abandoned map[int]bool
+}
+
+// probeBuffers are the probes' send and receive buffers, and the two of
+// one float64 on which a unit's ranks agree whether to abandon a probe.
+type probeBuffers struct {
+	send, recv, agreeSend, agreeRecv coll.Buffer
 }
 
 // runBlock runs rounds [from, to) of st.
-func runBlock(be coll.Backend, sp coll.Splitter, comm coll.Comm, plan LocatePlan, st PlannedStep, from, to int, send, recv coll.Buffer) (samples []LocateSample, comms []LocateComm, err error) {
+func runBlock(be coll.Backend, sp coll.Splitter, comm coll.Comm, plan LocatePlan, st PlannedStep, from, to int, bufs probeBuffers) (samples []LocateSample, comms []LocateComm, err error) {
 	rank := be.Rank()
 	var held []*roundComm
 	defer func() {
@@ -382,7 +412,7 @@ func runBlock(be coll.Backend, sp coll.Splitter, comm coll.Comm, plan LocatePlan
 		}
 	}()
 	for r := from; r < to; r++ {
-		rc := &roundComm{round: r, calls: map[int]func() error{}, sizes: map[int]int64{}}
+		rc := &roundComm{round: r, calls: map[int]func() error{}, sizes: map[int]int64{}, abandoned: map[int]bool{}}
 		color, key := coll.NoColor, 0
 		for ui, u := range st.Rounds[r] {
 			if k := slices.Index(u.Members, rank); k >= 0 {
@@ -412,11 +442,17 @@ func runBlock(be coll.Backend, sp coll.Splitter, comm coll.Comm, plan LocatePlan
 				continue
 			}
 			for pr, probe := range probes {
-				s, err := measureProbe(be, rc, plan.Spec, pr, probe, send, recv)
+				if rc.abandoned[pr] {
+					continue
+				}
+				s, err := measureProbe(be, rc, plan.Spec, pr, probe, bufs)
 				if err != nil {
 					return samples, comms, fmt.Errorf("round %d, %s: %w", rc.round, plan.UnitName(st, rc.unit), err)
 				}
 				s.Step, s.Round, s.Repeat, s.Unit, s.A, s.B = st.Name, rc.round, rep, plan.UnitName(st, rc.unit), rc.unit.A, rc.unit.B
+				if rc.abandoned[pr] {
+					s.Repeat = LocateAbandoned
+				}
 				samples = append(samples, s)
 			}
 		}
@@ -425,8 +461,13 @@ func runBlock(be coll.Backend, sp coll.Splitter, comm coll.Comm, plan LocatePlan
 }
 
 // measureProbe takes probe pr on rc's sub-communicator: prepared and
-// warmed up the first time, then timed.
-func measureProbe(be coll.Backend, rc *roundComm, spec LocateSpec, pr int, probe LocateProbe, send, recv coll.Buffer) (LocateSample, error) {
+// warmed up the first time, then timed. The first operation is timed
+// alone: when it took longer than spec.OpDeadline on any rank of the unit
+// (agreed on the unit's communicator, so that its ranks stop alike), the
+// probe is abandoned there (rc.abandoned) and the sample is that one
+// operation.
+func measureProbe(be coll.Backend, rc *roundComm, spec LocateSpec, pr int, probe LocateProbe, bufs probeBuffers) (LocateSample, error) {
+	send, recv := bufs.send, bufs.recv
 	c, size := probe.Collective, probe.SizeBytes
 	w := rc.be.WorldSize()
 	call, ok := rc.calls[pr]
@@ -447,7 +488,26 @@ func measureProbe(be coll.Backend, rc *roundComm, spec LocateSpec, pr int, probe
 		}
 		rc.calls[pr], rc.sizes[pr] = call, int64(full*coll.Float32.Size())
 		armStep(rc.be, c.Name+" warm-up", rc.sizes[pr])
-		for range spec.Warmups {
+		t0 := time.Now()
+		err = call()
+		first := time.Since(t0)
+		leaveStep(rc.be)
+		if err != nil {
+			return LocateSample{}, fmt.Errorf("%s warm-up: %w", c.Name, err)
+		}
+		if spec.OpDeadline > 0 {
+			slowest, err := agreeSlowest(be, rc.be, bufs, first)
+			if err != nil {
+				return LocateSample{}, fmt.Errorf("agreeing on %s's first operation: %w", c.Name, err)
+			}
+			if slowest > spec.OpDeadline {
+				rc.abandoned[pr] = true
+				return LocateSample{Probe: pr, Collective: c.Name, SizeBytes: size, Bytes: rc.sizes[pr], Ranks: w,
+					DurationUS: float64(slowest.Microseconds())}, nil
+			}
+		}
+		armStep(rc.be, c.Name+" warm-up", rc.sizes[pr])
+		for range spec.Warmups - 1 {
 			if err := call(); err != nil {
 				return LocateSample{}, fmt.Errorf("%s warm-up: %w", c.Name, err)
 			}
@@ -491,4 +551,21 @@ func (p LocatePlan) Described() []string {
 		}
 	}
 	return out
+}
+
+// agreeSlowest is the longest of d over the ranks of sub (an AllReduce of
+// one float64 with max), written and read through be, which allocated the
+// buffers.
+func agreeSlowest(be, sub coll.Backend, bufs probeBuffers, d time.Duration) (time.Duration, error) {
+	if err := be.Write(bufs.agreeSend, coll.Float64.Elem(d.Seconds())); err != nil {
+		return 0, err
+	}
+	if err := sub.Run(coll.AllReduce, bufs.agreeSend, bufs.agreeRecv, coll.Max); err != nil {
+		return 0, err
+	}
+	b := make([]byte, coll.Float64.Size())
+	if err := be.Read(bufs.agreeRecv, b); err != nil {
+		return 0, err
+	}
+	return time.Duration(coll.Float64.Value(b) * float64(time.Second)), nil
 }

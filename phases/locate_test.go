@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"rsag/coll"
 	"rsag/internal/testkit/inmem"
@@ -160,5 +161,84 @@ func TestRunLocateOnInmem(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// slowSplitter is a backend whose sub-communicators, on world rank slow,
+// take late longer over every collective of more than a kilobyte: a node
+// too slow to finish, planted from outside the phase.
+type slowSplitter struct {
+	coll.Backend
+	sp   coll.Splitter
+	slow int
+	late time.Duration
+}
+
+func (s slowSplitter) Split(color, key int) (coll.Backend, error) {
+	sub, err := s.sp.Split(color, key)
+	if sub == nil || err != nil || s.Backend.Rank() != s.slow {
+		return sub, err
+	}
+	return slowRun{Backend: sub, late: s.late}, nil
+}
+
+type slowRun struct {
+	coll.Backend
+	late time.Duration
+}
+
+func (s slowRun) Run(c coll.Collective, send, recv coll.Buffer, op coll.Op) error {
+	if coll.Bytes(send) > 1024 {
+		time.Sleep(s.late)
+	}
+	return s.Backend.Run(c, send, recv, op)
+}
+
+// A probe whose first operation on a unit overruns the deadline is
+// abandoned there, on every rank of the unit alike: one sample of that
+// operation at LocateAbandoned, none in any repeat after, while the other
+// probes and units are measured in every repeat, and the phase ends.
+func TestRunLocateAbandonsAProbeTooSlowToFinish(t *testing.T) {
+	hosts := hostsOf(4, 1)
+	spec := locateSpec()
+	spec.Collectives = coll.Collectives[:1]
+	spec.OpDeadline = 100 * time.Millisecond
+	plan, err := phases.PlanLocate(hosts, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := make([]phases.LocateResult, len(hosts))
+	noErrors(t, inmem.Launch(len(hosts), inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+		sp, _ := coll.Find[coll.Splitter](be)
+		res, err := phases.RunLocate(slowSplitter{Backend: be, sp: sp, slow: 2, late: 400 * time.Millisecond}, comm, plan)
+		results[be.Rank()] = res
+		return err
+	}))
+	for r, res := range results {
+		abandoned, measured := 0, 0
+		for _, s := range res.Samples {
+			large := s.SizeBytes == 65536
+			withSlow := r == 2 || s.A == 2 || s.B == 2
+			switch {
+			case s.Repeat == phases.LocateAbandoned:
+				abandoned++
+				if !large || !withSlow || s.DurationUS < 400e3 {
+					t.Errorf("rank %d: abandoned %+v", r, s)
+				}
+			case large && withSlow:
+				t.Errorf("rank %d: measured a probe it abandoned: %+v", r, s)
+			default:
+				measured++
+			}
+		}
+		// 3 rounds of 4 nodes, 3 repeats, 2 probes: rank 2 abandons the
+		// large probe in each of its rounds, its partners in theirs.
+		wantAbandoned, wantMeasured := 1, 3*3*2-3
+		if r == 2 {
+			wantAbandoned, wantMeasured = 3, 3*3
+		}
+		if abandoned != wantAbandoned || measured != wantMeasured {
+			t.Errorf("rank %d: %d abandoned, %d measured; want %d, %d", r, abandoned, measured, wantAbandoned, wantMeasured)
+		}
 	}
 }

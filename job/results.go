@@ -109,7 +109,10 @@ func (s *session) gate(cfg config.Config, sum *report.Summary) error {
 			err = errors.New(strings.Join(failures, "; "))
 		}
 	}
-	return s.agree(err, ExitFailed, "bus bandwidth below the gate")
+	if err := s.agree(err, ExitFailed, "bus bandwidth below the gate"); err != nil {
+		return err
+	}
+	return s.checksGate(sum)
 }
 
 // gateThresholds are the runs' min_busbw_gbps and its statistic, by run.

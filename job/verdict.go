@@ -33,6 +33,36 @@ func (s *session) printVerdict(st *state, code int, err error) {
 	s.printf("%s\n", verdictLine(code, err, st.sum, dir))
 }
 
+// checksGate fails the run, on every rank alike, when a check of the
+// run's list of verdicts failed that no phase's own error ended the run
+// for (a phase with a table of its own marks its failed rows and goes
+// on): the exit status says what the list says. A suspect is a finding,
+// left to locate.fail_on_suspect (suspectGate).
+func (s *session) checksGate(sum *report.Summary) error {
+	var err error
+	if failed := failedChecks(sum); len(failed) > 0 {
+		err = errors.New(strings.Join(failed, "; "))
+	}
+	return s.agree(err, ExitFailed, "a check failed")
+}
+
+// failedChecks are the failed checks of sum's list, suspects and the
+// run's own status apart: "echo rank 1: failed: rank=1 held=false".
+func failedChecks(sum *report.Summary) []string {
+	if sum == nil {
+		return nil
+	}
+	var failed []string
+	for _, p := range report.VerdictsOf(*sum).Phases {
+		for _, c := range p.Checks {
+			if p.Phase != report.RunPhase && c.Outcome == report.Failed && c.Kind != report.KindSuspect {
+				failed = append(failed, p.Phase+" "+c.Line())
+			}
+		}
+	}
+	return failed
+}
+
 // printEndedVerdict is printVerdict for a run that the watchdog or a
 // signal ends (watchdog.Ender), from its goroutine: msg is what ended it.
 func (s *session) printEndedVerdict(code int, msg string) {

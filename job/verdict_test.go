@@ -77,3 +77,21 @@ func TestVerdictLineSaysInconclusive(t *testing.T) {
 		t.Errorf("a healthy locate: %q", got)
 	}
 }
+
+// A phase with a table of its own that marks a row failed fails the run
+// (its exit status is the list's); a suspect does not, and neither does
+// the run's own status, which is not final yet when the gate runs.
+func TestFailedChecksEndTheRun(t *testing.T) {
+	sum := &report.Summary{Status: "running", WorldSize: 2, Contracts: []report.SummaryContract{{Name: "c", HeldOn: 2}},
+		Phases: []report.SummaryPhase{{Name: "contracts"}, {Name: "echo", Table: &report.PhaseTable{Phase: "echo", Title: "Echo",
+			Columns: []string{"rank", "held"}, Rows: [][]string{{"0", "true"}, {"1", "false"}}, Checks: true, Failed: []int{1}}}},
+		Locate: &report.SummaryLocate{Verdict: "suspects", Nodes: []report.SummaryLocateNode{{Host: "n3", Suspect: true}},
+			Suspects: []report.SummaryLocateSuspect{{Kind: "node", Nodes: []string{"n3"}, Problem: "bandwidth", Figure: 0.3}}}}
+	if got := failedChecks(sum); len(got) != 1 || got[0] != "echo rank 1: failed: rank=1 held=false" {
+		t.Errorf("failed checks %q, want the echo row alone", got)
+	}
+	sum.Phases[1].Table.Failed = []int{}
+	if got := failedChecks(sum); len(got) != 0 {
+		t.Errorf("failed checks %q of a run whose only finding is a suspect", got)
+	}
+}

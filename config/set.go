@@ -110,19 +110,29 @@ func runList(runNames []string) string {
 }
 
 // StartupTimeoutS is the deadline in seconds of MPI's start-up (MPI_Init,
-// and the agreements up to the config's broadcast): timeout_s when a -set
-// gives a valid one, else DefaultTimeoutS. The file's timeout_s cannot
-// count: rank 0 reads the file only once MPI has started. An invalid -set
-// is refused later, with the config, like any other.
+// and the agreements up to the config's broadcast): startup_timeout_s when
+// a -set gives a valid one above 0, else timeout_s when a -set gives a
+// valid one, else DefaultTimeoutS. The file's keys cannot count: rank 0
+// reads the file only once MPI has started. An invalid -set is refused
+// later, with the config, like any other.
 func StartupTimeoutS(sets []string) int {
-	timeout := DefaultTimeoutS
+	timeout, startup := DefaultTimeoutS, 0
 	for _, set := range sets {
-		if key, _, ok := strings.Cut(set, "="); !ok || strings.TrimSpace(key) != "timeout_s" {
+		key, _, ok := strings.Cut(set, "=")
+		if key = strings.TrimSpace(key); !ok || (key != "timeout_s" && key != "startup_timeout_s") {
 			continue
 		}
-		if cfg, err := Parse("-set", nil, []string{set}); err == nil {
+		cfg, err := Parse("-set", nil, []string{set})
+		switch {
+		case err != nil:
+		case key == "timeout_s":
 			timeout = cfg.TimeoutS
+		default:
+			startup = cfg.StartupTimeoutS
 		}
+	}
+	if startup > 0 {
+		return startup
 	}
 	return timeout
 }

@@ -239,3 +239,45 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// An inconclusive run says so in every output: locate on one host cannot
+// judge its one node (too few units, whatever the machine's noise), names
+// no suspect and fails nothing. The run exits 0 (docs/outputs.md), but the
+// verdict line says INCONCLUSIVE (never PASSED, never "no suspect" alone),
+// junit.xml skips the node's case as inconclusive, rsag.prom has
+// rsag_verdict{outcome="inconclusive"} 1 and rsag_inconclusive 1, and the
+// page's banner is not held.
+func TestInconclusiveRunSaysSoEverywhere(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	r := mpirun(t, 2, 2*time.Minute, "-config", "../configs/locate.toml", "-backend", "mpi", "-output-dir", dir,
+		"-set", "locate.iterations=3")
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	v := verdict(t, r.stdout)
+	if v == nil || v[1] != "INCONCLUSIVE" || !strings.Contains(r.stdout, "rsag: INCONCLUSIVE: locate could not judge: ") {
+		t.Errorf("the verdict line is not INCONCLUSIVE, naming locate:\n%s", r.stdout)
+	}
+	if strings.Contains(r.stdout, "PASSED") {
+		t.Errorf("an inconclusive run says PASSED:\n%s", r.stdout)
+	}
+	junit := filepath.Join(dir, report.JUnitFile)
+	if out, err := command(t, "", "", "xmllint", "--noout", "--schema", "testdata/junit/junit-10.xsd", junit); err != nil {
+		t.Errorf("junit.xml does not validate against junit-10.xsd: %v\n%s", err, out)
+	}
+	x := readFile(t, junit)
+	if !regexp.MustCompile(`(?s)<testsuite name="locate" [^>]*failures="0" [^>]*skipped="[1-9]`).MatchString(x) ||
+		!regexp.MustCompile(`(?s)<testcase name="[^"]+" classname="rsag.locate">\s*<skipped message="inconclusive: [^"]+" type="inconclusive">`).MatchString(x) {
+		t.Errorf("junit.xml does not skip locate's node as inconclusive:\n%s", x)
+	}
+	m := readFile(t, filepath.Join(dir, report.PromFile))
+	for _, want := range []string{`rsag_verdict{outcome="inconclusive"} 1`, `rsag_verdict{outcome="held"} 0`, "rsag_inconclusive 1",
+		`rsag_run_status{status="complete"} 1`} {
+		if !strings.Contains(m, want+"\n") {
+			t.Errorf("rsag.prom lacks %s:\n%s", want, m)
+		}
+	}
+	if page := readFile(t, filepath.Join(dir, "report.html")); !strings.Contains(page, `data-verdict="inconclusive"`) {
+		t.Error("report.html's banner is not inconclusive")
+	}
+}

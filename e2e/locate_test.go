@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -129,6 +130,33 @@ func TestLocateFindsTheBadNode(t *testing.T) {
 			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 		}
 		wantSuspects(t, s, r, []string{"node node2"})
+	})
+	t.Run("node3 too slow to finish", func(t *testing.T) {
+		// node3's only rank sleeps 2 s before each locate AllReduce at 64K
+		// (testdata/slow.c): past the probe deadline, timeout_s / (2 x 2
+		// probes x 6 operations) = 0.83 s, and far past what a healthy
+		// 64K AllReduce takes here however loaded (milliseconds). Each of
+		// node3's pairs abandons the probe after one operation, the run
+		// ends by itself, and node3 is named unresponsive: a deadline,
+		// not a median, so the machine's noise cannot hide it.
+		lib := filepath.Join(l.shared, "libslow.so")
+		if err := copyFile(interposer(t, "slow"), lib); err != nil {
+			t.Fatal(err)
+		}
+		r, s := l.run(t, 1, []string{"-x", "LD_PRELOAD=" + lib, "-x", "SLOW_RANK=2", "-x", "SLOW_SPEC=Allreduce:65536:2000000"},
+			"locate.iterations=5", "timeout_s=20")
+		if r.code != 0 {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		wantSuspects(t, s, r, []string{"unresponsive node3 bandwidth"})
+		if sp := s.Locate.Suspects[0]; !strings.Contains(sp.Text, "with 3 of 3 partners") || !strings.Contains(sp.Text, "past 833ms") {
+			t.Errorf("suspect %q: want its evidence", sp.Text)
+		}
+		// locate.csv keeps each abandoned operation, on both ranks of each
+		// of node3's three pairs, at repeat -1.
+		if n := len(regexp.MustCompile(`(?m)^\d+,pairs,\d+,-1,`).FindAllString(readText(filepath.Join(r.dir, "locate.csv")), -1)); n != 6 {
+			t.Errorf("locate.csv has %d abandoned rows, want 6", n)
+		}
 	})
 	t.Run("node2's processors", func(t *testing.T) {
 		onlyInFullTier(t, "node2's collectives slowed")
@@ -261,7 +289,15 @@ func (l *locateRun) runWith(t *testing.T, per int, mpiArgs, wrap []string, tr *t
 	args := append([]string{"--allow-run-as-root", "--bind-to", "none", "--mca", "mpi_yield_when_idle", "1",
 		"-np", fmt.Sprint(per * len(l.h.Nodes)), "--host", strings.Join(host, ",")}, mpiArgs...)
 	args = append(append(args, wrap...), rsagBin, "-backend", "mpi", "-config", filepath.Join(l.h.Repo, "configs", "locate.toml"), "-output-dir", dir)
-	for _, s := range append(slices.Clone(lean), sets...) {
+	// A set of the test's own replaces lean's of the same key (rsag
+	// refuses a key set twice).
+	for _, s := range lean {
+		key, _, _ := strings.Cut(s, "=")
+		if !slices.ContainsFunc(sets, func(x string) bool { return strings.HasPrefix(x, key+"=") }) {
+			args = append(args, "-set", s)
+		}
+	}
+	for _, s := range sets {
 		args = append(args, "-set", s)
 	}
 	cmd := l.h.Command(context.Background(), "head", "mpirun", args...)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -284,6 +285,19 @@ func (s *session) hang() (text string, done bool) {
 	if b == nil {
 		return "", true
 	}
+	h := b.look(s.comm.Size())
+	done = true
+	for r := range h.World {
+		if beat, ok := h.Beats[r]; r != h.Self && (!ok || beat.Ended == "") && !h.Silent(r) {
+			done = false
+		}
+	}
+	return h.Text(), done
+}
+
+// look is every rank's heartbeat as this rank sees it now (its own
+// fresh, its node's from node-local memory).
+func (b *beater) look(world int) outdir.Hang {
 	all, unread := outdir.ReadBeats(b.dir, b.me.Run)
 	outdir.Merge(all, b.local.Read(b.me.Run, b.me.Host)) // this node's, fresher than its file
 	now := time.Now()
@@ -297,16 +311,76 @@ func (s *session) hang() (text string, done bool) {
 	if frozen > frozenAfter && !stopped.Since(last) {
 		frozen = 0
 	}
-	h := outdir.Hang{World: s.comm.Size(), Beats: all, Now: now, Host: s.comm.Host(), State: outdir.ProcState,
+	return outdir.Hang{World: world, Beats: all, Now: now, Host: b.me.Host, State: outdir.ProcState,
 		Frozen: frozen, Self: b.me.Rank, Unread: unread}
-	done = true
-	for r := range h.World {
-		if beat, ok := all[r]; r != h.Self && (!ok || beat.Ended == "") && !h.Silent(r) {
-			done = false
+}
+
+// watchStuck is rank 0's early naming of the other ranks (outdir's
+// stuck.go; its guard names rank 0), once a beat from the heartbeats'
+// start until run.json is final: one line on stderr and run.json's
+// "stuck" as soon as a rank is known stuck; with end_on_stuck_rank, the
+// job ends then, for a rank known stopped or gone.
+func (s *session) watchStuck(log *runLog) {
+	w := outdir.StuckWatch{Timeout: s.wd.Timeout()}
+	t := time.NewTicker(outdir.BeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-log.stop:
+			return
+		case <-t.C:
+		}
+		b := beats.Load()
+		if b == nil || s.end.Ending() {
+			continue
+		}
+		named := w.Look(b.look(s.comm.Size()), nil)
+		if len(named) == 0 {
+			continue
+		}
+		if s.endOnStuck && slices.ContainsFunc(named, outdir.Stuck.Known) {
+			for i := range named {
+				named[i].Ending = named[i].Known()
+			}
+			log.stuck(named)
+			s.end.End(ExitWatchdog, outdir.StuckText(named)+"; ending the job now (end_on_stuck_rank)", outdir.StuckReason(named))
+		}
+		log.stuck(named)
+		fmt.Fprintf(s.opts.Stderr, "rsag: rank 0 (%s): %s\n", s.comm.Host(), outdir.StuckText(named))
+	}
+}
+
+// speaksForAll says whether this rank (not 0), whose watchdog fired,
+// says so itself, rather than leave it to rank 0, which says every
+// rank's part once. It waits up to zeroSpeaksWithin for rank 0 to end
+// (its last heartbeat says how: it spoke); when rank 0 has not by then,
+// or its heartbeat stopped without a word (rank 0 stopped or dead), the
+// lowest rank that still beats or ended speaks, not every rank.
+func speaksForAll(world int) bool {
+	b := beats.Load()
+	if b == nil {
+		return true
+	}
+	for deadline := time.Now().Add(zeroSpeaksWithin); ; time.Sleep(100 * time.Millisecond) {
+		h := b.look(world)
+		if z, ok := h.Beats[0]; ok && z.Ended != "" {
+			return false
+		}
+		if h.Silent(0) || time.Now().After(deadline) {
+			for r := 1; r < b.me.Rank; r++ {
+				if !h.Silent(r) {
+					return false
+				}
+			}
+			return true
 		}
 	}
-	return h.Text(), done
 }
+
+// zeroSpeaksWithin bounds how long a rank whose watchdog fired waits for
+// rank 0 to say it: rank 0's deadline passes within a check of the
+// others' (it waits in the same collective, or one step beside it).
+const zeroSpeaksWithin = 5 * time.Second
 
 // settle is rank 0's last word on a run a signal ended: it puts every
 // rank's part in run.json's reason at once, then waits a moment (at most

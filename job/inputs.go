@@ -20,7 +20,10 @@ func (s *session) loadConfig() (config.Config, error) {
 		// ReadFile opens only a regular file, but one on a file system that
 		// stops answering (a hung NFS mount) still blocks: the watchdog
 		// names the file, here and on the ranks that wait for it below.
-		s.tr.Arm("reading the config file "+s.opts.ConfigPath, -1)
+		// The watchdog's alone, not a step: every rank's steps are numbered
+		// alike (watchdog.State), and one that rank 0 alone took put it a
+		// step ahead of the others in every hang (issue 57, item 4).
+		s.wd.Arm("reading the config file "+s.opts.ConfigPath, -1)
 		data, err := config.ReadFile(s.opts.ConfigPath)
 		if err != nil {
 			msg = append([]byte{1}, fmt.Sprintf("cannot read the config: %v (give an existing TOML file with -config, e.g. configs/smoke.toml)", err)...)

@@ -23,6 +23,7 @@ import (
 
 	"rsag/coll"
 	"rsag/config"
+	"rsag/internal/stopped"
 	"rsag/mpi"
 	"rsag/ncclx"
 	"rsag/outdir"
@@ -86,6 +87,9 @@ type session struct {
 	// history is rank 0's history database, checked: the run appends
 	// itself there once it has ended ("" for none).
 	history string
+	// endOnStuck is end_on_stuck_rank: rank 0 (or its guard) ends the job
+	// once a rank is known stopped or gone (watchStuck).
+	endOnStuck bool
 	// ncclOptions are the config's asks of the NCCL backend (gpu.sharing);
 	// gpuShared is coll.SharedGPUNote of every rank's GPU, on rank 0.
 	ncclOptions ncclx.Options
@@ -103,6 +107,10 @@ func Main(o Options) int {
 	if runtime.GOMAXPROCS(0) < 2 {
 		runtime.GOMAXPROCS(2)
 	}
+	// A SIGCONT is the proof that this process was stopped (SIGSTOP) and
+	// woken; one that comes before anything listens is lost, and a stopped
+	// rank 0 then blamed the ranks that waited for it (issue 57, item 4).
+	stopped.Watch()
 	end := watchdog.NewEnder(o.Stderr, o.Exit)
 	// SIGINT and SIGTERM end the run cleanly from here on.
 	watchdog.CatchSignals(end)
@@ -134,6 +142,11 @@ func Main(o Options) int {
 			// later than this rank): exiting at once would let the
 			// launcher kill it first (seen on 16 ranks).
 			time.Sleep(watchdogLinger)
+			if !speaksForAll(s.comm.Size()) {
+				// Rank 0 (or its guard) says it for every rank: a hang
+				// at 8,192 ranks is a line, not 8,192.
+				end.EndQuietly(ExitWatchdog, msg, "")
+			}
 		}
 		end.End(ExitWatchdog, msg, "")
 	})
@@ -322,6 +335,7 @@ func (s *session) execute(st *state) error {
 		return shared(ExitBadArgs, err)
 	}
 	s.wd.SetTimeout(time.Duration(cfg.TimeoutS) * time.Second)
+	s.endOnStuck = cfg.EndOnStuckRank
 	s.ncclOptions = ncclx.Options{ShareGPU: cfg.GPU.Sharing}
 	if err := s.checkEnvironment(); err != nil {
 		return err

@@ -30,6 +30,7 @@ type runLog struct {
 
 // write writes rec with a fresh heartbeat; l.mu is held.
 func (l *runLog) write() error {
+	l.keepStuck()
 	l.rec.Heartbeat = time.Now().UTC().Format(time.RFC3339)
 	err := outdir.WriteRecord(l.dir, l.rec)
 	if err == nil {
@@ -101,6 +102,28 @@ func (l *runLog) suspects(list []string) {
 	l.rec.Suspects = list
 }
 
+// stuck records ranks named early (outdir.Stuck) in run.json at once.
+func (l *runLog) stuck(list []outdir.Stuck) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rec.Stuck = outdir.MergeStuck(l.rec.Stuck, list)
+	if !l.final {
+		_ = l.write() // the line said it; the next write tries again
+	}
+}
+
+// keepStuck keeps the ranks that rank 0's guard named in run.json (rank
+// 0 itself, while it was stopped) in what this rank writes next; l.mu is
+// held.
+func (l *runLog) keepStuck() {
+	if disk, err := outdir.ReadRecord(l.dir); err == nil && disk.PID == l.rec.PID && disk.Host == l.rec.Host {
+		l.rec.Stuck = outdir.MergeStuck(l.rec.Stuck, disk.Stuck)
+	}
+}
+
 // end writes a final status, once.
 func (l *runLog) end(status, reason string) error {
 	l.mu.Lock()
@@ -146,6 +169,7 @@ func (l *runLog) commit(status, reason, ended string, last []string, writeLast f
 	if l.final {
 		return nil // a signal or the watchdog marked it failed first
 	}
+	l.keepStuck()
 	rec := l.rec
 	rec.Status, rec.Reason, rec.Ended, rec.Heartbeat = status, reason, ended, ended
 	pending, err := outdir.PrepareRecord(l.dir, rec)
@@ -230,6 +254,9 @@ func (s *session) startRunLog(backend string, earlier outdir.Earlier, ran report
 		s.end.SetSettle(s.settle(l))
 		s.startGuard(lock)
 		err = l.start()
+		if err == nil {
+			go s.watchStuck(l)
+		}
 		if err == nil && ran.RankFolder {
 			// Made once, by rank 0, before any rank writes its files there.
 			err = atomicfile.MkdirIn(dir, report.RankFolder)
@@ -252,7 +279,8 @@ var guardPipe *os.File
 func (s *session) startGuard(lock *outdir.Lock) {
 	exe, err := os.Executable()
 	if err == nil {
-		guardPipe, err = outdir.StartGuard(exe, lock, s.opts.OutputDir, s.comm.Host(), os.Getpid())
+		guardPipe, err = outdir.StartGuard(exe, lock, s.opts.OutputDir, s.comm.Host(), os.Getpid(),
+			outdir.EarlyNaming{Timeout: s.wd.Timeout(), End: s.endOnStuck})
 	}
 	if err != nil {
 		fmt.Fprintf(s.opts.Stderr, "rsag: rank 0 (%s): warning: %v; a run killed outright is left %q, told dead by its heartbeat\n",

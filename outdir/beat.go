@@ -201,6 +201,12 @@ func (h Hang) Text() string {
 				r, b.Host, b.PID, frozen.Seconds()))
 		}
 	}
+	// Every rank waits in the same collective, none behind, none stopped,
+	// every heartbeat fresh: no rank holds it up, and none is blamed.
+	if len(group) == h.World && h.World > 0 && len(parts) == 1 && len(h.Unread) == 0 {
+		return fmt.Sprintf("no rank is behind: the collective itself is stuck (a link, the fabric or the library): all %d ranks wait in %s for %.1f s",
+			h.World, stepText(h.Beats[group[0]].Step, true), h.Now.Sub(began).Seconds())
+	}
 	var others []rankPart
 	for r := range h.World {
 		if slices.Contains(group, r) {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,7 +36,10 @@ const GuardCommand = "__guard"
 // inherits rank 0's binding, so without the wait that start lands on rank
 // 0's core in the first timed case, and one sample there takes milliseconds
 // (docs/performance-log.md, "The first case's tail").
-func StartGuard(exe string, lock *Lock, dir, host string, pid int) (*os.File, error) {
+//
+// early says whether, and how, the guard names a stopped rank 0 early
+// (stuck.go): rank 0 cannot, and the guard sees its process.
+func StartGuard(exe string, lock *Lock, dir, host string, pid int, early EarlyNaming) (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -47,7 +51,8 @@ func StartGuard(exe string, lock *Lock, dir, host string, pid int) (*os.File, er
 		return nil, err
 	}
 	defer ready.Close()
-	cmd := exec.Command(exe, GuardCommand, dir, host, strconv.Itoa(pid))
+	cmd := exec.Command(exe, GuardCommand, dir, host, strconv.Itoa(pid), strconv.Itoa(int(early.Timeout/time.Millisecond)),
+		strconv.FormatBool(early.End))
 	cmd.Stdin = r
 	cmd.Stdout = started
 	// Rank 0's stderr: when rank 0 dies first, the guard says what it
@@ -74,7 +79,16 @@ func StartGuard(exe string, lock *Lock, dir, host string, pid int) (*os.File, er
 // guardStartWithin bounds how long StartGuard waits for its guard to start.
 const guardStartWithin = 5 * time.Second
 
-// Guard is the guard's whole life (args: dir, host, pid): it waits for its
+// EarlyNaming is what a guard needs to name a stopped rank 0 early: the
+// watchdog's timeout (for how long until it ends the job), and whether
+// the job ends then (end_on_stuck_rank).
+type EarlyNaming struct {
+	Timeout time.Duration
+	End     bool
+}
+
+// Guard is the guard's whole life (args: dir, host, pid, the watchdog's
+// timeout in ms, end_on_stuck_rank): it waits for its
 // stdin to close, then marks the run failed if run.json still says running
 // for that pid, and releases the lock it shares (fd 3). Its error carries
 // the process's exit status (internal/exitcode); it prints nothing: what
@@ -87,15 +101,18 @@ func Guard(args []string) error {
 	// Started: StartGuard waits for this byte before rank 0 goes on.
 	_, _ = os.Stdout.Write([]byte{1})
 	os.Stdout.Close()
-	if len(args) != 3 {
+	if len(args) != 5 {
 		return exitcode.Silent(2)
 	}
 	pid, err := strconv.Atoi(args[2])
-	if err != nil {
+	ms, err2 := strconv.Atoi(args[3])
+	end, err3 := strconv.ParseBool(args[4])
+	if err != nil || err2 != nil || err3 != nil {
 		return exitcode.Silent(2)
 	}
 	lock := os.NewFile(3, "lock")
-	if err := guard(os.Stdin, os.Stderr, lock, args[0], args[1], pid, ProcState); err != nil {
+	early := EarlyNaming{Timeout: time.Duration(ms) * time.Millisecond, End: end}
+	if err := guard(os.Stdin, os.Stderr, lock, args[0], args[1], pid, ProcState, early); err != nil {
 		return exitcode.Silent(1)
 	}
 	return nil
@@ -118,10 +135,18 @@ func unbind() {
 // (pid on host) left it running, and removes the lock file if lock is
 // still it. Meanwhile it looks at rank 0's process (state, ProcState's):
 // whether it saw it stopped.
-func guard(stdin io.Reader, stderr io.Writer, lock *os.File, dir, host string, pid int, state func(pid int) string) error {
+func guard(stdin io.Reader, stderr io.Writer, lock *os.File, dir, host string, pid int, state func(pid int) string, early EarlyNaming) error {
 	watch := watchStops(pid, state, StopLookEvery)
+	done := make(chan struct{})
+	looked := make(chan struct{})
+	go func() {
+		defer close(looked)
+		watchRankZero(done, stderr, dir, host, pid, state, early)
+	}()
 	_, _ = io.Copy(io.Discard, stdin)
 	died := time.Now() // or soon before: the pipe closes as rank 0 ends
+	close(done)
+	<-looked
 	seenStopped, stoppedState := watch.end()
 	defer func() {
 		if lock != nil {
@@ -132,8 +157,11 @@ func guard(stdin io.Reader, stderr io.Writer, lock *os.File, dir, host string, p
 		}
 	}()
 	run, err := ReadRecord(dir)
-	if err != nil || run.Status != StatusRunning || run.PID != pid || run.Host != host {
-		return nil // marked, or not the run this guard watches
+	if err != nil || run.PID != pid || run.Host != host {
+		return nil // not the run this guard watches
+	}
+	if run.Status != StatusRunning {
+		return stoppedToTheEnd(stderr, dir, run, died, seenStopped, stoppedState)
 	}
 	run.Status, run.Ended = StatusFailed, time.Now().UTC().Format(time.RFC3339)
 	// What every rank was doing, from their heartbeats: rank 0 cannot say.
@@ -147,11 +175,46 @@ func guard(stdin io.Reader, stderr io.Writer, lock *os.File, dir, host string, p
 		silent, stop = silence(b, died, seenStopped, stoppedState)
 	}
 	run.Reason = KilledReason(host, pid, Notes(dir), silent, stop)
-	h := Hang{World: run.WorldSize, Beats: beats, Now: now, Host: host, State: ProcState, Self: -1, Unread: unread}
+	// Rank 0 has ended (its pipe closed), though /proc may still show it
+	// for a moment: the hang tells it as it was, stopped when its guard
+	// saw it so, else gone.
+	ended := func(p int) string {
+		switch {
+		case p != pid:
+			return ProcState(p)
+		case stop != "" && stoppedState != "":
+			return stoppedState
+		}
+		return "gone"
+	}
+	h := Hang{World: run.WorldSize, Beats: beats, Now: now, Host: host, State: ended, Self: -1, Unread: unread}
 	if text := h.Text(); text != "" {
 		run.Reason += "; hang: " + text
-		fmt.Fprintf(stderr, "rsag: guard of rank 0 (%s, pid %d): rank 0 ended before it could say; hang: %s\n", host, pid, text)
+		how := "rank 0 ended before it could say"
+		if stop != "" {
+			how = fmt.Sprintf("rank 0 was stopped (%s) and ended before it could say", stop)
+		}
+		fmt.Fprintf(stderr, "rsag: guard of rank 0 (%s, pid %d): %s; hang: %s\n", host, pid, how, text)
 	}
+	return WriteRecord(dir, run)
+}
+
+// stoppedToTheEnd adds to the reason of a run rank 0 marked that rank 0
+// was stopped until it ended, when its guard saw it stopped within
+// SilentAfter of its end and the reason does not say so: a launcher that
+// wakes a stopped rank 0 to end the job (SIGCONT, SIGTERM) can kill it
+// (SIGKILL) after it marked run.json with the others' failures, which
+// waited for it, and before it could name itself.
+func stoppedToTheEnd(stderr io.Writer, dir string, run Record, died, seen time.Time, state string) error {
+	if run.Status != StatusFailed || seen.IsZero() || died.Sub(seen) > SilentAfter ||
+		strings.Contains(run.Reason, fmt.Sprintf("rank 0 on %s (pid %d)", run.Host, run.PID)) ||
+		strings.Contains(run.Reason, fmt.Sprintf("rank 0 (%s, pid %d) was stopped", run.Host, run.PID)) {
+		return nil
+	}
+	said := fmt.Sprintf("rank 0 (%s, pid %d) was stopped (state %s, seen by its guard %.1f s before it ended): the others waited for it",
+		run.Host, run.PID, state, died.Sub(seen).Seconds())
+	run.Reason += "; " + said
+	fmt.Fprintf(stderr, "rsag: guard of rank 0 (%s, pid %d): %s\n", run.Host, run.PID, said)
 	return WriteRecord(dir, run)
 }
 
@@ -261,4 +324,58 @@ func (w *stopWatch) end() (time.Time, string) {
 	close(w.done)
 	last := <-w.seen
 	return last.at, last.state
+}
+
+// watchRankZero names rank 0 early (stuck.go) when it is stopped or gone
+// while other ranks wait for it, looking once a beat until done: in one
+// line on rank 0's stderr and in run.json's "stuck". With early.End it
+// then ends the job: it marks run.json failed, saying why, and kills rank
+// 0 (SIGKILL: a stopped process cannot act on a gentler signal), so that
+// the launcher ends the rest.
+func watchRankZero(done <-chan struct{}, stderr io.Writer, dir, host string, pid int, state func(int) string, early EarlyNaming) {
+	w := StuckWatch{Timeout: early.Timeout}
+	t := time.NewTicker(BeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		run, err := ReadRecord(dir)
+		if err != nil || run.Status != StatusRunning || run.PID != pid || run.Host != host {
+			continue
+		}
+		id := RunID(run.Host, run.PID, run.Started)
+		beats, _ := ReadBeats(dir, id)
+		Merge(beats, LocalBeatsOf(id).Read(id, host))
+		if b, ok := beats[0]; !ok || b.PID != pid {
+			continue
+		}
+		h := Hang{World: run.WorldSize, Beats: beats, Now: time.Now(), Host: host, State: state, Self: -1}
+		named := w.Look(h, func(r int) bool { return r == 0 })
+		if len(named) == 0 {
+			continue
+		}
+		ending := early.End && named[0].Known()
+		named[0].Ending = ending
+		line := StuckText(named)
+		run.Stuck = MergeStuck(run.Stuck, named)
+		if ending {
+			line += "; ending the job now (end_on_stuck_rank): its guard kills rank 0"
+			run.Status, run.Ended = StatusFailed, time.Now().UTC().Format(time.RFC3339)
+			run.Reason = StuckReason(named)
+		}
+		fmt.Fprintf(stderr, "rsag: guard of rank 0 (%s, pid %d): %s\n", host, pid, line)
+		if WriteRecord(dir, run) == nil && ending {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			return
+		}
+	}
+}
+
+// StuckReason is run.json's reason for a job ended early for a stuck
+// rank (end_on_stuck_rank).
+func StuckReason(named []Stuck) string {
+	return StuckText(named) + "; the job was ended early for it (end_on_stuck_rank), not at timeout_s"
 }

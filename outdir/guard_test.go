@@ -44,7 +44,7 @@ func TestGuardMarksOnlyItsOwnRunningRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			LeaveNote(dir, 1, "rank 1 (node1): watchdog: stuck")
-			if err := guard(strings.NewReader(""), io.Discard, nil, dir, "node1", 42, sleeping); err != nil {
+			if err := guard(strings.NewReader(""), io.Discard, nil, dir, "node1", 42, sleeping, EarlyNaming{}); err != nil {
 				t.Fatal(err)
 			}
 			run, err := ReadRecord(dir)
@@ -92,7 +92,7 @@ func TestGuardNamesTheHang(t *testing.T) {
 		{Run: run, Rank: 1, Host: "node2", PID: 7, Written: now, Step: BeatStep{Seq: 10, Op: "all-reduce", Bytes: 64, In: true, At: now.Add(-8 * time.Second)}},
 	})
 	var stderr strings.Builder
-	if err := guard(strings.NewReader(""), &stderr, nil, dir, "node1", 42, sleeping); err != nil {
+	if err := guard(strings.NewReader(""), &stderr, nil, dir, "node1", 42, sleeping, EarlyNaming{}); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := ReadRecord(dir)
@@ -142,7 +142,7 @@ func TestGuardLeadsWithAStoppedRank0(t *testing.T) {
 			})
 			LeaveNote(dir, 1, "rank 1 (node2): watchdog: all-reduce did not finish within 5s")
 			var stderr strings.Builder
-			if err := guard(strings.NewReader(""), &stderr, nil, dir, "node1", 42, c.state); err != nil {
+			if err := guard(strings.NewReader(""), &stderr, nil, dir, "node1", 42, c.state, EarlyNaming{}); err != nil {
 				t.Fatal(err)
 			}
 			rec, err := ReadRecord(dir)
@@ -219,7 +219,7 @@ func TestGuardProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeRunning(t, dir, "here", os.Getpid())
-	w, err := StartGuard(os.Args[0], l, dir, "here", os.Getpid())
+	w, err := StartGuard(os.Args[0], l, dir, "here", os.Getpid(), EarlyNaming{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestGuardHasStartedAndLeftTheRanksCoreOnReturn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.SchedSetaffinity(0, &online)
-	w, err := StartGuard(os.Args[0], l, dir, "here", os.Getpid())
+	w, err := StartGuard(os.Args[0], l, dir, "here", os.Getpid(), EarlyNaming{})
 	if err != nil {
 		t.Fatal(err)
 	}

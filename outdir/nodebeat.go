@@ -180,12 +180,29 @@ func (l LocalBeats) Lock() (unlock func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, err
+	// A holder that does not let go within lockWait was stopped (SIGSTOP)
+	// as it wrote, and may never: waiting for it would stop every rank's
+	// beat and ending on the node (seen: a stopped rank 0 kept its node's
+	// other ranks from ending at their watchdog). The file is then written
+	// without the lock.
+	for give := time.Now().Add(lockWait); ; time.Sleep(10 * time.Millisecond) {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(give) {
+			f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return func() {}, nil
+			}
+			return nil, err
+		}
 	}
-	return func() { f.Close() }, nil
 }
+
+// lockWait bounds the wait for the node's lock on its beats: a write
+// holds it for milliseconds; a wait of a beat would age every beat.
+const lockWait = BeatEvery / 2
 
 // Remove removes the directory and every beat in it: once every rank of
 // the node has ended, its file in the output dir holds their last beats.

@@ -67,6 +67,9 @@ type Record struct {
 	// Suspects are the locate phase's suspects, one line each ("node3
 	// (bandwidth 0.31x median)"); absent when it found none or did not run.
 	Suspects []string `json:"suspects,omitempty"`
+	// Stuck are the ranks named early as holding a collective up (stuck.go),
+	// written as soon as known, while the run still runs.
+	Stuck []Stuck `json:"stuck,omitempty"`
 	// GPUShared says that ranks shared a GPU (coll.SharedGPUNote), and
 	// what that means for the timings; absent when none did.
 	GPUShared string `json:"gpu_shared,omitempty"`

@@ -126,9 +126,13 @@ func (e *Ender) Ending() bool { return e.ending.Load() }
 // that a launcher's kill soon after cannot leave it "running", then prints
 // msg, aborts the backend, runs the AtEnd functions and exits with code.
 // It does not return.
-func (e *Ender) End(code int, msg, reason string) { e.end(code, msg, reason, false) }
+func (e *Ender) End(code int, msg, reason string) { e.end(code, msg, reason, false, false) }
 
-func (e *Ender) end(code int, msg, reason string, bySignal bool) {
+// EndQuietly is End without msg's line: another process (rank 0, or its
+// guard) says it for every rank, from this one's last heartbeat.
+func (e *Ender) EndQuietly(code int, msg, reason string) { e.end(code, msg, reason, false, true) }
+
+func (e *Ender) end(code int, msg, reason string, bySignal, unsaid bool) {
 	e.once.Do(func() {
 		e.ending.Store(true)
 		e.mu.Lock()
@@ -147,7 +151,7 @@ func (e *Ender) end(code int, msg, reason string, bySignal bool) {
 		if mark != nil {
 			mark(reason)
 		}
-		if !bySignal || !quiet {
+		if !unsaid && (!bySignal || !quiet) {
 			fmt.Fprintf(e.stderr, "rsag: %s\n", line)
 		}
 		if bySignal && settle != nil {
@@ -208,7 +212,7 @@ func CatchSignals(e *Ender) {
 		}
 		e.end(ExitSignal+int(s), fmt.Sprintf("received %s: stopping (the results are marked failed); "+
 			"a launcher sends it when the job is cancelled, hits its time limit, or another rank failed", name),
-			reason, true)
+			reason, true, false)
 	}()
 }
 

@@ -5,7 +5,8 @@
 // mpirun -x LD_PRELOAD=libstall.so (mpirun itself has no libmpi to bind it
 // to). Every call is passed on to its PMPI_ twin; one is delayed first:
 //
-//   STALL_RANK     the MPI_COMM_WORLD rank that stalls; unset: none does
+//   STALL_RANK     the MPI_COMM_WORLD rank that stalls; "all": every rank
+//                  does (no rank is behind); unset: none does
 //   STALL_CALL     the call it stalls in: Init_thread, Barrier, Bcast,
 //                  Allgather, Allreduce or Reduce_scatter_block
 //   STALL_BYTES    only calls that move this many bytes (the count argument
@@ -48,7 +49,8 @@ static int stalled;
 // maybe_stall sleeps when call, moving bytes, is the one to stall in.
 static void maybe_stall(const char *call, long bytes) {
 	const char *want = getenv("STALL_CALL");
-	long want_rank = env_long("STALL_RANK", -1), want_bytes = env_long("STALL_BYTES", -1);
+	const char *all = getenv("STALL_RANK");
+	long want_rank = all && strcmp(all, "all") == 0 ? rank() : env_long("STALL_RANK", -1), want_bytes = env_long("STALL_BYTES", -1);
 	if (stalled || !want || strcmp(want, call) != 0 || want_rank < 0 || rank() != want_rank) return;
 	if (want_bytes >= 0 && bytes != want_bytes) return;
 	long after = env_long("STALL_AFTER", 0), every = env_long("STALL_EVERY", 0), n = matched++;

@@ -1,0 +1,153 @@
+package e2e
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"rsag/outdir"
+)
+
+// A rank that holds a collective up is named, and only it: rank 0 names
+// the others early from their heartbeats, its guard names rank 0; the
+// hang line, when the watchdog fires, names the stopped rank whichever it
+// is; with end_on_stuck_rank the job ends as soon as the rank is known
+// stopped. Faults from outside: SIGSTOP, and testdata/stall.c in every
+// rank. (docs/failure-behaviour.md, "A stuck rank, named early".)
+
+// stopRank starts np ranks on args(dir), in a new dir, and stops rank
+// once its heartbeat says timing, cycle 1 or later, and a beat later; it
+// waits for the job's end, within limit, and returns the dir, the rank's
+// pid, the exit code and what the job said.
+func stopRank(t *testing.T, np, rank int, limit time.Duration, args func(dir string) []string) (dir string, pid, code int, stderr string) {
+	t.Helper()
+	var j *job
+	pastStartup(t, func() string {
+		dir = t.TempDir()
+		j = startJob(t, np, nil, args(dir)...)
+		if waitTiming(t, j, dir, rank, time.Minute) {
+			return ""
+		}
+		_, stderr := j.output()
+		if !startupOverran(stderr) {
+			t.Fatalf("the job ended before rank %d's heartbeat said timing, cycle 1 or later\n%s", rank, stderr)
+		}
+		return stderr
+	})
+	time.Sleep(outdir.BeatEvery)
+	pid = j.rankPID(t, rank)
+	at := keepStopped(t, pid)
+	code = j.wait(t, limit)
+	_, stderr = j.output()
+	t.Logf("exit %d, %.1f s after the stop", code, time.Since(at).Seconds())
+	return dir, pid, code, stderr
+}
+
+// blamed are the ranks a text calls stopped, dead, silent or elsewhere.
+var blamed = regexp.MustCompile(`rank (\d+) on \S+ \(pid \d+\) (is stopped|did not run|exited without|has written no|lives|waits in [^;]* instead|runs outside)`)
+
+// blamesOnly asserts that text blames no rank but rank.
+func blamesOnly(t *testing.T, what, text string, rank int) {
+	t.Helper()
+	for _, m := range blamed.FindAllStringSubmatch(text, -1) {
+		if m[1] != fmt.Sprint(rank) {
+			t.Errorf("%s blames rank %s (%q), not the stopped rank %d:\n%s", what, m[1], m[0], rank, text)
+		}
+	}
+}
+
+// Rank 0 stopped mid-timing: rank 0 is named, with its pid, by itself
+// once the launcher wakes it or by its guard, and the ranks that waited
+// for it are not blamed (issue 57: "rank 1 waits in ... instead").
+func TestAStoppedRankZeroIsNamed(t *testing.T) {
+	dir, pid, code, stderr := stopRank(t, 4, 0, time.Minute, func(dir string) []string { return hangTiming(dir) })
+	if code == 0 {
+		t.Fatalf("exit 0 with rank 0 stopped\n%s", stderr)
+	}
+	named := regexp.MustCompile(fmt.Sprintf(`rank 0 (on \S+ \(pid %d\) (is stopped \(state T|did not run for)|\(\S+, pid %d\) was stopped \(state T)`, pid, pid))
+	if !named.MatchString(stderr) {
+		t.Errorf("no line names rank 0 (pid %d) stopped:\n%s", pid, stderr)
+	}
+	blamesOnly(t, "stderr", stderr, 0)
+	run := notComplete(t, dir)
+	if run.Status != outdir.StatusFailed || !named.MatchString(run.Reason) {
+		t.Errorf("%s: %s %q; want failed, naming rank 0 (pid %d) stopped", outdir.RunFile, run.Status, run.Reason, pid)
+	}
+	blamesOnly(t, outdir.RunFile, run.Reason, 0)
+}
+
+// With end_on_stuck_rank, a stopped rank ends the job long before
+// timeout_s (300 s here; the job is given 2 minutes): rank 0 ends it for
+// another rank, the guard for rank 0. The line and run.json name the
+// rank, its pid and state, once.
+func TestAStuckRankEndsTheJobEarly(t *testing.T) {
+	for _, rank := range []int{1, 0} {
+		t.Run(fmt.Sprintf("rank %d", rank), func(t *testing.T) {
+			dir, pid, code, stderr := stopRank(t, 4, rank, 2*time.Minute, func(dir string) []string {
+				return append([]string{"-output-dir", dir, "-set", "timeout_s=300", "-set", "end_on_stuck_rank=true"}, longTiming...)
+			})
+			if code == 0 {
+				t.Fatalf("exit 0 with rank %d stopped\n%s", rank, stderr)
+			}
+			said := regexp.MustCompile(fmt.Sprintf(`stuck rank, named early: rank %d on \S+ \(pid %d\) is stopped \(state T\); its last heartbeat, [0-9.]+ s ago, had it (in|past) timing `, rank, pid))
+			if n := strings.Count(stderr, "stuck rank, named early"); n != 1 || !said.MatchString(stderr) {
+				t.Errorf("named %d times, want once matching %s:\n%s", n, said, stderr)
+			}
+			blamesOnly(t, "stderr", stderr, rank)
+			run := notComplete(t, dir)
+			if run.Status != outdir.StatusFailed || !strings.HasPrefix(run.Reason, "stuck rank, named early: ") || !said.MatchString(run.Reason) ||
+				!strings.Contains(run.Reason, "ended early for it (end_on_stuck_rank)") {
+				t.Errorf("%s: %s %q; want failed, ended early for rank %d (pid %d)", outdir.RunFile, run.Status, run.Reason, rank, pid)
+			}
+			if len(run.Stuck) != 1 || run.Stuck[0].Rank != rank || run.Stuck[0].PID != pid || run.Stuck[0].State != "stopped" || !run.Stuck[0].Ending {
+				t.Errorf("%s's stuck: %+v; want rank %d (pid %d), stopped, ending the job", outdir.RunFile, run.Stuck, rank, pid)
+			}
+		})
+	}
+}
+
+// Every rank stalls in the same MPI_Allreduce (testdata/stall.c in every
+// rank): no rank is behind, and none is blamed: the line says the
+// collective itself is stuck, names it and its size, and a hang at 8
+// ranks prints at most 3 watchdog or SIGTERM lines in all.
+func TestNoRankIsBehind(t *testing.T) {
+	const np = 8
+	var dir string
+	args := stall(t, 0, "Allreduce", 215040)
+	for i, a := range args {
+		if a == "STALL_RANK=0" {
+			args[i] = "STALL_RANK=all"
+		}
+	}
+	end := runStalled(t, 2*time.Minute, func() *job {
+		dir = t.TempDir()
+		return startStalled(t, np, args, "-config", "../configs/smoke.toml", "-backend", "mpi", "-output-dir", dir, "-set", "timeout_s=5")
+	})
+	if end.code == 0 || strings.Count(end.stderr, "stall.c: rank") != np {
+		t.Fatalf("exit %d; want every rank stalled, non-zero:\n%s", end.code, end.stderr)
+	}
+	want := regexp.MustCompile(fmt.Sprintf(`no rank is behind: the collective itself is stuck \(a link, the fabric or the library\): `+
+		`all %d ranks wait in timing all-reduce #\d+ \(215040 bytes`, np))
+	if !want.MatchString(end.stderr) {
+		t.Errorf("no line matching %s:\n%s", want, end.stderr)
+	}
+	blamesOnly(t, "stderr", end.stderr, -1)
+	if strings.Contains(end.stderr, "stuck rank") {
+		t.Errorf("a rank named stuck, with none behind:\n%s", end.stderr)
+	}
+	var lines []string
+	for _, l := range strings.Split(end.stderr, "\n") {
+		if strings.HasPrefix(l, "rsag: ") && (strings.Contains(l, "watchdog") || strings.Contains(l, "SIGTERM")) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > 3 {
+		t.Errorf("%d watchdog or SIGTERM lines at %d ranks, want at most 3:\n%s", len(lines), np, strings.Join(lines, "\n"))
+	}
+	run := notComplete(t, dir)
+	if run.Status != outdir.StatusFailed || !want.MatchString(run.Reason) {
+		t.Errorf("%s: %s %q; want failed, saying no rank is behind", outdir.RunFile, run.Status, run.Reason)
+	}
+}

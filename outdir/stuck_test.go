@@ -1,0 +1,120 @@
+package outdir
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// A rank is named early only on clear evidence, at two looks a beat
+// apart: its beat stopped, another rank waits, and /proc says stopped or
+// gone (or, where no rank can look, a long silence). A live rank with a
+// late beat, or a stopped rank that no one waits for, is never named.
+func TestStuckWatch(t *testing.T) {
+	waiting := func(r int, host string) Beat {
+		return beat(r, host, 1834, "all-reduce", true, 200*time.Millisecond, 5*time.Second)
+	}
+	behind := func(r int, host string, ago time.Duration) Beat {
+		return beat(r, host, 1833, "all-gather", false, ago, ago)
+	}
+	for _, c := range []struct {
+		name   string
+		beats  []Beat
+		procs  map[int]string
+		want   string // the state named, "" for none
+		wantIn []string
+	}{
+		{"stopped", []Beat{waiting(0, "a"), waiting(1, "a"), behind(2, "a", 4*time.Second)}, map[int]string{102: "T"}, "stopped",
+			[]string{"rank 2 on a (pid 102) is stopped (state T); its last heartbeat, 5.5 s ago, had it past timing all-gather #1833",
+				"ranks 0,1 wait on it in timing all-reduce #1834 (4096 bytes, direct, cycle 7)", "the watchdog ends the job in about 54 s (timeout_s 60)"}},
+		{"gone", []Beat{waiting(0, "a"), behind(1, "a", 4*time.Second)}, map[int]string{101: "gone"}, "gone",
+			[]string{"rank 1 on a (pid 101) exited without a word (its process is gone)"}},
+		{"stopped on another host, seen by its neighbour", func() []Beat {
+			b := waiting(3, "b")
+			b.Peers = []Peer{{Rank: 2, PID: 102, State: "T"}}
+			return []Beat{waiting(0, "a"), waiting(1, "a"), behind(2, "b", 4*time.Second), b}
+		}(), nil, "stopped", []string{"rank 2 on b (pid 102) is stopped (state T, seen by rank 3 on b 1.7 s ago)"}},
+		{"silent, no one can look, long enough", []Beat{waiting(0, "a"), behind(1, "b", EarlySilentAfter+time.Second)}, nil, "silent",
+			[]string{"no rank on b can say why"}},
+		{"silent, no one can look, not yet", []Beat{waiting(0, "a"), behind(1, "b", EarlySilentAfter-2*time.Second)}, nil, "", nil},
+		{"alive but late: starved, not stuck", []Beat{waiting(0, "a"), behind(1, "a", 30*time.Second)}, map[int]string{101: "R"}, "", nil},
+		{"stopped but its beat is fresh", []Beat{waiting(0, "a"), behind(1, "a", time.Second)}, map[int]string{101: "T"}, "", nil},
+		{"stopped, no one waits", []Beat{behind(0, "a", 0), behind(1, "a", 4*time.Second)}, map[int]string{101: "T"}, "", nil},
+		{"ended with a word", func() []Beat {
+			b := behind(1, "a", 4*time.Second)
+			b.Ended = "exit 0"
+			return []Beat{waiting(0, "a"), b}
+		}(), map[int]string{101: "gone"}, "", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := Hang{World: len(c.beats), Beats: map[int]Beat{}, Now: t0, Host: "a", State: states(c.procs), Self: 0}
+			for _, b := range c.beats {
+				h.Beats[b.Rank] = b
+			}
+			w := StuckWatch{Timeout: time.Minute}
+			if got := w.Look(h, nil); len(got) != 0 {
+				t.Fatalf("named at the first look: %+v", got)
+			}
+			h.Now = h.Now.Add(BeatEvery / 2)
+			if got := w.Look(h, nil); len(got) != 0 {
+				t.Fatalf("named at a second look within a beat: %+v", got)
+			}
+			h.Now = h.Now.Add(BeatEvery)
+			got := w.Look(h, nil)
+			if c.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("named %+v, want none", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].State != c.want {
+				t.Fatalf("named %+v, want one rank %s", got, c.want)
+			}
+			for _, w := range c.wantIn {
+				if !strings.Contains(got[0].Text, w) {
+					t.Errorf("%q\ndoes not say %q", got[0].Text, w)
+				}
+			}
+			if again := w.Look(h, nil); len(again) != 0 {
+				t.Errorf("named twice: %+v", again)
+			}
+		})
+	}
+}
+
+// The guard looks at rank 0 alone, as a reader that is no rank.
+func TestStuckWatchOnly(t *testing.T) {
+	h := Hang{World: 3, Now: t0, Host: "a", Self: -1, State: states(map[int]string{100: "T", 102: "T"}), Beats: map[int]Beat{
+		0: beat(0, "a", 1833, "all-gather", false, 4*time.Second, 4*time.Second),
+		1: beat(1, "a", 1834, "all-reduce", true, 0, time.Second),
+		2: beat(2, "a", 1833, "all-gather", false, 4*time.Second, 4*time.Second)}}
+	w := StuckWatch{}
+	w.Look(h, func(r int) bool { return r == 0 })
+	h.Now = h.Now.Add(BeatEvery)
+	got := w.Look(h, func(r int) bool { return r == 0 })
+	if len(got) != 1 || got[0].Rank != 0 || got[0].WatchdogInS != 0 || !got[0].Known() {
+		t.Fatalf("named %+v, want rank 0 alone, stopped, with no watchdog time (none given)", got)
+	}
+	if strings.Contains(got[0].Text, "watchdog") {
+		t.Errorf("%q: a time to the watchdog that is not known", got[0].Text)
+	}
+}
+
+// Every rank in the same collective, none behind, every beat fresh: the
+// collective is stuck, and no rank is blamed.
+func TestHangNoRankBehind(t *testing.T) {
+	h := Hang{World: 4, Now: t0, Host: "a", Self: 0, State: states(nil), Beats: map[int]Beat{}}
+	for r := range 4 {
+		h.Beats[r] = beat(r, "a", 1834, "all-reduce", true, 200*time.Millisecond, 5*time.Second)
+	}
+	got := h.Text()
+	want := "no rank is behind: the collective itself is stuck (a link, the fabric or the library): all 4 ranks wait in timing all-reduce #1834 (4096 bytes, direct, cycle 7) for 5.0 s"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	// One rank a step short: it is behind, and it is named.
+	h.Beats[3] = beat(3, "a", 1833, "all-gather", true, 200*time.Millisecond, 5*time.Second)
+	if got := h.Text(); strings.Contains(got, "no rank is behind") || !strings.Contains(got, "rank 3 on a (pid 103) waits in timing all-gather #1833") {
+		t.Errorf("a rank behind: %q", got)
+	}
+}

@@ -181,7 +181,7 @@ func locateChecks(s Summary) PhaseVerdict {
 		case n.Suspect:
 			c.Outcome = Failed
 		case n.Intermittent || strings.HasPrefix(n.Verdict, "inconclusive"):
-			c.Outcome = Inconclusive
+			c.Outcome, c.Message = Inconclusive, strings.TrimPrefix(n.Verdict, "inconclusive: ")
 		case n.Verdict == "not measured":
 			c.Outcome = NotRun
 		}

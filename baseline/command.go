@@ -41,7 +41,7 @@ accepted, are never a baseline). With several baseline runs, a case is
 SLOWER or faster when RUN's median is beyond the baseline runs' spread from
 run to run (a t prediction interval at 95% over all the cases) and beyond
 the tolerance. One baseline run cannot show that spread: a case is then
-called only beyond 1.5x, and a smaller change beyond the tolerance is
+called only when its samples put it beyond 1.5x, and a smaller change is
 inconclusive, as is one with fewer than 3 samples a side. With a history,
 the verdict is recorded in it against RUN: a flagged run is left out of
 later baselines until rsag history -accept RUN FILE. -html FILE writes RUN's
@@ -376,7 +376,7 @@ func (r Result) Write(w io.Writer) error {
 			row = append(row, "-", fmt.Sprintf("%.2f", c.RunUS), "-", "-", "not in the baseline")
 		} else {
 			row = append(row, fmt.Sprintf("%.2f", c.BaseUS), fmt.Sprintf("%.2f", c.RunUS), fmt.Sprintf("%.3f", c.Ratio),
-				intervalText(c), verdictText(c))
+				intervalText(c), verdictText(c, r.Options.Tolerance))
 		}
 		t.Append(row)
 	}
@@ -384,6 +384,13 @@ func (r Result) Write(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(w, r.Verdict())
+	for _, c := range r.Cases {
+		if c.Verdict == Inconclusive && c.Baseline == 1 && c.Lo != 0 {
+			fmt.Fprintln(w, "one baseline run cannot show how much a run's median moves from run to run on this machine:\n"+
+				"check against a history's last runs (rsag check -baseline FILE -last 5) to judge it")
+			break
+		}
+	}
 	return nil
 }
 
@@ -398,7 +405,14 @@ func (r Result) Verdict() string {
 		return fmt.Sprintf("inconclusive: none of %d case(s) slower beyond %.3g%%, but %d could not be judged (%d faster)",
 			r.Compared(), r.Options.Tolerance*100, unsure, faster)
 	}
-	return fmt.Sprintf("ok: none of %d case(s) slower than the baseline beyond %.3g%% (%d faster)", r.Compared(), r.Options.Tolerance*100, faster)
+	wide := 0
+	for _, c := range r.Cases {
+		if verdictText(c, r.Options.Tolerance) == "within the spread" {
+			wide++
+		}
+	}
+	return fmt.Sprintf("ok: none of %d case(s) slower than the baseline beyond %.3g%% (%d faster, %d within a spread wider than that)",
+		r.Compared(), r.Options.Tolerance*100, faster, wide)
 }
 
 // intervalText is a case's interval, "-" when it has none.
@@ -409,10 +423,15 @@ func intervalText(c Case) string {
 	return fmt.Sprintf("%.3f..%.3f", c.Lo, c.Hi)
 }
 
-// verdictText is a case's verdict as the table and the page say it.
-func verdictText(c Case) string {
-	if c.Verdict == Inconclusive {
+// verdictText is a case's verdict as the table and the page say it: a
+// case the same whose interval reaches beyond the tolerance is within the
+// spread (no change shown, none ruled out).
+func verdictText(c Case, tolerance float64) string {
+	switch {
+	case c.Verdict == Inconclusive:
 		return "inconclusive: " + c.Why
+	case c.Verdict == Same && (c.Lo != 0 || c.Hi != 0) && (c.Hi > 1+tolerance || c.Lo < 1-tolerance):
+		return "within the spread"
 	}
 	return verdictWord(c.Verdict)
 }
@@ -432,7 +451,7 @@ func (r Result) Page() page.Against {
 	a := page.Against{Baseline: r.Baseline, Tolerance: r.Options.Tolerance, Level: r.Options.Level, Verdict: r.Verdict(), Slower: r.Count(Slower)}
 	for _, c := range r.Cases {
 		a.Cases = append(a.Cases, page.AgainstCase{Case: report.TimingStat{Case: c.Case, Samples: c.Samples}, BaseUS: c.BaseUS, RunUS: c.RunUS,
-			Ratio: c.Ratio, Lo: c.Lo, Hi: c.Hi, Verdict: verdictText(c), Missing: c.Verdict == Missing})
+			Ratio: c.Ratio, Lo: c.Lo, Hi: c.Hi, Verdict: verdictText(c, r.Options.Tolerance), Missing: c.Verdict == Missing})
 	}
 	return a
 }

@@ -43,9 +43,10 @@ type Options struct {
 	// MinSamples a side below which a change is inconclusive: a median of
 	// one or two samples has no interval.
 	MinSamples int
-	// OneRun is the ratio beyond which a case is called slower (or, its
-	// inverse, faster) against a baseline of one run, whose run-to-run
-	// spread is unknown: less is inconclusive.
+	// OneRun is the ratio the samples' interval must lie beyond for a case
+	// to be called slower (or below its inverse, faster) against a
+	// baseline of one run, whose run-to-run spread is unknown: less is
+	// inconclusive.
 	OneRun float64
 }
 
@@ -98,7 +99,7 @@ func Judge(order []coll.Case, run map[coll.Case][]float64, base []map[coll.Case]
 		if fewest < o.MinSamples {
 			c.Verdict = Same
 			if beyond {
-				c.Verdict, c.Why = Inconclusive, fmt.Sprintf("too few samples (%d; %d a side needed)", fewest, o.MinSamples)
+				c.Verdict, c.Why = Inconclusive, fmt.Sprintf("too few samples (%d, need %d)", fewest, o.MinSamples)
 			}
 			out = append(out, c)
 			continue
@@ -107,7 +108,7 @@ func Judge(order []coll.Case, run map[coll.Case][]float64, base []map[coll.Case]
 		if len(bs) == 1 {
 			c.Verdict = oneRun(c, o, beyond)
 			if c.Verdict == Inconclusive {
-				c.Why = fmt.Sprintf("one baseline run: the spread from run to run is unknown, and %.3gx or less can be the machine's", o.OneRun)
+				c.Why = "one baseline run, spread unknown"
 			}
 			out = append(out, c)
 			continue
@@ -140,13 +141,14 @@ func Judge(order []coll.Case, run map[coll.Case][]float64, base []map[coll.Case]
 	return out
 }
 
-// oneRun is the verdict against one baseline run: beyond o.OneRun and its
-// interval, or inconclusive when beyond the tolerance only.
+// oneRun is the verdict against one baseline run: slower when the samples'
+// interval is all beyond o.OneRun (faster: below its inverse), else
+// inconclusive when the ratio is beyond the tolerance.
 func oneRun(c Case, o Options, beyond bool) string {
 	switch {
-	case c.Lo > 1 && c.Ratio > max(1+o.Tolerance, o.OneRun):
+	case c.Lo > max(1+o.Tolerance, o.OneRun):
 		return Slower
-	case c.Hi < 1 && c.Ratio < min(1-o.Tolerance, 1/o.OneRun):
+	case c.Hi < min(1-o.Tolerance, 1/o.OneRun):
 		return Faster
 	case beyond:
 		return Inconclusive

@@ -96,6 +96,9 @@ func (s *session) appendHistory(st *state, code int) int {
 	mu.Lock()
 	defer mu.Unlock()
 	done = true
+	// From here a signal has its default effect: the process ends, non-zero.
+	signal.Stop(sigs)
+	signal.Reset(syscall.SIGINT, syscall.SIGTERM)
 	if err != nil {
 		fmt.Fprintf(s.opts.Stderr, "rsag: the run's verdict above stands, but it was not added to history %s: %v; add it with: %s\n",
 			s.history, err, add)

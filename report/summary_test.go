@@ -126,10 +126,10 @@ func validate(t *testing.T, sch *schemacheck.Schema, data []byte) error {
 func TestSummaryValidatesAgainstTheSchema(t *testing.T) {
 	sch := compileSchema(t)
 	for name, s := range map[string]Summary{
-		"fixed":  fixedSummary(),
-		"failed": func() Summary { s := fixedSummary(); s.Status, s.Reason = "failed", "contracts failed"; return s }(),
-		"empty":  NewSummary(SummaryInput{Status: "failed", Reason: "no backend", World: 2}),
-		"with its list of verdicts": func() Summary { s := fixedSummary(); v := VerdictsOf(s); s.Verdict = &v; return s }(),
+		"fixed":         fixedSummary(),
+		"failed":        func() Summary { s := fixedSummary(); s.Status, s.Reason = "failed", "contracts failed"; return s }(),
+		"empty":         NewSummary(SummaryInput{Status: "failed", Reason: "no backend", World: 2}),
+		"with verdicts": func() Summary { s := fixedSummary(); v := VerdictsOf(s); s.Verdict = &v; return s }(),
 	} {
 		var b bytes.Buffer
 		if err := EncodeSummary(&b, s); err != nil {

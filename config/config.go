@@ -32,6 +32,12 @@ type Config struct {
 	// and every synchronisation: a rank that waits longer aborts the job,
 	// naming what it waited for. 180 is the seed's process-group timeout.
 	TimeoutS int `toml:"timeout_s"`
+	// StartupTimeoutS bounds MPI's start-up (MPI_Init, and the agreements
+	// up to the config's broadcast) when a -set gives it: MPI_Init across
+	// thousands of nodes can take longer than any one collective may. 0:
+	// timeout_s's. Only -set counts (StartupTimeoutS): the file is read
+	// once MPI has started.
+	StartupTimeoutS int `toml:"startup_timeout_s"`
 	// EndOnStuckRank ends the job as soon as a rank is known stopped or
 	// gone while the others wait for it (docs/failure-behaviour.md), rather
 	// than at timeout_s; off, the seed's behaviour: the rank is named early
@@ -507,6 +513,11 @@ func (c *Config) check(source string) error {
 		fmt.Sprintf("%%d is not a deadline: give the seconds any collective may take before the job is aborted, at least 1 (default %d)", DefaultTimeoutS), "seconds (one day)"}
 	if msg := timeout.outOfRange(); msg != "" {
 		return bad("timeout_s", "%s", msg)
+	}
+	startup := intRule{"startup_timeout_s", int64(c.StartupTimeoutS), 0, MaxTimeoutS,
+		"%d is not a deadline: give the seconds MPI's start-up may take, or 0 for timeout_s's (default 0)", "seconds (one day)"}
+	if msg := startup.outOfRange(); msg != "" {
+		return bad("startup_timeout_s", "%s", msg)
 	}
 	folder := intRule{"rank_folder_above", int64(c.RankFolderAbove), 0, MaxRanks,
 		fmt.Sprintf("%%d is not a world size: give the ranks above which every rank's files go into %s/, or 0 for always (default %d)", "ranks", DefaultRankFolderAbove), "ranks"}

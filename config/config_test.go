@@ -89,7 +89,7 @@ var badInputs = []struct {
 	{"unknown table", "[timming]\nwarmups = 1\n", nil, 2, "timming.warmups", `did you mean "timing.warmups"`},
 	{"unknown top key", "backnd = \"mpi\"\n", nil, 2, "backnd", `did you mean "backend"`},
 	{"unknown key far from any", "[soak]\nzzzzzzzz = 1\n", nil, 2, "soak.zzzzzzzz", "[soak] takes soak.dtypes, soak.duration_s"},
-	{"unknown top key far from any", "zzzzzzzz = 1\n", nil, 2, "zzzzzzzz", "known top-level keys: backend, end_on_stuck_rank, history, metrics_dir, rank_folder_above, required_ranks, timeout_s; tables: [contracts]"},
+	{"unknown top key far from any", "zzzzzzzz = 1\n", nil, 2, "zzzzzzzz", "known top-level keys: backend, end_on_stuck_rank, history, metrics_dir, rank_folder_above, required_ranks, startup_timeout_s, timeout_s; tables: [contracts]"},
 	{"wrong type", "[timing]\nwarmups = \"three\"\n", nil, 2, "timing.warmups", "takes an integer"},
 	{"history file with an option", "history = \"h.db?mode=memory\"\n", nil, 2, "history", "holds ? or #, which SQLite reads as options"},
 	{"wrong list type", "[timing]\nsizes_bytes = 1024\n", nil, 2, "timing.sizes_bytes", "list of byte sizes"},
@@ -164,8 +164,9 @@ func TestParseSize(t *testing.T) {
 	}
 }
 
-// MPI's start-up is bounded by a -set timeout_s when it is valid, else by
-// the default: the file is read only once MPI has started.
+// MPI's start-up is bounded by a -set startup_timeout_s above 0, else a
+// -set timeout_s when it is valid, else by the default: the file is read
+// only once MPI has started.
 func TestStartupTimeout(t *testing.T) {
 	for _, c := range []struct {
 		sets []string
@@ -178,6 +179,13 @@ func TestStartupTimeout(t *testing.T) {
 		{[]string{"timeout_s=0"}, DefaultTimeoutS},
 		{[]string{"timeout_s=10000000000"}, DefaultTimeoutS},
 		{[]string{"timeout_s=x"}, DefaultTimeoutS},
+		// startup_timeout_s comes first, in either order; 0 leaves it to timeout_s.
+		{[]string{"timeout_s=2", "startup_timeout_s=60"}, 60},
+		{[]string{"startup_timeout_s=60", "timeout_s=2"}, 60},
+		{[]string{"startup_timeout_s=60"}, 60},
+		{[]string{"timeout_s=2", "startup_timeout_s=0"}, 2},
+		{[]string{"timeout_s=2", "startup_timeout_s=-1"}, 2},
+		{[]string{"timeout_s=2", "startup_timeout_s=10000000000"}, 2},
 	} {
 		if got := StartupTimeoutS(c.sets); got != c.want {
 			t.Errorf("StartupTimeoutS(%q) = %d, want %d", c.sets, got, c.want)

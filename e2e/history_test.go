@@ -114,6 +114,9 @@ func TestARunAppendsItselfToTheHistory(t *testing.T) {
 		{"no such directory", nil, []string{"-history", filepath.Join(tmp, "no", "h.db")}, "-history: history file " + filepath.Join(tmp, "no", "h.db") + ": its directory"},
 		{"a directory", []string{history.Env + "=" + tmp}, nil, history.Env + ": history file " + tmp + " is not a regular file"},
 		{"not SQLite", nil, []string{"-set", `history="` + notSQLite + `"`}, "the config's history key: history file " + notSQLite + " is not an SQLite database"},
+		{":memory:", []string{history.Env + "=:memory:"}, nil, history.Env + `: history file ":memory:": SQLite takes that name as a database in memory`},
+		{"a file: URI", nil, []string{"-history", "file:" + filepath.Join(tmp, "victim.db")}, "-history: history file \"file:" + filepath.Join(tmp, "victim.db") + "\": a file: URI is not taken"},
+		{"a blank name", nil, []string{"-set", `history="  "`}, `the config's history key: the history file's name is empty ("  ")`},
 	} {
 		dir := filepath.Join(tmp, "refused")
 		r := run(c.env, append(c.args, "-output-dir", dir)...)
@@ -130,6 +133,20 @@ func TestARunAppendsItselfToTheHistory(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(tmp, "no")); err == nil {
 		t.Error("a refused -history made its directory")
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "victim.db")); err == nil {
+		t.Error("a refused file: URI made its file")
+	}
+	// A history inside the run's own output dir, refused before -overwrite
+	// removes anything there.
+	run0 := filepath.Join(tmp, "run0")
+	if r := run(nil, "-history", filepath.Join(run0, "h.db"), "-output-dir", run0, "-overwrite"); r.code != 2 {
+		t.Errorf("a history inside the output dir: exit %d, want 2\nstderr:\n%s", r.code, r.stderr)
+	} else {
+		saidOnce(t, r.stderr, "is inside the run's output dir "+run0)
+	}
+	if _, err := os.Stat(filepath.Join(run0, "summary.json")); err != nil {
+		t.Errorf("the refused run touched %s: %v", run0, err)
 	}
 
 	// An append that fails at the end: an rsag history whose runs table

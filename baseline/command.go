@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -100,7 +99,7 @@ func Command(args []string, stdout, stderr io.Writer) error {
 	if err := r.Write(stdout); err != nil {
 		return exitcode.New(ExitBadInput, err)
 	}
-	if isHistory(o.baseline) {
+	if history.IsSQLite(o.baseline) {
 		record(o.baseline, run, r, stdout, stderr)
 	}
 	if o.html != "" {
@@ -270,24 +269,11 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
-// isHistory says whether path is an SQLite file (its header) rather than a
-// run's dir or summary.
-func isHistory(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	head := make([]byte, 16)
-	n, _ := io.ReadFull(f, head)
-	return n == 16 && string(head) == "SQLite format 3\x00"
-}
-
 // loadBaseline reads the baseline's samples, of the run's kind only, and
 // says what it is.
 func loadBaseline(o options, run history.Run) ([]map[coll.Case][]float64, string, error) {
 	kind := run.Kind()
-	if !isHistory(o.baseline) {
+	if !history.IsSQLite(o.baseline) {
 		b, err := history.LoadRun(o.baseline)
 		if err != nil {
 			return nil, "", err

@@ -81,7 +81,7 @@ func OpenWaiting(path string, mode Mode, waiting func()) (*DB, error) {
 		return nil, fmt.Errorf("history file %s: %w", path, err)
 	case !st.Mode().IsRegular():
 		return nil, fmt.Errorf("history file %s is not a regular file (a directory?): give a file, e.g. %s/history.db", path, strings.TrimSuffix(path, "/"))
-	case st.Size() > 0 && !hasSQLiteHeader(path):
+	case st.Size() > 0 && !IsSQLite(path):
 		return nil, fmt.Errorf("history file %s is not an SQLite database: give rsag's history file, or a new name", path)
 	case st.Size() > 0:
 		if err := walError(path); err != nil {
@@ -124,8 +124,9 @@ func OpenWaiting(path string, mode Mode, waiting func()) (*DB, error) {
 	return h, nil
 }
 
-// hasSQLiteHeader says whether the file at path starts as SQLite's do.
-func hasSQLiteHeader(path string) bool {
+// IsSQLite says whether the file at path starts as SQLite's do (rather
+// than being a run's dir or summary, or missing).
+func IsSQLite(path string) bool {
 	head, err := readHeader(path)
 	return err == nil && string(head[:16]) == "SQLite format 3\x00"
 }

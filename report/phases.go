@@ -22,6 +22,9 @@ type PhaseTable struct {
 	// phase checks nothing when Checks is false.
 	Checks bool  `json:"checks"`
 	Failed []int `json:"failed"`
+	// Inconclusive are the rows (indices) the phase's check could not
+	// judge: neither held nor failed, said as such in every output.
+	Inconclusive []int `json:"inconclusive,omitempty"`
 }
 
 // SummaryPhase is one phase that ran, in the order they ran: how long it
@@ -61,7 +64,7 @@ func PhasesOf(times []PhaseTime, tables []PhaseTable) []SummaryPhase {
 func mergeTable(into *PhaseTable, t PhaseTable) *PhaseTable {
 	if into == nil {
 		c := t
-		c.Rows, c.Failed = slices.Clone(t.Rows), slices.Clone(t.Failed)
+		c.Rows, c.Failed, c.Inconclusive = slices.Clone(t.Rows), slices.Clone(t.Failed), slices.Clone(t.Inconclusive)
 		if c.Failed == nil {
 			c.Failed = []int{}
 		}
@@ -69,6 +72,9 @@ func mergeTable(into *PhaseTable, t PhaseTable) *PhaseTable {
 	}
 	for _, f := range t.Failed {
 		into.Failed = append(into.Failed, len(into.Rows)+f)
+	}
+	for _, f := range t.Inconclusive {
+		into.Inconclusive = append(into.Inconclusive, len(into.Rows)+f)
 	}
 	into.Rows = append(into.Rows, t.Rows...)
 	return into
@@ -126,7 +132,10 @@ func PhaseTables(w io.Writer, ps []SummaryPhase) error {
 		verdict := ""
 		if t.Checks {
 			verdict = fmt.Sprintf(": %d of %d rows failed", len(t.Failed), len(t.Rows))
-			if len(t.Failed) == 0 {
+			if n := len(t.Inconclusive); n > 0 {
+				verdict += fmt.Sprintf(", %d inconclusive", n)
+			}
+			if len(t.Failed) == 0 && len(t.Inconclusive) == 0 {
 				verdict = ": every row held"
 			}
 		}

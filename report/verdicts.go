@@ -215,27 +215,31 @@ func orNone(s string) string {
 	return s
 }
 
-// tableVerdict is a phase table's checks: one per row, failed where the
-// phase marked it; a checked table without rows fails.
+// tableVerdict is a phase table's checks: one per row, failed or
+// inconclusive where the phase marked it; a checked table without rows
+// fails.
 func tableVerdict(name string, t PhaseTable) PhaseVerdict {
 	pv := PhaseVerdict{Phase: name, Title: t.Title}
 	for i, r := range t.Rows {
 		c := Check{Name: rowName(t, i), Outcome: Held, Kind: KindCheck, Message: "held"}
-		if slices.Contains(t.Failed, i) {
-			var cells []string
-			for j, v := range r {
-				if j < len(t.Columns) {
-					cells = append(cells, t.Columns[j]+"="+v)
-				}
+		var cells []string
+		for j, v := range r {
+			if j < len(t.Columns) {
+				cells = append(cells, t.Columns[j]+"="+v)
 			}
+		}
+		switch {
+		case slices.Contains(t.Failed, i):
 			c.Outcome, c.Message = Failed, "failed: "+strings.Join(cells, " ")
+		case slices.Contains(t.Inconclusive, i):
+			c.Outcome, c.Message = Inconclusive, "could not judge: "+strings.Join(cells, " ")
 		}
 		pv.Checks = append(pv.Checks, c)
 	}
 	if len(t.Rows) == 0 {
 		pv.Checks = []Check{{Name: "rows", Outcome: Failed, Kind: KindCheck, Message: "the phase checks its rows, but wrote none"}}
 	}
-	if len(t.Failed) == 0 && len(t.Rows) > 0 {
+	if len(t.Failed) == 0 && len(t.Inconclusive) == 0 && len(t.Rows) > 0 {
 		pv.Text = fmt.Sprintf("all %d rows held (phase %s)", len(t.Rows), name)
 	}
 	return pv

@@ -219,3 +219,27 @@ func TestAnInconclusiveNodeIsNotAFinding(t *testing.T) {
 		t.Errorf("one node inconclusive: outcome %s, findings %v", v.Outcome, v.Findings())
 	}
 }
+
+// A phase with a table of its own may mark rows it could not judge: they
+// are inconclusive checks, the run's outcome inconclusive, and the
+// terminal's table says how many; merged over ranks, each keeps its row.
+func TestATableRowMayBeInconclusive(t *testing.T) {
+	a := PhaseTable{Phase: "probe", Title: "Probe", Columns: []string{"rank", "ok"}, Rows: [][]string{{"0", "?"}}, Checks: true, Failed: []int{},
+		Inconclusive: []int{0}}
+	b := PhaseTable{Phase: "probe", Title: "Probe", Columns: []string{"rank", "ok"}, Rows: [][]string{{"1", "yes"}}, Checks: true, Failed: []int{}}
+	s := Summary{Status: Statuses[0], Phases: PhasesOf([]PhaseTime{{Name: "probe"}}, []PhaseTable{b, a})}
+	if got := s.Phases[0].Table.Inconclusive; len(got) != 1 || got[0] != 1 {
+		t.Fatalf("merged inconclusive rows %v, want [1]", got)
+	}
+	v := VerdictsOf(s)
+	if v.Outcome != Inconclusive || v.Phases[1].Checks[1].Outcome != Inconclusive || v.Phases[1].Checks[0].Outcome != Held {
+		t.Errorf("outcome %s, checks %+v", v.Outcome, v.Phases[1].Checks)
+	}
+	var b2 bytes.Buffer
+	if err := PhaseTables(&b2, s.Phases); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b2.String(), "(phase probe: 0 of 2 rows failed, 1 inconclusive)") {
+		t.Errorf("the terminal's table:\n%s", b2.String())
+	}
+}

@@ -32,6 +32,8 @@ func phaseSections(s report.Summary) []section {
 			row := row{Cells: cells}
 			if slices.Contains(t.Failed, i) {
 				row.Class = "bad"
+			} else if slices.Contains(t.Inconclusive, i) {
+				row.Class = "warn"
 			}
 			tb.Rows = append(tb.Rows, row)
 		}

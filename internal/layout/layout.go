@@ -33,7 +33,7 @@ var Packages = []Package{
 		[]string{"baseline", "compare", "config", "history", "internal/exitcode", "internal/testkit/echophase", "job", "outdir", "report/page", "report/suspects"}},
 	{"job", "this rank's part of one rsag job: MPI's start, the agreed inputs, the backend, the output dir, the registered phases through one wrapper (`job/phases.go`), the outputs, run.json",
 		[]string{"coll", "config", "history", "internal/atomicfile", "internal/rankset", "internal/stopped", "mpi", "mpibackend", "ncclx", "outdir", "phase", "phases", "report", "report/page", "report/plot", "watchdog"}},
-	{"baseline", "`rsag check -baseline`: a run's cases against a baseline run or a history's median, judged with a bootstrap interval on the ratio of medians",
+	{"baseline", "`rsag check -baseline`: a run's cases against a baseline run or a history's last runs of its kind, judged against their spread from run to run (inconclusive when it cannot be), the verdict recorded in the history",
 		[]string{"coll", "history", "internal/exitcode", "internal/quantile", "report", "report/page"}},
 	{"history", "`rsag history`: a SQLite database of finished runs (a run appends itself with -history), each case's median over them and each node's record as a suspect, as tables and a page",
 		[]string{"coll", "internal/exitcode", "internal/quantile", "outdir", "report", "report/page", "report/plot"}},

@@ -322,3 +322,42 @@ func guardOf(t *testing.T, dir string) int {
 	t.Fatalf("no guard process watches %s", dir)
 	return 0
 }
+
+// A rank 0 that its guard saw stopped until it ended, and that marked
+// run.json with the others' failures but was killed before it could name
+// itself, is named stopped by its guard; one that named itself, or was
+// seen stopped long before its end, is left as it said.
+func TestGuardAddsThatRankZeroWasStoppedToTheEnd(t *testing.T) {
+	died := time.Now()
+	for _, c := range []struct {
+		name   string
+		reason string
+		seen   time.Time
+		added  bool
+	}{
+		{"stopped to the end, unsaid", "signal SIGTERM from the launcher, after a rank failed on its own: rank 1: watchdog", died.Add(-time.Second), true},
+		{"said by rank 0", "...; rank 0 on node1 (pid 42) did not run for 5.5 s", died.Add(-time.Second), false},
+		{"seen stopped long before", "signal SIGTERM", died.Add(-time.Minute), false},
+		{"never seen stopped", "signal SIGTERM", time.Time{}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			run := Record{Status: StatusFailed, Reason: c.reason, Host: "node1", PID: 42}
+			var stderr strings.Builder
+			if err := stoppedToTheEnd(&stderr, dir, run, died, c.seen, "T"); err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadRecord(dir)
+			const want = "rank 0 (node1, pid 42) was stopped (state T, seen by its guard 1.0 s before it ended): the others waited for it"
+			if c.added {
+				if err != nil || got.Reason != c.reason+"; "+want || !strings.Contains(stderr.String(), want) {
+					t.Errorf("reason %q, said %q, %v; want the reason and a line to add %q", got.Reason, stderr.String(), err, want)
+				}
+				return
+			}
+			if err == nil || stderr.Len() > 0 {
+				t.Errorf("wrote %+v, said %q; want nothing", got, stderr.String())
+			}
+		})
+	}
+}

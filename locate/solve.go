@@ -87,6 +87,10 @@ type Figure struct {
 	// the healthy spread by the margin; Intermittent: no suspect, but
 	// dipped in enough repeats (intermittentDips).
 	Suspect, Intermittent bool
+	// Noise: below the threshold in every repeat, but not beyond the
+	// margin: neither healthy nor a suspect (WithinNoise).
+	Noise bool
+	bar   float64 // the judgement's Bar, for Noise's words
 }
 
 // Judgement is how one probe of one step was judged: on how many units
@@ -110,6 +114,11 @@ const (
 	TooFewUnits   = "too few units"
 	TooFewRepeats = "too few repeats"
 	TooWide       = "the spread is too wide"
+	// WithinNoise is a unit's own: slow in every repeat, but not beyond
+	// the healthy spread by the margin. It is not called healthy, and its
+	// step still judges the others (a marginal node never hides one far
+	// below it).
+	WithinNoise = "within the noise"
 )
 
 // Verdict is one unit's figures and what they say.
@@ -379,6 +388,7 @@ func judgeAll(speed [][][]float64, probes []Probe, counted []bool, threshold flo
 			continue
 		}
 		suspect, intermittent, unsure, total := map[bool]int{}, map[bool]int{}, map[bool]int{}, map[bool]int{} // by Probe.Latency
+		noise := map[bool]int{}
 		for pr, f := range v.Figures {
 			if math.IsNaN(f.Ratio) {
 				continue
@@ -390,6 +400,9 @@ func judgeAll(speed [][][]float64, probes []Probe, counted []bool, threshold flo
 			}
 			if f.Suspect || f.Intermittent {
 				intermittent[k]++
+			}
+			if f.Noise || f.Suspect {
+				noise[k]++
 			}
 			if judged[pr].Inconclusive != "" {
 				unsure[k]++
@@ -421,6 +434,17 @@ func judgeAll(speed [][][]float64, probes []Probe, counted []bool, threshold flo
 			continue
 		}
 		for _, k := range []bool{true, false} {
+			if most(noise, k) && !most(unsure, k) {
+				for pr, f := range v.Figures {
+					if probes[pr].Latency == k && f.Noise {
+						v.Unsure = append(v.Unsure, Unsure{Problem: probes[pr].Problem(), Reason: WithinNoise,
+							Detail: fmt.Sprintf("%s: %.2gx in every repeat, not below %.2gx (the margin beyond the healthy spread)",
+								WithinNoise, f.Ratio, f.bar)})
+						break
+					}
+				}
+				continue
+			}
 			if !most(unsure, k) {
 				continue
 			}
@@ -560,6 +584,7 @@ func judge(speed [][]float64, counted []bool, threshold float64) ([]Figure, Judg
 		// A suspect is slow in every repeat, and in enough of them to be
 		// a pattern rather than one disturbance.
 		f.Suspect = candidate[u] && f.Repeats >= minRepeats && -math.Log(f.Ratio) > bar
+		f.Noise, f.bar = candidate[u] && f.Repeats >= minRepeats && !f.Suspect, j.Bar
 		f.Intermittent = !f.Suspect && f.Dips >= dips
 	}
 	return figs, j

@@ -350,6 +350,34 @@ func TestNoiseIsNoSuspect(t *testing.T) {
 	}
 }
 
+// A unit slow in every repeat but not beyond the margin is neither a
+// suspect nor healthy: its verdict is unsure, within the noise, while its
+// step still names a unit far below (issue 57's masking case: a marginal
+// node must not hide one far below it).
+func TestWithinTheNoiseIsNotHealthy(t *testing.T) {
+	// Units 1 and 2 dip to 0.85x in two repeats: the healthy spread is
+	// about 1.18x, the bar about 0.64x. Unit 4 at 0.68x in every repeat
+	// lies within it; unit 5 at 0.01x far beyond.
+	speed := [][][]float64{{{1, 1, 1}, {0.85, 0.85, 1}, {0.85, 1, 0.85}, {1, 1, 1}, {0.68, 0.68, 0.68}, {0.01, 0.01, 0.01},
+		{1, 1, 1}, {1, 1, 1}, {1, 1, 1}}}
+	counted := []bool{true, true, true, true, true, true, true, true, true}
+	vs, js := judgeAll(speed, []Probe{{Name: "AllReduce 16M"}}, counted, 0.8)
+	if js[0].Inconclusive != "" {
+		t.Fatalf("judgement %+v: want conclusive", js[0])
+	}
+	if !vs[5].Suspect || vs[4].Suspect || len(vs[4].Unsure) != 1 || vs[4].Unsure[0].Reason != WithinNoise {
+		t.Fatalf("far: %+v; within the noise: %+v; %+v", vs[5], vs[4], js[0])
+	}
+	if !strings.Contains(vs[4].Unsure[0].Detail, "0.68x in every repeat, not below 0.6") {
+		t.Errorf("detail %q", vs[4].Unsure[0].Detail)
+	}
+	for _, u := range []int{0, 1, 2, 3, 6, 7, 8} {
+		if vs[u].Suspect || len(vs[u].Unsure) > 0 {
+			t.Errorf("healthy unit %d: %+v", u, vs[u])
+		}
+	}
+}
+
 // A node whose network flaps (0.2x in 4 of 9 repeats, every pair of it at
 // once, as a link that goes down and up does) is intermittent, with its
 // count, and no suspect; nothing else is named; clean clusters of the same

@@ -173,6 +173,11 @@ func phaseVerdict(l report.SummaryLocate) string {
 		return "intermittent"
 	case slices.ContainsFunc(l.Steps, func(s report.SummaryLocateStep) bool { return s.Ran && s.Inconclusive != "" }):
 		return "inconclusive"
+	case slices.ContainsFunc(l.Nodes, func(n report.SummaryLocateNode) bool { return strings.HasPrefix(n.Verdict, "inconclusive") }),
+		slices.ContainsFunc(append(slices.Clone(l.Pairs), l.RankPairs...),
+			func(p report.SummaryLocatePair) bool { return strings.HasPrefix(p.Verdict, "inconclusive") }):
+		// A unit within the noise: its step judged the others.
+		return "inconclusive"
 	}
 	return "healthy"
 }

@@ -132,6 +132,9 @@ type world struct {
 	ranks, gpus int
 	visible     []string
 	opt         Options
+	// faults: load NCCL through testdata/ncclfault.c, linked to the fake,
+	// which strikes as its NCCL_FAULT* variables say.
+	faults bool
 }
 
 // startRanks runs body on the ranks of w over the fake libraries and
@@ -139,8 +142,13 @@ type world struct {
 // finish within 30 s fail the test.
 func startRanks(t *testing.T, w world, body rankBody, defs ...string) ([]error, *callLog) {
 	t.Helper()
-	useFakeCUDA(t)
-	useFakeNCCL(t, defs...)
+	cuda := useFakeCUDA(t)
+	nccl := useFakeNCCL(t, defs...)
+	if w.faults {
+		t.Setenv(NCCLLibraryEnv, buildFake(t, "ncclfault.c", "libncclfault.so", "-ldl", "-Wl,--no-as-needed", nccl))
+		t.Setenv("NCCL_FAULT_REAL", nccl)
+		t.Setenv("NCCL_FAULT_CUDA", cuda)
+	}
 	t.Setenv("RSAG_FAKE_CUDA_DEVICES", strconv.Itoa(w.gpus))
 	log := &callLog{path: filepath.Join(t.TempDir(), "calls.log")}
 	t.Setenv("RSAG_FAKE_LOG", log.path)

@@ -128,3 +128,48 @@ func TestEveryTimingSampleIsCheckedOnTheFakeNCCL(t *testing.T) {
 		}
 	}
 }
+
+// testdata/ncclfault.c, the fault injector that stands in for libnccl.so.2
+// on a GPU machine, over the fake NCCL: it passes every call on, and the
+// soak names the one ReduceScatter output it corrupts exactly as it names
+// the fake's own fault; with NCCL_FAULT unset nothing is named.
+func TestFaultInjectorOnTheFakes(t *testing.T) {
+	spec := fakeSoakSpec([]coll.DType{coll.Int32, coll.Float32}, []coll.Op{coll.Sum})
+	soak := func(errs []error) rankBody {
+		return func(r fakeRank, b *Backend) error {
+			if err := phases.CheckSoak(b, spec, nil); err != nil {
+				return err
+			}
+			_, errs[r.rank] = phases.RunSoak(b, r, spec, nil, nil, nil)
+			return nil
+		}
+	}
+	clean := make([]error, 4)
+	if errs, _ := startRanks(t, world{ranks: 4, gpus: 4, faults: true}, soak(clean)); errors.Join(errs...) != nil {
+		t.Fatal(errors.Join(errs...))
+	}
+	if err := errors.Join(clean...); err != nil {
+		t.Errorf("no fault asked for: %v", err)
+	}
+	for k, v := range map[string]string{"NCCL_FAULT": "corrupt", "NCCL_FAULT_COLL": "ncclReduceScatter",
+		"NCCL_FAULT_RANK": "2", "NCCL_FAULT_AT": "2", "NCCL_FAULT_ELEMENT": "1"} {
+		t.Setenv(k, v)
+	}
+	errs := make([]error, 4)
+	if started, _ := startRanks(t, world{ranks: 4, gpus: 4, faults: true}, soak(errs)); errors.Join(started...) != nil {
+		t.Fatal(errors.Join(started...))
+	}
+	for r, err := range errs {
+		var ce *phases.CheckError
+		if !errors.As(err, &ce) || !slices.Equal(ce.Ranks, []int{2}) || err.Error() != errs[0].Error() {
+			t.Fatalf("rank %d: %v, want the same soak CheckError on every rank, naming rank 2", r, err)
+		}
+	}
+	for _, w := range []string{"iteration 1 (", "suspect rank 2 on testhost",
+		"ReduceScatter (decomposed, step 1 of 2) output was wrong in chunk 2 while every other rank's was right: a reduction fault on rank 2 on testhost",
+		"the first is element 1 "} {
+		if !strings.Contains(errs[0].Error(), w) {
+			t.Errorf("%v\ndoes not say %q", errs[0], w)
+		}
+	}
+}

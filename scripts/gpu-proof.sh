@@ -13,7 +13,12 @@
 #   - the hierarchy (configs/hierarchy.toml, groups of 2);
 #   - a rank stopped (SIGSTOP) in the soak's collectives: the job must end
 #     (timeout_s 20) naming it, leave no process behind, and the next run
-#     must start clean.
+#     must start clean;
+#   - the GPU's own faults, through ncclx/testdata/ncclfault.c (FAULTLIB,
+#     built against libnccl.so.2) in place of NCCL: one rank's ReduceScatter
+#     output corrupted, a rank stopped inside an AllReduce, a rank slowed
+#     (locate), and the soak clean with the injector loaded.
+# PIECES picks: "proof faults" (the default), or either.
 # SHARE picks how the ranks share the GPU for the last four: mps (CUDA's MPS,
 # started here with a pipe directory of its own, and stopped at the end),
 # timeslice (the driver's default), or auto (the default: mps when the MPS
@@ -124,35 +129,57 @@ step machine
 date -u; hostname; nproc; nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,compute_mode,memory.total --format=csv
 "$rsag" -version; mpirun --version | head -1; echo "RSAG_NCCL_LIBRARY=${RSAG_NCCL_LIBRARY:-unset: the loader finds libnccl.so.2}"
 
+want() { [[ " ${PIECES:-proof faults} " == *" $1 "* ]]; }
+
 # Why small collectives are slow on a shared GPU: per-op AllReduce and
 # ReduceScatter + AllGather at 4 and 64 KiB, 1 warm-up and 3 cycles.
 small=(-config configs/ch7.toml "${shared[@]}" -set required_ranks="$np" -set contracts.enabled=false
   -set memory.enabled=false -set 'timing.sizes_bytes=[4096,65536]' -set timing.warmups=1 -set timing.cycles=3)
-run why-timeslice 90 RSAG_WAIT=poll -- "${small[@]}"
-run why-block 90 RSAG_WAIT=block -- "${small[@]}"
 mps_ok=false
-if mps_start; then
-  run why-mps 90 RSAG_WAIT=poll -- "${small[@]}" && mps_ok=true
-  mps_stop
+if want proof; then
+  run why-timeslice 90 RSAG_WAIT=poll -- "${small[@]}"
+  run why-block 90 RSAG_WAIT=block -- "${small[@]}"
+  if mps_start; then
+    run why-mps 90 RSAG_WAIT=poll -- "${small[@]}" && mps_ok=true
+    mps_stop
+  fi
+elif [ "$share" = auto ]; then
+  mps_ok=true # no probe asked for: MPS where it starts
 fi
 if [ "$share" = mps ] || { [ "$share" = auto ] && $mps_ok; }; then
   mps_start && share=mps
 else
   share=timeslice
 fi
-echo "the proof's ranks share the GPU by: $share" | tee -a "$table"
+echo "the ranks share the GPU by: $share" | tee -a "$table"
 
-run ch7 240 RSAG_WAIT=poll -- -config configs/ch7.toml "${shared[@]}" -set required_ranks="$np"
-run soak 180 RSAG_WAIT=poll -- -config configs/soak.toml "${shared[@]}" -set soak.duration_s="$soak_s"
-# Every NCCL dtype and op (configs/sweep.toml's three runs) at 4 KiB, both
-# placements, per-op, batched and graph; numerics at 4 KiB.
-run sweep 300 RSAG_WAIT=poll -- -config configs/sweep.toml "${shared[@]}" -set 'timing.sizes_bytes=["4K"]' \
-  -set 'run.nccl-tests.sizes_bytes=["4K"]' -set timing.warmups=1 -set timing.cycles=2 -set run.nccl-tests.cycles=2 \
-  -set timing.batch=2 -set timing.discard=0 -set 'numerics.sizes_bytes=["4K"]'
-run hierarchy 240 RSAG_WAIT=poll -- -config configs/hierarchy.toml "${shared[@]}" -set hierarchy.group_size=2
+if want proof; then
+  run ch7 240 RSAG_WAIT=poll -- -config configs/ch7.toml "${shared[@]}" -set required_ranks="$np"
+  run soak 180 RSAG_WAIT=poll -- -config configs/soak.toml "${shared[@]}" -set soak.duration_s="$soak_s"
+  # Every NCCL dtype and op (configs/sweep.toml's three runs) at 4 KiB, both
+  # placements, per-op, batched and graph; numerics at 4 KiB.
+  run sweep 300 RSAG_WAIT=poll -- -config configs/sweep.toml "${shared[@]}" -set 'timing.sizes_bytes=["4K"]' \
+    -set 'run.nccl-tests.sizes_bytes=["4K"]' -set timing.warmups=1 -set timing.cycles=2 -set run.nccl-tests.cycles=2 \
+    -set timing.batch=2 -set timing.discard=0 -set 'numerics.sizes_bytes=["4K"]'
+  run hierarchy 240 RSAG_WAIT=poll -- -config configs/hierarchy.toml "${shared[@]}" -set hierarchy.group_size=2
+fi
+
+# said NAME PATTERN: what the last run said that matches, into the table.
+said() {
+  echo "$1: it said:" >>"$table"
+  sed -n "/=== .* $1: /,\$p" "$out/proof.log" | grep -E "$2" | head -4 | cut -c1-400 | tee -a "$table"
+}
+
+# gone PID: a process the job left behind is named and killed.
+gone() {
+  if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then
+    echo "pid $1 ($(ps -o stat= -p "$1")) was still there after the job: killed" | tee -a "$table"
+    kill -KILL "$1"
+  fi
+}
 
 # A rank stopped inside the soak's collectives (SIGSTOP to the second rsag
-# process 8 s in): the job ends, naming it, and nothing is left behind.
+# process 8 s in): the job ends, naming it.
 stop_a_rank() {
   run stopped 150 RSAG_WAIT=poll -- -config configs/soak.toml "${shared[@]}" -set soak.duration_s=60 -set timeout_s=20 &
   local bg=$! victim=
@@ -165,9 +192,36 @@ stop_a_rank() {
   echo "stopping rsag pid $victim at $(date -u +%T)"
   [ -n "$victim" ] && kill -STOP "$victim"
   wait $bg
-  echo "stopped: the job's words for pid $victim:" | tee -a "$table"
-  grep -n -m 5 -- "$victim" "$out/proof.log" | grep -v "^.*stopping rsag" | cut -c1-240 | tee -a "$table"
-  [ -n "$victim" ] && kill -0 "$victim" 2>/dev/null && { echo "pid $victim still there: killed" | tee -a "$table"; kill -KILL "$victim"; }
+  said stopped "^rsag: "
+  gone "$victim"
 }
-stop_a_rank
-run after-stop 60 RSAG_WAIT=poll -- "${small[@]}"
+
+# The GPU's own faults, from outside rsag: FAULTLIB (ncclx/testdata/ncclfault.c,
+# built against libnccl.so.2) stands in for NCCL and passes every call on.
+faultlib=${FAULTLIB:-gpubin/libncclfault.so}
+faults() {
+  local lib=(RSAG_NCCL_LIBRARY="$(realpath "$faultlib")")
+  # One rank's ReduceScatter output, one element, in one soak iteration.
+  run corrupt 120 RSAG_WAIT=poll "${lib[@]}" NCCL_FAULT=corrupt NCCL_FAULT_COLL=ncclReduceScatter NCCL_FAULT_RANK=2 \
+    NCCL_FAULT_AT=40 NCCL_FAULT_ELEMENT=3 -- -config configs/soak.toml "${shared[@]}" -set soak.duration_s="$soak_s"
+  said corrupt "^(rsag: |ncclfault)"
+  # A rank that stops (SIGSTOP) inside its 100th AllReduce.
+  run nccl-stop 120 RSAG_WAIT=poll "${lib[@]}" NCCL_FAULT=stop NCCL_FAULT_COLL=ncclAllReduce NCCL_FAULT_RANK=1 \
+    NCCL_FAULT_AT=100 -- -config configs/soak.toml "${shared[@]}" -set soak.duration_s=60 -set timeout_s=20
+  said nccl-stop "^(rsag: |ncclfault)"
+  gone "$(sed -n '/=== .* nccl-stop: /,$p' "$out/proof.log" | grep -o -m1 'ncclfault: pid [0-9]*' | grep -o '[0-9]*$')"
+  # A rank whose collectives are slowed (5 ms before each): locate's rank pairs.
+  run locate-slow 150 RSAG_WAIT=poll "${lib[@]}" NCCL_FAULT=slow NCCL_FAULT_RANK=3 NCCL_FAULT_SLOW_US=5000 -- \
+    -config configs/locate.toml "${shared[@]}"
+  said locate-slow "(^rsag: |suspect|slow|inconclusive)"
+  # And with the injector loaded but no fault asked for, nothing is named.
+  run clean-soak 120 RSAG_WAIT=poll "${lib[@]}" -- -config configs/soak.toml "${shared[@]}" -set soak.duration_s="$soak_s"
+}
+
+if want proof; then
+  stop_a_rank
+  run after-stop 60 RSAG_WAIT=poll -- "${small[@]}"
+fi
+if want faults; then
+  if [ -f "$faultlib" ]; then faults; else echo "faults: no $faultlib, not run" | tee -a "$table"; fi
+fi

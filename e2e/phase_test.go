@@ -145,4 +145,38 @@ func TestATestOnlyPhaseReachesEveryOutput(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "echo.csv")); !os.IsNotExist(err) {
 		t.Errorf("echo.csv after -overwrite without the phase: %v, want it removed", err)
 	}
+
+	// A bit flipped in rank 1's largest rank (testdata/corrupt.c, from
+	// outside rsag) fails its row, and the run: the verdict line,
+	// junit.xml, rsag.prom and the exit status say so, and no file of
+	// theirs names the phase.
+	bad := filepath.Join(t.TempDir(), "bad")
+	argv := append(append([]string{"../scripts/mpirun.sh", "2"}, corrupt(t, "RANK=1", "CALL=Allreduce", "BYTES=8", "MIN_BYTES=8")...),
+		bin, "-config", "../configs/smoke.toml", "-output-dir", bad, "-set", "timing.enabled=false", "-set", "memory.enabled=false")
+	r = launch(t, 3*time.Minute, argv...)
+	if !strings.Contains(r.stderr, "corrupt.c: rank 1 flips") {
+		t.Fatalf("the fault was not there: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r.code != 1 || !strings.Contains(r.stdout, "rsag: FAILED (exit 1): a check failed on rank") {
+		t.Errorf("a failed echo row: exit %d, want 1 and the verdict line saying a check failed\nstdout:\n%s", r.code, r.stdout)
+	}
+	junit, prom = readFileBytes(t, filepath.Join(bad, "junit.xml")), readFileBytes(t, filepath.Join(bad, "rsag.prom"))
+	if !strings.Contains(string(junit), `<testsuite name="echo" tests="2" failures="1"`) {
+		t.Errorf("junit.xml does not fail the echo row:\n%s", junit)
+	}
+	for _, want := range []string{`rsag_phase_checks{outcome="failed",phase="echo"} 1`, `rsag_check_outcome{check="rank 1",outcome="failed",phase="echo"} 1`,
+		`rsag_verdict{outcome="failed"} 1`, `rsag_run_status{status="failed"} 1`} {
+		if !strings.Contains(string(prom), want+"\n") {
+			t.Errorf("rsag.prom lacks %s:\n%s", want, prom)
+		}
+	}
+}
+
+func readFileBytes(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

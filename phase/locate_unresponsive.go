@@ -76,7 +76,7 @@ func nameUnresponsive(out *report.SummaryLocate, plan phases.LocatePlan, level p
 		if level.OfRanks {
 			nodes, ranks, who = []string{plan.Nodes[node[m]]}, []int{m}, fmt.Sprintf("rank %d on %s", m, plan.Nodes[node[m]])
 		}
-		s, what := unresponsiveSuspect(plan, probes, data[e.step], e.unit, e.step, nodes, ranks)
+		s, what, short := unresponsiveSuspect(plan, probes, data[e.step], e.unit, e.step, nodes, ranks)
 		if e.all > 0 {
 			what += fmt.Sprintf(", with %d of %d partners", e.of, e.all)
 		}
@@ -91,7 +91,7 @@ func nameUnresponsive(out *report.SummaryLocate, plan phases.LocatePlan, level p
 			for i := range out.Nodes {
 				if out.Nodes[i].Host == plan.Nodes[m] {
 					out.Nodes[i].Suspect, out.Nodes[i].Intermittent = true, false
-					out.Nodes[i].Verdict = "UNRESPONSIVE: " + what + " (" + e.step + ")"
+					out.Nodes[i].Verdict = "UNRESPONSIVE: " + short + " (" + e.step + ")"
 				}
 			}
 			for _, r := range plan.Ranks[m] {
@@ -116,7 +116,7 @@ func nameUnresponsive(out *report.SummaryLocate, plan phases.LocatePlan, level p
 			nodes, ranks = []string{plan.Nodes[node[k.a]]}, []int{k.a, k.b}
 			who = fmt.Sprintf("ranks %d-%d on %s", k.a, k.b, nodes[0])
 		}
-		s, what := unresponsiveSuspect(plan, probes, d, k, pairs.Name, nodes, ranks)
+		s, what, short := unresponsiveSuspect(plan, probes, d, k, pairs.Name, nodes, ranks)
 		s.Text = fmt.Sprintf("%s (%s, %s)", who, level.Pair, what)
 		out.Suspects = append(out.Suspects, s)
 		list := &out.Pairs
@@ -126,7 +126,7 @@ func nameUnresponsive(out *report.SummaryLocate, plan phases.LocatePlan, level p
 		for i := range *list {
 			p := &(*list)[i]
 			if p.Round == k.round && slices.Equal(p.Nodes, nodes) && slices.Equal(p.Ranks, ranks) {
-				p.Suspect, p.Intermittent, p.Verdict = true, false, "UNRESPONSIVE: "+what+" ("+pairs.Name+")"
+				p.Suspect, p.Intermittent, p.Verdict = true, false, "UNRESPONSIVE: "+short+" ("+pairs.Name+")"
 			}
 		}
 	}
@@ -182,11 +182,11 @@ func abandonedSpeed(d *stepData, k unitKey, p int, plan phases.LocatePlan) float
 	return busBW(plan.Spec.Probes()[p].Collective, row.Bytes, row.Ranks, row.DurationUS)
 }
 
-// unresponsiveSuspect is unit k's suspect (without its text) and its
-// evidence in words: "unresponsive: AllReduce 16M took 13 s, past 2.1 s,
-// 0.0031x median".
+// unresponsiveSuspect is unit k's suspect (without its text), its
+// evidence in words, "unresponsive: AllReduce 16M took 13s, past 2.143s,
+// 0.0031x median", and in a few for a verdict, "AllReduce 16M 13s > 2.143s".
 func unresponsiveSuspect(plan phases.LocatePlan, probes []locate.Probe, d *stepData, k unitKey, step string,
-	nodes []string, ranks []int) (report.SummaryLocateSuspect, string) {
+	nodes []string, ranks []int) (report.SummaryLocateSuspect, string, string) {
 	pr, fig, med := worstAbandoned(d, k, plan)
 	p := plan.Spec.Probes()[pr]
 	row := d.abandoned[k][pr]
@@ -202,5 +202,6 @@ func unresponsiveSuspect(plan phases.LocatePlan, probes []locate.Probe, d *stepD
 	if fig > 0 {
 		what += ", " + report.FigureText(fig) + " median"
 	}
-	return s, what
+	short := fmt.Sprintf("%s %s > %s", probes[pr].Name, took.Round(time.Millisecond), plan.Spec.OpDeadline.Round(time.Millisecond))
+	return s, what, short
 }

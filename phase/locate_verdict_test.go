@@ -254,5 +254,8 @@ func TestAProbeAbandonedNamesTheUnresponsive(t *testing.T) {
 		if s := l.Suspects[0]; s.Kind != phase.SuspectUnresponsive || s.Problem != "bandwidth" || s.Figure >= 0.001 || l.Verdict != "suspects" {
 			t.Errorf("%s: %+v, verdict %s", c.name, s, l.Verdict)
 		}
+		if c.name == "node3" && (l.Nodes[2].Verdict != "UNRESPONSIVE: AllReduce 1M 13s > 2.5s (pairs)" || !l.Nodes[2].Suspect) {
+			t.Errorf("node3: %+v", l.Nodes[2])
+		}
 	}
 }

@@ -2,18 +2,25 @@ package report
 
 import (
 	"fmt"
+	"io"
 	"strings"
 )
 
-// The checks of the phases whose results summary.json has a section for
-// (report's own structs): each registers here, as its CSVs do in
-// files.go, and the list (verdicts.go) reads them like any other phase's.
+// The checks and terminal tables of the phases whose results summary.json
+// has a section for (report's own structs): each registers here, as its
+// CSVs do in files.go, and the list (verdicts.go) and WriteTables read them
+// like any other phase's.
 func init() {
-	RegisterChecks(Checker{Phase: Contracts, Title: "Contracts", Has: func(s Summary) bool { return len(s.Contracts) > 0 }, Checks: contractChecks})
-	RegisterChecks(Checker{Phase: Timing, Title: "Timing results", Has: func(s Summary) bool { return len(s.Timing) > 0 }, Checks: timingChecks})
-	RegisterChecks(Checker{Phase: Memory, Title: "Memory", Has: func(s Summary) bool { return len(s.Memory) > 0 }, Checks: memoryChecks})
-	RegisterChecks(Checker{Phase: Numerics, Title: "Numerics", Has: func(s Summary) bool { return len(s.Numerics) > 0 }, Checks: numericsChecks})
-	RegisterChecks(Checker{Phase: Locate, Title: "Locate", Has: func(s Summary) bool { return s.Locate != nil }, Checks: locateChecks})
+	RegisterChecks(Checker{Phase: Contracts, Title: "Contracts", Has: func(s Summary) bool { return len(s.Contracts) > 0 }, Checks: contractChecks,
+		Table: func(w io.Writer, s Summary) error { return ContractsTable(w, s.Contracts, s.WorldSize) }})
+	RegisterChecks(Checker{Phase: Timing, Title: "Timing results", Has: func(s Summary) bool { return len(s.Timing) > 0 }, Checks: timingChecks,
+		Table: timingTables})
+	RegisterChecks(Checker{Phase: Memory, Title: "Memory", Has: func(s Summary) bool { return len(s.Memory) > 0 }, Checks: memoryChecks,
+		Table: func(w io.Writer, s Summary) error { return MemoryTable(w, s.Memory) }})
+	RegisterChecks(Checker{Phase: Numerics, Title: "Numerics", Has: func(s Summary) bool { return len(s.Numerics) > 0 }, Checks: numericsChecks,
+		Table: func(w io.Writer, s Summary) error { return NumericsTable(w, s.Numerics) }})
+	RegisterChecks(Checker{Phase: Locate, Title: "Locate", Has: func(s Summary) bool { return s.Locate != nil }, Checks: locateChecks,
+		Table: func(w io.Writer, s Summary) error { return LocateTable(w, *s.Locate) }})
 	RegisterChecks(Checker{Phase: Soak, Title: "Soak", Has: func(s Summary) bool { return s.Soak != nil }, Checks: soakChecks})
 }
 

@@ -124,40 +124,30 @@ func listText(v []int) string { return ListText(v, ",") }
 func ListText(v []int, sep string) string { return rankset.Join(v, sep) }
 
 // WriteTables prints the tables of the phases that ran, from the summary:
-// contracts, timings, memory.
+// each section's (its checks' Table, checks.go, in their order), then each
+// phase's with a table of its own.
 func WriteTables(w io.Writer, s Summary, ran Phases) error {
-	if ran.Has(Contracts) {
-		if err := ContractsTable(w, s.Contracts, s.WorldSize); err != nil {
-			return err
+	for _, c := range checkers {
+		if c.Table == nil || !ran.Has(c.Phase) || (c.Has != nil && !c.Has(s)) {
+			continue
 		}
-	}
-	if ran.Has(Timing) && len(s.Timing) > 0 {
-		if err := TimingsTable(w, s.Timing, s.WorldSize, len(s.Nodes)); err != nil {
-			return err
-		}
-		if err := ModelTable(w, s); err != nil {
-			return err
-		}
-		if err := FastestTable(w, s.Timing); err != nil {
-			return err
-		}
-	}
-	if ran.Has(Memory) && len(s.Memory) > 0 {
-		if err := MemoryTable(w, s.Memory); err != nil {
-			return err
-		}
-	}
-	if ran.Has(Numerics) && len(s.Numerics) > 0 {
-		if err := NumericsTable(w, s.Numerics); err != nil {
-			return err
-		}
-	}
-	if ran.Has(Locate) && s.Locate != nil {
-		if err := LocateTable(w, *s.Locate); err != nil {
+		if err := c.Table(w, s); err != nil {
 			return err
 		}
 	}
 	return PhaseTables(w, s.Phases)
+}
+
+// timingTables are the timing phase's tables: the timings, the model and
+// the fastest configuration.
+func timingTables(w io.Writer, s Summary) error {
+	if err := TimingsTable(w, s.Timing, s.WorldSize, len(s.Nodes)); err != nil {
+		return err
+	}
+	if err := ModelTable(w, s); err != nil {
+		return err
+	}
+	return FastestTable(w, s.Timing)
 }
 
 // NumericsTable says, per dtype and size, whether AllReduce and ReduceScatter

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 )
@@ -86,6 +87,9 @@ type Checker struct {
 	Phase, Title string
 	Has          func(s Summary) bool
 	Checks       func(s Summary) PhaseVerdict
+	// Table prints the phase's tables on the terminal (WriteTables); nil
+	// for none, or a table of its own (PhaseTables prints it).
+	Table func(w io.Writer, s Summary) error
 }
 
 var checkers []Checker

@@ -11,14 +11,15 @@ import (
 // failed, inconclusive or not run, with its message. It is computed once
 // from the summary (VerdictsOf), kept in summary.json's "verdict", and
 // every writer renders it: the terminal's verdict line, report.html's
-// banner, junit.xml, rsag.prom, run.json. A writer names no phase; a phase
-// reaches them all through its checks (RegisterChecks), or, for a phase
-// with a table of its own, through its table's failed rows.
+// banner, junit.xml, rsag.prom and the exit status (job's checksGate). A
+// writer names no phase; a phase reaches them all through its checks
+// (RegisterChecks), or, for a phase with a table of its own, through its
+// table's failed and inconclusive rows.
 
 // Outcome is what one check found.
 type Outcome string
 
-// The outcomes, best first. Inconclusive is not held: the check ran but
+// The outcomes. Inconclusive is not held: the check ran but
 // could not judge (a spread too wide, too few repeats), and says why.
 const (
 	Held         Outcome = "held"
@@ -61,8 +62,8 @@ type PhaseVerdict struct {
 	// Text is the phase's line: what held, or what failed and why.
 	Text string `json:"text"`
 	// Note is what the verdict line adds to the phase's words: what its
-	// checks did not look at ("only the last sample of each mode
-	// checked"); "" for nothing.
+	// checks did not look at ("only the last samples checked"); "" for
+	// nothing.
 	Note   string  `json:"note,omitempty"`
 	Checks []Check `json:"checks"`
 }

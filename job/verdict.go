@@ -116,9 +116,18 @@ func passedText(sum *report.Summary) (word, what string) {
 			continue
 		}
 		if report.Worst(p.Checks) == report.Inconclusive {
+			suspects := 0
+			for _, c := range p.Checks {
+				if c.Kind == report.KindSuspect && c.Outcome == report.Failed {
+					suspects++
+				}
+			}
+			if suspects > 0 { // named, beside what it could not judge
+				first = append(first, fmt.Sprintf("%s named %d suspect(s) (see above)", p.Phase, suspects))
+			}
 			for _, c := range p.Checks {
 				if c.Outcome == report.Inconclusive {
-					first = append(first, p.Phase+" could not judge: "+strings.Replace(c.Line(), "inconclusive: ", "", 1))
+					first = append(first, p.Phase+" could not judge: "+c.Line())
 					break
 				}
 			}

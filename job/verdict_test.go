@@ -71,6 +71,13 @@ func TestVerdictLineSaysInconclusive(t *testing.T) {
 	if strings.Contains(got, "PASSED") || strings.Contains(got, "no suspect") || utf8.RuneCountInString(got) > verdictWidth {
 		t.Errorf("verdict line %q says PASSED or no suspect, or is wider than %d", got, verdictWidth)
 	}
+	// A suspect beside a step that could not judge: both are said.
+	sum.Locate.Nodes = append(sum.Locate.Nodes, report.SummaryLocateNode{Host: "n2", Suspect: true, Verdict: "SUSPECT: bandwidth 0.3x median"})
+	sum.Timing = nil
+	if got := verdictLine(ExitOK, nil, sum, "r"); !strings.HasPrefix(got, "rsag: INCONCLUSIVE: locate named 1 suspect(s) (see above); locate could not judge: n1: ") {
+		t.Errorf("a suspect beside an inconclusive step: %q", got)
+	}
+	sum.Timing = []report.TimingStat{{Case: coll.Case{SizeBytes: 1}, Correct: true, Samples: 10, Ranks: 4, Unchecked: 36}}
 	sum.Locate = &report.SummaryLocate{Verdict: "healthy", Nodes: []report.SummaryLocateNode{{Host: "n1", Verdict: "healthy"}}}
 	want := "rsag: PASSED: contracts 1/1 held, timing 1/1 held (only the last samples checked), locate"
 	if got := verdictLine(ExitOK, nil, sum, "r"); !strings.HasPrefix(got, want) {

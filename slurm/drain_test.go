@@ -95,7 +95,15 @@ func TestHealthDrainsFromData(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeGivenRun(t, dir, c.suspects, c.pairs, c.run)
-			log, code, updates := runHealthScript(t, dir, bin, c.env...)
+			folded, code, updates := runHealthScript(t, dir, bin, c.env...)
+			// The job's lines are folded at 120 columns, the rest of a
+			// line indented by four.
+			for _, l := range strings.Split(folded, "\n") {
+				if len(l) > 120 && (strings.HasPrefix(l, "healthcheck") || strings.HasPrefix(l, "    ")) {
+					t.Errorf("a line of %d columns: %q", len(l), l)
+				}
+			}
+			log := strings.ReplaceAll(folded, "\n    ", "")
 			if code != c.code || !strings.Contains(log, c.says) || (c.notSays != "" && strings.Contains(log, c.notSays)) {
 				t.Errorf("exit %d, want %d, saying %q:\n%s", code, c.code, c.says, log)
 			}

@@ -211,3 +211,41 @@ func (s Schedule) Describe() string {
 	}
 	return fmt.Sprintf("full (circle method): %d rounds, all %d pairs", len(s.Rounds), pairs)
 }
+
+// Coverage is how many distinct pairs of members the schedule tries, of
+// all n(n-1)/2.
+func (s Schedule) Coverage() (tried, all int) {
+	seen := map[Pair]bool{}
+	for _, p := range s.Pairs() {
+		seen[p] = true
+	}
+	return len(seen), s.Members * (s.Members - 1) / 2
+}
+
+// MissChance is the chance that the schedule never tries one bad link,
+// any pair of members alike: the share of pairs it leaves out.
+func (s Schedule) MissChance() float64 {
+	tried, all := s.Coverage()
+	if all == 0 {
+		return 0
+	}
+	return 1 - float64(tried)/float64(all)
+}
+
+// Untried lists the first limit pairs the schedule never tries, in order
+// of their first member, then their second.
+func (s Schedule) Untried(limit int) []Pair {
+	seen := map[Pair]bool{}
+	for _, p := range s.Pairs() {
+		seen[p] = true
+	}
+	var out []Pair
+	for a := 0; a < s.Members && len(out) < limit; a++ {
+		for b := a + 1; b < s.Members && len(out) < limit; b++ {
+			if !seen[Pair{A: a, B: b}] {
+				out = append(out, Pair{A: a, B: b})
+			}
+		}
+	}
+	return out
+}

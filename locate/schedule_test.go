@@ -2,6 +2,7 @@ package locate
 
 import (
 	"fmt"
+	"math"
 	"testing"
 )
 
@@ -102,5 +103,46 @@ func TestChoose(t *testing.T) {
 	t.Logf("1024 nodes: %s; full would be %s", s.Describe(), Circle(1024).Describe())
 	if len(s.Rounds) > 12 {
 		t.Errorf("1024 nodes sampled in %d rounds", len(s.Rounds))
+	}
+}
+
+// What a sampled schedule does not see, computed (docs/locate.md's table
+// of the chance of missing one bad link): at 16 nodes with max_full_nodes 8
+// and min_partners 4 (issue 57's run), and with the defaults (64, 8) at
+// 16, 256 and 1,024 nodes.
+func TestWhatASampledScheduleMisses(t *testing.T) {
+	for _, c := range []struct {
+		n, maxFull, minPartners int
+		tried, all              int
+	}{
+		{16, 8, 4, 40, 120},
+		{16, 64, 8, 120, 120},
+		{256, 64, 8, 1152, 32640},
+		{1024, 64, 8, 4608, 523776},
+	} {
+		s := Choose(c.n, c.maxFull, c.minPartners)
+		tried, all := s.Coverage()
+		if tried != c.tried || all != c.all {
+			t.Errorf("%d nodes (%d, %d): %d of %d pairs tried, want %d of %d", c.n, c.maxFull, c.minPartners, tried, all, c.tried, c.all)
+		}
+		if want := 1 - float64(c.tried)/float64(c.all); math.Abs(s.MissChance()-want) > 1e-12 {
+			t.Errorf("%d nodes: miss chance %v, want %v", c.n, s.MissChance(), want)
+		}
+		untried := s.Untried(all)
+		if len(untried) != all-tried {
+			t.Errorf("%d nodes: %d untried listed, want %d", c.n, len(untried), all-tried)
+		}
+		in := map[Pair]bool{}
+		for _, p := range s.Pairs() {
+			in[p] = true
+		}
+		for _, p := range untried {
+			if in[p] || p.A >= p.B {
+				t.Errorf("%d nodes: %v listed untried", c.n, p)
+			}
+		}
+	}
+	if got := Choose(16, 8, 4).Untried(3); len(got) != 3 || got[0] != (Pair{0, 2}) {
+		t.Errorf("the first 3 untried of 16: %v", got)
 	}
 }

@@ -156,6 +156,9 @@ func PlanLocate(hosts []string, spec LocateSpec) (LocatePlan, error) {
 	for _, st := range LocateSteps {
 		ps := PlannedStep{LocateStep: st}
 		ps.Rounds, ps.Schedule, ps.Skip, ps.Note = st.plan(p.Ranks, spec)
+		if ps.Pairs && !ps.Level.OfRanks && ps.Skip == "" && ps.Schedule.Kind == locate.Sampled {
+			ps.Note = untriedNote(ps.Schedule, p.Nodes)
+		}
 		for _, round := range ps.Rounds {
 			for _, u := range round {
 				largest = max(largest, len(u.Members))
@@ -213,6 +216,31 @@ func planNodePairs(nodes [][]int, spec LocateSpec) ([][]LocateUnit, locate.Sched
 		note = "two nodes make one pair, which cannot tell a slow node from a slow link or from the other node: three nodes or more do"
 	}
 	return rounds, sched, "", note
+}
+
+// shownUntried bounds the untried pairs a sampled step's note names.
+const shownUntried = 6
+
+// untriedNote says what a sampled schedule did not see: the pairs it never
+// tries, which it calls neither healthy nor suspect, and the chance that
+// one bad link is among them (docs/locate.md has it at 16 to 1,024 nodes).
+// The schedule is the same in every run, so running again does not help.
+func untriedNote(s locate.Schedule, nodes []string) string {
+	tried, all := s.Coverage()
+	if tried == all {
+		return ""
+	}
+	var names []string
+	for _, p := range s.Untried(shownUntried) {
+		names = append(names, nodes[p.A]+"-"+nodes[p.B])
+	}
+	more := ""
+	if all-tried > len(names) {
+		more = fmt.Sprintf(" and %d more", all-tried-len(names))
+	}
+	return fmt.Sprintf("%d of %d pairs never tried, their links neither healthy nor suspect (%s%s): "+
+		"one bad link is missed with chance %.0f%%, in every run alike", all-tried, all, strings.Join(names, ", "), more,
+		100*s.MissChance())
 }
 
 // planRankPairs: within every node of three ranks or more, its rank pairs

@@ -242,3 +242,26 @@ func TestRunLocateAbandonsAProbeTooSlowToFinish(t *testing.T) {
 		}
 	}
 }
+
+// A sampled schedule says which pairs it never tried, and the chance one
+// bad link is among them; a full one says nothing of the kind.
+func TestASampledStepSaysWhatItDidNotSee(t *testing.T) {
+	spec := locateSpec()
+	spec.MaxFullNodes, spec.MinPartners = 8, 4
+	plan, err := phases.PlanLocate(hostsOf(16, 1), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "80 of 120 pairs never tried, their links neither healthy nor suspect (node1-node3, node1-node4, node1-node6, " +
+		"node1-node7, node1-node8, node1-node10 and 74 more): one bad link is missed with chance 67%, in every run alike"
+	if got := stepOf(t, plan, "pairs").Note; got != want {
+		t.Errorf("note %q\nwant %q", got, want)
+	}
+	full, err := phases.PlanLocate(hostsOf(16, 1), locateSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stepOf(t, full, "pairs").Note; got != "" {
+		t.Errorf("every pair tried, note %q", got)
+	}
+}

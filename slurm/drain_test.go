@@ -57,6 +57,7 @@ func TestHealthDrainsFromData(t *testing.T) {
 		says     string
 		drained  []string // the reasons scontrol was given, by node
 		notSays  string
+		also     string // said too
 	}{
 		{name: "crafted names drain only the node that is one", suspects: append(crafted, slow("node3", 0.003)), run: outdir.StatusComplete,
 			env: []string{"RSAG_DRAIN=1"}, code: 4, says: "healthcheck: draining node3: rsag 0.003x bw j812",
@@ -82,7 +83,7 @@ func TestHealthDrainsFromData(t *testing.T) {
 		// does when it killed a task: the job exits rsag's 2.
 		{name: "a failed run drains nothing and exits with rsag's status", suspects: []report.SummaryLocateSuspect{slow("node3", 0.003)},
 			run: outdir.StatusFailed, env: []string{"RSAG_DRAIN=1", "FAKE_RANK0=1"}, code: 2,
-			says: "healthcheck: the run did not complete (rsag exit 2): nothing drained"},
+			says: "healthcheck: the run did not complete (rsag exit 2): nothing drained", also: "healthcheck: rsag (rank 0) exited 2; the launcher's status: 143"},
 		{name: "a complete run is acted on, and rsag's other status kept", suspects: []report.SummaryLocateSuspect{slow("node3", 0.003)},
 			run: outdir.StatusComplete, env: []string{"RSAG_DRAIN=1", "FAKE_RANK0=1"}, code: 2,
 			says: "healthcheck: rsag exited 2: the job exits 2 (its own finding: 4)",
@@ -104,7 +105,8 @@ func TestHealthDrainsFromData(t *testing.T) {
 				}
 			}
 			log := strings.ReplaceAll(folded, "\n    ", "")
-			if code != c.code || !strings.Contains(log, c.says) || (c.notSays != "" && strings.Contains(log, c.notSays)) {
+			if code != c.code || !strings.Contains(log, c.says) || !strings.Contains(log, c.also) ||
+				(c.notSays != "" && strings.Contains(log, c.notSays)) {
 				t.Errorf("exit %d, want %d, saying %q:\n%s", code, c.code, c.says, log)
 			}
 			if !slices.Equal(updates, c.drained) {

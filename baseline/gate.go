@@ -13,6 +13,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"gonum.org/v1/gonum/stat/distuv"
 
@@ -106,7 +107,7 @@ func Judge(order []coll.Case, run map[coll.Case][]float64, base []map[coll.Case]
 		}
 		c.Lo, c.Hi = interval(k, x, bs, o, alpha)
 		if len(bs) == 1 {
-			c.Verdict = oneRun(c, o, beyond)
+			c.Verdict = oneRun(c, o, beyond, slices.Min(x)/slices.Min(bs[0]))
 			if c.Verdict == Inconclusive {
 				c.Why = "one baseline run, spread unknown"
 			}
@@ -136,17 +137,36 @@ func Judge(order []coll.Case, run map[coll.Case][]float64, base []map[coll.Case]
 		default:
 			c.Verdict = Same
 		}
+		// A slowdown of the network, the library or the code moves every
+		// sample; a machine that stalls the run now and then moves some.
+		// The run's fastest sample must be beyond the baseline runs'
+		// fastest too, by their spread, or the change is not shown to be
+		// the run's.
+		if c.Verdict == Slower {
+			mins := make([]float64, len(bs))
+			for i, b := range bs {
+				mins[i] = math.Log(slices.Min(b))
+			}
+			mean, sd := meanSD(mins)
+			if math.Log(slices.Min(x))-mean <= t*sd*math.Sqrt(1+1/n) {
+				c.Verdict, c.Why = Inconclusive, stalls
+			}
+		}
 		out = append(out, c)
 	}
 	return out
 }
 
+// stalls is why a case slower by its median only is inconclusive.
+const stalls = "only some samples slower (stalls? a busy machine?)"
+
 // oneRun is the verdict against one baseline run: slower when the samples'
-// interval is all beyond o.OneRun (faster: below its inverse), else
-// inconclusive when the ratio is beyond the tolerance.
-func oneRun(c Case, o Options, beyond bool) string {
+// interval is all beyond o.OneRun and so is the ratio of the fastest
+// samples (faster: below its inverse), else inconclusive when the ratio is
+// beyond the tolerance.
+func oneRun(c Case, o Options, beyond bool, fastest float64) string {
 	switch {
-	case c.Lo > max(1+o.Tolerance, o.OneRun):
+	case c.Lo > max(1+o.Tolerance, o.OneRun) && fastest > max(1+o.Tolerance, o.OneRun):
 		return Slower
 	case c.Hi < min(1-o.Tolerance, 1/o.OneRun):
 		return Faster

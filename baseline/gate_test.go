@@ -106,12 +106,12 @@ func TestOneBaselineRunCallsOnlyAHugeChange(t *testing.T) {
 	}
 }
 
-// Identical runs of a machine whose level moves 5% from run to run (as the
-// 2-core machine's did), 6 cases of 4 samples (smoke's cycles) and of 10,
-// against the last 5: at most 1 run in 20 flagged, since the judge models
-// the spread between runs; a planted 1.4x slowdown is flagged at least 90
-// times in 100 (against a spread of 5%: 1.4x is within 7 of its standard
-// deviations, and t with 4 degrees of freedom at 1 - 0.05/6 is 4.6). docs/history.md states these numbers; the draws are seeded,
+// Identical runs of a machine whose level moves 5% from run to run, 6
+// cases of 4 samples (smoke's cycles) and of 10, against the last 5: at
+// most 1 run in 20 flagged, since the judge models the spread between
+// runs; a planted 1.4x slowdown is flagged at least 90 times in 100
+// (against a spread of 5%: 1.4x is within 7 of its standard deviations,
+// and t with 4 degrees of freedom at 1 - 0.05/6 is 4.6). docs/history.md states these numbers; the draws are seeded,
 // so they are the same on every machine.
 func TestIdenticalRunsAreRarelyFlaggedAndASlowdownAlways(t *testing.T) {
 	for _, n := range []int{4, 10} {
@@ -145,5 +145,29 @@ func TestValidateRefusesImpossibleSamples(t *testing.T) {
 	}
 	if err := Validate("timings.csv", map[coll.Case][]float64{k: {10, 0.5}}); err != nil {
 		t.Error(err)
+	}
+}
+
+// A run the machine stalled now and then (half its samples 10x, its
+// fastest as the baseline's) is not called slower by its median: it is
+// inconclusive, saying why; a run whose every sample moved is slower.
+func TestStallsAreNotASlowdown(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	k := cases(1)
+	var base []map[coll.Case][]float64
+	for range 5 {
+		base = append(base, map[coll.Case][]float64{k[0]: draws(rng, 10, 100)})
+	}
+	stalled := draws(rng, 10, 100)
+	for i := range 6 {
+		stalled[i] *= 10
+	}
+	c := Judge(k, map[coll.Case][]float64{k[0]: stalled}, base, Defaults)[0]
+	if c.Verdict != Inconclusive || c.Why != stalls || !(c.Ratio > 5) {
+		t.Errorf("a stalled run: %+v, want inconclusive (%s)", c, stalls)
+	}
+	c = Judge(k, map[coll.Case][]float64{k[0]: draws(rng, 10, 140)}, base, Defaults)[0]
+	if c.Verdict != Slower {
+		t.Errorf("every sample 1.4x: %+v, want slower", c)
 	}
 }

@@ -15,7 +15,8 @@
 #     (timeout_s 20) naming it, leave no process behind, and the next run
 #     must start clean;
 #   - the GPU's own faults, through ncclx/testdata/ncclfault.c (FAULTLIB,
-#     built against libnccl.so.2) in place of NCCL: one rank's ReduceScatter
+#     built against libnccl.so.2; built here with gcc when absent) in place
+#     of NCCL: one rank's ReduceScatter
 #     output corrupted, a rank stopped inside an AllReduce, a rank slowed
 #     (locate), and the soak clean with the injector loaded.
 # PIECES picks: "proof faults" (the default), or either.
@@ -223,5 +224,12 @@ if want proof; then
   run after-stop 60 RSAG_WAIT=poll -- "${small[@]}"
 fi
 if want faults; then
+  if [ ! -f "$faultlib" ] && command -v gcc >/dev/null; then
+    # Built here against the NCCL rsag loads (its soname, and its directory on the run path).
+    real=${RSAG_NCCL_LIBRARY:-$(ldconfig -p | awk '/libnccl\.so\.2 /{print $NF; exit}')}
+    faultlib=$mps_dir/libncclfault.so
+    gcc -shared -fPIC -O2 -o "$faultlib" ncclx/testdata/ncclfault.c -ldl -Wl,--no-as-needed "$real" \
+      -Wl,-rpath,"$(dirname "$(realpath "$real")")" && echo "built $faultlib against $real"
+  fi
   if [ -f "$faultlib" ]; then faults; else echo "faults: no $faultlib, not run" | tee -a "$table"; fi
 fi

@@ -109,16 +109,18 @@ const lean = `RSAG_ARGS=-set locate.sizes_bytes=["4K","64K"] -set locate.collect
 // times slower than the kernel bridge at 64K) makes the health job drain
 // node3, and only it, with rsag's figure as the reason. A run whose step
 // could not judge (the load beside it spread the healthy pairs beyond the
-// threshold) rightly drains nothing and exits 6: it is run again, up to 3
-// runs; a drain is asserted of the first that could judge.
+// threshold) rightly drains nothing and exits 6: it is run again, up to 5
+// runs (3 of 10 such runs were inconclusive beside other tests, the 4K
+// probe's spread reaching 3.5x to 11.6x, 2026-12-06); a drain is asserted
+// of the first that could judge.
 func (c *cluster) testHealthSlowedNode(t *testing.T) {
 	c.rateLimit(t, "node3")
 	j := c.realHealth(t)
-	for try := 2; try <= 3 && j.code == 6; try++ {
+	for try := 2; try <= 5 && j.code == 6; try++ {
 		if r := c.drained(t); len(r) > 0 {
 			t.Fatalf("an inconclusive run (job %s) drained %v", j.id, r)
 		}
-		t.Logf("run %d of 3, job %s, was inconclusive: nothing drained; again", try-1, j.id)
+		t.Logf("run %d of 5, job %s, was inconclusive: nothing drained; again", try-1, j.id)
 		j = c.realHealth(t)
 	}
 	if j.code != 4 {

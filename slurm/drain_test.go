@@ -39,6 +39,13 @@ func TestHealthDrainsFromData(t *testing.T) {
 		s.Text = report.SuspectText(s, false)
 		return s
 	}
+	// A node that could not finish a probe within its deadline
+	// (phase.SuspectUnresponsive).
+	unresponsive := func(node string) report.SummaryLocateSuspect {
+		s := slow(node, 0.00008)
+		s.Kind, s.Text = "unresponsive", node+" (unresponsive: AllReduce 1M took 13s, past 2.5s, 8e-05x median, with 3 of 3 partners)"
+		return s
+	}
 	var crafted []report.SummaryLocateSuspect
 	for _, name := range []string{"node1\nnode2", "node1 node2", "node2;scontrol update NodeName=node1 State=DRAIN",
 		"$(touch pwned)", "`touch pwned`", "\x1b[2J\x1b]0;owned\x07node4", "node4\x00node1", "node4,node1", "-node1"} {
@@ -77,6 +84,9 @@ func TestHealthDrainsFromData(t *testing.T) {
 		{name: "a node outside the allocation is not drained", suspects: []report.SummaryLocateSuspect{slow("node9", 0.003)},
 			run: outdir.StatusComplete, env: []string{"RSAG_DRAIN=1"}, code: 4,
 			says: "not drained: node9 (bandwidth 0.003x median): node9 is not a node of this allocation (node1 node2 node3 node4)"},
+		{name: "an unresponsive node is drained though its step could not judge", suspects: []report.SummaryLocateSuspect{unresponsive("node3")},
+			pairs: wide, run: outdir.StatusComplete, env: []string{"RSAG_DRAIN=1"}, code: 4, says: "healthcheck: draining node3: rsag unresp bw j812",
+			drained: []string{"NodeName=node3", "State=DRAIN", "Reason=rsag unresp bw j812"}},
 		{name: "no suspect", run: outdir.StatusComplete, env: []string{"RSAG_DRAIN=1"}, code: 0, says: "healthcheck: no suspect: nothing to drain"},
 		// The stand-in runs rsag (through RSAG_BIN, as ch7.sbatch does)
 		// as rank 0, which exits 2, and then exits 143 itself, as srun

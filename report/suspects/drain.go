@@ -21,6 +21,11 @@ const (
 	VerdictHealthy      = "healthy"      // no suspect, and every step could judge
 )
 
+// KindUnresponsive is the kind of a suspect that could not finish a probe
+// within its deadline (phase.SuspectUnresponsive, which report/suspects
+// may not import): a node of them is drained on that alone.
+const KindUnresponsive = "unresponsive"
+
 // The two actions on a suspect.
 const (
 	ActionDrain = "drain"
@@ -90,7 +95,11 @@ func Decide(l report.SummaryLocate, nodes int, rule Rule) Plan {
 	for _, sp := range l.Suspects {
 		e := entry(sp, false, steps)
 		e.Why = keepWhy(sp, steps, rule)
-		if e.Why == "" {
+		switch {
+		case e.Why == "" && sp.Kind == KindUnresponsive:
+			e.Action = ActionDrain
+			e.Why = "unresponsive: it could not finish a probe within the deadline, whatever the others' spread"
+		case e.Why == "":
 			e.Action = ActionDrain
 			e.Why = fmt.Sprintf("%s, more than the margin %gx", beyond(sp, e.Spread), rule.Margin)
 		}
@@ -158,6 +167,9 @@ func entry(sp report.SummaryLocateSuspect, intermittent bool, steps map[string]r
 	if e.Ranks == nil {
 		e.Ranks = []int{}
 	}
+	if sp.Kind == KindUnresponsive {
+		e.Short = "unresp " + problemShort(sp.Problem)
+	}
 	for _, b := range sp.By {
 		e.Spread = math.Max(e.Spread, steps[b].Spread)
 	}
@@ -166,11 +178,18 @@ func entry(sp report.SummaryLocateSuspect, intermittent bool, steps map[string]r
 
 // keepWhy says why a suspect is not drained; "" when it is.
 func keepWhy(sp report.SummaryLocateSuspect, steps map[string]report.SummaryLocateStep, rule Rule) string {
-	if sp.Kind != "node" || len(sp.Nodes) != 1 {
+	switch {
+	case sp.Kind == KindUnresponsive && (len(sp.Nodes) != 1 || len(sp.Ranks) > 0):
+		return "an unresponsive link or rank is said, not drained: only a node is"
+	case sp.Kind != "node" && sp.Kind != KindUnresponsive || len(sp.Nodes) != 1:
 		return fmt.Sprintf("a %s is said, not drained: only a node is", termsafe.String(sp.Kind))
-	}
-	if !hostName.MatchString(sp.Nodes[0]) {
+	case !hostName.MatchString(sp.Nodes[0]):
 		return fmt.Sprintf("its node name %s is not a host name", termsafe.String(strconv.Quote(sp.Nodes[0])))
+	case sp.Kind == KindUnresponsive:
+		// Its evidence is a fixed deadline, not the healthy units'
+		// spread (docs/locate.md): neither an inconclusive step nor the
+		// margin keeps it.
+		return ""
 	}
 	if len(sp.By) == 0 {
 		return "the summary does not say which step named it (steps[] and by[] are schema 3's): one cannot tell its step could judge"
@@ -222,9 +241,14 @@ func Short(figure float64, problem string) string {
 	default:
 		f = fmt.Sprintf("%.2fx", figure)
 	}
-	p := map[string]string{"bandwidth": "bw", "latency": "lat"}[problem]
-	if p == "" {
-		p = "?"
+	return f + " " + problemShort(problem)
+}
+
+// problemShort is a problem in a word a drain reason has room for; "?" for
+// one rsag does not write.
+func problemShort(problem string) string {
+	if p, ok := map[string]string{"bandwidth": "bw", "latency": "lat"}[problem]; ok {
+		return p
 	}
-	return f + " " + p
+	return "?"
 }

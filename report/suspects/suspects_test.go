@@ -203,6 +203,16 @@ func TestDecide(t *testing.T) {
 	flapping := locate()
 	flapping.Intermittent = []report.SummaryLocateSuspect{nodeSuspect("node4", 0.2, "pairs")}
 	old := locate(nodeSuspect("node3", 0.003)) // no by[]: a summary of schema 2
+	// node3 could not finish a probe within its deadline: drained, though
+	// its step could not judge the others; a link or a rank that could
+	// not is said.
+	stuck := func(nodes []string, ranks ...int) report.SummaryLocateSuspect {
+		s := nodeSuspect(nodes[0], 0.00008, "pairs")
+		s.Kind, s.Nodes, s.Ranks = KindUnresponsive, nodes, append([]int{}, ranks...)
+		return s
+	}
+	unresponsive := locate(stuck([]string{"node3"}), stuck([]string{"node1", "node2"}), stuck([]string{"node4"}, 7), nodeSuspect("node2", 0.2, "pairs"))
+	unresponsive.Steps[1].Inconclusive = "the spread is too wide: healthy units spread to 4.52x the median"
 	for _, c := range []struct {
 		name    string
 		l       report.SummaryLocate
@@ -225,6 +235,9 @@ func TestDecide(t *testing.T) {
 		{"intermittent is said", flapping, VerdictHealthy, map[string]string{"node4": ActionKeep}, "intermittent: slow in 3 of 3 repeats"},
 		{"no step named it", old, VerdictSuspects, map[string]string{"node3": ActionKeep}, "does not say which step named it"},
 		{"healthy", locate(), VerdictHealthy, map[string]string{}, "no suspect, and every step could judge"},
+		{"an unresponsive node is drained whatever the spread", unresponsive, VerdictDrain,
+			map[string]string{"node3": ActionDrain, "node1-node2": ActionKeep, "node4": ActionKeep, "node2": ActionKeep},
+			"an unresponsive link or rank is said, not drained"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := Decide(c.l, 4, DefaultRule)
@@ -417,4 +430,14 @@ func TestCraftedTextForgesNothing(t *testing.T) {
 			t.Errorf("drained %q, want node3 alone", drained)
 		}
 	})
+}
+
+// An unresponsive node's drain reason says so, in the columns sinfo -R has.
+func TestAnUnresponsiveNodesReason(t *testing.T) {
+	s := nodeSuspect("node3", 0.00008, "pairs")
+	s.Kind = KindUnresponsive
+	p := Decide(locate(s), 4, DefaultRule)
+	if len(p.Entries) != 1 || p.Entries[0].Action != ActionDrain || p.Entries[0].Short != "unresp bw" {
+		t.Errorf("%+v, want node3 drained with the short reason \"unresp bw\"", p.Entries)
+	}
 }

@@ -372,33 +372,40 @@ func (e *DuplicateError) Error() string {
 func (h *DB) Append(r Run) (int64, error) {
 	var id int64
 	err := h.write(func(tx *sql.Conn) error {
-		ctx := context.Background()
-		key := r.Key()
-		var old int64
-		err := tx.QueryRowContext(ctx, "SELECT id FROM runs WHERE run_key = ?", key).Scan(&old)
-		if err == nil {
-			return &DuplicateError{Path: h.path, ID: old}
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		s := r.Summary
-		config, _ := json.Marshal(s.Config)
-		res, err := tx.ExecContext(ctx, `INSERT INTO runs (run_key, started, ended, status, reason, checks_passed, baseline_ok,
-			rsag_version, rsag_commit, backend, world_size, mpi_library, driver, config_digest, config, command, hosts, output_dir, appended)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			key, s.Started, s.Ended, r.Status, r.Reason, s.ChecksPassed, r.BaselineOK(),
-			s.RSAG.Version, s.RSAG.Commit, s.Backend, s.WorldSize, s.MPILibrary, s.Driver, r.ConfigDigest(), string(config),
-			jsonText(s.Command), jsonText(r.Hosts()), r.Dir, time.Now().UTC().Format(time.RFC3339))
-		if err != nil {
-			return err
-		}
-		if id, err = res.LastInsertId(); err != nil {
-			return err
-		}
-		return insertRows(ctx, tx, id, r)
+		var err error
+		id, err = h.insertRun(context.Background(), tx, r)
+		return err
 	})
 	return id, err
+}
+
+// insertRun writes run r, every row of it, in the transaction tx.
+func (h *DB) insertRun(ctx context.Context, tx *sql.Conn, r Run) (int64, error) {
+	key := r.Key()
+	var old int64
+	err := tx.QueryRowContext(ctx, "SELECT id FROM runs WHERE run_key = ?", key).Scan(&old)
+	if err == nil {
+		return 0, &DuplicateError{Path: h.path, ID: old}
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, err
+	}
+	s := r.Summary
+	config, _ := json.Marshal(s.Config)
+	res, err := tx.ExecContext(ctx, `INSERT INTO runs (run_key, started, ended, status, reason, checks_passed, baseline_ok,
+		rsag_version, rsag_commit, backend, world_size, mpi_library, driver, config_digest, config, command, hosts, output_dir, appended)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		key, s.Started, s.Ended, r.Status, r.Reason, s.ChecksPassed, r.BaselineOK(),
+		s.RSAG.Version, s.RSAG.Commit, s.Backend, s.WorldSize, s.MPILibrary, s.Driver, r.ConfigDigest(), string(config),
+		jsonText(s.Command), jsonText(r.Hosts()), r.Dir, time.Now().UTC().Format(time.RFC3339))
+	if err != nil {
+		return 0, err
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	return id, insertRows(ctx, tx, id, r)
 }
 
 // insertRows writes a run's rows but its runs row.

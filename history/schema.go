@@ -153,6 +153,7 @@ CREATE TABLE IF NOT EXISTS verdicts (
 );
 CREATE INDEX IF NOT EXISTS cases_by_key ON cases (case_key, run_id);
 CREATE INDEX IF NOT EXISTS verdicts_by_key ON verdicts (run_key);
+CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started, id);
 `
 
 // added are the tables added since schema_version 1 was first written: a

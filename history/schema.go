@@ -181,4 +181,3 @@ var columns = func() map[string][]string {
 	}
 	return out
 }()
-

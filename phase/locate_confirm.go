@@ -77,8 +77,16 @@ func unconfirmedText(texts []string) string {
 	if len(texts) == 0 {
 		return ""
 	}
+	if len(texts) > shownUnconfirmed {
+		return fmt.Sprintf("unconfirmed: %s and %d more (their verdicts say which)", strings.Join(texts[:shownUnconfirmed], ", "),
+			len(texts)-shownUnconfirmed)
+	}
 	return "unconfirmed: " + strings.Join(texts, ", ")
 }
+
+// shownUnconfirmed bounds the units a step's line names as unconfirmed;
+// the nodes' and pairs' verdicts say it of each.
+const shownUnconfirmed = 4
 
 // unconfirmedVerdict is the verdict of a unit an inconclusive step would
 // have named.

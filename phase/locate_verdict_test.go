@@ -259,3 +259,21 @@ func TestAProbeAbandonedNamesTheUnresponsive(t *testing.T) {
 		}
 	}
 }
+
+// A step's line names at most four unconfirmed units, and counts the rest.
+func TestUnconfirmedUnitsAreCounted(t *testing.T) {
+	in, rows := synthetic(t, 12, 1, func(st string, r int, u phases.LocateUnit, rep int, p phases.LocateProbe) float64 {
+		switch {
+		case st == "pairs" && u.A == 0 && u.B >= 7:
+			return 20 // node1's links to node8 to node12: five slow links
+		case st == "pairs" && u.A == 1 && rep > 0:
+			return 3 // node2's pairs at a third in 2 of 3 repeats: a wide spread
+		}
+		return 1
+	})
+	l := phase.LocateSummary(in, rows)
+	why := step(l, "pairs").Inconclusive
+	if len(l.Suspects) != 0 || !strings.Contains(why, " and 1 more (their verdicts say which)") || strings.Count(why, "(link, ") != 4 {
+		t.Errorf("suspects %q, step %q", texts(l.Suspects), why)
+	}
+}

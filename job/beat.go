@@ -300,10 +300,10 @@ func (s *session) hang() (text string, done bool) {
 func (b *beater) look(world int) outdir.Hang {
 	all, unread := outdir.ReadBeats(b.dir, b.me.Run)
 	outdir.Merge(all, b.local.Read(b.me.Run, b.me.Host)) // this node's, fresher than its file
-	now := time.Now()
 	b.mu.Lock()
 	all[b.me.Rank] = b.now()
 	b.mu.Unlock()
+	now := time.Now() // after its own beat's time: no beat is said written in the future
 	// The reader's own silence counts as its stop only with a SIGCONT to
 	// prove it (see now).
 	last := time.Unix(0, b.last.Load())

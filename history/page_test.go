@@ -127,4 +127,15 @@ func TestHistoryPageHasAFigurePerCaseAndPerNode(t *testing.T) {
 	if data, _ := os.ReadFile(notes); string(data) != "mine" {
 		t.Errorf("notes.html now holds %q", data)
 	}
+	// The -overwrite the refusal names exists, and replaces it.
+	var stderr2 strings.Builder
+	if err := Command([]string{"-html", notes, path}, io.Discard, &stderr2); err == nil || !strings.Contains(err.Error(), "-overwrite") {
+		t.Errorf("the refusal does not name -overwrite: %v", err)
+	}
+	if err := Command([]string{"-html", notes, "-overwrite", path}, io.Discard, io.Discard); err != nil {
+		t.Errorf("-overwrite: %v", err)
+	}
+	if data, _ := os.ReadFile(notes); !strings.Contains(string(data), "<html") {
+		t.Errorf("-overwrite did not replace notes.html: %.40q", data)
+	}
 }

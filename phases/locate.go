@@ -518,6 +518,10 @@ func measureProbe(be coll.Backend, rc *roundComm, spec LocateSpec, pr int, probe
 		armStep(rc.be, c.Name+" warm-up", rc.sizes[pr])
 		t0 := time.Now()
 		err = call()
+		if err == nil {
+			// A device's collective is queued: its time is at its end.
+			err = rc.be.Synchronize()
+		}
 		first := time.Since(t0)
 		leaveStep(rc.be)
 		if err != nil {

@@ -185,3 +185,22 @@ func TestCheckInsideTheOutputDir(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A name with spaces and % in it is the file's name, as given.
+func TestANameIsTakenAsGiven(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "my history %41 & co.db")
+	db, err := Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if got := files(t, dir); got != "my history %41 & co.db" {
+		t.Errorf("files: %q", got)
+	}
+	r, err := OpenReadOnly(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+}

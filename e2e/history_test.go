@@ -505,7 +505,7 @@ func TestHistoryKeepsEveryRunAndASignalLeavesTheAddCommand(t *testing.T) {
 	var stdout, stderr lockedBuffer
 	cmd := start(dir, &stdout, &stderr)
 	out := filepath.Join(dir, "out")
-	deadline := time.Now().Add(50 * time.Second) // within the append's wait
+	deadline := time.Now().Add(2 * time.Minute) // the run, on a loaded machine, then the append's wait
 	for !strings.Contains(strings.Join(strings.Fields(stdout.String()), " "), "history: "+db+" is held by another writer: waiting") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the append did not say it waits\nstdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())

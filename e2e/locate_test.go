@@ -124,9 +124,9 @@ func TestLocateFindsTheBadNode(t *testing.T) {
 		namedOrInconclusive(t, s, r, "node node2", nodeVerdict("node2"))
 	})
 	t.Run("node3 too slow to finish", func(t *testing.T) {
-		// node3's only rank sleeps 2 s before each locate AllReduce at 64K
-		// (testdata/slow.c): past the probe deadline, timeout_s / (2 x 2
-		// probes x 11 operations) = 0.45 s, and far past what a healthy
+		// node3's only rank sleeps 2.5 s before each locate AllReduce at
+		// 64K (testdata/slow.c): past the probe deadline, timeout_s / (2 x
+		// 2 probes x 11 operations) = 0.68 s, and far past what a healthy
 		// 64K AllReduce takes here however loaded (milliseconds). Each of
 		// node3's pairs abandons the probe after one operation, the run
 		// ends by itself, and node3 is named unresponsive: a deadline,
@@ -135,13 +135,13 @@ func TestLocateFindsTheBadNode(t *testing.T) {
 		if err := copyFile(interposer(t, "slow"), lib); err != nil {
 			t.Fatal(err)
 		}
-		r, s := l.run(t, 1, []string{"-x", "LD_PRELOAD=" + lib, "-x", "SLOW_RANK=2", "-x", "SLOW_SPEC=Allreduce:65536:2000000"},
-			"timeout_s=20")
+		r, s := l.run(t, 1, []string{"-x", "LD_PRELOAD=" + lib, "-x", "SLOW_RANK=2", "-x", "SLOW_SPEC=Allreduce:65536:2500000"},
+			"timeout_s=30")
 		if r.code != 0 {
 			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 		}
 		wantSuspects(t, s, r, []string{"unresponsive node3 bandwidth"})
-		if sp := s.Locate.Suspects[0]; !strings.Contains(sp.Text, "with 3 of 3 partners") || !strings.Contains(sp.Text, "past 455ms") {
+		if sp := s.Locate.Suspects[0]; !strings.Contains(sp.Text, "with 3 of 3 partners") || !strings.Contains(sp.Text, "past 682ms") {
 			t.Errorf("suspect %q: want its evidence", sp.Text)
 		}
 		// locate.csv keeps each abandoned operation, on both ranks of each

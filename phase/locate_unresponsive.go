@@ -27,7 +27,13 @@ const SuspectUnresponsive = "unresponsive"
 // the place of any suspect of the same member; suspectRanks gains a named
 // node's ranks.
 func nameUnresponsive(out *report.SummaryLocate, plan phases.LocatePlan, level phases.LocateLevel, probes []locate.Probe,
-	inside, pairs *phases.PlannedStep, data map[string]*stepData, node []int, suspectRanks []bool) {
+	inside, pairs *phases.PlannedStep, data map[string]*stepData, node []int, suspectRanks []bool, crowded map[int]string, excluded []bool) {
+	// A crowded rank waits for a processor, not for its node, and a rank of
+	// a suspect node is its node's: neither is judged here either.
+	notJudged := func(m int) bool {
+		_, ok := crowded[m]
+		return level.OfRanks && (ok || m < len(excluded) && excluded[m])
+	}
 	type evidence struct {
 		step string
 		unit unitKey
@@ -60,7 +66,7 @@ func nameUnresponsive(out *report.SummaryLocate, plan phases.LocatePlan, level p
 		}
 		for m, ks := range stuck {
 			n := len(partners[m])
-			if _, ok := named[m]; !ok && len(ks) >= max(n/2+1, min(n, 3)) {
+			if _, ok := named[m]; !ok && !notJudged(m) && len(ks) >= max(n/2+1, min(n, 3)) {
 				named[m] = evidence{step: pairs.Name, unit: worstUnit(d, ks, plan), of: len(ks), all: n}
 			}
 		}
@@ -72,9 +78,12 @@ func nameUnresponsive(out *report.SummaryLocate, plan phases.LocatePlan, level p
 	slices.Sort(members)
 	for _, m := range members {
 		e := named[m]
-		nodes, ranks, who := []string{plan.Nodes[m]}, []int{}, plan.Nodes[m]
+		var nodes []string
+		ranks, who := []int{}, ""
 		if level.OfRanks {
 			nodes, ranks, who = []string{plan.Nodes[node[m]]}, []int{m}, fmt.Sprintf("rank %d on %s", m, plan.Nodes[node[m]])
+		} else {
+			nodes, who = []string{plan.Nodes[m]}, plan.Nodes[m]
 		}
 		s, what, short := unresponsiveSuspect(plan, probes, data[e.step], e.unit, e.step, nodes, ranks)
 		if e.all > 0 {
@@ -107,14 +116,17 @@ func nameUnresponsive(out *report.SummaryLocate, plan phases.LocatePlan, level p
 	for _, k := range d.units {
 		_, na := named[k.a]
 		_, nb := named[k.b]
-		if len(d.abandoned[k]) == 0 || na || nb {
+		if len(d.abandoned[k]) == 0 || na || nb || notJudged(k.a) || notJudged(k.b) {
 			continue
 		}
-		nodes, ranks := []string{plan.Nodes[k.a], plan.Nodes[k.b]}, []int{}
-		who := plan.Nodes[k.a] + "-" + plan.Nodes[k.b]
+		var nodes []string
+		ranks, who := []int{}, ""
 		if level.OfRanks {
 			nodes, ranks = []string{plan.Nodes[node[k.a]]}, []int{k.a, k.b}
 			who = fmt.Sprintf("ranks %d-%d on %s", k.a, k.b, nodes[0])
+		} else {
+			nodes = []string{plan.Nodes[k.a], plan.Nodes[k.b]}
+			who = nodes[0] + "-" + nodes[1]
 		}
 		s, what, short := unresponsiveSuspect(plan, probes, d, k, pairs.Name, nodes, ranks)
 		s.Text = fmt.Sprintf("%s (%s, %s)", who, level.Pair, what)

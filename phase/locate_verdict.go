@@ -397,7 +397,7 @@ func judgeLevel(out *report.SummaryLocate, plan phases.LocatePlan, level phases.
 			out.Intermittent = append(out.Intermittent, s)
 		}
 	}
-	nameUnresponsive(out, plan, level, probes, inside, pairs, data, node, suspectRanks)
+	nameUnresponsive(out, plan, level, probes, inside, pairs, data, node, suspectRanks, crowded, in.Excluded)
 	for r, x := range excludedRanks {
 		suspectRanks[r] = suspectRanks[r] || x
 	}

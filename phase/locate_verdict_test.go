@@ -211,10 +211,14 @@ func TestOneRepeatIsNoSuspect(t *testing.T) {
 // leaves of an abandoned probe: one sample, of its first operation, at
 // phases.LocateAbandoned.
 func abandon(in phase.LocateInput, rows report.Rows, abandoned func(u report.LocateRow) bool) report.Rows {
+	return abandonIn("pairs", in, rows, abandoned)
+}
+
+func abandonIn(step string, in phase.LocateInput, rows report.Rows, abandoned func(u report.LocateRow) bool) report.Rows {
 	probes := in.Plan.Spec.Probes()
 	var kept []report.LocateRow
 	for _, r := range rows.Locate {
-		if r.Step != "pairs" || probes[r.Probe].Latency || !abandoned(r) {
+		if r.Step != step || probes[r.Probe].Latency || !abandoned(r) {
 			kept = append(kept, r)
 			continue
 		}
@@ -275,5 +279,39 @@ func TestUnconfirmedUnitsAreCounted(t *testing.T) {
 	why := step(l, "pairs").Inconclusive
 	if len(l.Suspects) != 0 || !strings.Contains(why, " and 1 more (their verdicts say which)") || strings.Count(why, "(link, ") != 4 {
 		t.Errorf("suspects %q, step %q", texts(l.Suspects), why)
+	}
+}
+
+// A rank whose pairs abandoned a probe is named unresponsive, but not on a
+// node whose ranks outnumber its processors: there it waits for a
+// processor, which is no fault of the node (the rank is not judged).
+func TestAnUnresponsiveRankOfACrowdedNodeIsNotNamed(t *testing.T) {
+	for _, crowded := range []bool{false, true} {
+		in, rows := synthetic(t, 2, 4, func(string, int, phases.LocateUnit, int, phases.LocateProbe) float64 { return 1 })
+		in.Plan.Spec.OpDeadline = time.Second
+		if crowded {
+			in.Crowded = []string{"", "4 ranks on 2 processors"}
+		}
+		rows = abandonIn("ranks", in, rows, func(r report.LocateRow) bool { return r.A == 5 || r.B == 5 })
+		l := phase.LocateSummary(in, rows)
+		got := texts(l.Suspects)
+		switch {
+		case crowded && len(got) != 0:
+			t.Errorf("crowded: suspects %q", got)
+		case !crowded && (len(got) != 1 || !strings.HasPrefix(got[0], "rank 5 on node2 (unresponsive: AllReduce 1M took 13s, past 1s")):
+			t.Errorf("suspects %q, want rank 5 unresponsive", got)
+		}
+	}
+}
+
+// One rank pair that abandoned a probe, neither rank with most of its
+// partners, is an unresponsive rank link.
+func TestAnUnresponsiveRankLinkIsNamed(t *testing.T) {
+	in, rows := synthetic(t, 2, 4, func(string, int, phases.LocateUnit, int, phases.LocateProbe) float64 { return 1 })
+	in.Plan.Spec.OpDeadline = time.Second
+	rows = abandonIn("ranks", in, rows, func(r report.LocateRow) bool { return r.A == 4 && r.B == 5 })
+	l := phase.LocateSummary(in, rows)
+	if got := texts(l.Suspects); len(got) != 1 || !strings.HasPrefix(got[0], "ranks 4-5 on node2 (rank-link, unresponsive: AllReduce 1M") {
+		t.Errorf("suspects %q, want ranks 4-5 unresponsive", got)
 	}
 }

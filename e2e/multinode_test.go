@@ -57,6 +57,7 @@ func TestMultiNode(t *testing.T) {
 	t.Run("no shared memory between nodes", m.testNoSharedMemory)
 	t.Run("node-local output dir is refused", m.testNodeLocalOutputDir)
 	t.Run("hangs name who they wait for", m.testHangsAcrossHosts)
+	t.Run("a stuck rank is named early and ends the job", m.testStuckAcrossHosts)
 	t.Run("heartbeats grow with hosts, not ranks", m.testBeatsGrowWithHosts)
 	t.Run("a killed node ends the job", m.testKilledNode)
 	t.Run("hierarchy 2+2 block", func(t *testing.T) { m.testHierarchy(t, "slot") })

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -149,5 +151,31 @@ func TestNoRankIsBehind(t *testing.T) {
 	run := notComplete(t, dir)
 	if run.Status != outdir.StatusFailed || !want.MatchString(run.Reason) {
 		t.Errorf("%s: %s %q; want failed, saying no rank is behind", outdir.RunFile, run.Status, run.Reason)
+	}
+}
+
+// Across two emulated hosts (TestMultiNode's), ranks 0,1 on node1 and 2,3
+// on node2, with end_on_stuck_rank and timeout_s = 300: rank 2 stopped
+// mid-timing is named early by rank 0, which cannot see node2's
+// processes, through rank 3's heartbeat, and the job ends by itself long
+// before the watchdog would.
+func (m *multi) testStuckAcrossHosts(t *testing.T) {
+	dir := filepath.Join(m.shared, "stuck-across-hosts")
+	cmd := m.command(context.Background(), nil, []string{"--host", "node1:2,node2:2", "--map-by", "slot"},
+		append([]string{"-output-dir", dir, "-set", "timeout_s=300", "-set", "end_on_stuck_rank=true"}, longTiming[4:]...)...)
+	j := startCmd(t, cmd)
+	j.waitLine(t, "contracts: 5 held on every rank", time.Minute)
+	time.Sleep(1500 * time.Millisecond)
+	pid := m.rankPIDOn(t, "node2", 2, "stuck-across-hosts")
+	endedSoon(t, j, keepStopped(t, pid), 2*time.Minute)
+	_, stderr := j.output()
+	said := regexp.MustCompile(fmt.Sprintf(`stuck rank, named early: rank 2 on node2 \(pid %d\) is stopped \(state T, seen by rank 3 on node2 [0-9.]+ s ago\)`, pid))
+	if !said.MatchString(stderr) {
+		t.Errorf("no line matching %s:\n%s", said, stderr)
+	}
+	blamesOnly(t, "stderr", stderr, 2)
+	run := notComplete(t, dir)
+	if run.Status != outdir.StatusFailed || !said.MatchString(run.Reason) || len(run.Stuck) != 1 || run.Stuck[0].PID != pid {
+		t.Errorf("%s: %s %q, stuck %+v; want failed, ended early for rank 2 (pid %d)", outdir.RunFile, run.Status, run.Reason, run.Stuck, pid)
 	}
 }

@@ -125,7 +125,8 @@ func TestNoRankIsBehind(t *testing.T) {
 	}
 	end := runStalled(t, 2*time.Minute, func() *job {
 		dir = t.TempDir()
-		return startStalled(t, np, args, "-config", "../configs/smoke.toml", "-backend", "mpi", "-output-dir", dir, "-set", "timeout_s=5")
+		return startStalled(t, np, args, "-config", "../configs/smoke.toml", "-backend", "mpi", "-output-dir", dir, "-set", "timeout_s=5",
+			"-set", "startup_timeout_s=60")
 	})
 	if end.code == 0 || strings.Count(end.stderr, "stall.c: rank") != np {
 		t.Fatalf("exit %d; want every rank stalled, non-zero:\n%s", end.code, end.stderr)

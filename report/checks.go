@@ -226,6 +226,15 @@ func locateChecks(s Summary) PhaseVerdict {
 		// finish says what the checks say.
 	default:
 		pv.Text = fmt.Sprintf("no node, link or rank below %.2gx the median in every repeat", l.Threshold)
+		for _, st := range l.Steps {
+			// A sampled schedule never tried some pairs: their links are
+			// neither healthy nor suspect (the step's note names them).
+			if st.Ran && st.Schedule == "sampled" {
+				pv.Text = fmt.Sprintf("no node, rank or tried link below %.2gx the median in every repeat; %s: %s",
+					l.Threshold, st.Title, st.Note)
+				break
+			}
+		}
 	}
 	return pv
 }

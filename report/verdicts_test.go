@@ -243,3 +243,27 @@ func TestATableRowMayBeInconclusive(t *testing.T) {
 		t.Errorf("the terminal's table:\n%s", b2.String())
 	}
 }
+
+// A sampled schedule never tried some pairs: the held text does not call
+// their links healthy, and says which step's note names them.
+func TestASampledScheduleIsNotCalledHealthyEverywhere(t *testing.T) {
+	s := fixedSummary()
+	s.Contracts[1].HeldOn, s.Contracts[1].FailedRanks = 2, []int{}
+	for i := range s.Timing {
+		s.Timing[i].Correct = true
+	}
+	note := "2 of 6 pairs never tried, their links neither healthy nor suspect (a-c, b-d)"
+	s.Locate = &SummaryLocate{Threshold: 0.5, Repeats: 3, Verdict: "no suspect",
+		Nodes: []SummaryLocateNode{{Host: "a", Verdict: "healthy"}, {Host: "b", Verdict: "healthy"}},
+		Steps: []SummaryLocateStep{{Title: "between nodes, pair by pair", Ran: true, Schedule: "sampled", Note: note}}}
+	for _, p := range VerdictsOf(s).Phases {
+		if p.Phase != "locate" {
+			continue
+		}
+		if strings.Contains(p.Text, "no node, link or rank") || !strings.Contains(p.Text, note) {
+			t.Errorf("locate's text %q: want no claim of every link, and the step's note", p.Text)
+		}
+		return
+	}
+	t.Fatal("no locate phase in the list")
+}

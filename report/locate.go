@@ -391,9 +391,22 @@ func LocateLine(l SummaryLocate, slurm bool) string {
 	default:
 		lines = append(lines, fmt.Sprintf("locate: no suspect among %d nodes", len(l.Nodes)))
 	}
-	if len(l.Suspects) == 0 && l.Verdict == "inconclusive" {
+	var unjudged []string // nodes a step judged, but could not call healthy: within the noise
+	for _, n := range l.Nodes {
+		if strings.HasPrefix(n.Verdict, "inconclusive") && !n.Suspect {
+			unjudged = append(unjudged, n.Host+" ("+n.Verdict+")")
+		}
+	}
+	switch {
+	case len(l.Suspects) > 0:
+	case l.Verdict == "inconclusive":
 		// No suspect is not healthy when a step could not judge.
 		lines[0] += ", but inconclusive: a step could not judge its units (below), so no node is called healthy either"
+	case len(unjudged) > 0:
+		lines[0] += ", but not every node is called healthy (below)"
+	}
+	if len(unjudged) > 0 && len(l.Suspects) == 0 && l.Verdict != "inconclusive" {
+		lines = append(lines, "locate: not called healthy: "+strings.Join(unjudged, ", "))
 	}
 	if len(l.Intermittent) > 0 {
 		lines = append(lines, "intermittent: "+strings.Join(IntermittentTexts(&l), ", "))

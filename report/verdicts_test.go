@@ -199,8 +199,17 @@ func TestLocateLineSaysInconclusive(t *testing.T) {
 	}
 	l.Verdict = "healthy"
 	l.Steps[1].Inconclusive = ""
+	l.Nodes = []SummaryLocateNode{{Host: "a", Verdict: "healthy"}, {Host: "b", Verdict: "healthy"}}
 	if got := LocateLine(l, false); got != "locate: no suspect among 2 nodes" {
 		t.Errorf("a healthy phase's line: %q", got)
+	}
+	// A node slow in every repeat, but within the noise: its step judged
+	// the others, and the line does not call it healthy.
+	l.Nodes[1].Verdict = "inconclusive: within the noise (pairs)"
+	want := "locate: no suspect among 2 nodes, but not every node is called healthy (below)\n" +
+		"locate: not called healthy: b (inconclusive: within the noise (pairs))"
+	if got := LocateLine(l, false); got != want {
+		t.Errorf("a node within the noise: %q, want %q", got, want)
 	}
 }
 

@@ -284,6 +284,15 @@ func TestGuardHasStartedAndLeftTheRanksCoreOnReturn(t *testing.T) {
 	}
 	defer w.Close()
 	pid := guardOf(t, dir)
+	defer func() {
+		// The guard marks run.json as it ends: the dir goes only after it.
+		w.Close()
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			if s := ProcState(pid); s == "gone" || s == "Z" {
+				return
+			}
+		}
+	}()
 	var got unix.CPUSet
 	if err := unix.SchedGetaffinity(pid, &got); err != nil {
 		t.Fatal(err)

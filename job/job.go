@@ -244,7 +244,7 @@ func startupMessage(waited time.Duration) string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("MPI start-up: waited %v for the other ranks of the job to join MPI_Init (%s, on %s); "+
 		"a process of the job exited before it or was never started (an MPMD part that is not rsag, a wrapper that "+
-		"exits first, a node that failed to start it): ending the job. The deadline is timeout_s when -set gives it, else %d s",
+		"exits first, a node that failed to start it): ending the job. The deadline is startup_timeout_s or timeout_s when -set gives it, else %d s",
 		waited.Round(100*time.Millisecond), who, host, config.DefaultTimeoutS)
 }
 

@@ -19,7 +19,14 @@
 #     of NCCL: one rank's ReduceScatter
 #     output corrupted, a rank stopped inside an AllReduce, a rank slowed
 #     (locate), and the soak clean with the injector loaded.
-# PIECES picks: "proof faults" (the default), or either.
+#   - side by side (PIECES=sidebyside), ROUNDS rounds, each running both
+#     tools one after the other: nccl-tests' all_reduce_perf and
+#     reduce_scatter_perf (NCCL_TESTS: its source, built here with nvcc
+#     against the NCCL rsag loads) beside rsag's batched method, and the
+#     seed (SEED: ch7_allreduce_vs_rsag.py, started by mpirun, each rank
+#     LOCAL_RANK=0 and its own NCCL_HOSTID) beside rsag's per-op ch7;
+#     sidebyside.txt gets the medians of the paired ratios.
+# PIECES picks: "proof faults" (the default), "sidebyside", or any of them.
 # SHARE picks how the ranks share the GPU for the last four: mps (CUDA's MPS,
 # started here with a pipe directory of its own, and stopped at the end),
 # timeslice (the driver's default), or auto (the default: mps when the MPS
@@ -219,6 +226,67 @@ faults() {
   run clean-soak 120 RSAG_WAIT=poll "${lib[@]}" -- -config configs/soak.toml "${shared[@]}" -set soak.duration_s="$soak_s"
 }
 
+# Side by side: each round runs the peer, then rsag, at the same sizes,
+# on the same shared GPU; sidebyside.py pairs them.
+sidebyside() {
+  local src=${NCCL_TESTS:-gpubin/nccl-tests} seed=${SEED:-gpubin/seed/ch7_allreduce_vs_rsag.py} rounds=${ROUNDS:-5}
+  local sizes=(4096 65536 1048576 16777216) dir=$out/sidebyside
+  mkdir -p "$dir"
+  local nccl=${RSAG_NCCL_LIBRARY:-$(ldconfig -p | awk '/libnccl\.so\.2 /{print $NF; exit}')}
+  nccl=$(realpath "$nccl")
+  # nccl-tests links -lnccl and includes nccl.h: a home of links to this NCCL.
+  local home=$mps_dir/nccl-home mpihome=$mps_dir/mpi-home bin=$mps_dir/nccl-tests
+  mkdir -p "$home/lib" "$mpihome"
+  ln -sf "$nccl" "$home/lib/libnccl.so"
+  local inc
+  for inc in "$(dirname "$nccl")/../include" /usr/include /usr/local/cuda/include; do
+    [ -f "$inc/nccl.h" ] && break
+  done
+  ln -sfn "$(realpath "$inc")" "$home/include"
+  ln -sfn "$(mpicc --showme:incdirs | cut -d' ' -f1)" "$mpihome/include"
+  ln -sfn "$(mpicc --showme:libdirs | cut -d' ' -f1)" "$mpihome/lib"
+  step "building nccl-tests from $src against $nccl ($inc/nccl.h)"
+  if [ ! -d "$src/src" ] || ! make -s -C "$src/src" -j"$(nproc)" MPI=1 MPI_HOME="$mpihome" NCCL_HOME="$home" \
+      NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" BUILDDIR="$bin" "$bin/all_reduce_perf" "$bin/reduce_scatter_perf"; then
+    echo "sidebyside: nccl-tests did not build from $src: not run" | tee -a "$table"
+    return 1
+  fi
+  local list
+  list=$(IFS=,; echo "${sizes[*]}")
+  # Every rank its own NCCL host id and GPU 0, as rsag's shared mode gives them.
+  local own=(sh -c 'NCCL_HOSTID=sbs-$OMPI_COMM_WORLD_RANK exec "$@"' sh)
+  local peer=("${mpirun[@]}" "${mps_x[@]}" -x NCCL_SOCKET_IFNAME=lo -x NCCL_TESTS_DEVICE=0 -np "$np")
+  local r
+  for r in $(seq "$rounds"); do
+    for coll in all_reduce reduce_scatter; do
+      step "round $r: nccl-tests ${coll}_perf"
+      timeout -k 10 120 "${peer[@]}" "${own[@]}" "$bin/${coll}_perf" -b 4K -e 16M -f 16 -g 1 -w 20 -n 200 -c 0 \
+        >"$dir/nt-$coll-$r.txt" 2>&1 || echo "round $r: ${coll}_perf exit $?" | tee -a "$table"
+    done
+    # rsag's batched loop, 10 samples of 20 operations: the same 200.
+    run "rsag-batched-$r" 180 RSAG_WAIT=poll -- -config configs/ch7.toml "${shared[@]}" -set required_ranks="$np" \
+      -set contracts.enabled=false -set memory.enabled=false -set "timing.sizes_bytes=[$list]" \
+      -set 'timing.methods=["batched"]' -set 'timing.modes=["direct","reduce-scatter"]' -set timing.batch=20 \
+      -set timing.warmups=1 -set timing.cycles=10
+    cp "$out/runs/rsag-batched-$r/summary.json" "$dir/rsag-batched-$r.json" 2>/dev/null
+    if [ -f "$seed" ]; then
+      step "round $r: the seed"
+      rm -rf "$dir/seed-$r"
+      timeout -k 10 240 "${peer[@]}" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$((29500 + r)) -x LOCAL_RANK=0 \
+        sh -c 'RANK=$OMPI_COMM_WORLD_RANK WORLD_SIZE=$OMPI_COMM_WORLD_SIZE NCCL_HOSTID=seed-$OMPI_COMM_WORLD_RANK exec "$@"' sh \
+        python3 "$seed" --output-dir "$dir/seed-$r" --sizes-bytes "$list" --warmups 3 --cycles 10 \
+        >"$dir/seed-$r.log" 2>&1 || echo "round $r: the seed exit $? ($(tail -1 "$dir/seed-$r.log"))" | tee -a "$table"
+      run "rsag-ch7-$r" 240 RSAG_WAIT=poll -- -config configs/ch7.toml "${shared[@]}" -set required_ranks="$np" \
+        -set "timing.sizes_bytes=[$list]"
+      mkdir -p "$dir/rsag-ch7-$r" && cp "$out/runs/rsag-ch7-$r"/rank*_*.csv "$dir/rsag-ch7-$r/" 2>/dev/null
+    fi
+  done
+  python3 scripts/sidebyside.py "$dir" "$rounds" | tee "$out/sidebyside.txt" | tee -a "$table"
+}
+
+if want sidebyside; then
+  sidebyside
+fi
 if want proof; then
   stop_a_rank
   run after-stop 60 RSAG_WAIT=poll -- "${small[@]}"

@@ -363,7 +363,12 @@ func speaksForAll(world int) bool {
 	}
 	for deadline := time.Now().Add(zeroSpeaksWithin); ; time.Sleep(100 * time.Millisecond) {
 		h := b.look(world)
-		if z, ok := h.Beats[0]; ok && z.Ended != "" {
+		z, ok := h.Beats[0]
+		if !ok || z.Ended != "" {
+			// Rank 0 ended, having spoken; or its beat is gone from this
+			// node's store, which the last rank to end removes (rank 0
+			// finds every other rank's beat ended while they linger
+			// here): either way rank 0, or its guard, speaks.
 			return false
 		}
 		if h.Silent(0) || time.Now().After(deadline) {

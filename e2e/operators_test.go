@@ -157,55 +157,53 @@ func TestOperatorFiles(t *testing.T) {
 }
 
 // scrapeNodeExporter starts node_exporter with only its textfile collector
-// on dir, on a free port of 127.0.0.1, and returns what it serves, parsed
-// by Prometheus' own text parser; it stops it when the test ends.
+// on dir, and returns what it serves, parsed by Prometheus' own text
+// parser; it stops it when done. The test holds the listening socket and
+// hands it over as systemd would (--web.systemd-socket, fd 3, LISTEN_PID
+// set by the shell that execs it): no free port to pick, so none to lose
+// to another process before node_exporter binds it.
 func scrapeNodeExporter(t *testing.T, dir string) map[string]*dto.MetricFamily {
 	t.Helper()
-	for attempt := 0; attempt < 3; attempt++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		ctx, cancel := context.WithCancel(context.Background())
-		cmd := exec.CommandContext(ctx, "prometheus-node-exporter", "--web.listen-address="+addr,
-			"--collector.disable-defaults", "--collector.textfile", "--collector.textfile.directory="+dir)
-		var log strings.Builder
-		cmd.Stdout, cmd.Stderr = &log, &log
-		if err := cmd.Start(); err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		stop := func() { cancel(); <-done }
-		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			select {
-			case <-done: // the port was taken meanwhile: another one
-				deadline = time.Time{}
-				continue
-			default:
-			}
-			resp, err := http.Get("http://" + addr + "/metrics")
-			if err != nil {
-				continue
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			stop()
-			p := expfmt.NewTextParser(model.UTF8Validation)
-			families, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
-			if err != nil {
-				t.Fatalf("parsing node_exporter's /metrics: %v\n%s", err, body)
-			}
-			return families
-		}
-		stop()
-		t.Logf("node_exporter on %s did not serve (attempt %d):\n%s", addr, attempt+1, log.String())
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("node_exporter did not serve /metrics on three free ports")
-	return nil
+	sock, err := l.(*net.TCPListener).File()
+	l.Close() // sock is a copy of it
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, "sh", "-c", `LISTEN_PID=$$ LISTEN_FDS=1 exec "$@"`, "sh", "prometheus-node-exporter",
+		"--web.systemd-socket", "--collector.disable-defaults", "--collector.textfile", "--collector.textfile.directory="+dir)
+	cmd.ExtraFiles = []*os.File{sock} // fd 3
+	var log strings.Builder
+	cmd.Stdout, cmd.Stderr = &log, &log
+	err = cmd.Start()
+	sock.Close() // node_exporter's alone now: should it exit, a request is refused, not left waiting
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	defer func() { cancel(); <-done }()
+	// The socket already listens: a request waits in its backlog until
+	// node_exporter accepts it.
+	client := http.Client{Timeout: time.Minute}
+	resp, err := client.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("node_exporter did not serve /metrics on %s: %v\n%s", addr, err, log.String())
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatalf("parsing node_exporter's /metrics: %v\n%s", err, body)
+	}
+	return families
 }
 
 // yamlBlock is the first ```yaml block of a doc that starts with start.

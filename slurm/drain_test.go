@@ -96,7 +96,7 @@ func TestHealthDrainsFromData(t *testing.T) {
 			says: "healthcheck: the run did not complete (rsag exit 2): nothing drained", also: "healthcheck: rsag (rank 0) exited 2; the launcher's status: 143"},
 		{name: "a complete run is acted on, and rsag's other status kept", suspects: []report.SummaryLocateSuspect{slow("node3", 0.003)},
 			run: outdir.StatusComplete, env: []string{"RSAG_DRAIN=1", "FAKE_RANK0=1"}, code: 2,
-			says: "healthcheck: rsag exited 2: the job exits 2 (its own finding: 4)",
+			says:    "healthcheck: rsag exited 2: the job exits 2 (its own finding: 4)",
 			drained: []string{"NodeName=node3", "State=DRAIN", "Reason=rsag 0.003x bw j812"}},
 		{name: "without the opt-in it prints the line", suspects: []report.SummaryLocateSuspect{slow("node3", 0.003)}, run: outdir.StatusComplete,
 			code: 4, says: "\n  scontrol update NodeName=node3 State=DRAIN Reason=\"rsag 0.003x bw j812\"\n"},

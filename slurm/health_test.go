@@ -42,26 +42,12 @@ func TestSlurmHealth(t *testing.T) {
 	c := startCluster(t, healthNodes)
 	t.Run("a slowed node is drained", c.testHealthSlowedNode)
 	t.Run("no fault drains nothing", func(t *testing.T) {
-		// With a busy loop beside it, now and then a pair whose two ranks
-		// share a core with it is slow in every repeat (likely: a yielding rank
-		// hands the loop the rest of a time slice) and is named a link
-		// (3 runs in 12): the job says so and drains nothing, which is
-		// what is asserted. A healthy node is now and then named too
-		// (node1, its pairs at 0.28x the median at 4K in every repeat, in
-		// a make test of a clean clone beside e2e's tests, 2026-12-05): a
-		// run that drains a node is tried again, up to 3 runs, and the
-		// last is judged. A node named in every run fails the test.
-		j := c.realHealth(t)
-		for try := 2; try <= 3; try++ {
-			drained := c.drained(t)
-			if len(drained) == 0 {
-				break
-			}
-			t.Logf("run %d of 3, job %s, drained %v with no fault; again", try-1, j.id, drained)
-			c.resume(t)
-			j = c.realHealth(t)
-		}
-		c.drainsNothing(t, j)
+		// One run, judged as it is: a step the load beside it makes
+		// too noisy to judge drains nothing (exit 6), and a node is
+		// drained only beyond the healthy spread by the margin
+		// (docs/operators.md: 0 healthy nodes drained in 120 clean jobs
+		// beside a CPU hog).
+		c.drainsNothing(t, c.realHealth(t))
 	})
 	t.Run("every node slowed drains nothing", func(t *testing.T) {
 		for _, n := range c.hosts.Nodes {
@@ -107,24 +93,27 @@ const lean = `RSAG_ARGS=-set locate.sizes_bytes=["4K","64K"] -set locate.collect
 
 // testHealthSlowedNode: node3's eth0 limited to 10 Mbit/s (a few hundred
 // times slower than the kernel bridge at 64K) makes the health job drain
-// node3, and only it, with rsag's figure as the reason. A run whose step
-// could not judge (the load beside it spread the healthy pairs beyond the
-// threshold) rightly drains nothing and exits 6: it is run again, up to 5
-// runs (3 of 10 such runs were inconclusive beside other tests, the 4K
-// probe's spread reaching 3.5x to 11.6x, 2026-12-06); a drain is asserted
-// of the first that could judge.
+// node3, and only it, with rsag's figure as the reason. One run, judged as
+// it is: a run whose step could not judge (the load beside it spread the
+// healthy pairs beyond the threshold; 3 of 10 beside other tests,
+// 2026-12-06) rightly drains nothing and exits 6, and that is all it may
+// do. Whichever way, no node but node3 is ever drained; the drain itself is
+// proven on every run by "given suspects" and slurm/drain_test.go.
 func (c *cluster) testHealthSlowedNode(t *testing.T) {
 	c.rateLimit(t, "node3")
 	j := c.realHealth(t)
-	for try := 2; try <= 5 && j.code == 6; try++ {
+	if j.code == 6 {
 		if r := c.drained(t); len(r) > 0 {
 			t.Fatalf("an inconclusive run (job %s) drained %v", j.id, r)
 		}
-		t.Logf("run %d of 5, job %s, was inconclusive: nothing drained; again", try-1, j.id)
-		j = c.realHealth(t)
+		if !strings.Contains(j.log, "healthcheck: inconclusive: nothing drained, because ") {
+			t.Errorf("exit 6 without its line:\n%s", j.log)
+		}
+		t.Logf("job %s was inconclusive on this loaded machine: nothing drained", j.id)
+		return
 	}
 	if j.code != 4 {
-		t.Errorf("exit %d, want 4 (suspects)", j.code)
+		t.Errorf("exit %d, want 4 (suspects) or 6 (inconclusive)", j.code)
 	}
 	// The limit is real: node3's pairs are capped, whatever the load.
 	for pair, bw := range j.pairBusBW(t) {

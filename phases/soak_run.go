@@ -141,8 +141,13 @@ func RunSoak(be coll.Backend, comm coll.Comm, spec SoakSpec, groups *Groups, pro
 		}
 		res.Iterations = append(res.Iterations, it)
 		res.BytesMoved += moved
-		// The last iteration's line is the closing one, said once below.
-		ending := stop || (spec.FailAfter > 0 && res.Failed >= spec.FailAfter) || (spec.Iterations > 0 && iter+1 >= spec.Iterations)
+		// The last iteration's line is the closing one, said once below;
+		// so is a line due once duration_s has passed, since rank 0 has
+		// already decided (before this iteration's agreement) whether this
+		// is the last, and the next one is (with duration_s the progress
+		// period, two lines an iteration apart).
+		ending := stop || (spec.FailAfter > 0 && res.Failed >= spec.FailAfter) || (spec.Iterations > 0 && iter+1 >= spec.Iterations) ||
+			(spec.Duration > 0 && time.Since(start) >= spec.Duration)
 		if progress != nil && !ending && time.Since(lastSaid) >= soakProgressEvery {
 			lastSaid = time.Now()
 			progress(soakProgress(res, time.Since(start), spec))

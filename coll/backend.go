@@ -40,6 +40,9 @@ type Info struct {
 	Driver    string // CUDA driver version, "" when none
 	Libraries []Library
 	LocalRank int // rank among the ranks on its host (the GPU index on GPU nodes); set by the caller from MPI
+	// CPUs are the processors the rank may run on (its affinity), set by
+	// the caller; none when unknown.
+	CPUs []int `json:",omitempty"`
 }
 
 // Backend moves data between ranks. Each process owns one Backend, which

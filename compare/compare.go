@@ -409,6 +409,14 @@ func write(stdout, stderr io.Writer, o options, in [2]page.Input, c Comparison) 
 	if w := setupWarning(a, b); w != "" {
 		fmt.Fprintf(stderr, "rsag compare: warning: %s\n", w)
 	}
+	for _, r := range []struct {
+		name string
+		s    report.Summary
+	}{{"A", a}, {"B", b}} {
+		if note := report.CrowdedNote(r.s.Nodes); note != "" {
+			fmt.Fprintf(stdout, "note: %s's %s\n", r.name, note)
+		}
+	}
 
 	limit := strconv.FormatFloat(o.threshold, 'f', -1, 64)
 	fmt.Fprintf(stdout, "%s time per operation (us), B/A > %s marked SLOWER when beyond A's spread, else within noise; inconclusive with too few samples\n",
@@ -519,10 +527,11 @@ func incompleteWarnings(in [2]page.Input) []string {
 
 // setupWarning says how the runs' setups differ, "" when they do not.
 func setupWarning(a, b report.Summary) string {
+	var out []string
 	if a.WorldSize != b.WorldSize || a.Backend != b.Backend {
-		return fmt.Sprintf("the runs differ in setup: A %s on %d ranks, B %s on %d ranks", a.Backend, a.WorldSize, b.Backend, b.WorldSize)
+		out = append(out, fmt.Sprintf("the runs differ in setup: A %s on %d ranks, B %s on %d ranks", a.Backend, a.WorldSize, b.Backend, b.WorldSize))
 	}
-	return ""
+	return strings.Join(out, "; ")
 }
 
 // writePage writes the comparison as a page to o.html.
@@ -531,6 +540,16 @@ func writePage(o options, in [2]page.Input, c Comparison) error {
 	warnings := incompleteWarnings(in)
 	if w := setupWarning(a, b); w != "" {
 		warnings = append(warnings, w)
+	}
+	// Ranks that take turns on shared processors make identical runs
+	// differ by the scheduler's luck, not by the collectives.
+	for _, r := range []struct {
+		name string
+		s    report.Summary
+	}{{"A", a}, {"B", b}} {
+		if note := report.CrowdedNote(r.s.Nodes); note != "" {
+			warnings = append(warnings, r.name+"'s "+note)
+		}
 	}
 	pc := page.Comparison{PathA: o.a, PathB: o.b, A: a, B: b, Metric: o.metricNames(), Threshold: o.threshold,
 		OnlyA: c.OnlyA, OnlyB: c.OnlyB, Warnings: warnings, Verdict: VerdictLine(c, o.metricNames(), o.threshold),

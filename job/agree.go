@@ -116,14 +116,9 @@ func (s *session) hosts() ([]string, error) {
 	return s.hostsOf, nil
 }
 
-// cpus is, by rank, the processors each rank may run on (its affinity
-// mask, as the launcher bound it: bit i for processor i), gathered once: a
-// node whose ranks outnumber the processors they share cannot tell a slow
-// rank from the scheduler's turn-taking.
-func (s *session) cpus() ([]phase.CPUMask, error) {
-	if s.cpusOf != nil {
-		return s.cpusOf, nil
-	}
+// myCPUs are the processors this process may run on (its affinity mask);
+// none when the kernel will not say.
+func myCPUs() phase.CPUMask {
 	var set unix.CPUSet
 	var mine phase.CPUMask
 	if unix.SchedGetaffinity(0, &set) == nil {
@@ -133,9 +128,20 @@ func (s *session) cpus() ([]phase.CPUMask, error) {
 			}
 		}
 	}
+	return mine
+}
+
+// cpus is, by rank, the processors each rank may run on (its affinity
+// mask, as the launcher bound it: bit i for processor i), gathered once: a
+// node whose ranks outnumber the processors they share cannot tell a slow
+// rank from the scheduler's turn-taking.
+func (s *session) cpus() ([]phase.CPUMask, error) {
+	if s.cpusOf != nil {
+		return s.cpusOf, nil
+	}
 	s.tr.Arm("agreement between ranks", -1)
 	defer s.tr.Leave()
-	all, err := s.comm.AllGather(mine.Bytes())
+	all, err := s.comm.AllGather(myCPUs().Bytes())
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 func (s *session) gatherInfos(be coll.Backend) ([]coll.Info, error) {
 	info := be.Info()
 	info.LocalRank = s.comm.LocalRank()
+	info.CPUs = myCPUs().List()
 	return gatherJSON(s, "backend descriptions", info)
 }
 

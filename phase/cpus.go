@@ -39,6 +39,19 @@ func union(masks ...CPUMask) CPUMask {
 	return u
 }
 
+// List is the mask's processors, ascending.
+func (m CPUMask) List() []int {
+	var out []int
+	for i, b := range m {
+		for j := range 8 {
+			if b&(1<<j) != 0 {
+				out = append(out, 8*i+j)
+			}
+		}
+	}
+	return out
+}
+
 // Count is how many processors the mask holds.
 func (m CPUMask) Count() int {
 	n := 0

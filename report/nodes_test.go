@@ -161,3 +161,35 @@ func TestTimingsTableSaysWhenARunSpansNodes(t *testing.T) {
 		t.Errorf("no note that the run spans nodes:\n%s", out.String())
 	}
 }
+
+// Ranks that outnumber the processors they may run on between them (4
+// ranks bound to 2 processors) are said crowded, on that node only, and the
+// timing tables say what that does to the timings; a node of one
+// processor a rank, or unknown affinity, is not.
+func TestCrowdedNodesAreSaid(t *testing.T) {
+	infos := []coll.Info{
+		{Host: "laptop", CPUs: []int{0, 1}}, {Host: "laptop", CPUs: []int{0, 1}},
+		{Host: "laptop", CPUs: []int{0}}, {Host: "laptop", CPUs: []int{1}},
+		{Host: "roomy", CPUs: []int{2}}, {Host: "roomy", CPUs: []int{3}},
+		{Host: "unknown"}, {Host: "unknown"},
+	}
+	nodes := Nodes(infos)
+	got := map[string]string{}
+	for _, n := range nodes {
+		got[n.Host] = n.Crowded
+	}
+	if want := map[string]string{"laptop": "4 ranks on 2 processors", "roomy": "", "unknown": ""}; !reflect.DeepEqual(got, want) {
+		t.Errorf("crowded %v, want %v", got, want)
+	}
+	s := Summary{Nodes: nodes, WorldSize: 8, Timing: []TimingStat{{Case: coll.Case{Run: "default", SizeBytes: 1024, Mode: "direct"}, MedianUS: 1}}}
+	var out strings.Builder
+	if err := timingTables(&out, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "note: ranks share processors (laptop: 4 ranks on 2 processors): the timings measure their turn-taking too") {
+		t.Errorf("the timing tables do not say the ranks share processors:\n%s", out.String())
+	}
+	if note := CrowdedNote(Nodes(infos[4:])); note != "" {
+		t.Errorf("a node of a processor a rank: %q", note)
+	}
+}

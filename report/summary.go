@@ -132,6 +132,26 @@ type SummaryNode struct {
 	// Groups is each rank's group of the hierarchical decomposition, in
 	// the same order; absent when [hierarchy] is off.
 	Groups []int `json:"groups,omitempty"`
+	// Crowded says, when the node's ranks outnumber the processors they
+	// may run on between them, by how much: "4 ranks on 2 processors".
+	// Its ranks then take turns on the processors, and the timings measure
+	// that as much as the collectives. Absent otherwise, or when unknown.
+	Crowded string `json:"crowded,omitempty"`
+}
+
+// CrowdedNote says which nodes' ranks outnumbered their processors and
+// what that does to the timings, "" when none did.
+func CrowdedNote(nodes []SummaryNode) string {
+	var parts []string
+	for _, n := range nodes {
+		if n.Crowded != "" {
+			parts = append(parts, n.Host+": "+n.Crowded)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "ranks share processors (" + strings.Join(parts, "; ") + "): the timings measure their turn-taking too"
 }
 
 // WithGroups fills in each node's ranks' hierarchy groups: group[r] is
@@ -165,6 +185,17 @@ func Nodes(infos []coll.Info) []SummaryNode {
 		n.LocalRanks = append(n.LocalRanks, in.LocalRank)
 		if !slices.Contains(strings.Split(n.Device, ", "), in.Device) {
 			n.Device = strings.TrimPrefix(n.Device+", "+in.Device, ", ")
+		}
+	}
+	for i := range nodes {
+		cpus := map[int]bool{}
+		for _, r := range nodes[i].Ranks {
+			for _, c := range infos[r].CPUs {
+				cpus[c] = true
+			}
+		}
+		if ranks := len(nodes[i].Ranks); len(cpus) > 0 && ranks > len(cpus) {
+			nodes[i].Crowded = fmt.Sprintf("%d ranks on %d processor%s", ranks, len(cpus), map[bool]string{true: "s"}[len(cpus) > 1])
 		}
 	}
 	return nodes

@@ -198,26 +198,31 @@ func (h *DB) init() error {
 	})
 }
 
+// names is the set of the names a query of one column returns.
+func names(ctx context.Context, conn *sql.Conn, query string, args ...any) (map[string]bool, error) {
+	rows, err := conn.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	got := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		got[name] = true
+	}
+	return got, rows.Err()
+}
+
 // verify says whether the database holds no table at all (a new file), and
 // refuses one that is not an rsag history of this schema version: every
 // table of Tables with its columns, and meta's schema_version. It only
 // reads.
 func (h *DB) verify(ctx context.Context, conn *sql.Conn) (empty bool, err error) {
-	have := map[string]bool{}
-	rows, err := conn.QueryContext(ctx, "SELECT name FROM sqlite_master WHERE type = 'table'")
+	have, err := names(ctx, conn, "SELECT name FROM sqlite_master WHERE type = 'table'")
 	if err != nil {
-		return false, err
-	}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			rows.Close()
-			return false, err
-		}
-		have[name] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return false, err
 	}
 	if len(have) == 0 {
@@ -244,20 +249,10 @@ func (h *DB) verify(ctx context.Context, conn *sql.Conn) (empty bool, err error)
 		if !have[table] {
 			return false, foreign("no " + table + " table")
 		}
-		got := map[string]bool{}
-		rows, err := conn.QueryContext(ctx, "SELECT name FROM pragma_table_info(?)", table)
+		got, err := names(ctx, conn, "SELECT name FROM pragma_table_info(?)", table)
 		if err != nil {
 			return false, err
 		}
-		for rows.Next() {
-			var name string
-			if err := rows.Scan(&name); err != nil {
-				rows.Close()
-				return false, err
-			}
-			got[name] = true
-		}
-		rows.Close()
 		for _, c := range cols {
 			if !got[c] {
 				return false, foreign("its " + table + " table has no column " + c)

@@ -188,8 +188,15 @@ func Main(o Options) int {
 		st.releaseLock(o.Stderr)
 		s.removeMadeTogether(&st)
 		s.printVerdict(&st, sh.code, err)
+		// Rank 0 adds the failed run to the history before MPI_Finalize,
+		// where the other ranks wait for it: once one of them exits
+		// non-zero the launcher ends the rest (Open MPI after a second,
+		// srun --kill-on-bad-exit at once), and the run was lost (1 of 3
+		// clean make tests). A passing run's ranks exit 0, and rank 0 may
+		// wait out another writer's lock after them.
+		code := s.appendHistory(&st, sh.code)
 		s.finalize()
-		return s.appendHistory(&st, sh.code)
+		return code
 	}
 	fmt.Fprintf(o.Stderr, "rsag: rank %d (%s): %v\n", comm.Rank(), comm.Host(), err)
 	st.log.fail(fmt.Sprintf("rank %d (%s): %v", comm.Rank(), comm.Host(), err))

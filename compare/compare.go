@@ -409,13 +409,8 @@ func write(stdout, stderr io.Writer, o options, in [2]page.Input, c Comparison) 
 	if w := setupWarning(a, b); w != "" {
 		fmt.Fprintf(stderr, "rsag compare: warning: %s\n", w)
 	}
-	for _, r := range []struct {
-		name string
-		s    report.Summary
-	}{{"A", a}, {"B", b}} {
-		if note := report.CrowdedNote(r.s.Nodes); note != "" {
-			fmt.Fprintf(stdout, "note: %s's %s\n", r.name, note)
-		}
+	for _, note := range crowdedNotes(a, b) {
+		fmt.Fprintf(stdout, "note: %s\n", note)
 	}
 
 	limit := strconv.FormatFloat(o.threshold, 'f', -1, 64)
@@ -525,13 +520,27 @@ func incompleteWarnings(in [2]page.Input) []string {
 	return out
 }
 
+// crowdedNotes say which run's ranks took turns on shared processors:
+// identical runs then differ by the scheduler's luck, not the collectives.
+func crowdedNotes(a, b report.Summary) []string {
+	var out []string
+	for _, r := range []struct {
+		name string
+		s    report.Summary
+	}{{"A", a}, {"B", b}} {
+		if note := report.CrowdedNote(r.s.Nodes); note != "" {
+			out = append(out, r.name+"'s "+note)
+		}
+	}
+	return out
+}
+
 // setupWarning says how the runs' setups differ, "" when they do not.
 func setupWarning(a, b report.Summary) string {
-	var out []string
 	if a.WorldSize != b.WorldSize || a.Backend != b.Backend {
-		out = append(out, fmt.Sprintf("the runs differ in setup: A %s on %d ranks, B %s on %d ranks", a.Backend, a.WorldSize, b.Backend, b.WorldSize))
+		return fmt.Sprintf("the runs differ in setup: A %s on %d ranks, B %s on %d ranks", a.Backend, a.WorldSize, b.Backend, b.WorldSize)
 	}
-	return strings.Join(out, "; ")
+	return ""
 }
 
 // writePage writes the comparison as a page to o.html.
@@ -541,16 +550,7 @@ func writePage(o options, in [2]page.Input, c Comparison) error {
 	if w := setupWarning(a, b); w != "" {
 		warnings = append(warnings, w)
 	}
-	// Ranks that take turns on shared processors make identical runs
-	// differ by the scheduler's luck, not by the collectives.
-	for _, r := range []struct {
-		name string
-		s    report.Summary
-	}{{"A", a}, {"B", b}} {
-		if note := report.CrowdedNote(r.s.Nodes); note != "" {
-			warnings = append(warnings, r.name+"'s "+note)
-		}
-	}
+	warnings = append(warnings, crowdedNotes(a, b)...)
 	pc := page.Comparison{PathA: o.a, PathB: o.b, A: a, B: b, Metric: o.metricNames(), Threshold: o.threshold,
 		OnlyA: c.OnlyA, OnlyB: c.OnlyB, Warnings: warnings, Verdict: VerdictLine(c, o.metricNames(), o.threshold),
 		Large: LargeLines(c, o.threshold), Slower: c.Slower, Inconclusive: c.Inconclusive, Noise: c.Noise, Faster: c.Faster}

@@ -218,6 +218,7 @@ faults() {
     NCCL_FAULT_AT=100 -- -config configs/soak.toml "${shared[@]}" -set soak.duration_s=60 -set timeout_s=20
   said nccl-stop "^(rsag: |ncclfault)"
   gone "$(sed -n '/=== .* nccl-stop: /,$p' "$out/proof.log" | grep -o -m1 'ncclfault: pid [0-9]*' | grep -o '[0-9]*$')"
+  run after-nccl-stop 60 RSAG_WAIT=poll -- "${small[@]}" # the next run starts clean
   # A rank whose collectives are slowed (5 ms before each): locate's rank pairs.
   run locate-slow 150 RSAG_WAIT=poll "${lib[@]}" NCCL_FAULT=slow NCCL_FAULT_RANK=3 NCCL_FAULT_SLOW_US=5000 -- \
     -config configs/locate.toml "${shared[@]}"
@@ -269,6 +270,12 @@ sidebyside() {
       -set 'timing.methods=["batched"]' -set 'timing.modes=["direct","reduce-scatter"]' -set timing.batch=20 \
       -set timing.warmups=1 -set timing.cycles=10
     cp "$out/runs/rsag-batched-$r/summary.json" "$dir/rsag-batched-$r.json" 2>/dev/null
+    # And 5 samples of 200 back-to-back operations: nccl-tests' -n 200 between two syncs.
+    run "rsag-batched200-$r" 180 RSAG_WAIT=poll -- -config configs/ch7.toml "${shared[@]}" -set required_ranks="$np" \
+      -set contracts.enabled=false -set memory.enabled=false -set "timing.sizes_bytes=[$list]" \
+      -set 'timing.methods=["batched"]' -set 'timing.modes=["direct","reduce-scatter"]' -set timing.batch=200 \
+      -set timing.warmups=1 -set timing.cycles=5
+    cp "$out/runs/rsag-batched200-$r/summary.json" "$dir/rsag-batched200-$r.json" 2>/dev/null
     if [ -f "$seed" ]; then
       step "round $r: the seed"
       rm -rf "$dir/seed-$r"

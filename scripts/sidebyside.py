@@ -85,6 +85,10 @@ def main():
         paired(f"nccl-tests {coll}_perf (out-of-place time) vs rsag batched {mode}", rounds,
                lambda r, mode=mode: rsag_batched(d / f"rsag-batched-{r}.json", mode),
                lambda r, coll=coll: nccl_tests(d / f"nt-{coll}-{r}.txt"), sizes)
+        if (d / "rsag-batched200-1.json").exists():
+            paired(f"nccl-tests {coll}_perf vs rsag batched {mode}, 200 operations a sample as nccl-tests' -n 200",
+                   rounds, lambda r, mode=mode: rsag_batched(d / f"rsag-batched200-{r}.json", mode),
+                   lambda r, coll=coll: nccl_tests(d / f"nt-{coll}-{r}.txt"), sizes)
     keys = [(m, s) for m in ("direct", "decomposed") for s in sizes]
     paired("the seed's per-op medians (rank 0) vs rsag's ch7 (rank 0)", rounds,
            lambda r: per_op(d / f"rsag-ch7-{r}"), lambda r: per_op(d / f"seed-{r}"), keys)

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"rsag/baseline"
-	"rsag/compare"
 	"rsag/history"
 	"rsag/internal/exitcode"
 	"rsag/job"
@@ -46,16 +45,14 @@ type command struct {
 // first argument that is none of them starts a run.
 var commands = []command{
 	// A finished run's page and tables again, from its summary.json.
-	// report, compare and suspects keep returning their code (they print
+	// report and suspects keep returning their code (they print
 	// their own messages, through termsafe); the table turns it into an
 	// error.
 	{"report", func(args []string, stdout, stderr io.Writer) error {
 		return exitcode.Silent(page.Command(args, stdout, stderr))
 	}},
-	// B against A, case by case.
-	{"compare", func(args []string, stdout, stderr io.Writer) error {
-		return exitcode.Silent(compare.Main(args, stdout, stderr))
-	}},
+	// B against A, case by case: rsag check -baseline A B.
+	{"compare", baseline.Compare},
 	// A locate run's suspects and which to drain (slurm/healthcheck.sbatch).
 	{"suspects", func(args []string, stdout, stderr io.Writer) error {
 		return exitcode.Silent(suspects.Command(args, stdout, stderr))

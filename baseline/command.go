@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,11 +15,13 @@ import (
 	"rsag/coll"
 	"rsag/history"
 	"rsag/internal/exitcode"
+	"rsag/internal/termsafe"
+	"rsag/outdir"
 	"rsag/report"
 	"rsag/report/page"
 )
 
-// Exit codes of rsag check.
+// Exit codes of rsag check and rsag compare (docs/running.md).
 const (
 	ExitOK           = 0 // no case slower, and every one beyond the tolerance could be judged
 	ExitSlower       = 1 // some case slower than the baseline
@@ -29,31 +32,44 @@ const (
 // MaxLast bounds -last: the baseline's samples are read whole.
 const MaxLast = 100
 
-const usage = `usage: rsag check -baseline DIR|FILE [-last N] [-tolerance 0.05] [-html FILE] [-junit FILE] [-metrics FILE] [-overwrite] RUN
-       (RUN and DIR are output dirs; FILE is a history database, rsag history)
-
-Judges each timing case of RUN against a baseline of its kind (the same world
-size, nodes, backend and config; another kind is refused, naming the
-difference): one run's output dir, or the last N complete runs of RUN's kind
-in a history database (failed runs, and runs rsag check flagged and no one
-accepted, are never a baseline). With several baseline runs, a case is
-SLOWER or faster when RUN's median is beyond the baseline runs' spread from
-run to run (a t prediction interval at 95% over all the cases) and beyond
-the tolerance. One baseline run cannot show that spread: a case is then
-called only when its samples put it beyond 1.5x, and a smaller change is
-inconclusive, as is one with fewer than 3 samples a side. With a history,
-the verdict is recorded in it against RUN: a flagged run is left out of
-later baselines until rsag history -accept RUN FILE. -html FILE writes RUN's
-page with a section "Against the baseline"; -junit FILE the verdicts as
-JUnit XML (a test case per case, failed when SLOWER) and -metrics FILE in
-Prometheus' text format (node_exporter's textfile collector). A file
-already there is replaced only when rsag wrote it, or with -overwrite.
-Exit status: 0 when no case is slower, 1 when some is, 2 on bad input, 3
-when none is slower but some case beyond the tolerance is inconclusive.
+// The one explanation of the judge, which both usages end with.
+const how = `Judges each timing case of RUN against a baseline of its kind only (the same
+world size, nodes, backend, config and GPU sharing; another kind is refused,
+naming the difference), from each case's samples (timings.csv beside
+summary.json). With several baseline runs, a case is SLOWER or faster when
+RUN's median is beyond the baseline runs' spread from run to run (a t
+prediction interval at 95% over all the cases) and beyond the tolerance. One
+baseline run cannot separate the run from the machine: a case is then called
+only when its samples put it beyond 1.5x, and a smaller change is
+inconclusive, as is one with fewer than 3 samples a side. -html FILE writes
+RUN's page with a section "Against the baseline"; -junit FILE the verdicts
+as JUnit XML (a test case per case, failed when SLOWER) and -metrics FILE in
+Prometheus' text format (node_exporter's textfile collector). A file already
+there is replaced only when rsag wrote it, or with -overwrite. Exit status:
+0 when no case is slower, 1 when some is, 2 on bad input, 3 when none is
+slower but some case beyond the tolerance is inconclusive.
 
 `
 
+var usages = map[string]string{
+	"check": `usage: rsag check -baseline DIR|FILE [-last N] [-tolerance 0.05] [-html FILE] [-junit FILE] [-metrics FILE] [-overwrite] RUN
+       (RUN and DIR are output dirs; FILE is a history database, rsag history)
+
+The baseline is one run's output dir, or the last N complete runs of RUN's
+kind in a history database (failed runs, and runs rsag check flagged and no
+one accepted, are never a baseline). With a history, the verdict is recorded
+in it against RUN: a flagged run is left out of later baselines until rsag
+history -accept RUN FILE.
+` + how,
+	"compare": `usage: rsag compare [-tolerance 0.05] [-html FILE] [-junit FILE] [-metrics FILE] [-overwrite] A B
+       (A and B are output dirs, or their summary.json; the same as rsag check -baseline A B)
+
+B against A, case by case: A is a baseline of one run.
+` + how,
+}
+
 type options struct {
+	name                                string // the front-end: check or compare
 	baseline, run, html, junit, metrics string
 	overwrite                           bool
 	last                                int
@@ -62,8 +78,26 @@ type options struct {
 
 // Command is rsag check with args (after "check"); its error carries the
 // exit status (internal/exitcode).
-func Command(args []string, stdout, stderr io.Writer) error {
-	o, err := parse(args, stderr)
+func Command(args []string, stdout, stderr io.Writer) error { return judge("check", args, stdout, stderr) }
+
+// Compare is rsag compare A B: rsag check -baseline A B, one judge with two
+// front-ends.
+func Compare(args []string, stdout, stderr io.Writer) error { return judge("compare", args, stdout, stderr) }
+
+// judge runs either front-end. Every string of the inputs reaches the
+// terminal through termsafe, the errors too, so they are said here.
+func judge(name string, args []string, stdout, stderr io.Writer) error {
+	stdout, stderr = termsafe.NewWriter(stdout), termsafe.NewWriter(stderr)
+	err := check(name, args, stdout, stderr)
+	if code, say := exitcode.Of(err); say {
+		fmt.Fprintf(stderr, "rsag %s: %v\n", name, err)
+		return exitcode.Silent(code)
+	}
+	return err
+}
+
+func check(name string, args []string, stdout, stderr io.Writer) error {
+	o, err := parse(name, args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -78,12 +112,12 @@ func Command(args []string, stdout, stderr io.Writer) error {
 		return exitcode.New(ExitBadInput, fmt.Errorf("%s is from a run that did not complete (%s): its timings may be partial; check a complete run", o.run, run.Reason))
 	}
 	if len(run.Samples) == 0 {
-		return exitcode.New(ExitBadInput, fmt.Errorf("%s has no %s: the gate needs the run's samples (a run with its timing phase on)", o.run, history.TimingsFile))
+		return exitcode.New(ExitBadInput, fmt.Errorf("%s has no %s: the judge needs the run's samples (a run with its timing phase on, its output dir whole)", o.run, history.TimingsFile))
 	}
-	if err := Validate(filepath.Join(o.run, history.TimingsFile), run.Samples); err != nil {
+	if err := Validate(filepath.Join(run.Dir, history.TimingsFile), run.Samples); err != nil {
 		return exitcode.New(ExitBadInput, err)
 	}
-	base, what, err := loadBaseline(o, run)
+	base, what, notes, err := loadBaseline(o, run)
 	if err != nil {
 		return exitcode.New(ExitBadInput, err)
 	}
@@ -92,7 +126,11 @@ func Command(args []string, stdout, stderr io.Writer) error {
 		order = append(order, s.Case)
 	}
 	cases := Judge(order, run.Samples, base, o.gate)
-	r := Result{Baseline: what, Run: o.run, Options: o.gate, Cases: cases}
+	r := Result{Baseline: what, Run: o.run, Options: o.gate, Cases: cases, Runs: len(base)}
+	if n := report.CrowdedNote(run.Summary.Nodes); n != "" {
+		notes = append(notes, "the run's "+n)
+	}
+	r.Notes = notes
 	if r.Compared() == 0 {
 		return exitcode.New(ExitBadInput, fmt.Errorf("%s and the baseline (%s) have no timing case in common", o.run, what))
 	}
@@ -107,7 +145,7 @@ func Command(args []string, stdout, stderr io.Writer) error {
 		if err := page.WriteAgainst(&b, run.Summary, r.Page()); err != nil {
 			return exitcode.New(ExitBadInput, err)
 		}
-		if err := page.WriteBytes(o.html, b.Bytes(), page.Writing{Fix: "choose a file in a directory you can write", Overwrite: o.overwrite, Inputs: []string{o.run, o.baseline}}); err != nil {
+		if err := page.WriteBytes(o.html, b.Bytes(), page.Writing{Fix: "choose a file in a directory you can write", Overwrite: o.overwrite, Inputs: inputs(o)}); err != nil {
 			return exitcode.New(ExitBadInput, err)
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", o.html)
@@ -128,7 +166,7 @@ func Command(args []string, stdout, stderr io.Writer) error {
 			return exitcode.New(ExitBadInput, err)
 		}
 		if err := page.WriteBytes(out.path, b.Bytes(), page.Writing{Fix: "choose a file in a directory you can write", Overwrite: o.overwrite,
-			Inputs: []string{o.run, o.baseline}, What: "the " + out.what, Ours: out.ours}); err != nil {
+			Inputs: inputs(o), What: "the " + out.what, Ours: out.ours}); err != nil {
 			return exitcode.New(ExitBadInput, err)
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", out.path)
@@ -140,6 +178,25 @@ func Command(args []string, stdout, stderr io.Writer) error {
 		return exitcode.Silent(ExitInconclusive)
 	}
 	return nil
+}
+
+// inputs are the files the command reads, never to be written over: the
+// run's and a baseline dir's summary, run.json and timings, or the history.
+func inputs(o options) []string {
+	var out []string
+	for _, p := range []string{o.run, o.baseline} {
+		out = append(out, p)
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			for _, f := range []string{report.SummaryFile, outdir.RunFile, history.TimingsFile} {
+				out = append(out, filepath.Join(p, f))
+			}
+		} else if !history.IsSQLite(p) {
+			for _, f := range []string{outdir.RunFile, history.TimingsFile} {
+				out = append(out, filepath.Join(filepath.Dir(p), f))
+			}
+		}
+	}
+	return out
 }
 
 // record writes the verdict into the history against the run (appended
@@ -228,16 +285,18 @@ func boolFloat(b bool) float64 {
 	return 0
 }
 
-func parse(args []string, stderr io.Writer) (options, error) {
-	o := options{gate: Defaults}
-	fs := flag.NewFlagSet("rsag check", flag.ContinueOnError)
+func parse(name string, args []string, stderr io.Writer) (options, error) {
+	o := options{name: name, gate: Defaults, last: 1}
+	fs := flag.NewFlagSet("rsag "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usages[name])
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.baseline, "baseline", "", "the baseline: a run's output `DIR`, or a history database FILE")
-	fs.IntVar(&o.last, "last", 5, fmt.Sprintf("with a history FILE: the baseline is its last `N` complete runs of the run's kind (at most %d)", MaxLast))
+	if name == "check" {
+		fs.StringVar(&o.baseline, "baseline", "", "the baseline: a run's output `DIR`, or a history database FILE")
+		fs.IntVar(&o.last, "last", 5, fmt.Sprintf("with a history FILE: the baseline is its last `N` complete runs of the run's kind (at most %d)", MaxLast))
+	}
 	fs.Float64Var(&o.gate.Tolerance, "tolerance", Defaults.Tolerance, "a change smaller than this `fraction` is never reported")
 	fs.Uint64Var(&o.gate.Seed, "seed", Defaults.Seed, "the bootstrap's `seed`")
 	fs.StringVar(&o.html, "html", "", "write RUN's page with the section \"Against the baseline\" to `FILE`")
@@ -256,10 +315,16 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		runs, args = append(runs, args[0]), args[1:]
 	}
 	switch {
+	case name == "compare" && len(runs) != 2:
+		return o, fmt.Errorf("want two output dirs (or their summary.json), got %d (rsag compare results/a results/b)", len(runs))
+	case name == "compare":
+		o.baseline, runs = runs[0], runs[1:]
 	case len(runs) != 1:
 		return o, fmt.Errorf("want one run's output dir, got %d (rsag check -baseline results/last-week results/today)", len(runs))
 	case o.baseline == "":
 		return o, errors.New("-baseline is missing: give a run's output dir or a history database")
+	}
+	switch {
 	case o.last < 1 || o.last > MaxLast:
 		return o, fmt.Errorf("-last %d: give from 1 to %d runs", o.last, MaxLast)
 	case !(o.gate.Tolerance >= 0 && o.gate.Tolerance < 1) || math.IsNaN(o.gate.Tolerance):
@@ -270,50 +335,54 @@ func parse(args []string, stderr io.Writer) (options, error) {
 }
 
 // loadBaseline reads the baseline's samples, of the run's kind only, and
-// says what it is.
-func loadBaseline(o options, run history.Run) ([]map[coll.Case][]float64, string, error) {
+// says what it is, with notes on how far it can be trusted.
+func loadBaseline(o options, run history.Run) ([]map[coll.Case][]float64, string, []string, error) {
 	kind := run.Kind()
 	if !history.IsSQLite(o.baseline) {
 		b, err := history.LoadRun(o.baseline)
 		if err != nil {
-			return nil, "", err
+			return nil, "", nil, err
 		}
 		if !b.BaselineOK() {
-			return nil, "", fmt.Errorf("%s is from a run that did not complete or whose checks failed: a baseline is a complete run", o.baseline)
+			return nil, "", nil, fmt.Errorf("%s is from a run that did not complete or whose checks failed: a baseline is a complete run", o.baseline)
 		}
 		if len(b.Samples) == 0 {
-			return nil, "", fmt.Errorf("%s has no %s: a baseline needs its samples", o.baseline, history.TimingsFile)
+			return nil, "", nil, fmt.Errorf("%s has no %s: a baseline needs its samples", o.baseline, history.TimingsFile)
 		}
 		if d := kind.Differ(b.Kind()); d != "" {
-			return nil, "", fmt.Errorf("%s is not a run of %s's kind (%s): its timings are not comparable; give a baseline run with the same world size, nodes, backend and config",
+			return nil, "", nil, fmt.Errorf("%s is not a run of %s's kind (%s): its timings are not comparable; give a baseline run with the same world size, nodes, backend and config",
 				o.baseline, o.run, d)
 		}
 		if err := Validate(filepath.Join(o.baseline, history.TimingsFile), b.Samples); err != nil {
-			return nil, "", err
+			return nil, "", nil, err
 		}
-		return []map[coll.Case][]float64{b.Samples}, filepath.Clean(o.baseline), nil
+		var notes []string
+		if n := report.CrowdedNote(b.Summary.Nodes); n != "" {
+			notes = append(notes, "the baseline's "+n)
+		}
+		return []map[coll.Case][]float64{b.Samples}, filepath.Clean(o.baseline), notes, nil
 	}
 	db, err := history.OpenReadOnly(o.baseline)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	defer db.Close()
 	runs, other, err := db.Baseline(o.last, run.Key(), run.Summary.Started, kind)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	if len(runs) == 0 {
 		if other.ID != 0 {
-			return nil, "", fmt.Errorf("%s has no complete run of %s's kind (%s) to be a baseline; its newest is run %d, of another kind (%s): judge runs against their own kind",
+			return nil, "", nil, fmt.Errorf("%s has no complete run of %s's kind (%s) to be a baseline; its newest is run %d, of another kind (%s): judge runs against their own kind",
 				o.baseline, o.run, kind, other.ID, kind.Differ(other.Kind))
 		}
-		return nil, "", fmt.Errorf("%s has no complete run started before %s to be a baseline (other than it, and none flagged by rsag check and not accepted)",
+		return nil, "", nil, fmt.Errorf("%s has no complete run started before %s to be a baseline (other than it, and none flagged by rsag check and not accepted)",
 			o.baseline, o.run)
 	}
 	var out []map[coll.Case][]float64
 	for _, r := range runs {
 		if err := Validate(fmt.Sprintf("%s, run %d", o.baseline, r.ID), r.Samples); err != nil {
-			return nil, "", err
+			return nil, "", nil, err
 		}
 		out = append(out, r.Samples)
 	}
@@ -321,14 +390,16 @@ func loadBaseline(o options, run history.Run) ([]map[coll.Case][]float64, string
 	for i := len(runs) - 1; i >= 0; i-- {
 		ids = append(ids, strconv.FormatInt(runs[i].ID, 10))
 	}
-	return out, fmt.Sprintf("%s's last %d complete run(s) of this kind (runs %s): %s", o.baseline, len(runs), strings.Join(ids, " "), kind), nil
+	return out, fmt.Sprintf("%s's last %d complete run(s) of this kind (runs %s): %s", o.baseline, len(runs), strings.Join(ids, " "), kind), nil, nil
 }
 
-// Result is the gate's outcome.
+// Result is the judge's outcome.
 type Result struct {
 	Baseline, Run string
 	Options       Options
 	Cases         []Case
+	Runs          int      // baseline runs
+	Notes         []string // what makes the comparison less fair: ranks that took turns on processors
 }
 
 // Count is the number of cases with verdict v.
@@ -348,6 +419,12 @@ func (r Result) Compared() int { return len(r.Cases) - r.Count(Missing) }
 // Write prints the table and the verdict line.
 func (r Result) Write(w io.Writer) error {
 	fmt.Fprintf(w, "baseline: %s\nrun: %s\n", r.Baseline, r.Run)
+	if r.Runs == 1 {
+		fmt.Fprintf(w, oneRunNote+"\n", r.Options.OneRun)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
 	fmt.Fprintf(w, "median us per operation, run / baseline with its interval (%.0f%% over all cases: the baseline runs' spread from run to run, "+
 		"or the samples' when wider); SLOWER or faster beyond %.3g%% when the interval excludes 1\n", r.Options.Level*100, r.Options.Tolerance*100)
 	var stats []report.TimingStat
@@ -370,15 +447,12 @@ func (r Result) Write(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(w, r.Verdict())
-	for _, c := range r.Cases {
-		if c.Verdict == Inconclusive && c.Baseline == 1 && c.Lo != 0 {
-			fmt.Fprintln(w, "one baseline run cannot show how much a run's median moves from run to run on this machine:\n"+
-				"check against a history's last runs (rsag check -baseline FILE -last 5) to judge it")
-			break
-		}
-	}
 	return nil
 }
+
+// oneRunNote is said of every judgement against one baseline run.
+const oneRunNote = "one baseline run: it cannot separate the run from the machine (how much a median moves from run to run here is unknown), " +
+	"so only a change beyond %.3gx is called; judge against a history's last runs (rsag check -baseline FILE -last 5) for more"
 
 // Verdict is the closing line.
 func (r Result) Verdict() string {

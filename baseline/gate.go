@@ -1,6 +1,8 @@
-// Package baseline is `rsag check -baseline DIR|FILE RUN`: each timing case
-// of a run against a baseline, one run's dir or the last N complete runs of
-// its kind in a history database. A run's median moves from run to run by
+// Package baseline is rsag's one judge of "is this run slower": `rsag check
+// -baseline DIR|FILE RUN` and `rsag compare A B` (check against one run,
+// A) are its two front-ends. It judges each timing case of a run against
+// a baseline, one run's dir or the last N complete runs of its kind in a
+// history database. A run's median moves from run to run by
 // more than its samples show (the machine, the placement, the hour), so
 // the judge measures that spread between the baseline's runs and asks
 // whether the run is beyond it; a baseline of one run cannot show it, and

@@ -51,11 +51,16 @@ func TestANoFitIsNullAndBothVersionsAreRead(t *testing.T) {
 	if c := raw.Crossover[0]; c["extra_latency_us"] != nil || c["bandwidth_ratio"] != nil || c["from_fits"] != false {
 		t.Errorf("crossover without fits: %v; want null numbers", c)
 	}
-	// The same summary as version 1 wrote it, copied on its own.
+	// The same summary as version 1 wrote it, copied with its samples (the
+	// judge's input) and without its run.json.
 	v1 := t.TempDir()
 	old := strings.ReplaceAll(strings.Replace(string(data), `"schema_version": 4`, `"schema_version": 1`, 1), "null", "0")
-	if err := os.WriteFile(filepath.Join(v1, report.SummaryFile), []byte(old), 0o644); err != nil {
+	timings, err := os.ReadFile(filepath.Join(dir, "timings.csv"))
+	if err != nil {
 		t.Fatal(err)
+	}
+	if os.WriteFile(filepath.Join(v1, report.SummaryFile), []byte(old), 0o644) != nil || os.WriteFile(filepath.Join(v1, "timings.csv"), timings, 0o644) != nil {
+		t.Fatal("copying the run")
 	}
 	for _, args := range [][]string{
 		{"compare", v1, dir},

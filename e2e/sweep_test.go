@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -93,40 +94,38 @@ func TestSweepOnTheMPIBackend(t *testing.T) {
 		summaries = append(summaries, filepath.Join(dir, report.SummaryFile))
 	}
 
-	// compare matches the cases of two runs: a run against itself passes a
-	// threshold of 1 (every B/A is exactly 1), and against its own summary
-	// with every time 100 times as long (whose spreads cannot overlap) it
+	// compare (rsag check against one run) matches the cases of two runs: a
+	// run against itself passes a tolerance of 0 (every ratio is exactly
+	// 1), and against its own dir with every time 100 times as long it
 	// fails. (Two runs on a shared 2-core machine can differ by any factor
-	// in some case, and their spreads overlap or not by chance, so no
-	// verdict between them is safe.) The 4-rank run is another set-up: its
-	// cases are matched, and some may be within noise or, with 4 cycles, too few samples to judge (exit 3).
-	slow := filepath.Join(t.TempDir(), report.SummaryFile)
-	scaleTimes(t, summaries[0], slow, 100)
+	// in some case, so no verdict between them is safe.) The 4-rank run is
+	// another kind of run: refused, naming the difference, never judged.
+	slow := t.TempDir()
+	scaleTimes(t, filepath.Dir(summaries[0]), slow, 100)
 	for _, c := range []struct {
-		threshold string
+		tolerance string
 		a, b      string
-		want      []int
-	}{{"1", summaries[0], summaries[0], []int{0}}, {"1.1", summaries[0], slow, []int{1}}, {"1.1", summaries[0], summaries[1], []int{0, 1, 3}}} {
-		threshold, want := c.threshold, c.want
-		cmd := exec.Command(rsagBin, "compare", "-threshold", threshold, c.a, c.b)
-		out, err := cmd.CombinedOutput()
+		want      int
+		says      string
+	}{{"0", summaries[0], summaries[0], 0, "int8"}, {"0.1", summaries[0], slow, 1, "SLOWER"}, {"0.1", summaries[0], summaries[1], 2, "world size 4, not 2"}} {
+		out, err := exec.Command(rsagBin, "compare", "-tolerance", c.tolerance, c.a, c.b).CombinedOutput()
 		code := 0
 		if exit, ok := err.(*exec.ExitError); ok {
 			code = exit.ExitCode()
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Contains(want, code) || !strings.Contains(string(out), "int8") {
-			t.Errorf("compare -threshold %s %s %s: exit %d, want %v\n%s", threshold, c.a, c.b, code, want, out)
+		if code != c.want || !strings.Contains(string(out), c.says) {
+			t.Errorf("compare -tolerance %s %s %s: exit %d, want %d saying %q\n%s", c.tolerance, c.a, c.b, code, c.want, c.says, out)
 		}
 	}
 }
 
-// scaleTimes writes the summary at from to to with every time of every
-// timing case multiplied by k.
+// scaleTimes writes the run in dir from to dir to, its summary.json and
+// timings.csv, with every time of every timing case multiplied by k.
 func scaleTimes(t *testing.T, from, to string, k float64) {
 	t.Helper()
-	data, err := os.ReadFile(from)
+	data, err := os.ReadFile(filepath.Join(from, report.SummaryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +144,24 @@ func scaleTimes(t *testing.T, from, to string, k float64) {
 	if data, err = json.Marshal(doc); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(to, data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(to, report.SummaryFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rows := readCSV(t, filepath.Join(from, "timings.csv"))
+	col := slices.Index(rows[0], "duration_us")
+	for _, row := range rows[1:] {
+		us, err := strconv.ParseFloat(row[col], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row[col] = strconv.FormatFloat(us*k, 'g', -1, 64)
+	}
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	if err := w.WriteAll(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(to, "timings.csv"), b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

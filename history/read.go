@@ -32,12 +32,15 @@ type RunRow struct {
 }
 
 // Kind is what makes two runs' timings comparable: the same world, nodes,
-// backend and config. rsag check judges a run against runs of its kind
-// only, and a trend is drawn per kind.
+// backend and config, and GPUs of their own or one shared (whose timings
+// are of processes taking turns on it). The judge (rsag check, rsag
+// compare) judges a run against runs of its kind only, and a trend is
+// drawn per kind.
 type Kind struct {
 	WorldSize, Nodes int
 	Backend          string
 	ConfigDigest     string
+	GPUShared        bool
 }
 
 func (k Kind) String() string {
@@ -45,7 +48,11 @@ func (k Kind) String() string {
 	if len(digest) > 12 {
 		digest = digest[:12]
 	}
-	return fmt.Sprintf("%d ranks on %d node(s), backend %s, config %s", k.WorldSize, k.Nodes, k.Backend, digest)
+	shared := ""
+	if k.GPUShared {
+		shared = ", GPU shared"
+	}
+	return fmt.Sprintf("%d ranks on %d node(s), backend %s%s, config %s", k.WorldSize, k.Nodes, k.Backend, shared, digest)
 }
 
 // Differ names how k differs from o ("world size 4, not 2"), "" when alike.
@@ -59,6 +66,13 @@ func (k Kind) Differ(o Kind) string {
 	}
 	if k.Backend != o.Backend {
 		d = append(d, fmt.Sprintf("backend %s, not %s", k.Backend, o.Backend))
+	}
+	if k.GPUShared != o.GPUShared {
+		if k.GPUShared {
+			d = append(d, "the GPU was shared between ranks, not one GPU a rank")
+		} else {
+			d = append(d, "one GPU a rank, not the GPU shared between ranks")
+		}
 	}
 	if k.ConfigDigest != o.ConfigDigest {
 		d = append(d, "another config (digest "+Kind{ConfigDigest: k.ConfigDigest}.short()+", not "+Kind{ConfigDigest: o.ConfigDigest}.short()+")")
@@ -75,7 +89,8 @@ func (k Kind) short() string {
 
 // Kind is the run's kind.
 func (r Run) Kind() Kind {
-	return Kind{WorldSize: r.Summary.WorldSize, Nodes: len(r.Summary.Nodes), Backend: r.Summary.Backend, ConfigDigest: r.ConfigDigest()}
+	return Kind{WorldSize: r.Summary.WorldSize, Nodes: len(r.Summary.Nodes), Backend: r.Summary.Backend, ConfigDigest: r.ConfigDigest(),
+		GPUShared: r.Summary.GPUShared != ""}
 }
 
 // DefaultLast is how many of the newest runs rsag history shows unless

@@ -30,15 +30,13 @@ type Package struct {
 // from Rules.
 var Packages = []Package{
 	{"main", "`main.go`, `cli.go`: reads the flags, dispatches the subcommands from one commands table (`report`, `compare`, `suspects`, `history`, `check`, the guard), hands the rest to `job.Main`; only it exits. Built with `-tags rsag_testphase` it also links the test-only echo phase (`testphase.go`)",
-		[]string{"baseline", "compare", "config", "history", "internal/exitcode", "internal/testkit/echophase", "job", "outdir", "report/page", "report/suspects"}},
+		[]string{"baseline", "config", "history", "internal/exitcode", "internal/testkit/echophase", "job", "outdir", "report/page", "report/suspects"}},
 	{"job", "this rank's part of one rsag job: MPI's start, the agreed inputs, the backend, the output dir, the registered phases through one wrapper (`job/phases.go`), the outputs, run.json",
 		[]string{"coll", "config", "history", "internal/atomicfile", "internal/rankset", "internal/stopped", "mpi", "mpibackend", "ncclx", "outdir", "phase", "phases", "report", "report/page", "report/plot", "watchdog"}},
-	{"baseline", "`rsag check -baseline`: a run's cases against a baseline run or a history's last runs of its kind, judged against their spread from run to run (inconclusive when it cannot be), the verdict recorded in the history",
-		[]string{"coll", "history", "internal/exitcode", "internal/quantile", "report", "report/page"}},
+	{"baseline", "the one judge of a slower run, `rsag check -baseline` and `rsag compare A B` its two front-ends: a run's cases against a baseline run or a history's last runs of its kind, judged against their spread from run to run (inconclusive when it cannot be), the verdict recorded in the history",
+		[]string{"coll", "history", "internal/exitcode", "internal/quantile", "internal/termsafe", "outdir", "report", "report/page"}},
 	{"history", "`rsag history`: a SQLite database of finished runs (a run appends itself with -history), each case's median over them and each node's record as a suspect, as tables and a page",
 		[]string{"coll", "internal/exitcode", "internal/quantile", "outdir", "report", "report/page", "report/plot"}},
-	{"compare", "`rsag compare A B`: two summaries, case by case, on the terminal and as a page; no MPI",
-		[]string{"coll", "config", "internal/termsafe", "report", "report/page"}},
 	{"report/suspects", "`rsag suspects DIR`: a complete locate run's suspects and which to drain (the rule: figure beyond the healthy spread by a margin, from a step that could judge, not the fabric), as JSON, NUL-separated fields or escaped lines",
 		[]string{"internal/termsafe", "outdir", "report", "report/page"}},
 	{"phase", "the phase contract and registry: one file per phase (contracts, timing, memory, numerics, soak, locate) that registers its name, order, config switch, preparation, run and part of the summary; what a phase decides from its rows (the locate verdict) lives beside it",

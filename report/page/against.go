@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"strings"
 
 	"rsag/report"
 	"rsag/report/plot"
 )
 
-// Against is rsag check's finding, for the run's page: each case against
-// the baseline with the bootstrap interval on the ratio of medians.
+// Against is the judge's finding (rsag check, rsag compare), for the run's
+// page: each case against the baseline with the interval on the ratio.
 type Against struct {
 	Baseline  string  // what the baseline is, in words
 	Tolerance float64 // 0.05
@@ -54,8 +55,11 @@ func WriteAgainst(w io.Writer, s report.Summary, a Against) error {
 
 func againstSection(a Against) section {
 	sec := section{ID: "baseline", Title: "Against the baseline",
-		How: fmt.Sprintf("Each case's median time per operation against %s, and their ratio with its %.0f%% bootstrap interval (from the samples of both; "+
-			"seeded, so the same runs give the same interval). A case is slower or faster only when the interval excludes 1 and the ratio is beyond %.3g%%.",
+		How: fmt.Sprintf("Each case's median time per operation against %s, and their ratio with its interval at %.0f%% over all the cases: "+
+			"the baseline runs' spread from run to run, or, wider, what the samples leave open (a seeded bootstrap). "+
+			"A case is slower or faster only when the interval excludes 1 and the ratio is beyond %.3g%%. "+
+			"One baseline run cannot separate the run from the machine: against it only a change beyond 1.5x is called, and a smaller one is inconclusive, "+
+			"as is a case with too few samples.",
 			a.Baseline, a.Level*100, a.Tolerance*100)}
 	if len(a.Cases) == 0 {
 		sec.Empty = "No case."
@@ -141,3 +145,21 @@ func WriteHistory(w io.Writer, h History) error {
 // summary.json and run.json are read (a regular file, a size cap), for
 // rsag history and rsag check's timings.csv.
 func ReadBounded(path string, limit int64) ([]byte, error) { return readBounded(path, limit) }
+
+func dimHeadsOf(dims []dim) []headCell {
+	var out []headCell
+	for _, d := range dims {
+		out = append(out, headCell{Text: d.Name})
+	}
+	return out
+}
+
+func dimCellsOf(dims []dim, s report.TimingStat) []cell {
+	var out []cell
+	for _, d := range dims {
+		out = append(out, plain(orDash(d.Text(s.Case))))
+	}
+	return out
+}
+
+func joinDot(parts []string) string { return strings.Join(parts, " · ") }

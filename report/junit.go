@@ -40,15 +40,29 @@ type JUnitSuites struct {
 
 // JUnitSuite is one phase.
 type JUnitSuite struct {
-	Name      string      `xml:"name,attr"`
-	Tests     int         `xml:"tests,attr"`
-	Failures  int         `xml:"failures,attr"`
-	Errors    int         `xml:"errors,attr"`
-	Skipped   int         `xml:"skipped,attr"`
-	Time      string      `xml:"time,attr,omitempty"`
-	Timestamp string      `xml:"timestamp,attr,omitempty"`
-	Hostname  string      `xml:"hostname,attr,omitempty"`
-	Cases     []JUnitCase `xml:"testcase"`
+	Name      string `xml:"name,attr"`
+	Tests     int    `xml:"tests,attr"`
+	Failures  int    `xml:"failures,attr"`
+	Errors    int    `xml:"errors,attr"`
+	Skipped   int    `xml:"skipped,attr"`
+	Time      string `xml:"time,attr,omitempty"`
+	Timestamp string `xml:"timestamp,attr,omitempty"`
+	Hostname  string `xml:"hostname,attr,omitempty"`
+	// Properties say what a reader of the cases must know: that the
+	// ranks shared a GPU, for one.
+	Properties *JUnitProperties `xml:"properties,omitempty"`
+	Cases      []JUnitCase      `xml:"testcase"`
+}
+
+// JUnitProperties are a suite's properties.
+type JUnitProperties struct {
+	Property []JUnitProperty `xml:"property"`
+}
+
+// JUnitProperty is one of a suite's properties.
+type JUnitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 // JUnitCase is one contract, check, gate or suspect.
@@ -100,6 +114,9 @@ func JUnit(s Summary) JUnitSuites {
 			st.Hostname = s.Nodes[0].Host
 		}
 		st.Time = phaseTime(s, p.Phase)
+		if s.GPUShared != "" {
+			st.Properties = &JUnitProperties{[]JUnitProperty{{Name: "gpu_shared", Value: s.GPUShared}}}
+		}
 		for _, c := range p.Checks {
 			switch c.Outcome {
 			case Failed, Held:

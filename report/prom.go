@@ -131,6 +131,8 @@ func EncodeMetrics(b *bytes.Buffer, s Summary, gates []GateResult) error {
 	}
 	m.set("rsag_run_ranks", "The ranks of the run.", nil, nil, float64(s.WorldSize))
 	m.set("rsag_run_nodes", "The nodes (hosts) of the run.", nil, nil, float64(len(s.Nodes)))
+	m.set("rsag_run_gpu_shared", "1 when ranks shared a GPU: timings then measure NCCL's network transport, not the GPU's links.",
+		nil, nil, boolValue(s.GPUShared != ""))
 
 	for _, c := range s.Contracts {
 		m.set("rsag_contract_held", "1 when the contract held on every rank, 0 when it failed on any.",

@@ -144,8 +144,10 @@ func timingTables(w io.Writer, s Summary) error {
 	if err := TimingsTable(w, s.Timing, s.WorldSize, len(s.Nodes)); err != nil {
 		return err
 	}
-	if note := CrowdedNote(s.Nodes); note != "" && len(s.Timing) > 0 {
-		fmt.Fprintf(w, "note: %s\n", note)
+	for _, note := range []string{CrowdedNote(s.Nodes), s.GPUShared} {
+		if note != "" && len(s.Timing) > 0 {
+			fmt.Fprintf(w, "note: %s\n", note)
+		}
 	}
 	if err := ModelTable(w, s); err != nil {
 		return err

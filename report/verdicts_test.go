@@ -276,3 +276,37 @@ func TestASampledScheduleIsNotCalledHealthyEverywhere(t *testing.T) {
 	}
 	t.Fatal("no locate phase in the list")
 }
+
+// Ranks that shared a GPU are said in every output that carries timings:
+// junit.xml's suites, rsag.prom and the terminal's timing tables; and
+// never in a run whose ranks each had their own.
+func TestASharedGPUIsSaidInEveryOutput(t *testing.T) {
+	const note = "GPU shared: 4 ranks ran on 1 GPU(s); timings measure NCCL's network transport, not the GPU's links"
+	for _, shared := range []bool{true, false} {
+		s := fixedSummary()
+		if shared {
+			s.GPUShared = note
+		}
+		var x, m, tb bytes.Buffer
+		if err := EncodeJUnit(&x, JUnit(s)); err != nil {
+			t.Fatal(err)
+		}
+		if err := EncodeMetrics(&m, s, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := timingTables(&tb, s); err != nil {
+			t.Fatal(err)
+		}
+		prop := `<property name="gpu_shared" value="GPU shared: 4 ranks ran on 1 GPU(s); timings measure NCCL&#39;s network transport`
+		for what, got := range map[string]bool{"junit.xml's property": strings.Contains(x.String(), prop),
+			"rsag.prom's gauge at 1":  strings.Contains(m.String(), "rsag_run_gpu_shared 1\n"),
+			"the timing table's note": strings.Contains(tb.String(), "note: "+note)} {
+			if got != shared {
+				t.Errorf("shared %v: %s present %v", shared, what, got)
+			}
+		}
+		if !shared && !strings.Contains(m.String(), "rsag_run_gpu_shared 0\n") {
+			t.Errorf("rsag.prom lacks rsag_run_gpu_shared 0 for a run on GPUs of its own")
+		}
+	}
+}

@@ -76,6 +76,9 @@ func environmentSection(s report.Summary) section {
 		devices = append(devices, fmt.Sprintf("%d x %s", n, d))
 	}
 	add("devices", orDash(strings.Join(devices, ", ")))
+	if s.GPUShared != "" {
+		add("GPU sharing", s.GPUShared)
+	}
 	if len(s.Command) > 0 {
 		add("command line (rank 0)", strings.Join(s.Command, " "))
 	}

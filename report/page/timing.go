@@ -71,8 +71,10 @@ func timingSection(s report.Summary, figs map[string][]plot.Inline) section {
 	if len(s.Nodes) > 1 {
 		sec.Blocks = append(sec.Blocks, block{Notes: []string{fmt.Sprintf("Across %d nodes: the bandwidth is bounded by the network between them (NIC, switch), not by NVLink.", len(s.Nodes))}})
 	}
-	if note := report.CrowdedNote(s.Nodes); note != "" {
-		sec.Blocks = append(sec.Blocks, block{Notes: []string{strings.ToUpper(note[:1]) + note[1:] + "."}})
+	for _, note := range []string{report.CrowdedNote(s.Nodes), s.GPUShared} {
+		if note != "" {
+			sec.Blocks = append(sec.Blocks, block{Notes: []string{strings.ToUpper(note[:1]) + note[1:] + "."}})
+		}
 	}
 	runs := unique(s.Timing, func(t report.TimingStat) string { return text(t.Run) })
 	for _, run := range runs {

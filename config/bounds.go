@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"time"
 )
 
 // The bounds on every count and size a config gives, documented in
@@ -24,7 +26,10 @@ const (
 	// MaxFactor bounds a size range's factor (1024 steps from 1K to 1M).
 	MaxFactor = 1024
 	// MaxTimeoutS is one day: the watchdog's deadline for one collective.
+	// MinTimeoutS is a millisecond, the watchdog's finest check: a
+	// deadline takes fractions of a second (0.5), down to it.
 	MaxTimeoutS = 86_400
+	MinTimeoutS = 0.001
 	// MaxRanks bounds required_ranks and hierarchy.group_size.
 	MaxRanks = 1 << 24
 	// MaxRuns bounds the [[run]] tables.
@@ -47,6 +52,33 @@ const (
 	MaxLocateWarmups    = 1000
 	MaxPartners         = 1024
 )
+
+// deadlineOutOfRange is the one check of a deadline in seconds (timeout_s,
+// startup_timeout_s), which takes fractions: "" when it is a number from
+// MinTimeoutS to MaxTimeoutS, or 0 where zeroOK (0: another's). give says
+// what to give instead.
+func deadlineOutOfRange(v float64, zeroOK bool, give string) string {
+	s := strconv.FormatFloat(v, 'f', -1, 64)
+	switch {
+	case math.IsNaN(v):
+		return "nan is not a number: give " + give
+	case math.IsInf(v, 0):
+		return fmt.Sprintf("%v is not finite: give %s", v, give)
+	case v == 0 && zeroOK:
+		return ""
+	case v <= 0:
+		return fmt.Sprintf("%s is not a deadline: give %s", s, give)
+	case v < MinTimeoutS:
+		return fmt.Sprintf("%s is below rsag's bound of %v seconds (a millisecond, the watchdog's finest check): use at least %v", s, MinTimeoutS, MinTimeoutS)
+	case v > MaxTimeoutS:
+		return fmt.Sprintf("%s is above rsag's bound of %d seconds (one day): use at most %d", s, MaxTimeoutS, MaxTimeoutS)
+	}
+	return ""
+}
+
+// Seconds is a deadline given in seconds, fractions too, as a duration:
+// to the nanosecond, as exact as the float allows.
+func Seconds(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }
 
 // intRule is one count's bounds: below lo the key's own advice (a format
 // taking the value), above hi the bound, named.

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 
@@ -31,13 +32,14 @@ type Config struct {
 	// TimeoutS is the watchdog's deadline in seconds for every collective
 	// and every synchronisation: a rank that waits longer aborts the job,
 	// naming what it waited for. 180 is the seed's process-group timeout.
-	TimeoutS int `toml:"timeout_s"`
+	// It takes fractions (0.5): a test's hang ends in half a second.
+	TimeoutS float64 `toml:"timeout_s"`
 	// StartupTimeoutS bounds MPI's start-up (MPI_Init, and the agreements
 	// up to the config's broadcast) when a -set gives it: MPI_Init across
 	// thousands of nodes can take longer than any one collective may. 0:
-	// timeout_s's. Only -set counts (StartupTimeoutS): the file is read
-	// once MPI has started.
-	StartupTimeoutS int `toml:"startup_timeout_s"`
+	// timeout_s's. Only -set counts (StartupTimeout): the file is read
+	// once MPI has started. It takes fractions, as timeout_s does.
+	StartupTimeoutS float64 `toml:"startup_timeout_s"`
 	// EndOnStuckRank ends the job as soon as a rank is known stopped or
 	// gone while the others wait for it (docs/failure-behaviour.md), rather
 	// than at timeout_s; off, the seed's behaviour: the rank is named early
@@ -86,6 +88,9 @@ const DefaultRankFolderAbove = 64
 
 // DefaultTimeoutS is the seed's process-group timeout (timedelta(seconds=180)).
 const DefaultTimeoutS = 180
+
+// Timeout is timeout_s as a duration: the watchdog's deadline.
+func (c *Config) Timeout() time.Duration { return Seconds(c.TimeoutS) }
 
 // Default is the seed's run: its five sizes, 3 warmups, 10 cycles and a
 // 256 MiB memory payload, every phase of the seed's on and ours off.
@@ -509,14 +514,12 @@ func (c *Config) check(source string) error {
 	if !contains(Backends, c.Backend) {
 		return bad("backend", "%q is not a backend: use one of %s", c.Backend, strings.Join(Backends, ", "))
 	}
-	timeout := intRule{"timeout_s", int64(c.TimeoutS), 1, MaxTimeoutS,
-		fmt.Sprintf("%%d is not a deadline: give the seconds any collective may take before the job is aborted, at least 1 (default %d)", DefaultTimeoutS), "seconds (one day)"}
-	if msg := timeout.outOfRange(); msg != "" {
+	if msg := deadlineOutOfRange(c.TimeoutS, false,
+		fmt.Sprintf("the seconds any collective may take before the job is aborted, above 0, e.g. 0.5 or 180 (default %d)", DefaultTimeoutS)); msg != "" {
 		return bad("timeout_s", "%s", msg)
 	}
-	startup := intRule{"startup_timeout_s", int64(c.StartupTimeoutS), 0, MaxTimeoutS,
-		"%d is not a deadline: give the seconds MPI's start-up may take, or 0 for timeout_s's (default 0)", "seconds (one day)"}
-	if msg := startup.outOfRange(); msg != "" {
+	if msg := deadlineOutOfRange(c.StartupTimeoutS, true,
+		"the seconds MPI's start-up may take, e.g. 0.5 or 60, or 0 for timeout_s's (default 0)"); msg != "" {
 		return bad("startup_timeout_s", "%s", msg)
 	}
 	folder := intRule{"rank_folder_above", int64(c.RankFolderAbove), 0, MaxRanks,

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestEveryShippedConfigLoads(t *testing.T) {
@@ -57,11 +58,16 @@ func TestCh7ReproducesTheSeed(t *testing.T) {
 func TestTimeoutDefaultAndOverride(t *testing.T) {
 	cfg, err := Parse("x.toml", nil, nil)
 	if err != nil || cfg.TimeoutS != 180 {
-		t.Fatalf("default timeout_s = %d, %v; want 180 (the seed's process-group timeout)", cfg.TimeoutS, err)
+		t.Fatalf("default timeout_s = %v, %v; want 180 (the seed's process-group timeout)", cfg.TimeoutS, err)
 	}
 	cfg, err = Parse("x.toml", []byte("timeout_s = 30\n"), []string{"timeout_s=2"})
 	if err != nil || cfg.TimeoutS != 2 {
-		t.Fatalf("timeout_s = %d, %v; want 2 from -set", cfg.TimeoutS, err)
+		t.Fatalf("timeout_s = %v, %v; want 2 from -set", cfg.TimeoutS, err)
+	}
+	// Fractions, for a deadline a test can shorten: half a second.
+	cfg, err = Parse("x.toml", []byte("timeout_s = 0.25\n"), []string{"timeout_s=0.5", "startup_timeout_s=1.5"})
+	if err != nil || cfg.Timeout() != 500*time.Millisecond || cfg.StartupTimeoutS != 1.5 {
+		t.Fatalf("timeout_s = %v (%v), startup_timeout_s = %v, %v; want 0.5 s and 1.5 from -set", cfg.TimeoutS, cfg.Timeout(), cfg.StartupTimeoutS, err)
 	}
 }
 
@@ -107,9 +113,15 @@ var badInputs = []struct {
 	{"not divisible", "[timing]\nsizes_bytes = [1000]\n", nil, 3, "timing.sizes_bytes", "use a multiple of 12, e.g. 996 or 1008"},
 	{"payload not divisible", "[memory]\npayload_bytes = 1000\n", nil, 16, "memory.payload_bytes", "multiple of 64"},
 	{"one rank", "", nil, 1, "", "needs at least 2"},
-	{"zero timeout", "timeout_s = 0\n", nil, 2, "timeout_s", "at least 1 (default 180)"},
+	{"zero timeout", "timeout_s = 0\n", nil, 2, "timeout_s", "0 is not a deadline: give the seconds any collective may take before the job is aborted, above 0, e.g. 0.5 or 180 (default 180)"},
 	{"negative timeout", "", []string{"timeout_s=-5"}, 2, "timeout_s", "is not a deadline"},
-	{"timeout as text", "timeout_s = \"3m\"\n", nil, 2, "timeout_s", "takes an integer"},
+	{"timeout as text", "timeout_s = \"3m\"\n", nil, 2, "timeout_s", "takes a number"},
+	{"timeout below a millisecond", "", []string{"timeout_s=0.0001"}, 2, "timeout_s", "0.0001 is below rsag's bound of 0.001 seconds"},
+	{"negative fraction", "", []string{"timeout_s=-0.5"}, 2, "timeout_s", "-0.5 is not a deadline"},
+	{"nan timeout", "", []string{"timeout_s=nan"}, 2, "timeout_s", "nan is not a number: give the seconds any collective may take"},
+	{"infinite timeout", "timeout_s = inf\n", nil, 2, "timeout_s", "+Inf is not finite"},
+	{"negative start-up", "", []string{"startup_timeout_s=-1"}, 2, "startup_timeout_s", "-1 is not a deadline: give the seconds MPI's start-up may take"},
+	{"start-up as text", "", []string{"startup_timeout_s=\"1m\""}, 2, "startup_timeout_s", "takes a number"},
 	{"negative rank folder", "rank_folder_above = -1\n", nil, 2, "rank_folder_above", "or 0 for always (default 64)"},
 	{"all disabled", "[contracts]\nenabled=false\n[timing]\nenabled=false\n[memory]\nenabled=false\n", nil, 2, "enabled", "enable at least one"},
 	{"bad -set", "", []string{"timing.warmups"}, 2, "", "expected section.key=value"},
@@ -170,25 +182,28 @@ func TestParseSize(t *testing.T) {
 func TestStartupTimeout(t *testing.T) {
 	for _, c := range []struct {
 		sets []string
-		want int
+		want time.Duration
 	}{
-		{nil, DefaultTimeoutS},
-		{[]string{"timing.cycles=3"}, DefaultTimeoutS},
-		{[]string{"timeout_s=5"}, 5},
-		{[]string{" timeout_s = 7 ", "timing.cycles=3"}, 7},
-		{[]string{"timeout_s=0"}, DefaultTimeoutS},
-		{[]string{"timeout_s=10000000000"}, DefaultTimeoutS},
-		{[]string{"timeout_s=x"}, DefaultTimeoutS},
+		{nil, DefaultTimeoutS * time.Second},
+		{[]string{"timing.cycles=3"}, DefaultTimeoutS * time.Second},
+		{[]string{"timeout_s=5"}, 5 * time.Second},
+		{[]string{" timeout_s = 7 ", "timing.cycles=3"}, 7 * time.Second},
+		{[]string{"timeout_s=0.5"}, 500 * time.Millisecond},
+		{[]string{"timeout_s=0"}, DefaultTimeoutS * time.Second},
+		{[]string{"timeout_s=10000000000"}, DefaultTimeoutS * time.Second},
+		{[]string{"timeout_s=x"}, DefaultTimeoutS * time.Second},
+		{[]string{"timeout_s=nan"}, DefaultTimeoutS * time.Second},
 		// startup_timeout_s comes first, in either order; 0 leaves it to timeout_s.
-		{[]string{"timeout_s=2", "startup_timeout_s=60"}, 60},
-		{[]string{"startup_timeout_s=60", "timeout_s=2"}, 60},
-		{[]string{"startup_timeout_s=60"}, 60},
-		{[]string{"timeout_s=2", "startup_timeout_s=0"}, 2},
-		{[]string{"timeout_s=2", "startup_timeout_s=-1"}, 2},
-		{[]string{"timeout_s=2", "startup_timeout_s=10000000000"}, 2},
+		{[]string{"timeout_s=2", "startup_timeout_s=60"}, 60 * time.Second},
+		{[]string{"startup_timeout_s=60", "timeout_s=2"}, 60 * time.Second},
+		{[]string{"startup_timeout_s=60"}, 60 * time.Second},
+		{[]string{"timeout_s=0.5", "startup_timeout_s=2.5"}, 2500 * time.Millisecond},
+		{[]string{"timeout_s=2", "startup_timeout_s=0"}, 2 * time.Second},
+		{[]string{"timeout_s=2", "startup_timeout_s=-1"}, 2 * time.Second},
+		{[]string{"timeout_s=2", "startup_timeout_s=10000000000"}, 2 * time.Second},
 	} {
-		if got := StartupTimeoutS(c.sets); got != c.want {
-			t.Errorf("StartupTimeoutS(%q) = %d, want %d", c.sets, got, c.want)
+		if got := StartupTimeout(c.sets); got != c.want {
+			t.Errorf("StartupTimeout(%q) = %v, want %v", c.sets, got, c.want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 const setUsage = "expected section.key=value, e.g. -set timing.warmups=5 or -set 'timing.sizes_bytes=[1024,65536]', or run.NAME.key=value for the [[run]] named NAME"
@@ -109,14 +110,14 @@ func runList(runNames []string) string {
 	return "; the runs are " + strings.Join(runNames, ", ")
 }
 
-// StartupTimeoutS is the deadline in seconds of MPI's start-up (MPI_Init,
-// and the agreements up to the config's broadcast): startup_timeout_s when
-// a -set gives a valid one above 0, else timeout_s when a -set gives a
-// valid one, else DefaultTimeoutS. The file's keys cannot count: rank 0
-// reads the file only once MPI has started. An invalid -set is refused
-// later, with the config, like any other.
-func StartupTimeoutS(sets []string) int {
-	timeout, startup := DefaultTimeoutS, 0
+// StartupTimeout is the deadline of MPI's start-up (MPI_Init, and the
+// agreements up to the config's broadcast): startup_timeout_s when a -set
+// gives a valid one above 0, else timeout_s when a -set gives a valid one,
+// else DefaultTimeoutS, in seconds (fractions too). The file's keys cannot
+// count: rank 0 reads the file only once MPI has started. An invalid -set
+// is refused later, with the config, like any other.
+func StartupTimeout(sets []string) time.Duration {
+	timeout, startup := float64(DefaultTimeoutS), 0.0
 	for _, set := range sets {
 		key, _, ok := strings.Cut(set, "=")
 		if key = strings.TrimSpace(key); !ok || (key != "timeout_s" && key != "startup_timeout_s") {
@@ -132,7 +133,7 @@ func StartupTimeoutS(sets []string) int {
 		}
 	}
 	if startup > 0 {
-		return startup
+		return Seconds(startup)
 	}
-	return timeout
+	return Seconds(timeout)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"rsag/internal/atomicfile"
+	"rsag/internal/cadence"
 	"rsag/internal/stopped"
 	"rsag/outdir"
 	"rsag/report"
@@ -267,7 +268,7 @@ func (b *beater) endAs(how string, timedOut bool) {
 
 // frozenAfter is how late a beat may come before this process is said not
 // to have run: far more than a scheduler's delay on a loaded node.
-const frozenAfter = 2 * time.Second
+const frozenAfter = cadence.FrozenAfter
 
 // endBeats ends this rank's heartbeat with how, when it beats.
 func endBeats(how string) {
@@ -385,7 +386,7 @@ func speaksForAll(world int) bool {
 // zeroSpeaksWithin bounds how long a rank whose watchdog fired waits for
 // rank 0 to say it: rank 0's deadline passes within a check of the
 // others' (it waits in the same collective, or one step beside it).
-const zeroSpeaksWithin = 5 * time.Second
+const zeroSpeaksWithin = cadence.ZeroSpeaksWithin
 
 // settle is rank 0's last word on a run a signal ended: it puts every
 // rank's part in run.json's reason at once, then waits a moment (at most
@@ -419,4 +420,4 @@ func (s *session) settle(log *runLog) func() string {
 // settleFor bounds settle's wait: less than a launcher's grace between
 // its SIGTERM and its SIGKILL, more than the other ranks take to write
 // their last beats when the same signal reaches them.
-const settleFor = 400 * time.Millisecond
+const settleFor = cadence.SettleFor

@@ -23,6 +23,7 @@ import (
 
 	"rsag/coll"
 	"rsag/config"
+	"rsag/internal/cadence"
 	"rsag/internal/stopped"
 	"rsag/mpi"
 	"rsag/ncclx"
@@ -114,7 +115,7 @@ func Main(o Options) int {
 	end := watchdog.NewEnder(o.Stderr, o.Exit)
 	// SIGINT and SIGTERM end the run cleanly from here on.
 	watchdog.CatchSignals(end)
-	startup := time.Duration(config.StartupTimeoutS(o.Sets)) * time.Second
+	startup := config.StartupTimeout(o.Sets)
 	comm, err := startMPI(end, startup)
 	if err != nil {
 		fmt.Fprintln(o.Stderr, "rsag: starting MPI:", err)
@@ -267,14 +268,14 @@ func (s *session) finalize() {
 // before it exits: far more than rank 0 takes to look (milliseconds, even
 // on a loaded node), less than a launcher's grace between its SIGTERM and
 // its SIGKILL (Open MPI's: a second; Slurm's KillWait: 30 s).
-const signalLinger = 500 * time.Millisecond
+const signalLinger = cadence.SignalLinger
 
 // watchdogLinger is how long a rank other than 0 whose deadline passed
 // waits before it exits, so that rank 0, whose deadline passes about then
 // too, can read every rank's heartbeat and name the hang before the
 // launcher ends the job: far more than the milliseconds rank 0 takes,
 // a small part of any timeout_s.
-const watchdogLinger = time.Second
+const watchdogLinger = cadence.WatchdogLinger
 
 // state is what a run holds that the end of Run must release or mark: the
 // backend to abort, the run.json to mark failed and the output dir's lock.
@@ -341,7 +342,7 @@ func (s *session) execute(st *state) error {
 	if err != nil {
 		return shared(ExitBadArgs, err)
 	}
-	s.wd.SetTimeout(time.Duration(cfg.TimeoutS) * time.Second)
+	s.wd.SetTimeout(cfg.Timeout())
 	s.endOnStuck = cfg.EndOnStuckRank
 	s.ncclOptions = ncclx.Options{ShareGPU: cfg.GPU.Sharing}
 	if err := s.checkEnvironment(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"rsag/internal/cadence"
 	"rsag/internal/rankset"
 )
 
@@ -30,10 +31,11 @@ const nodeBeatPrefix = BeatPrefix + "node"
 
 // BeatEvery is how often a rank beats; SilentAfter, a few missed beats,
 // is how old one may grow before its rank is called silent: stopped,
-// frozen, dead, or on a node that is gone.
+// frozen, dead, or on a node that is gone. Both are internal/cadence's,
+// which a test build shortens.
 const (
-	BeatEvery   = time.Second
-	SilentAfter = 3 * time.Second
+	BeatEvery   = cadence.BeatEvery
+	SilentAfter = cadence.SilentAfter
 )
 
 // maxBeatBytes bounds a heartbeat file read: a node's is a few hundred

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"rsag/internal/atomicfile"
+	"rsag/internal/cadence"
 	"rsag/internal/exitcode"
 )
 
@@ -77,7 +78,7 @@ func StartGuard(exe string, lock *Lock, dir, host string, pid int, early EarlyNa
 }
 
 // guardStartWithin bounds how long StartGuard waits for its guard to start.
-const guardStartWithin = 5 * time.Second
+const guardStartWithin = cadence.GuardStartWithin
 
 // EarlyNaming is what a guard needs to name a stopped rank 0 early: the
 // watchdog's timeout (for how long until it ends the job), and whether
@@ -277,7 +278,7 @@ func KilledReason(host string, pid int, notes []Note, silent time.Duration, stop
 // whether it is stopped: a rank called silent after SilentAfter is seen
 // at least twice meanwhile. One read of /proc a second costs nothing a
 // timing sees.
-const StopLookEvery = time.Second
+const StopLookEvery = cadence.StopLookEvery
 
 // stopWatch looks at a process's state until end: the last time it saw it
 // stopped (T, or t: traced), and in which state. Its goroutine alone keeps

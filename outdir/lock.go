@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"rsag/internal/atomicfile"
+	"rsag/internal/cadence"
 )
 
 // LockFile is the lock in an output directory. Rank 0 holds it from the
@@ -32,7 +33,7 @@ const staleAfter = StaleAfter
 // settle is how long a run without flock waits after writing its record
 // before it reads it back (a variable for tests): longer than two runs
 // starting at once take between reading no record and writing theirs.
-var settle = 250 * time.Millisecond
+var settle = cadence.LockSettle
 
 // Holder is who holds a lock.
 type Holder struct {

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"rsag/internal/atomicfile"
+	"rsag/internal/cadence"
 )
 
 // RunFile is rank 0's record of the run in the output directory. It says
@@ -37,10 +38,11 @@ const (
 
 // HeartbeatEvery is how often a live run rewrites run.json's heartbeat;
 // StaleAfter, six missed beats, is how long a reader waits before it calls
-// a "running" run.json dead.
+// a "running" run.json dead. Both are internal/cadence's, which a test
+// build shortens.
 const (
-	HeartbeatEvery = 5 * time.Second
-	StaleAfter     = 30 * time.Second
+	HeartbeatEvery = cadence.HeartbeatEvery
+	StaleAfter     = cadence.StaleAfter
 )
 
 // Record is run.json's content: the output dir's contract with its

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"rsag/internal/atomicfile"
+	"rsag/internal/cadence"
 )
 
 // Comm is what the check needs of the world communicator (*mpi.Comm).
@@ -38,7 +39,7 @@ const ProbePrefix = ".rsag-shared-"
 // Settle is how long a rank that does not see the probe keeps looking: a
 // shared file system may show another node's new file late (attribute
 // caches). Only a failing check waits for it.
-var Settle = 2 * time.Second
+var Settle = cadence.SharedSettle
 
 // probe is what rank 0 broadcasts: the file it wrote and what is in it.
 type probe struct {

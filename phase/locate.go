@@ -26,7 +26,7 @@ func prepareLocate(j Job) (Prepared, error) {
 		return Prepared{}, err
 	}
 	spec := j.Config.Locate.Spec()
-	spec.OpDeadline = OpDeadline(time.Duration(j.Config.TimeoutS)*time.Second, len(spec.Probes()), spec.Warmups+spec.Iterations)
+	spec.OpDeadline = OpDeadline(j.Config.Timeout(), len(spec.Probes()), spec.Warmups+spec.Iterations)
 	plan, err := phases.PlanLocate(hosts, spec)
 	if err != nil {
 		return Prepared{}, fmt.Errorf("config: %w", err)

@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"rsag/coll"
+	"rsag/internal/cadence"
 )
 
-// soakProgressEvery is how often rank 0 says how far the soak has got.
-const soakProgressEvery = 5 * time.Second
+// soakProgressEvery is how often rank 0 says how far the soak has got
+// (internal/cadence's, which a test build shortens).
+const soakProgressEvery = cadence.SoakProgress
 
 // maxSoakFaults bounds the faults a soak keeps (a fault that strikes every
 // iteration of a long soak with fail_after = 0); it counts them all.

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"rsag/internal/cadence"
 )
 
 // ExitSignal + the signal's number is the exit code of a run a signal
@@ -19,7 +21,7 @@ const ExitSignal = 128
 // to abort the NCCL communicator (it does so at its next device poll); a
 // main goroutine blocked in MPI never gets there, and the process then ends
 // without it: the driver releases the GPU when the process exits.
-const abortGrace = 3 * time.Second
+const abortGrace = cadence.AbortGrace
 
 // Ender ends the process from a goroutine other than main's, for the
 // watchdog and for signals: the main goroutine may be blocked in a

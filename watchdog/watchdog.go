@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"rsag/internal/cadence"
 	"rsag/internal/stopped"
 )
 
@@ -166,7 +167,7 @@ func (w *Watchdog) loop() {
 
 // frozenAfter is how late a check may come before the process is said to
 // have not run: far more than any scheduler's delay on a loaded node.
-const frozenAfter = 2 * time.Second
+const frozenAfter = cadence.FrozenAfter
 
 // check returns the message for an overdue step, once.
 func (w *Watchdog) check() (string, bool) {

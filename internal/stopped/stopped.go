@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"rsag/internal/cadence"
 )
 
 var (
@@ -39,7 +41,7 @@ func Watch() {
 // noteWait is how long Since waits for the note of a SIGCONT: a late
 // timer wakes at the continue, before the goroutine that notes the signal
 // has run (measured: under 100 ms).
-const noteWait = 500 * time.Millisecond
+const noteWait = cadence.StopNoteWait
 
 // Since reports whether a SIGCONT has come since t: this process was
 // stopped and continued after t. It watches from its first call on. Asked

@@ -125,7 +125,9 @@ func checkHistory(path string) error {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	h := &DB{path: path, db: db, mode: ReadOnly}
+	// Held as a writer's file (opened read-only all the same): one of
+	// schema_version 1 passes, for the append upgrades it.
+	h := &DB{path: path, db: db, mode: Existing}
 	ctx := context.Background()
 	conn, err := db.Conn(ctx)
 	if err != nil {
@@ -135,7 +137,7 @@ func checkHistory(path string) error {
 		return h.wrap(err)
 	}
 	defer conn.Close()
-	if _, err := h.verify(ctx, conn); err != nil {
+	if _, _, err := h.verify(ctx, conn); err != nil {
 		if isBusy(err) {
 			return nil
 		}

@@ -45,7 +45,7 @@ func TestCheckRefusesWhatARunCannotAppendTo(t *testing.T) {
 		{dir, "is not a regular file"},
 		{notes, "is not an SQLite database"},
 		{foreign, "not an rsag history"},
-		{newer, "its schema_version is 99 and this rsag knows 1"},
+		{newer, "its schema_version is 99 and this rsag knows 2"},
 	} {
 		err := Check(c.path)
 		switch {

@@ -17,7 +17,7 @@ import (
 	"rsag/report/plot"
 )
 
-const usage = `usage: rsag history [-append DIR]... [-accept RUN]... [-last N] [-html PAGE [-overwrite]] FILE
+const usage = `usage: rsag history [-append DIR]... [-accept RUN]... [-upgrade] [-last N] [-html PAGE [-overwrite]] FILE
        (FILE is a history database; -append adds a finished run's output dir to it)
 
 Prints the last N runs in FILE (oldest first, by start), each case's median
@@ -28,8 +28,9 @@ self-contained), with a figure per case and kind of its median over the
 runs and per node of its count as a suspect over the runs. -append adds
 runs (each said on its own; one refused does not stop the others) and
 -accept RUN (a run's id or output dir) takes back rsag check's flag on a
-run, so that it is a baseline again; both are recorded. Reading makes no
-file and writes nothing.
+run, so that it is a baseline again; both are recorded. -upgrade turns a
+file of schema_version 1 into this rsag's (an append does too); reading
+makes no file and writes nothing.
 Exit status: 0, or 2 on bad input or when some -append or -accept failed.
 
 `
@@ -50,6 +51,7 @@ func Command(args []string, stdout, stderr io.Writer) error {
 	html := fs.String("html", "", "write the history's page to `PAGE` too")
 	overwrite := fs.Bool("overwrite", false, "replace a file at -html that rsag did not write")
 	last := fs.Int("last", DefaultLast, fmt.Sprintf("show the last `N` runs (at most %d)", MaxLast))
+	upgrade := fs.Bool("upgrade", false, fmt.Sprintf("upgrade a history of schema_version 1 to %d", SchemaVersion))
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -66,7 +68,7 @@ func Command(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case len(add) > 0:
 		mode = Create
-	case len(accept) > 0:
+	case len(accept) > 0 || *upgrade:
 		mode = Existing
 	}
 	db, err := OpenWaiting(fs.Arg(0), mode, func() {
@@ -76,6 +78,9 @@ func Command(args []string, stdout, stderr io.Writer) error {
 		return exitcode.New(2, err)
 	}
 	defer db.Close()
+	if *upgrade {
+		fmt.Fprintf(stdout, "%s is of schema_version %d\n", fs.Arg(0), SchemaVersion)
+	}
 	failed := 0
 	for _, dir := range add {
 		id, status, err := appendDir(db, dir)
@@ -95,7 +100,7 @@ func Command(args []string, stdout, stderr io.Writer) error {
 	if failed > 0 {
 		return exitcode.Silent(2)
 	}
-	if len(add)+len(accept) > 0 && *html == "" {
+	if len(add)+len(accept) > 0 || *upgrade && *html == "" {
 		return nil
 	}
 	runs, err := db.Runs(*last)

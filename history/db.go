@@ -167,7 +167,7 @@ func (h *DB) readCheck() error {
 		return h.wrap(err)
 	}
 	defer conn.Close()
-	empty, err := h.verify(ctx, conn)
+	empty, _, err := h.verify(ctx, conn)
 	if err != nil {
 		return h.wrap(err)
 	}
@@ -183,9 +183,14 @@ func (h *DB) readCheck() error {
 func (h *DB) init() error {
 	return h.write(func(tx *sql.Conn) error {
 		ctx := context.Background()
-		empty, err := h.verify(ctx, tx)
+		empty, v1, err := h.verify(ctx, tx)
 		if err != nil {
 			return err
+		}
+		if v1 {
+			if _, err := tx.ExecContext(ctx, upgrade); err != nil {
+				return fmt.Errorf("upgrading it from schema_version 1 to %d: %w", SchemaVersion, err)
+			}
 		}
 		if _, err := tx.ExecContext(ctx, schema); err != nil {
 			return err
@@ -217,50 +222,62 @@ func names(ctx context.Context, conn *sql.Conn, query string, args ...any) (map[
 }
 
 // verify says whether the database holds no table at all (a new file), and
-// refuses one that is not an rsag history of this schema version: every
-// table of Tables with its columns, and meta's schema_version. It only
-// reads.
-func (h *DB) verify(ctx context.Context, conn *sql.Conn) (empty bool, err error) {
+// refuses one that is not an rsag history of this schema version or of
+// version 1 (which a writer upgrades; v1 says so): every table of Tables
+// with its columns, and meta's schema_version. It only reads.
+func (h *DB) verify(ctx context.Context, conn *sql.Conn) (empty, v1 bool, err error) {
+	empty, v1, err = h.verifyVersion(ctx, conn)
+	if err == nil && v1 && h.mode == ReadOnly {
+		err = fmt.Errorf("it is of schema_version 1, which this rsag reads once it is upgraded: run rsag history -upgrade %s "+
+			"(any append upgrades it too; an rsag older than the upgrade cannot read it after)", h.path)
+	}
+	return empty, v1, err
+}
+
+func (h *DB) verifyVersion(ctx context.Context, conn *sql.Conn) (empty, v1 bool, err error) {
 	have, err := names(ctx, conn, "SELECT name FROM sqlite_master WHERE type = 'table'")
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	if len(have) == 0 {
-		return true, nil
+		return true, false, nil
 	}
 	foreign := func(why string) error {
 		return &ForeignError{Path: h.path, Why: why}
 	}
 	if !have["meta"] {
-		return false, foreign("no meta table")
+		return false, false, foreign("no meta table")
 	}
 	var v string
 	err = conn.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'schema_version'").Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
-		return false, foreign("no schema_version in its meta table")
+		return false, false, foreign("no schema_version in its meta table")
 	}
 	if err != nil {
-		return false, foreign(err.Error())
+		return false, false, foreign(err.Error())
 	}
-	if v != strconv.Itoa(SchemaVersion) {
-		return false, fmt.Errorf("history file %s: its schema_version is %s and this rsag knows %d: read it with the rsag that wrote it, or start a new file", h.path, v, SchemaVersion)
+	want := columns
+	if v1 = v == "1"; v1 {
+		want = columnsV1
+	} else if v != strconv.Itoa(SchemaVersion) {
+		return false, false, fmt.Errorf("its schema_version is %s and this rsag knows %d: read it with the rsag that wrote it, or start a new file", v, SchemaVersion)
 	}
-	for table, cols := range columns {
+	for table, cols := range want {
 		if !have[table] {
-			return false, foreign("no " + table + " table")
+			return false, false, foreign("no " + table + " table")
 		}
 		got, err := names(ctx, conn, "SELECT name FROM pragma_table_info(?)", table)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		for _, c := range cols {
 			if !got[c] {
-				return false, foreign("its " + table + " table has no column " + c)
+				return false, false, foreign("its " + table + " table has no column " + c)
 			}
 		}
 	}
 	h.hasVerdicts = have["verdicts"]
-	return false, nil
+	return false, v1, nil
 }
 
 // ForeignError is an SQLite file that is not an rsag history.
@@ -388,11 +405,11 @@ func (h *DB) insertRun(ctx context.Context, tx *sql.Conn, r Run) (int64, error) 
 	s := r.Summary
 	config, _ := json.Marshal(s.Config)
 	res, err := tx.ExecContext(ctx, `INSERT INTO runs (run_key, started, ended, status, reason, checks_passed, baseline_ok,
-		rsag_version, rsag_commit, backend, world_size, mpi_library, driver, config_digest, config, command, hosts, output_dir, appended)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		rsag_version, rsag_commit, backend, world_size, mpi_library, driver, config_digest, config, command, hosts, output_dir, appended, gpu_shared)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		key, s.Started, s.Ended, r.Status, r.Reason, s.ChecksPassed, r.BaselineOK(),
 		s.RSAG.Version, s.RSAG.Commit, s.Backend, s.WorldSize, s.MPILibrary, s.Driver, r.ConfigDigest(), string(config),
-		jsonText(s.Command), jsonText(r.Hosts()), r.Dir, time.Now().UTC().Format(time.RFC3339))
+		jsonText(s.Command), jsonText(r.Hosts()), r.Dir, time.Now().UTC().Format(time.RFC3339), s.GPUShared)
 	if err != nil {
 		return 0, err
 	}
@@ -429,8 +446,18 @@ func insertRows(ctx context.Context, tx *sql.Conn, id int64, r Run) error {
 			t.MinUS, t.P10US, t.MedianUS, t.P90US, t.P99US, t.MaxUS, t.MeanUS, t.StdUS, t.BusBWGBps, t.SlowestRank, t.SlowestHost, t.Correct); err != nil {
 			return err
 		}
+		if len(r.Samples[c]) == 0 {
+			continue
+		}
+		var caseID int64
+		if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO case_ids (case_key) VALUES (?)", caseKey(c)); err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, "SELECT id FROM case_ids WHERE case_key = ?", caseKey(c)).Scan(&caseID); err != nil {
+			return err
+		}
 		for i, us := range r.Samples[c] {
-			if err := exec("INSERT INTO samples (run_id, case_key, cycle, us) VALUES (?, ?, ?, ?)", caseKey(c), t.Discarded+i, us); err != nil {
+			if err := exec("INSERT INTO samples (run_id, case_id, cycle, us) VALUES (?, ?, ?, ?)", caseID, t.Discarded+i, us); err != nil {
 				return err
 			}
 		}

@@ -133,7 +133,7 @@ func TestPythonReadsTheHistoryAsDocumented(t *testing.T) {
 	if !reflect.DeepEqual(got.Rows, want) {
 		t.Errorf("python counts rows %v, rsag wrote %v", got.Rows, want)
 	}
-	if got.Version != "1" {
+	if got.Version != "2" {
 		t.Errorf("schema_version %q", got.Version)
 	}
 	// The queries' answers: no 1 MiB case in the synthetic runs; n1 a

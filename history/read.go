@@ -103,7 +103,7 @@ const (
 
 // runColumns are the runs columns a RunRow is read from, r the runs table.
 const runColumns = `r.id, r.started, r.ended, r.status, r.reason, r.baseline_ok, r.rsag_version, r.rsag_commit, r.backend, r.world_size,
-	r.hosts, r.output_dir, r.config_digest, (SELECT count(*) FROM nodes n WHERE n.run_id = r.id)`
+	r.hosts, r.output_dir, r.config_digest, (SELECT count(*) FROM nodes n WHERE n.run_id = r.id), r.gpu_shared`
 
 // flaggedSQL is 1 when run r's last word from rsag check or an operator is
 // "flagged" (not since accepted).
@@ -116,11 +116,12 @@ func (h *DB) flaggedSQL() string {
 }
 
 func scanRun(s scanner, r *RunRow) error {
-	var hosts string
+	var hosts, shared string
 	if err := s.Scan(&r.ID, &r.Started, &r.Ended, &r.Status, &r.Reason, &r.BaselineOK, &r.Version, &r.Commit, &r.Backend,
-		&r.WorldSize, &hosts, &r.Dir, &r.Kind.ConfigDigest, &r.Kind.Nodes, &r.Flagged); err != nil {
+		&r.WorldSize, &hosts, &r.Dir, &r.Kind.ConfigDigest, &r.Kind.Nodes, &shared, &r.Flagged); err != nil {
 		return err
 	}
+	r.Kind.GPUShared = shared != ""
 	_ = json.Unmarshal([]byte(hosts), &r.Hosts)
 	r.Kind.WorldSize, r.Kind.Backend = r.WorldSize, r.Backend
 	return nil
@@ -351,14 +352,14 @@ type BaselineRun struct {
 func (h *DB) Baseline(n int, except, before string, kind Kind) (out []BaselineRun, other RunRow, err error) {
 	where := `r.baseline_ok = 1 AND r.run_key != ? AND r.started <= ? AND NOT ` + h.flaggedSQL()
 	if err := h.each(`SELECT r.id, r.started FROM runs r WHERE `+where+` AND r.world_size = ? AND r.backend = ? AND r.config_digest = ?
-		AND (SELECT count(*) FROM nodes n WHERE n.run_id = r.id) = ? ORDER BY r.started DESC, r.id DESC LIMIT ?`, func(s scanner) error {
+		AND (SELECT count(*) FROM nodes n WHERE n.run_id = r.id) = ? AND (r.gpu_shared != '') = ? ORDER BY r.started DESC, r.id DESC LIMIT ?`, func(s scanner) error {
 		var b BaselineRun
 		if err := s.Scan(&b.ID, &b.Started); err != nil {
 			return err
 		}
 		out = append(out, b)
 		return nil
-	}, except, before, kind.WorldSize, kind.Backend, kind.ConfigDigest, kind.Nodes, n); err != nil {
+	}, except, before, kind.WorldSize, kind.Backend, kind.ConfigDigest, kind.Nodes, kind.GPUShared, n); err != nil {
 		return nil, other, err
 	}
 	if len(out) == 0 {
@@ -371,7 +372,7 @@ func (h *DB) Baseline(n int, except, before string, kind Kind) (out []BaselineRu
 		samples := map[coll.Case][]float64{}
 		var last string
 		var c coll.Case
-		if err := h.each("SELECT case_key, us FROM samples WHERE run_id = ? ORDER BY case_key, cycle", func(s scanner) error {
+		if err := h.each("SELECT k.case_key, s.us FROM samples s JOIN case_ids k ON k.id = s.case_id WHERE s.run_id = ? ORDER BY s.case_id, s.cycle", func(s scanner) error {
 			var key string
 			var us float64
 			if err := s.Scan(&key, &us); err != nil {
@@ -435,4 +436,4 @@ func (h *DB) Count(table string) (int, error) {
 }
 
 // Tables are the database's tables, in schema order.
-var Tables = []string{"meta", "runs", "nodes", "cases", "samples", "fits", "locate_nodes", "locate_links", "suspects", "soak", "verdicts"}
+var Tables = []string{"meta", "runs", "nodes", "cases", "case_ids", "samples", "fits", "locate_nodes", "locate_links", "suspects", "soak", "verdicts"}

@@ -160,7 +160,7 @@ func failedEarly(dir string) (Run, bool, error) {
 			dir, report.SummaryFile, outdir.RunFile, rec.Status)
 	}
 	s := report.Summary{RSAG: report.SummaryBuild{Version: rec.Version, Commit: rec.Commit}, Status: rec.Status, Reason: rec.Reason,
-		Started: rec.Started, Ended: rec.Ended, Backend: rec.Backend, WorldSize: rec.WorldSize}
+		Started: rec.Started, Ended: rec.Ended, Backend: rec.Backend, WorldSize: rec.WorldSize, GPUShared: rec.GPUShared}
 	if rec.Host != "" {
 		s.Nodes = []report.SummaryNode{{Host: rec.Host}}
 	}

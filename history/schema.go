@@ -7,7 +7,12 @@ import "strings"
 // column raises it; rsag refuses a file of a version it does not know.
 // docs/history.md documents every table and column, and a test reads the
 // file with Python's sqlite3 and checks them against the docs.
-const SchemaVersion = 1
+//
+// Version 2 (2026-12) gave each case an id (case_ids) that a sample row
+// names instead of repeating the case's JSON key, and runs.gpu_shared. A
+// writer upgrades a file of version 1 in place, in the transaction that
+// opens it (upgrade); a reader refuses it, naming rsag history -upgrade.
+const SchemaVersion = 2
 
 // schema is the database's tables. Every table but meta and runs has a
 // run_id, runs.id, and rows of a run are written in one transaction with
@@ -37,7 +42,8 @@ CREATE TABLE IF NOT EXISTS runs (
 	command       TEXT NOT NULL,
 	hosts         TEXT NOT NULL,
 	output_dir    TEXT NOT NULL,
-	appended      TEXT NOT NULL
+	appended      TEXT NOT NULL,
+	gpu_shared    TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS nodes (
 	run_id INTEGER NOT NULL REFERENCES runs(id),
@@ -77,12 +83,16 @@ CREATE TABLE IF NOT EXISTS cases (
 	correct      INTEGER NOT NULL,
 	PRIMARY KEY (run_id, case_key)
 );
+CREATE TABLE IF NOT EXISTS case_ids (
+	id       INTEGER PRIMARY KEY,
+	case_key TEXT NOT NULL UNIQUE
+);
 CREATE TABLE IF NOT EXISTS samples (
-	run_id   INTEGER NOT NULL REFERENCES runs(id),
-	case_key TEXT NOT NULL,
-	cycle    INTEGER NOT NULL,
-	us       REAL NOT NULL,
-	PRIMARY KEY (run_id, case_key, cycle)
+	run_id  INTEGER NOT NULL REFERENCES runs(id),
+	case_id INTEGER NOT NULL REFERENCES case_ids(id),
+	cycle   INTEGER NOT NULL,
+	us      REAL NOT NULL,
+	PRIMARY KEY (run_id, case_id, cycle)
 );
 CREATE TABLE IF NOT EXISTS fits (
 	run_id           INTEGER NOT NULL REFERENCES runs(id),
@@ -180,4 +190,40 @@ var columns = func() map[string][]string {
 		}
 	}
 	return out
+}()
+
+// columnsV1 are schema_version 1's: no case_ids, samples keyed by the
+// case's JSON, no runs.gpu_shared. A writer upgrades such a file.
+var columnsV1 = func() map[string][]string {
+	out := map[string][]string{}
+	for t, cols := range columns {
+		switch t {
+		case "case_ids":
+		case "samples":
+			out[t] = []string{"run_id", "case_key", "cycle", "us"}
+		case "runs":
+			out[t] = cols[:len(cols)-1] // less gpu_shared, the last
+		default:
+			out[t] = cols
+		}
+	}
+	return out
+}()
+
+// upgrade turns a file of schema_version 1 into 2, in the writer's
+// transaction: each case's key into case_ids once, the samples rewritten
+// to name it, runs.gpu_shared added (empty: no run of version 1 said).
+var upgrade = func() string {
+	from := strings.Index(schema, "CREATE TABLE IF NOT EXISTS samples (")
+	to := from + strings.Index(schema[from:], ");") + 2
+	samples := strings.Replace(schema[from:to], "IF NOT EXISTS samples", "samples_v2", 1)
+	ids := strings.Index(schema, "CREATE TABLE IF NOT EXISTS case_ids (")
+	return `ALTER TABLE runs ADD COLUMN gpu_shared TEXT NOT NULL DEFAULT '';
+` + schema[ids:from] + `INSERT INTO case_ids (case_key) SELECT DISTINCT case_key FROM samples ORDER BY case_key;
+` + samples + `
+INSERT INTO samples_v2 (run_id, case_id, cycle, us) SELECT s.run_id, k.id, s.cycle, s.us FROM samples s JOIN case_ids k ON k.case_key = s.case_key;
+DROP TABLE samples;
+ALTER TABLE samples_v2 RENAME TO samples;
+UPDATE meta SET value = '2' WHERE key = 'schema_version';
+`
 }()

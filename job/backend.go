@@ -8,14 +8,16 @@ import (
 	"strings"
 
 	"rsag/coll"
+	"rsag/mpi"
 	"rsag/mpibackend"
 	"rsag/ncclx"
 )
 
-// backends are the backends rsag can open, by the config's name.
-var backends = map[string]func(s *session) (coll.Backend, error){
-	"nccl": func(s *session) (coll.Backend, error) { return ncclx.New(s.comm, s.ncclOptions) },
-	"mpi":  func(s *session) (coll.Backend, error) { return mpibackend.New(s.comm) },
+// backends are the backends rsag can open, by the config's name, over
+// MPI's world. (A world that brings its own, BackendWorld, opens that.)
+var backends = map[string]func(s *session, c *mpi.Comm) (coll.Backend, error){
+	"nccl": func(s *session, c *mpi.Comm) (coll.Backend, error) { return ncclx.New(c, s.ncclOptions) },
+	"mpi":  func(s *session, c *mpi.Comm) (coll.Backend, error) { return mpibackend.New(c) },
 }
 
 // chooseBackend resolves the config's backend. "auto" takes NCCL when
@@ -113,7 +115,16 @@ func (s *session) openBackend(name string) (coll.Backend, error) {
 	}
 	s.tr.Arm("start of the "+name+" backend", -1)
 	defer s.tr.Leave()
-	be, err := open(s)
+	var be coll.Backend
+	var err error
+	switch w := s.comm.(type) {
+	case BackendWorld:
+		be, err = w.OpenBackend(name)
+	case *mpi.Comm:
+		be, err = open(s, w)
+	default:
+		err = fmt.Errorf("a world of %T brings no backend", s.comm)
+	}
 	var dup *ncclx.DuplicateGPUError
 	if errors.As(err, &dup) {
 		// Every rank found it, from the same exchange: a bad input.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -19,8 +18,15 @@ import (
 	"rsag/watchdog"
 )
 
-// beats is this process's heartbeat writer, once the run has started.
-var beats atomic.Pointer[beater]
+// beatWriters are the heartbeat writers of the ranks of this process, by
+// output dir and rank, for the output that writes the node's file: one
+// in the binary, one a goroutine rank in a test (Options.World).
+var beatWriters sync.Map // beatKey -> *beater
+
+type beatKey struct {
+	dir  string
+	rank int
+}
 
 // Each node's heartbeat file is one of its ranks' outputs: run.json lists
 // it, so that -overwrite removes it and a survey knows it for rsag's; its
@@ -29,9 +35,9 @@ var beats atomic.Pointer[beater]
 func init() {
 	report.Register(report.Output{Stage: report.EachRank, Patterns: []string{outdir.BeatPrefix + "node[0-9]*"},
 		Plan: func(in report.Input) ([]string, func(string) error) {
-			return []string{outdir.NodeBeatName(in.Node())}, func(string) error {
-				if b := beats.Load(); b != nil {
-					return b.flush()
+			return []string{outdir.NodeBeatName(in.Node())}, func(dir string) error {
+				if b, ok := beatWriters.Load(beatKey{dir, in.Rank}); ok {
+					return b.(*beater).flush()
 				}
 				return nil
 			}
@@ -75,7 +81,7 @@ func (s *session) startBeats() error {
 		Host    string `json:"host"`
 		Started string `json:"started"`
 	}
-	mine, err := json.Marshal(whoami{os.Getpid(), s.comm.Host(), s.opts.Started.UTC().Format(time.RFC3339)})
+	mine, err := json.Marshal(whoami{s.pid, s.comm.Host(), s.opts.Started.UTC().Format(time.RFC3339)})
 	if err != nil {
 		return err
 	}
@@ -96,7 +102,7 @@ func (s *session) startBeats() error {
 	run := outdir.RunID(ranks[0].Host, ranks[0].PID, ranks[0].Started)
 	b := &beater{dir: s.opts.OutputDir, local: outdir.LocalBeatsOf(run), node: report.NodesOf(hosts)[s.comm.Rank()],
 		state: &s.tr.State, stop: make(chan struct{}),
-		me: outdir.Beat{Run: run, Rank: s.comm.Rank(), Host: s.comm.Host(), PID: os.Getpid()}}
+		me: outdir.Beat{Run: run, Rank: s.comm.Rank(), Host: s.comm.Host(), PID: s.pid}}
 	for r, w := range ranks {
 		if w.Host == s.comm.Host() {
 			b.ranks = append(b.ranks, r)
@@ -106,7 +112,8 @@ func (s *session) startBeats() error {
 		}
 	}
 	err = b.first()
-	beats.Store(b)
+	s.beats.Store(b)
+	beatWriters.Store(beatKey{s.opts.OutputDir, s.comm.Rank()}, b)
 	s.end.OnEnd(b.end)
 	if s.comm.Rank() != 0 {
 		// Rank 0 (or its guard) names how each rank a signal ended, from
@@ -271,9 +278,17 @@ func (b *beater) endAs(how string, timedOut bool) {
 const frozenAfter = cadence.FrozenAfter
 
 // endBeats ends this rank's heartbeat with how, when it beats.
-func endBeats(how string) {
-	if b := beats.Load(); b != nil {
+func (s *session) endBeats(how string) {
+	if b := s.beats.Load(); b != nil {
 		b.end(how)
+	}
+}
+
+// forgetBeats drops this rank's heartbeat writer from beatWriters, for a
+// rank that ends before its process (a goroutine rank).
+func (s *session) forgetBeats() {
+	if b := s.beats.Load(); b != nil {
+		beatWriters.CompareAndDelete(beatKey{b.dir, b.me.Rank}, b)
 	}
 }
 
@@ -282,7 +297,7 @@ func endBeats(how string) {
 // the heartbeats start; done says whether every other rank's part is
 // known: it has ended, saying how, or gone silent.
 func (s *session) hang() (text string, done bool) {
-	b := beats.Load()
+	b := s.beats.Load()
 	if b == nil {
 		return "", true
 	}
@@ -331,7 +346,7 @@ func (s *session) watchStuck(log *runLog) {
 			return
 		case <-t.C:
 		}
-		b := beats.Load()
+		b := s.beats.Load()
 		if b == nil || s.end.Ending() {
 			continue
 		}
@@ -357,8 +372,9 @@ func (s *session) watchStuck(log *runLog) {
 // (its last heartbeat says how: it spoke); when rank 0 has not by then,
 // or its heartbeat stopped without a word (rank 0 stopped or dead), the
 // lowest rank that still beats or ended speaks, not every rank.
-func speaksForAll(world int) bool {
-	b := beats.Load()
+func (s *session) speaksForAll() bool {
+	world := s.comm.Size()
+	b := s.beats.Load()
 	if b == nil {
 		return true
 	}

@@ -72,9 +72,11 @@ func (s *session) appendHistory(st *state, code int) int {
 	// A signal now (the watchdog's handler would exit with the verdict's
 	// status and no word) ends the process with code, saying the run was
 	// not added and how to add it: its transaction is never committed.
-	signal.Reset(syscall.SIGINT, syscall.SIGTERM)
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	if s.process { // a goroutine rank of a test leaves the process's signals alone
+		signal.Reset(syscall.SIGINT, syscall.SIGTERM)
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	}
 	var mu sync.Mutex
 	done := false
 	go func() {
@@ -97,8 +99,11 @@ func (s *session) appendHistory(st *state, code int) int {
 	defer mu.Unlock()
 	done = true
 	// From here a signal has its default effect: the process ends, non-zero.
-	signal.Stop(sigs)
-	signal.Reset(syscall.SIGINT, syscall.SIGTERM)
+	if s.process {
+		signal.Stop(sigs)
+		signal.Reset(syscall.SIGINT, syscall.SIGTERM)
+	}
+	close(sigs) // no signal comes now: the goroutine above ends, done
 	if err != nil {
 		fmt.Fprintf(s.opts.Stderr, "rsag: the run's verdict above stands, but it was not added to history %s: %v; add it with: %s\n",
 			s.history, err, add)

@@ -62,12 +62,25 @@ type Options struct {
 	// Exit ends the process; the watchdog and the signal handler call it
 	// from their own goroutines, since the main one may be blocked.
 	Exit func(code int)
+	// World, when set, is this rank's world, already started, and the
+	// rank is not the whole process: goroutine ranks of a test, one
+	// process for the job. nil starts MPI's, as the binary does. A rank
+	// that is not its process catches no signal, starts no guard (which
+	// re-execs the binary) and leaves the process's settings alone; its
+	// Exit must end only the rank, and its World's Abort every rank.
+	World World
 }
 
 // session is what every step of a run needs, fixed once MPI has started.
 type session struct {
 	opts Options
-	comm *mpi.Comm
+	comm World
+	// process: this rank is its whole process (MPI's world), and may
+	// catch signals, start the guard and keep process-wide state.
+	process bool
+	pid     int // this rank's process, in heartbeats, run.json and the lock
+	// beats is this rank's heartbeat writer, once the run has started.
+	beats atomic.Pointer[beater]
 	wd   *watchdog.Watchdog
 	tr   *watchdog.Steps
 	end  *watchdog.Ender
@@ -99,6 +112,29 @@ type session struct {
 
 // Main runs rsag on this rank and returns the process's exit code.
 func Main(o Options) int {
+	process := o.World == nil
+	if process {
+		setUpProcess()
+	}
+	end := watchdog.NewEnder(o.Stderr, o.Exit)
+	startup := config.StartupTimeout(o.Sets)
+	comm := o.World
+	if process {
+		// SIGINT and SIGTERM end the run cleanly from here on.
+		watchdog.CatchSignals(end)
+		c, err := startMPI(end, startup)
+		if err != nil {
+			fmt.Fprintln(o.Stderr, "rsag: starting MPI:", err)
+			return ExitFailed
+		}
+		comm = c
+	}
+	return run(o, comm, end, startup, process)
+}
+
+// setUpProcess sets what a rank that is the whole process sets for it,
+// before MPI starts.
+func setUpProcess() {
 	// mpirun binds each rank to one core, and Go then runs one goroutine
 	// at a time: its monitor thread hands the rank's only scheduler slot
 	// away whenever the main goroutine sits in a cgo call (every MPI and
@@ -112,15 +148,10 @@ func Main(o Options) int {
 	// woken; one that comes before anything listens is lost, and a stopped
 	// rank 0 then blamed the ranks that waited for it (issue 57, item 4).
 	stopped.Watch()
-	end := watchdog.NewEnder(o.Stderr, o.Exit)
-	// SIGINT and SIGTERM end the run cleanly from here on.
-	watchdog.CatchSignals(end)
-	startup := config.StartupTimeout(o.Sets)
-	comm, err := startMPI(end, startup)
-	if err != nil {
-		fmt.Fprintln(o.Stderr, "rsag: starting MPI:", err)
-		return ExitFailed
-	}
+}
+
+// run is Main once the world has started.
+func run(o Options, comm World, end *watchdog.Ender, startup time.Duration, process bool) int {
 	end.SetWho(comm.Rank(), comm.Host())
 	// Every blocking step from here to MPI_Finalize has a deadline: the
 	// start-up's until the config's timeout_s is known. A rank whose
@@ -133,17 +164,17 @@ func Main(o Options) int {
 				msg = strings.TrimSuffix(msg, "; aborting the job") + "; hang: " + h + "; aborting the job"
 			}
 		}
-		if b := beats.Load(); b != nil {
+		if b := s.beats.Load(); b != nil {
 			b.endAs(msg, true) // its last beat holds the step that overran
 		}
 		s.leaveNote(msg)
-		if comm.Rank() != 0 && beats.Load() != nil {
+		if comm.Rank() != 0 && s.beats.Load() != nil {
 			// Rank 0 names the hang once, from every rank's heartbeat, and
 			// its deadline passes about now too (it may wait one step
 			// later than this rank): exiting at once would let the
 			// launcher kill it first (seen on 16 ranks).
 			time.Sleep(watchdogLinger)
-			if !speaksForAll(s.comm.Size()) {
+			if !s.speaksForAll() {
 				// Rank 0 (or its guard) says it for every rank: a hang
 				// at 8,192 ranks is a line, not 8,192.
 				end.EndQuietly(ExitWatchdog, msg, "")
@@ -151,9 +182,14 @@ func Main(o Options) int {
 		}
 		end.End(ExitWatchdog, msg, "")
 	})
-	s = &session{opts: o, comm: comm, wd: wd, end: end, out: io.Discard,
+	s = &session{opts: o, comm: comm, wd: wd, end: end, out: io.Discard, process: process, pid: os.Getpid(),
 		tr: watchdog.NewSteps(watchdog.NewTracker(wd))}
 	wd.Start()
+	if !process {
+		// The process outlives this rank: nothing of it may fire later.
+		defer wd.Stop()
+		defer s.forgetBeats()
+	}
 	if comm.Rank() == 0 {
 		s.out = report.Terminal(o.Stdout) // prose folded to the terminal's width
 		end.SetVerdict(s.printEndedVerdict)
@@ -164,12 +200,12 @@ func Main(o Options) int {
 		end.SetLinger(signalLinger)
 	}
 	var st state
-	err = s.execute(&st)
+	err := s.execute(&st)
 	if end.Ending() {
 		end.WaitForEnd() // the watchdog or a signal is ending the process
 	}
 	if err == nil {
-		endBeats(fmt.Sprintf("exit %d", ExitOK))
+		s.endBeats(fmt.Sprintf("exit %d", ExitOK))
 		end.Leaving(ExitOK)
 		st.releaseLock(o.Stderr)
 		s.printVerdict(&st, ExitOK, nil)
@@ -184,7 +220,7 @@ func Main(o Options) int {
 		}
 		st.log.fail(err.Error())
 		s.printEnd(report.Rows{}, nil, err, st.log)
-		endBeats(fmt.Sprintf("exit %d: %v", sh.code, err))
+		s.endBeats(fmt.Sprintf("exit %d: %v", sh.code, err))
 		end.Leaving(sh.code)
 		st.releaseLock(o.Stderr)
 		s.removeMadeTogether(&st)
@@ -203,7 +239,7 @@ func Main(o Options) int {
 	st.log.fail(fmt.Sprintf("rank %d (%s): %v", comm.Rank(), comm.Host(), err))
 	s.printEnd(report.Rows{}, nil, err, st.log)
 	s.leaveNote(err.Error())
-	endBeats(fmt.Sprintf("exit %d: %v", ExitFailed, err))
+	s.endBeats(fmt.Sprintf("exit %d: %v", ExitFailed, err))
 	st.releaseLock(o.Stderr)
 	st.removeMade()
 	s.printVerdict(&st, ExitFailed, err)

@@ -3,7 +3,6 @@ package job
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"time"
 
@@ -151,7 +150,7 @@ func (s *session) checkOutputDir(st *state) (outdir.Earlier, error) {
 		// Again, in the one dir every rank sees: a link planted since
 		// checkPaths is refused by name before anything is written.
 		if err = outdir.CheckEntries(dir, report.IsOutput); err == nil {
-			st.lock, err = outdir.Acquire(dir, outdir.Holder{Host: s.comm.Host(), PID: os.Getpid(),
+			st.lock, err = outdir.Acquire(dir, outdir.Holder{Host: s.comm.Host(), PID: s.pid,
 				Started: s.opts.Started.UTC().Format(time.RFC3339)})
 		}
 		if err == nil {

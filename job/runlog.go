@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,6 +24,9 @@ type runLog struct {
 	mu    sync.Mutex
 	dir   string
 	rec   outdir.Record
+	// stderr is rank 0's (Options.Stderr): where a failure to mark the
+	// run failed is said.
+	stderr io.Writer
 	final bool
 	said  string        // the status run.json holds: the last one written
 	stop  chan struct{} // closed once final: the heartbeat ends
@@ -218,7 +222,7 @@ func (l *runLog) fail(reason string) {
 		return
 	}
 	if err := l.end(outdir.StatusFailed, reason); err != nil {
-		fmt.Fprintf(os.Stderr, "rsag: rank 0: marking the run failed in %s: %v\n", outdir.RunFile, err)
+		fmt.Fprintf(l.stderr, "rsag: rank 0: marking the run failed in %s: %v\n", outdir.RunFile, err)
 	}
 }
 
@@ -233,7 +237,7 @@ func (s *session) startRunLog(backend string, earlier outdir.Earlier, ran report
 	if err := s.agree(earlier.Remove(), ExitFailed, "removing the earlier run's files in "+dir); err != nil {
 		return nil, err
 	}
-	pids, err := gatherJSON(s, "process ids", os.Getpid())
+	pids, err := gatherJSON(s, "process ids", s.pid)
 	if err != nil {
 		return nil, err
 	}
@@ -244,8 +248,8 @@ func (s *session) startRunLog(backend string, earlier outdir.Earlier, ran report
 	var l *runLog
 	if s.comm.Rank() == 0 {
 		files := append([]string{outdir.RunFile}, report.PlannedOn(report.NodesOf(hosts), ran)...)
-		l = &runLog{dir: dir, stop: make(chan struct{}), rec: outdir.Record{Version: s.opts.Version, Commit: s.opts.Commit,
-			Backend: backend, WorldSize: s.comm.Size(), Config: s.opts.ConfigPath, Host: s.comm.Host(), PID: os.Getpid(),
+		l = &runLog{dir: dir, stderr: s.opts.Stderr, stop: make(chan struct{}), rec: outdir.Record{Version: s.opts.Version, Commit: s.opts.Commit,
+			Backend: backend, WorldSize: s.comm.Size(), Config: s.opts.ConfigPath, Host: s.comm.Host(), PID: s.pid,
 			GPUShared: s.gpuShared, Started: s.opts.Started.UTC().Format(time.RFC3339), Files: files}}
 		// Before "running" is written: a signal from here on marks it failed,
 		// and the guard marks it if rank 0 is killed outright.
@@ -277,9 +281,16 @@ var guardPipe *os.File
 // killed before it can (outdir.StartGuard). Without one the run goes on:
 // run.json's heartbeat still tells a dead run from a live one.
 func (s *session) startGuard(lock *outdir.Lock) {
+	if !s.process {
+		// A goroutine rank of a test: the guard re-execs the binary, which
+		// the test's process is not, and watches a process that outlives
+		// the rank. Off: run.json's heartbeat still tells a dead run, and
+		// the guard's work is proved under mpirun.
+		return
+	}
 	exe, err := os.Executable()
 	if err == nil {
-		guardPipe, err = outdir.StartGuard(exe, lock, s.opts.OutputDir, s.comm.Host(), os.Getpid(),
+		guardPipe, err = outdir.StartGuard(exe, lock, s.opts.OutputDir, s.comm.Host(), s.pid,
 			outdir.EarlyNaming{Timeout: s.wd.Timeout(), End: s.endOnStuck})
 	}
 	if err != nil {
@@ -299,7 +310,7 @@ func (s *session) explainSignal(pids []int) func(signal string) string {
 		// A rank's last heartbeat says how it ended, where it could (a
 		// signal of its own): the reason then says that, as the hang does.
 		var last map[int]outdir.Beat
-		if b := beats.Load(); b != nil {
+		if b := s.beats.Load(); b != nil {
 			last = b.local.Read(b.me.Run, b.me.Host)
 		}
 		var gone []goneRank

@@ -27,6 +27,7 @@ type Backend struct {
 	*hostmem.Heap
 	flips  *flips // shared with the backends Split returns on this rank
 	closed bool
+	info   coll.Info // what Info says; the zero value: "inmem" on host "inmem"
 }
 
 // flips counts one rank's calls of Faults.Flip's collective.
@@ -40,6 +41,9 @@ func newHeap(rank int) *hostmem.Heap {
 }
 
 func (be *Backend) Info() coll.Info {
+	if be.info.Backend != "" {
+		return be.info
+	}
 	return coll.Info{Backend: "inmem", Host: "inmem", Device: "host memory"}
 }
 
@@ -151,7 +155,7 @@ func (be *Backend) Split(color, key int) (coll.Backend, error) {
 		g = j.newGroup(fmt.Sprintf("%s/color %d", be.group.name, color), members)
 		m.splits[color] = g
 	}
-	return &Backend{job: j, group: g, rank: slices.Index(mine, be.rank), Heap: be.Share(), flips: be.flips}, nil
+	return &Backend{job: j, group: g, rank: slices.Index(mine, be.rank), Heap: be.Share(), flips: be.flips, info: be.info}, nil
 }
 
 // Close ends this backend. The rank's own backend releases its buffers and

@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"rsag/internal/testkit/inmem"
+	rsag "rsag/job"
+	"rsag/outdir"
+)
+
+// inproc runs rsag's job on np goroutine ranks of this test process
+// (job.Main over an inmem world, its in-memory backend for whatever
+// backend is asked) and returns what mpirun's run would: every rank's
+// stdout and stderr, in rank order, and the job's exit code. It is for
+// what a run's logic proves (refusals, the output dir's contract, the
+// files a run writes); what only a process shows (signals, launch, a rank
+// that really stops, several hosts) is mpirun's (STYLE.md, rule 20).
+// Differences from mpirun: no guard beside rank 0, no signals caught, the
+// header says backend inmem.
+func inproc(t *testing.T, np int, limit time.Duration, args ...string) result {
+	t.Helper()
+	ended, took := inprocRanks(t, np, limit, args...)
+	r := result{took: took, code: jobCode(ended)}
+	var out, errs strings.Builder
+	for rank, e := range ended {
+		if e.How == "stuck" || e.How == "panicked" {
+			t.Fatalf("rank %d %s (limit %v)\nstderr:\n%s", rank, e.How, limit, e.Stderr)
+		}
+		out.WriteString(e.Stdout)
+		errs.WriteString(e.Stderr)
+	}
+	r.stdout, r.stderr = out.String(), errs.String()
+	return r
+}
+
+// jobCode is the job's exit code as mpirun gives it: that of the rank
+// that aborted the job, else the lowest rank's that is not 0.
+func jobCode(ended []inmem.Ended) int {
+	for _, e := range ended {
+		if e.How == "aborted" {
+			return e.Code
+		}
+	}
+	for _, e := range ended {
+		if e.Code != 0 {
+			return e.Code
+		}
+	}
+	return 0
+}
+
+// inprocJobs runs one in-process job at a time: every rank of every job
+// is this process, and a run's node-local heartbeats are named by host,
+// process and second of start (outdir.RunID), which two jobs at once
+// could share.
+var inprocJobs sync.Mutex
+
+// inprocRanks is inproc's run, rank by rank.
+func inprocRanks(t *testing.T, np int, limit time.Duration, args ...string) ([]inmem.Ended, time.Duration) {
+	t.Helper()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := make([]string, np)
+	for i := range hosts {
+		hosts[i] = host
+	}
+	inprocJobs.Lock()
+	defer inprocJobs.Unlock()
+	started := time.Now()
+	// What a rank leaves in node-local memory when it ends without its
+	// last beat (an abort) is removed, as the end of the node's processes
+	// would leave it to the next run of another second.
+	defer os.RemoveAll(outdir.LocalBeatsOf(outdir.RunID(host, os.Getpid(), started.UTC().Format(time.RFC3339))).Dir)
+	ranks := inmem.NewRanks(hosts, limit)
+	ended := ranks.Run(limit, func(w *inmem.World) int {
+		o := flagOptions(args)
+		o.Version, o.Commit, o.Started = "inproc", "inproc", started
+		o.Stdout, o.Stderr, o.Exit, o.World = w.Stdout(), w.Stderr(), w.Exit, w
+		return rsag.Main(o)
+	})
+	return ended, time.Since(started)
+}
+
+// flagOptions reads a run's flags as rsag's main does (cli.go, whose own
+// tests hold its refusals): -config, -output-dir, -backend, -history,
+// -set and -overwrite. A command line it refuses is the run's FlagError.
+func flagOptions(args []string) rsag.Options {
+	var o rsag.Options
+	fs := flag.NewFlagSet("rsag", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.ConfigPath, "config", "configs/ch7.toml", "")
+	fs.StringVar(&o.OutputDir, "output-dir", "", "")
+	fs.StringVar(&o.Backend, "backend", "", "")
+	fs.StringVar(&o.History, "history", "", "")
+	fs.BoolVar(&o.Overwrite, "overwrite", false, "")
+	fs.Func("set", "", func(v string) error { o.Sets = append(o.Sets, v); return nil })
+	o.FlagError = fs.Parse(args)
+	if o.FlagError == nil && fs.NArg() > 0 {
+		o.FlagError = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.Backend != "" {
+		o.Sets = append(o.Sets, "backend="+o.Backend)
+	}
+	return o
+}

@@ -14,7 +14,7 @@ import (
 	"rsag/coll"
 	"rsag/outdir"
 	"rsag/report"
-	"rsag/report/page"
+	"rsag/report/runfile"
 )
 
 // TimingsFile is the combined per-sample file a run's samples come from.
@@ -99,7 +99,7 @@ func LoadRun(path string) (Run, error) {
 	if r, ok, err := failedEarly(path); ok {
 		return r, err
 	}
-	in, err := page.Read(path)
+	in, err := runfile.Read(path)
 	if err != nil {
 		return Run{}, err
 	}
@@ -113,7 +113,7 @@ func LoadRun(path string) (Run, error) {
 		return r, fmt.Errorf("%s is from a run that has not ended (its status is %q): add it once run.json says complete or failed", in.Path, r.Status)
 	}
 	file := filepath.Join(r.Dir, TimingsFile)
-	data, err := page.ReadBounded(file, maxTimingsBytes)
+	data, err := runfile.ReadBounded(file, maxTimingsBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return r, nil // no timing phase, or a summary copied alone
 	}
@@ -153,7 +153,7 @@ func failedEarly(dir string) (Run, bool, error) {
 	}
 	rec, err := outdir.ReadRecord(dir)
 	if err != nil {
-		return Run{}, false, nil // page.Read names what is missing
+		return Run{}, false, nil // runfile.Read names what is missing
 	}
 	if rec.Status != outdir.StatusFailed {
 		return Run{}, true, fmt.Errorf("%s holds no %s and its %s says %q: add it once it has ended (a run that failed early is added as failed)",

@@ -141,11 +141,6 @@ func WriteHistory(w io.Writer, h History) error {
 	return render(w, v)
 }
 
-// ReadBounded reads an input file of at most limit bytes, as a run's
-// summary.json and run.json are read (a regular file, a size cap), for
-// rsag history and rsag check's timings.csv.
-func ReadBounded(path string, limit int64) ([]byte, error) { return readBounded(path, limit) }
-
 func dimHeadsOf(dims []dim) []headCell {
 	var out []headCell
 	for _, d := range dims {

@@ -2,7 +2,6 @@ package page
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"rsag/internal/termsafe"
 	"rsag/outdir"
 	"rsag/report"
+	"rsag/report/runfile"
 )
 
 // Exit codes of rsag report.
@@ -51,7 +51,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rsag report: %v\n", err)
 		return ExitBadInput
 	}
-	in, err := Read(o.dir)
+	in, err := runfile.Read(o.dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "rsag report: %v\n", err)
 		return ExitBadInput
@@ -172,22 +172,10 @@ func dirOf(path string) string {
 	return path
 }
 
-// Load reads the summary of a finished run (see Read).
+// Load reads the summary of a finished run (see runfile.Read).
 func Load(path string) (report.Summary, error) {
-	in, err := Read(path)
+	in, err := runfile.Read(path)
 	return in.Summary, err
-}
-
-// readHint says how to read a summary this rsag cannot: with the rsag that
-// wrote it, when the file names one.
-func readHint(data []byte) string {
-	var head struct {
-		RSAG *struct{ Version, Commit string } `json:"rsag"`
-	}
-	if json.Unmarshal(data, &head) != nil || head.RSAG == nil {
-		return ": give the summary.json of an rsag run"
-	}
-	return fmt.Sprintf(": read it with the rsag that wrote it (rsag %s, commit %s)", head.RSAG.Version, head.RSAG.Commit)
 }
 
 // OverwriteHelp is -overwrite's help in rsag report and rsag compare.

@@ -2,7 +2,7 @@
 // and, for each, whether a health check drains it (Decide), as data a
 // script reads (JSON, or NUL-separated fields) or as lines a person reads,
 // every character of the file's text escaped. It reads the run with the
-// one reader of rsag report and rsag compare (page.Read): regular files of
+// one reader of a run's files (runfile.Read): regular files of
 // a bounded size, and run.json's word on how the run ended.
 package suspects
 
@@ -20,7 +20,7 @@ import (
 
 	"rsag/internal/termsafe"
 	"rsag/outdir"
-	"rsag/report/page"
+	"rsag/report/runfile"
 )
 
 // Exit statuses of rsag suspects.
@@ -132,7 +132,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 // read reads o.dir's run and decides; only a run whose run.json says
 // complete is read: a failed or unended run's findings are not whole.
 func read(o options) (Plan, error) {
-	in, err := page.Read(o.dir)
+	in, err := runfile.Read(o.dir)
 	switch {
 	case err != nil:
 		return Plan{}, err

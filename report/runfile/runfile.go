@@ -1,4 +1,8 @@
-package page
+// Package runfile is the one reader of a finished run's files, which rsag
+// report, rsag compare and rsag check (through history), rsag history and
+// rsag suspects share: summary.json, checked, and the run.json beside it,
+// regular files of a bounded size only.
+package runfile
 
 import (
 	"encoding/json"
@@ -22,7 +26,7 @@ const MaxSummaryBytes = 256 << 20
 // maxRunBytes caps the run.json beside a summary: it lists the run's files.
 const maxRunBytes = 16 << 20
 
-// Input is a finished run read back by rsag report or rsag compare: its
+// Input is a finished run read back: its
 // summary, checked (report.CheckSummary), and how the run ended as its
 // run.json says when there is one beside the summary (summary.json is
 // never trusted over run.json), else as the summary says.
@@ -56,7 +60,7 @@ func (in Input) Incomplete() string {
 }
 
 // Read reads a run back: path is its output dir or its summary.json. It is
-// the one reader of rsag report and rsag compare: regular files only, of a
+// the one reader of every command that reads a run: regular files only, of a
 // bounded size (a FIFO cannot block it, /dev/zero cannot fill memory), a
 // summary whose numbers are checked, and the run.json beside it. Every
 // error names the file and says what to do.
@@ -73,7 +77,7 @@ func Read(path string) (Input, error) {
 		file = filepath.Join(path, report.SummaryFile)
 	}
 	in := Input{Path: file, From: file}
-	data, err := readBounded(file, MaxSummaryBytes)
+	data, err := ReadBounded(file, MaxSummaryBytes)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && st.IsDir():
 		return in, fmt.Errorf("%s holds no %s: it is not the output dir of a finished rsag run "+
@@ -89,7 +93,7 @@ func Read(path string) (Input, error) {
 	}
 	in.Status, in.Reason = in.Summary.Status, in.Summary.Reason
 	runPath := filepath.Join(filepath.Dir(file), outdir.RunFile)
-	data, err = readBounded(runPath, maxRunBytes)
+	data, err = ReadBounded(runPath, maxRunBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return in, nil // a summary copied on its own: its own status is all there is
 	}
@@ -118,8 +122,9 @@ func Read(path string) (Input, error) {
 	return in, nil
 }
 
-// readBounded reads an input file of at most limit bytes; errors name it.
-func readBounded(path string, limit int64) ([]byte, error) {
+// ReadBounded reads an input file of at most limit bytes (a regular file,
+// a size cap), as summary.json and run.json are read; errors name it.
+func ReadBounded(path string, limit int64) ([]byte, error) {
 	data, err := regularfile.Read(path, limit)
 	var kind *regularfile.KindError
 	var size *regularfile.SizeError
@@ -136,4 +141,16 @@ func readBounded(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	return data, nil
+}
+
+// readHint says how to read a summary this rsag cannot: with the rsag that
+// wrote it, when the file names one.
+func readHint(data []byte) string {
+	var head struct {
+		RSAG *struct{ Version, Commit string } `json:"rsag"`
+	}
+	if json.Unmarshal(data, &head) != nil || head.RSAG == nil {
+		return ": give the summary.json of an rsag run"
+	}
+	return fmt.Sprintf(": read it with the rsag that wrote it (rsag %s, commit %s)", head.RSAG.Version, head.RSAG.Commit)
 }

@@ -210,7 +210,7 @@ func pageOf(db *DB, runs []RunRow) (page.History, error) {
 			ratio = fmt.Sprintf("%.3f", last/quantile.Median(before[:n-1]))
 		}
 		h.CaseRows = append(h.CaseRows, []string{title(tr), strconv.Itoa(len(tr.Points)), fmt.Sprintf("%.2f", tr.Points[0].MedianUS), fmt.Sprintf("%.2f", last), ratio})
-		f, err := plot.Trend(fmt.Sprintf("case-%d", i+1), title(tr), "median µs per operation", pts)
+		f, err := plot.Trend(fmt.Sprintf("case-%d", i+1), title(tr), "median µs per operation (log)", pts, true)
 		if err != nil {
 			return h, err
 		}
@@ -235,7 +235,7 @@ func pageOf(db *DB, runs []RunRow) (page.History, error) {
 			}
 			pts = append(pts, plot.TrendPoint{Run: id, Value: float64(count), Mark: suspect})
 		}
-		f, err := plot.Trend(fmt.Sprintf("node-%d", i+1), "node "+n.Host+": runs that named it a suspect", "runs named a suspect, so far", pts)
+		f, err := plot.Trend(fmt.Sprintf("node-%d", i+1), "node "+n.Host+": runs that named it a suspect", "runs named a suspect, so far", pts, false)
 		if err != nil {
 			return h, err
 		}

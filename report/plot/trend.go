@@ -22,8 +22,11 @@ type TrendPoint struct {
 }
 
 // Trend draws a small figure of one value over runs, for rsag history's
-// page: the points joined, the marked ones in vermillion.
-func Trend(name, title, yLabel string, pts []TrendPoint) (Inline, error) {
+// page: the points joined, the marked ones in vermillion. logY draws the
+// values (all positive: times) on a log axis, so that one slow run, 10x or
+// 1000x the rest, does not flatten them into a line at the bottom; a
+// value of 0 or less keeps the linear axis from 0.
+func Trend(name, title, yLabel string, pts []TrendPoint, logY bool) (Inline, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text, p.Y.Label.Text = "run (its id in the history)", yLabel
@@ -63,7 +66,19 @@ func Trend(name, title, yLabel string, pts []TrendPoint) (Inline, error) {
 		p.Add(dots)
 	}
 	p.X.Tick.Marker = runTicks{}
-	p.Y.Min = 0 // a step reads as its size, not magnified by a cut axis
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, t := range pts {
+		lo, hi = min(lo, t.Value), max(hi, t.Value)
+	}
+	if logY && lo > 0 {
+		// A step reads as its ratio; the axis spans the values with a
+		// margin, at least 2x, so that noise is not magnified either.
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		pad := math.Sqrt(max(2, hi/lo) / (hi / lo))
+		p.Y.Min, p.Y.Max = lo/pad/1.1, hi*pad*1.1
+	} else {
+		p.Y.Min = 0 // a step reads as its size, not magnified by a cut axis
+	}
 	c := vgsvg.New(6*vg.Inch, 3*vg.Inch)
 	dc := draw.New(c)
 	dc.SetColor(color.White)

@@ -99,8 +99,8 @@ func TestHistoryPageHasAFigurePerCaseAndPerNode(t *testing.T) {
 		label  string
 		marked bool
 	}{
-		{"default 1K float32 sum out-of-place per-op direct. median µs per operation against the run, over 6 runs", true},
-		{"default 64K float32 sum out-of-place per-op direct. median µs per operation against the run, over 6 runs", false},
+		{"default 1K float32 sum out-of-place per-op direct. median µs per operation (log) against the run, over 6 runs", true},
+		{"default 64K float32 sum out-of-place per-op direct. median µs per operation (log) against the run, over 6 runs", false},
 		{"node n1: runs that named it a suspect. runs named a suspect, so far against the run, over 6 runs", false},
 		{"node n2: runs that named it a suspect. runs named a suspect, so far against the run, over 6 runs", true},
 	} {

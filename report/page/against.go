@@ -77,7 +77,11 @@ func againstSection(a Against) section {
 		if c.Missing {
 			rw.Cells = append(rw.Cells, plain("-"), num("%.2f", c.RunUS), plain("-"), plain("-"), plain("not in the baseline"))
 		} else {
-			rw.Cells = append(rw.Cells, num("%.2f", c.BaseUS), num("%.2f", c.RunUS), num("%.3f", c.Ratio), plain(fmt.Sprintf("%.3f..%.3f", c.Lo, c.Hi)))
+			interval := "-" // too few samples: none
+			if c.Lo != 0 || c.Hi != 0 {
+				interval = fmt.Sprintf("%.3f..%.3f", c.Lo, c.Hi)
+			}
+			rw.Cells = append(rw.Cells, num("%.2f", c.BaseUS), num("%.2f", c.RunUS), num("%.3f", c.Ratio), plain(interval))
 			switch c.Verdict {
 			case "SLOWER":
 				rw.Class = "bad"

@@ -60,6 +60,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	removeInterposers()
 	closeBrowser()
+	removeFastRsag()
 	removeSessionDir()
 	os.Exit(code)
 }

@@ -23,8 +23,12 @@ import (
 // MPI_Allreduce without a word.
 
 // hangTiming is a long timing phase with a 5 s deadline.
-func hangTiming(dir string) []string {
-	return append([]string{"-output-dir", dir, "-set", "timeout_s=5", "-set", "startup_timeout_s=60"}, longTiming...)
+func hangTiming(dir string) []string { return hangTimingWithin(dir, "5") }
+
+// hangTimingWithin is a long timing phase with a deadline of timeout
+// seconds (fractions too).
+func hangTimingWithin(dir, timeout string) []string {
+	return append([]string{"-output-dir", dir, "-set", "timeout_s=" + timeout, "-set", "startup_timeout_s=60"}, longTiming...)
 }
 
 // hangSaid asserts what rank 0 said, once, and what run.json's reason
@@ -83,11 +87,11 @@ func keepStopped(t *testing.T, pid int) time.Time {
 
 // stopRankOne starts a job with start, in a new dir, and stops its rank 1
 // once its heartbeat says it is in the timing phase's cycles, and a beat
-// later; it asserts that the job ends within stoppedWithin of it, and
-// returns the dir, the rank's pid and what the job said. A job that
-// rsag's start-up deadline ended before any cycle is started again
-// (pastStartup).
-func stopRankOne(t *testing.T, start func(dir string) *job) (dir string, pid int, stderr string) {
+// (of the job's binary: outdir.BeatEvery, or fastBeat) later; it asserts
+// that the job ends within stoppedWithin of it, and returns the dir, the
+// rank's pid and what the job said. A job that rsag's start-up deadline
+// ended before any cycle fails the test (pastStartup).
+func stopRankOne(t *testing.T, beat time.Duration, start func(dir string) *job) (dir string, pid int, stderr string) {
 	t.Helper()
 	var j *job
 	pastStartup(t, func() string {
@@ -102,7 +106,7 @@ func stopRankOne(t *testing.T, start func(dir string) *job) (dir string, pid int
 		}
 		return stderr
 	})
-	time.Sleep(outdir.BeatEvery)
+	time.Sleep(beat)
 	pid = j.rankPID(t, 1)
 	at := keepStopped(t, pid)
 	endedSoon(t, j, at, stoppedWithin)
@@ -111,8 +115,8 @@ func stopRankOne(t *testing.T, start func(dir string) *job) (dir string, pid int
 }
 
 // stoppedWithin bounds how long a job with a stopped rank takes to end:
-// timeout_s (5 s), the watchdog's check (0.5 s) and a few seconds, which a
-// loaded machine stretches. Without the watchdog it would not end at all
+// timeout_s (at most 5 s), the watchdog's check (0.5 s) and a few seconds,
+// which a loaded machine stretches. Without the watchdog it would not end at all
 // (the rank stays stopped until the test's end), so the bound tells the
 // two apart with room to spare.
 const stoppedWithin = 30 * time.Second
@@ -147,9 +151,11 @@ func waitTiming(t *testing.T, j *job, dir string, rank int, limit time.Duration)
 
 // A rank stopped mid-timing on one host: the job ends within timeout_s
 // and a few seconds, and rank 0 names the rank, its host and pid, says it
-// is stopped (its state, read from /proc), and what rank 0 waits in.
-func TestAStoppedRankIsNamed(t *testing.T) {
-	dir, pid, stderr := stopRankOne(t, func(dir string) *job { return startJob(t, 2, nil, hangTiming(dir)...) })
+// is stopped (its state, read from /proc), and what rank 0 waits in. On
+// the product binary, with beats a second apart and timeout_s = 5: the
+// real cadence of the beats and the hang they name (cadence_test.go).
+func TestAStoppedRankIsNamedRealCadence(t *testing.T) {
+	dir, pid, stderr := stopRankOne(t, outdir.BeatEvery, func(dir string) *job { return startJob(t, 2, nil, hangTiming(dir)...) })
 	host := regexp.QuoteMeta(hostname(t))
 	// Stopped, as /proc says, or, when the launcher woke it before rank 0
 	// looked, as it says itself.
@@ -158,13 +164,15 @@ func TestAStoppedRankIsNamed(t *testing.T) {
 }
 
 // The same, for samples taken in one C call (configs/bench-imb.toml):
-// every sample is a step of its own, and the hang names the cycle.
+// every sample is a step of its own, and the hang names the cycle. On the
+// test build's cadence (fastRsag), with timeout_s = 1.
 func TestAStoppedRankIsNamedInSamplesTakenInOneCall(t *testing.T) {
-	dir, pid, stderr := stopRankOne(t, func(dir string) *job {
+	bin := fastRsag(t)
+	dir, pid, stderr := stopRankOne(t, fastBeat, func(dir string) *job {
 		// Samples of 10 operations, one warm-up: a sample is a step of its
 		// own, and 5 warm-ups of bench-imb's 100 once overran timeout_s on
 		// a loaded machine, before the fault.
-		return startJob(t, 2, nil, "-output-dir", dir, "-set", "timeout_s=5", "-set", "startup_timeout_s=60",
+		return startJobOf(t, bin, 2, nil, "-output-dir", dir, "-set", "timeout_s=1", "-set", "startup_timeout_s=60",
 			"-config", "../configs/bench-imb.toml", "-set", "timing.sizes_bytes=[4096]", "-set", "timing.cycles=1000000",
 			"-set", "timing.batch=10", "-set", "timing.warmups=1")
 	})
@@ -175,8 +183,9 @@ func TestAStoppedRankIsNamedInSamplesTakenInOneCall(t *testing.T) {
 
 // A rank that exits inside MPI_Allreduce without a word (status 0, no
 // message, no note, no last heartbeat: testdata/vanish.c) is named the
-// same way once the launcher ends the job.
+// same way once the launcher ends the job (fastRsag, timeout_s = 1).
 func TestARankThatExitsWithoutAWordIsNamed(t *testing.T) {
+	bin := fastRsag(t)
 	var dir string
 	args := []string{"-x", "LD_PRELOAD=" + preload(t, "vanish"), "-x", "VANISH_RANK=1", "-x", "VANISH_CALL=Allreduce",
 		"-x", "VANISH_BYTES=4096", "-x", "VANISH_AFTER=300"}
@@ -188,7 +197,7 @@ func TestARankThatExitsWithoutAWordIsNamed(t *testing.T) {
 		// The rank exits at its 301st AllReduce, which a loaded machine
 		// reaches late (its 3001st took over 3 minutes beside busy loops
 		// on both cores): the limit bounds a hang, not the run's pace.
-		r = launchWith(t, 2, 2*time.Minute, args, hangTiming(dir)...)
+		r = launchWithOf(t, bin, 2, 2*time.Minute, args, hangTimingWithin(dir, "1")...)
 		if startupOverran(r.stderr) {
 			return r.stderr
 		}

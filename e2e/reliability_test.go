@@ -238,8 +238,10 @@ var longTiming = []string{"-config", "../configs/smoke.toml", "-backend", "mpi",
 // bytes (testdata/stall.c, from outside rsag); the watchdog ends the job
 // after timeout_s with a message naming the phase, the collective and its
 // size. MPI's start-up has a minute of its own (startup_timeout_s): a
-// loaded machine's MPI_Init once overran the 2 s.
-func TestWatchdogEndsAStalledRank(t *testing.T) {
+// loaded machine's MPI_Init once overran the 2 s. On the product binary,
+// with timeout_s = 2 and rank 1's linger of a second: the real cadence of
+// the watchdog and its linger (cadence_test.go).
+func TestWatchdogEndsAStalledRankRealCadence(t *testing.T) {
 	dir := t.TempDir()
 	began := time.Now()
 	j := startStalled(t, 2, stall(t, 1, "Allreduce", 215040),

@@ -14,13 +14,16 @@ import (
 // A signal during a soak keeps what ran before it (issue 34 class 16):
 // rank 0 checkpoints soak.csv as the soak goes, so the iterations done by
 // the last checkpoint are there, in order from 0, each with its case and
-// verdict, while run.json says the run failed, by the signal.
+// verdict, while run.json says the run failed, by the signal. On the test
+// build's cadence (fastRsag): a progress line, and a checkpoint, a second
+// apart.
 func TestASignalDuringASoakKeepsWhatRan(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "out")
-	j := startJob(t, 2, nil, "-config", "../configs/soak.toml", "-backend", "mpi", "-output-dir", dir,
+	j := startJobOf(t, fastRsag(t), 2, nil, "-config", "../configs/soak.toml", "-backend", "mpi", "-output-dir", dir,
 		"-set", "contracts.enabled=false", "-set", "soak.duration_s=120", "-set", "soak.max_bytes=\"64K\"")
-	// The second progress line comes 10 s in, after the first checkpoint.
+	// The second progress line comes two of them in (cadence.SoakProgress),
+	// after the first checkpoint.
 	j.waitLine(t, "soak: ", 2*time.Minute)
 	j.waitLine(t, "soak: ", 2*time.Minute)
 	if err := j.cmd.Process.Signal(syscall.SIGTERM); err != nil {

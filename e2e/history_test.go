@@ -309,7 +309,7 @@ func TestHistoryOfRunsShowsAPlantedStep(t *testing.T) {
 			if s.Case.String() == step {
 				medians[i] = median
 			}
-			rows, err := sq.Query("SELECT s.us FROM samples s JOIN cases c ON c.run_id = s.run_id AND c.case_key = s.case_key "+
+			rows, err := sq.Query("SELECT s.us FROM samples s JOIN case_ids k ON k.id = s.case_id JOIN cases c ON c.run_id = s.run_id AND c.case_key = k.case_key "+
 				"WHERE s.run_id = ? AND c.case_text = ? ORDER BY s.cycle", id, s.Case.String())
 			if err != nil {
 				t.Fatal(err)

@@ -213,7 +213,10 @@ func TestCh7ShapeOnFourRanks(t *testing.T) {
 }
 
 // Every bad input ends every rank quickly with a non-zero exit and a message
-// that names the problem, before any collective runs.
+// that names the problem, before any collective runs. The first case runs
+// under mpirun, the proof that a refusal is said once for ranks that are
+// processes, and so does the one that MPI's backend refuses; the rest are
+// the same logic, on ranks in this process (inproc).
 func TestBadInputsFailOnEveryRank(t *testing.T) {
 	t.Parallel()
 	bad := filepath.Join(t.TempDir(), "bad.toml")
@@ -227,18 +230,19 @@ func TestBadInputsFailOnEveryRank(t *testing.T) {
 		np   int
 		args []string
 		want string
+		real bool // under mpirun
 	}{
-		{"unknown key", 4, []string{"-config", bad}, `timing.sizes_byte: unknown key: did you mean "timing.sizes_bytes"?`},
-		{"missing file", 3, []string{"-config", "no/such.toml"}, "cannot read the config"},
-		{"required ranks", 2, []string{"-config", "../configs/ch7.toml", "-backend", "mpi"}, "requires exactly 4 ranks but the job has 2"},
-		{"not divisible", 3, []string{"-config", "../configs/ch7.toml", "-set", "required_ranks=3"}, "1024 bytes does not divide by 3 ranks"},
-		{"bad backend", 2, []string{"-config", "../configs/smoke.toml", "-backend", "gloo"}, `"gloo" is not a backend`},
-		{"nccl without GPU", 2, []string{"-config", "../configs/smoke.toml", "-backend", "nccl"}, "; run on a GPU node (rank(s) [0 1]); fix that, or use -backend mpi"}, // the advice once
+		{"unknown key", 4, []string{"-config", bad}, `timing.sizes_byte: unknown key: did you mean "timing.sizes_bytes"?`, true},
+		{"missing file", 3, []string{"-config", "no/such.toml"}, "cannot read the config", false},
+		{"required ranks", 2, []string{"-config", "../configs/ch7.toml", "-backend", "mpi"}, "requires exactly 4 ranks but the job has 2", false},
+		{"not divisible", 3, []string{"-config", "../configs/ch7.toml", "-set", "required_ranks=3"}, "1024 bytes does not divide by 3 ranks", false},
+		{"bad backend", 2, []string{"-config", "../configs/smoke.toml", "-backend", "gloo"}, `"gloo" is not a backend`, false},
+		{"nccl without GPU", 2, []string{"-config", "../configs/smoke.toml", "-backend", "nccl"}, "; run on a GPU node (rank(s) [0 1]); fix that, or use -backend mpi", false}, // the advice once
 		{"an NCCL sweep on MPI", 2, []string{"-config", "../configs/sweep.toml", "-backend", "mpi"},
 			"drop float16; the MPI backend cannot run collectives on bfloat16: MPI has no bfloat16 type; use the nccl backend or drop bfloat16; " +
-				"or run configs/sweep-mpi.toml, the same for the mpi backend"},
-		{"unwritable output", 2, []string{"-config", "../configs/smoke.toml", "-output-dir", filepath.Join(notDir, "out")}, "is not writable on every rank"},
-		{"bad -set", 2, []string{"-config", "../configs/smoke.toml", "-set", "timing.cycles=0"}, "timing.cycles: 0: use at least 1"},
+				"or run configs/sweep-mpi.toml, the same for the mpi backend", true}, // the MPI backend's refusal
+		{"unwritable output", 2, []string{"-config", "../configs/smoke.toml", "-output-dir", filepath.Join(notDir, "out")}, "is not writable on every rank", false},
+		{"bad -set", 2, []string{"-config", "../configs/smoke.toml", "-set", "timing.cycles=0"}, "timing.cycles: 0: use at least 1", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -248,7 +252,11 @@ func TestBadInputsFailOnEveryRank(t *testing.T) {
 			if !slices.Contains(args, "-output-dir") { // given twice it is a contradiction of its own
 				args = append([]string{"-output-dir", out}, args...)
 			}
-			r := mpirun(t, c.np, 60*time.Second, args...)
+			run := inproc
+			if c.real {
+				run = mpirun
+			}
+			r := run(t, c.np, 60*time.Second, args...)
 			if r.code == 0 {
 				t.Fatalf("exit 0 for a bad input\n%s", r.stdout)
 			}

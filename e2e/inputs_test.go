@@ -35,7 +35,7 @@ func TestAFIFOConfigIsRefusedAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out")
-	r := mpirun(t, 2, 60*time.Second, "-config", fifo, "-backend", "mpi", "-output-dir", out)
+	r := inproc(t, 2, 60*time.Second, "-config", fifo, "-backend", "mpi", "-output-dir", out)
 	refusedOnce(t, r, out, "cannot read the config: "+fifo+": is a named pipe (FIFO), not a TOML file: give a regular file")
 }
 
@@ -63,7 +63,7 @@ func TestANestedConfigIsRefusedBeforeDecoding(t *testing.T) {
 			if !slices.Contains(c.args, "-config") {
 				args = append([]string{"-output-dir", out}, c.args...)
 			}
-			r := mpirun(t, 2, time.Minute, args...)
+			r := inproc(t, 2, time.Minute, args...)
 			refusedOnce(t, r, out, c.want)
 			if len(r.stderr) > 4000 {
 				t.Errorf("stderr is %d bytes: the input is echoed\n%.2000s", len(r.stderr), r.stderr)
@@ -84,7 +84,7 @@ func TestModesWithoutGroupsAreRefusedUpFront(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
-			r := mpirun(t, 2, time.Minute, append(append([]string{"-output-dir", out}, smoke...), "-set", c.set)...)
+			r := inproc(t, 2, time.Minute, append(append([]string{"-output-dir", out}, smoke...), "-set", c.set)...)
 			refusedOnce(t, r, out, c.want)
 			if strings.Contains(r.stdout, "contracts:") {
 				t.Errorf("the contracts ran before the refusal:\n%s", r.stdout)

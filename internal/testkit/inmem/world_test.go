@@ -53,7 +53,7 @@ func TestAbortKillsTheOtherRanks(t *testing.T) {
 	for r, e := range ended {
 		how, stderr := "killed", ""
 		if r == 1 {
-			how, stderr = "aborted", "rank 1 fails alone"
+			how, stderr = "aborted", "rank 1 fails aloneMPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD with errorcode 7\n"
 		}
 		if e.How != how || e.Code != 7 || e.Stderr != stderr {
 			t.Errorf("rank %d: %+v, want %s with 7 and stderr %q", r, e, how, stderr)

@@ -78,11 +78,15 @@ type options struct {
 
 // Command is rsag check with args (after "check"); its error carries the
 // exit status (internal/exitcode).
-func Command(args []string, stdout, stderr io.Writer) error { return judge("check", args, stdout, stderr) }
+func Command(args []string, stdout, stderr io.Writer) error {
+	return judge("check", args, stdout, stderr)
+}
 
 // Compare is rsag compare A B: rsag check -baseline A B, one judge with two
 // front-ends.
-func Compare(args []string, stdout, stderr io.Writer) error { return judge("compare", args, stdout, stderr) }
+func Compare(args []string, stdout, stderr io.Writer) error {
+	return judge("compare", args, stdout, stderr)
+}
 
 // judge runs either front-end. Every string of the inputs reaches the
 // terminal through termsafe, the errors too, so they are said here.

@@ -40,7 +40,9 @@ func writeFile(t *testing.T, dir, name, body string) string {
 // Each hostile input of issue 10 (a few per class; the config package's
 // tests hold every case) is refused before any collective with a message
 // naming the key, said once by rank 0 for every rank (no rank aborts on
-// its own), exit 2, and nothing written.
+// its own), exit 2, and nothing written. They run on ranks in this
+// process (inproc), but for the one MPI's backend refuses (its Supports),
+// under mpirun.
 func TestHostileInputsAreRefusedOnEveryRank(t *testing.T) {
 	t.Parallel()
 	cfgs := t.TempDir()
@@ -70,7 +72,7 @@ func TestHostileInputsAreRefusedOnEveryRank(t *testing.T) {
 		{"enabled inside [[run]]", []string{"-config", writeFile(t, cfgs, "run.toml", "[[run]]\nname = \"a\"\nenabled = false\n")}, "run.enabled: enabled is a [timing] key that a [[run]] does not take"},
 		{"-set run.cycles", []string{"-set", "run.cycles=3"}, "run.cycles: this config has no [[run]] tables, so [timing] is its one run: use -set timing.cycles=3"},
 		{"one key in two spellings", []string{"-config", writeFile(t, cfgs, "dup.toml", "[timing]\ncycles = 3\n\"cycles\" = 4\n")}, "timing.cycles: line 3: is given twice"},
-		{"float16 on MPI", []string{"-set", `timing.dtypes=["float16"]`}, "the MPI backend cannot run collectives on float16"},
+		{"float16 on MPI", []string{"-set", `timing.dtypes=["float16"]`}, "the MPI backend cannot run collectives on float16"}, // mpirun
 		// Found by a new user: a file's invalid backend is invalid whatever -backend says.
 		{"invalid backend in the file under -backend mpi", []string{"-config", writeFile(t, cfgs, "gloo.toml", "backend = \"gloo\"\n")}, `backend: "gloo" is not a backend`},
 	}
@@ -83,7 +85,11 @@ func TestHostileInputsAreRefusedOnEveryRank(t *testing.T) {
 				args = []string{"-output-dir", out, "-backend", "mpi"}
 			}
 			args = append(args, c.args...)
-			r := mpirun(t, 2, time.Minute, args...)
+			run := inproc
+			if c.name == "float16 on MPI" {
+				run = mpirun
+			}
+			r := run(t, 2, time.Minute, args...)
 			if r.code != 2 {
 				t.Errorf("exit %d, want 2 (a bad input)\nstderr:\n%s", r.code, r.stderr)
 			}
@@ -183,7 +189,7 @@ func TestNothingIsLost(t *testing.T) {
 		j := startJob(t, 2, nil, append([]string{"-output-dir", dir}, longTiming...)...)
 		first := waitStatus(t, j, dir, outdir.StatusRunning, time.Minute)
 		for _, extra := range [][]string{nil, {"-overwrite"}} {
-			r := mpirun(t, 2, time.Minute, append(append([]string{"-output-dir", dir}, smoke...), extra...)...)
+			r := inproc(t, 2, time.Minute, append(append([]string{"-output-dir", dir}, smoke...), extra...)...)
 			if r.code != 2 {
 				t.Errorf("second run %v: exit %d, want 2\n%s", extra, r.code, r.stderr)
 			}
@@ -205,16 +211,18 @@ func TestNothingIsLost(t *testing.T) {
 		writeFile(t, dir, "summary.json", "{}\n")
 		writeFile(t, dir, "notes.txt", "mine\n")
 		before := snapshot(t, dir)
-		r := mpirun(t, 2, time.Minute, append([]string{"-output-dir", dir, "-overwrite"}, smoke...)...)
+		r := inproc(t, 2, time.Minute, append([]string{"-output-dir", dir, "-overwrite"}, smoke...)...)
 		if r.code != 2 {
 			t.Errorf("exit %d, want 2\n%s", r.code, r.stderr)
 		}
 		saidOnce(t, r.stderr, "it holds files with rsag's names that no run.json there lists as its own (summary.json, timings.csv)")
 		sameFiles(t, dir, before)
 	})
+	// -overwrite's representative under mpirun: its refusal by MPI's
+	// backend, after the backend has started; the rest run in-process.
 	t.Run("-overwrite then a refused input", func(t *testing.T) {
 		dir := t.TempDir()
-		r := mpirun(t, 2, time.Minute, append([]string{"-output-dir", dir}, smoke...)...)
+		r := inproc(t, 2, time.Minute, append([]string{"-output-dir", dir}, smoke...)...)
 		if r.code != 0 {
 			t.Fatalf("first run: exit %d\n%s", r.code, r.stderr)
 		}
@@ -222,12 +230,16 @@ func TestNothingIsLost(t *testing.T) {
 			t.Errorf("the header names the MPI library %d times, want once:\n%s", n, r.stdout)
 		}
 		before := snapshot(t, dir)
-		for _, c := range []struct{ set, want string }{
+		for i, c := range []struct{ set, want string }{
 			{`timing.dtypes=["float16"]`, "the MPI backend cannot run collectives on float16"},
 			{"memory.payload_bytes=1024G", "of host memory at once on each rank"},
 			{"timing.cycles=0", "timing.cycles: 0: use at least 1"},
 		} {
-			r := mpirun(t, 2, time.Minute, append(append([]string{"-output-dir", dir, "-overwrite"}, smoke...), "-set", c.set)...)
+			run := inproc
+			if i == 0 {
+				run = mpirun
+			}
+			r := run(t, 2, time.Minute, append(append([]string{"-output-dir", dir, "-overwrite"}, smoke...), "-set", c.set)...)
 			if r.code != 2 {
 				t.Errorf("-set %s: exit %d, want 2\n%s", c.set, r.code, r.stderr)
 			}
@@ -237,12 +249,12 @@ func TestNothingIsLost(t *testing.T) {
 	})
 	t.Run("-overwrite with a file the earlier run did not write", func(t *testing.T) {
 		dir := t.TempDir()
-		if r := mpirun(t, 2, time.Minute, append([]string{"-output-dir", dir}, smoke...)...); r.code != 0 {
+		if r := inproc(t, 2, time.Minute, append([]string{"-output-dir", dir}, smoke...)...); r.code != 0 {
 			t.Fatalf("first run: exit %d\n%s", r.code, r.stderr)
 		}
 		writeFile(t, dir, "rank7_timings.csv", "not this run's\n")
 		before := snapshot(t, dir)
-		r := mpirun(t, 2, time.Minute, append([]string{"-output-dir", dir, "-overwrite"}, smoke...)...)
+		r := inproc(t, 2, time.Minute, append([]string{"-output-dir", dir, "-overwrite"}, smoke...)...)
 		if r.code != 2 {
 			t.Errorf("exit %d, want 2\n%s", r.code, r.stderr)
 		}
@@ -380,7 +392,7 @@ func TestRunJSONTellsTheTruthAfterSignals(t *testing.T) {
 	if err != nil || before.Status != outdir.StatusFailed {
 		t.Fatalf("the signalled run's %s: %+v, %v; want failed, to overwrite", outdir.RunFile, before, err)
 	}
-	r := mpirun(t, 2, time.Minute, append([]string{"-output-dir", last, "-overwrite"}, smoke...)...)
+	r := inproc(t, 2, time.Minute, append([]string{"-output-dir", last, "-overwrite"}, smoke...)...)
 	if r.code != 0 {
 		t.Errorf("-overwrite after a signalled run: exit %d\n%s", r.code, r.stderr)
 	}
@@ -498,7 +510,7 @@ func TestADeadRunIsToldFromALiveOne(t *testing.T) {
 		if outdir.Stale(dead, hb.Add(outdir.StaleAfter)) || !outdir.Stale(dead, hb.Add(outdir.StaleAfter+time.Second)) {
 			t.Errorf("%+v: want stale exactly once %v has passed since its last heartbeat", dead, outdir.StaleAfter)
 		}
-		if r := mpirun(t, 2, time.Minute, append([]string{"-output-dir", dir, "-overwrite"}, smoke...)...); r.code != 0 {
+		if r := inproc(t, 2, time.Minute, append([]string{"-output-dir", dir, "-overwrite"}, smoke...)...); r.code != 0 {
 			t.Errorf("after a killed run: exit %d\n%s", r.code, r.stderr)
 		}
 	})

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -231,11 +234,43 @@ func (w *World) ended() Ended {
 }
 
 // OpenBackend is the rank's in-memory backend, whatever the config names
-// (job.BackendWorld): its Info says "inmem" and the rank's host.
+// (job.BackendWorld): its Info says "inmem" and the rank's host. Its
+// ranks share this process's memory, and it says how much is free as a
+// host-memory backend does, so that a run too large for the host is
+// refused before it allocates, not ended with the test's process.
 func (w *World) OpenBackend(name string) (coll.Backend, error) {
 	be := &Backend{job: w.job, group: w.group, rank: w.rank, Heap: newHeap(w.rank), flips: &flips{rank: w.rank}}
 	be.info = coll.Info{Backend: "inmem", Host: w.host, Device: "host memory"}
-	return be, nil
+	return &worldBackend{Backend: be, ranks: len(w.group.members)}, nil
+}
+
+// worldBackend is a World's backend: the in-memory one, with FreeMemory.
+type worldBackend struct {
+	*Backend
+	ranks int // every rank of the job shares this process
+}
+
+var _ coll.FreeMemoryReporter = (*worldBackend)(nil)
+
+// FreeMemory is the host's MemAvailable shared by every rank of the job.
+func (be *worldBackend) FreeMemory() (coll.MemoryReading, error) {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return coll.MemoryReading{}, fmt.Errorf("inmem: reading the host's memory: %w", err)
+	}
+	kb := map[string]int64{}
+	for _, line := range strings.Split(string(data), "\n") {
+		key, rest, _ := strings.Cut(line, ":")
+		if v, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64); err == nil {
+			kb[key] = v
+		}
+	}
+	if kb["MemAvailable"] == 0 || kb["MemTotal"] == 0 {
+		return coll.MemoryReading{}, errors.New("inmem: /proc/meminfo has no MemAvailable or MemTotal")
+	}
+	return coll.MemoryReading{Free: kb["MemAvailable"] << 10 / int64(be.ranks), Total: kb["MemTotal"] << 10,
+		MemoryKind: coll.MemoryKind{Memory: "host memory", Fix: "run fewer ranks",
+			Where: fmt.Sprintf("%s (MemAvailable in /proc/meminfo, shared by the %d ranks of this process)", be.info.Host, be.ranks)}}, nil
 }
 
 // output is a rank's stdout or stderr: safe for its goroutines, and deaf

@@ -63,7 +63,7 @@ func entryNames(t *testing.T, dir string) []string {
 func everyName(t *testing.T) []string {
 	t.Helper()
 	dir := t.TempDir()
-	if r := mpirun(t, 2, time.Minute, append([]string{"-output-dir", dir}, smoke...)...); r.code != 0 {
+	if r := inproc(t, 2, time.Minute, append([]string{"-output-dir", dir}, smoke...)...); r.code != 0 {
 		t.Fatalf("the reference run: exit %d\n%s", r.code, r.stderr)
 	}
 	run, err := outdir.ReadRecord(dir)
@@ -81,7 +81,8 @@ func everyName(t *testing.T) []string {
 
 // A link planted at any name rsag writes is refused before anything runs,
 // naming it and what it points to, on every rank alike; the file it points
-// to is untouched, the link is left, and nothing else is written.
+// to is untouched, the link is left, and nothing else is written. (Ranks
+// in this process: the refusal is the run's logic.)
 func TestNoPlantedLinkIsFollowed(t *testing.T) {
 	t.Parallel()
 	for _, name := range everyName(t) {
@@ -92,7 +93,7 @@ func TestNoPlantedLinkIsFollowed(t *testing.T) {
 			if err := os.Symlink(v, link); err != nil {
 				t.Fatal(err)
 			}
-			r := mpirun(t, 2, time.Minute, append([]string{"-output-dir", dir}, smoke...)...)
+			r := inproc(t, 2, time.Minute, append([]string{"-output-dir", dir}, smoke...)...)
 			if r.code != 2 {
 				t.Errorf("exit %d, want 2 (a refused output dir)\nstderr:\n%s", r.code, r.stderr)
 			}
@@ -211,7 +212,7 @@ func TestUnwritableOutputPathsAreRefusedFirst(t *testing.T) {
 				}
 			}
 			before := entryNames(t, dir)
-			r := mpirun(t, 2, time.Minute, append([]string{"-output-dir", dir}, c.args...)...)
+			r := inproc(t, 2, time.Minute, append([]string{"-output-dir", dir}, c.args...)...)
 			if r.code != 2 {
 				t.Errorf("exit %d, want 2\nstderr:\n%s", r.code, r.stderr)
 			}
@@ -225,7 +226,7 @@ func TestUnwritableOutputPathsAreRefusedFirst(t *testing.T) {
 		})
 	}
 	t.Run("the fix a too-long name is given fits", func(t *testing.T) {
-		r := mpirun(t, 2, time.Minute, "-output-dir", filepath.Join(t.TempDir(), "out"), "-config", long, "-backend", "mpi")
+		r := inproc(t, 2, time.Minute, "-output-dir", filepath.Join(t.TempDir(), "out"), "-config", long, "-backend", "mpi")
 		m := regexp.MustCompile(`give that \[\[run\]\] a name of at most ([0-9]+) bytes`).FindStringSubmatch(r.stderr)
 		if m == nil {
 			t.Fatalf("no fix named:\n%s", r.stderr)
@@ -233,7 +234,7 @@ func TestUnwritableOutputPathsAreRefusedFirst(t *testing.T) {
 		n, _ := strconv.Atoi(m[1])
 		dir := t.TempDir()
 		fits := writeFile(t, cfgs, "fits.toml", fmt.Sprintf("[timing]\nsizes_bytes = [3360, 215040, 1075200]\ncycles = 2\n[memory]\nenabled = false\n[[run]]\nname = %q\n", longRun[:n]))
-		if r := mpirun(t, 2, time.Minute, "-output-dir", dir, "-config", fits, "-backend", "mpi"); r.code != 0 {
+		if r := inproc(t, 2, time.Minute, "-output-dir", dir, "-config", fits, "-backend", "mpi"); r.code != 0 {
 			t.Errorf("a run named as the fix says: exit %d\n%s", r.code, r.stderr)
 		}
 		if run, err := outdir.ReadRecord(dir); err != nil || run.Status != outdir.StatusComplete {
@@ -245,7 +246,8 @@ func TestUnwritableOutputPathsAreRefusedFirst(t *testing.T) {
 // A run refused for any reason leaves nothing behind: not the output dir,
 // nor any parent of it that it made, whether the refusal came from the
 // backend's checks or from the path itself. (A dir that is not shared, made
-// by each node for itself, is multinode_test's.)
+// by each node for itself, is multinode_test's.) MPI's backend refuses the
+// dtype, under mpirun; the rest is the run's logic, in this process.
 func TestARefusedRunLeavesNoDirectory(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -261,7 +263,11 @@ func TestARefusedRunLeavesNoDirectory(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			root := t.TempDir()
 			out := filepath.Join(root, c.sub)
-			r := mpirun(t, 2, time.Minute, append(append([]string{"-output-dir", out}, smoke...), c.args...)...)
+			run := inproc
+			if c.name == "a dtype the backend lacks" {
+				run = mpirun
+			}
+			r := run(t, 2, time.Minute, append(append([]string{"-output-dir", out}, smoke...), c.args...)...)
 			if r.code != 2 {
 				t.Errorf("exit %d, want 2\nstderr:\n%s", r.code, r.stderr)
 			}
@@ -367,10 +373,10 @@ func tmpfs(t *testing.T, size, inodes int) string {
 // what it must leave whatever that write was: a non-zero exit naming the
 // full disk, no summary.json or report.html unless run.json says complete, run.json (if
 // any) failed with the reason, never running, and no lock or temporary
-// left. It returns whether the run completed.
-func fullDiskRun(t *testing.T, dir string, args []string) bool {
+// left. It returns whether the run completed. start is mpirun or inproc.
+func fullDiskRun(t *testing.T, start func(*testing.T, int, time.Duration, ...string) result, dir string, args []string) bool {
 	t.Helper()
-	r := mpirun(t, 2, time.Minute, append([]string{"-output-dir", dir}, args...)...)
+	r := start(t, 2, time.Minute, append([]string{"-output-dir", dir}, args...)...)
 	run, runErr := outdir.ReadRecord(dir)
 	var sum struct{ Status string }
 	sumData, sumErr := os.ReadFile(filepath.Join(dir, report.SummaryFile))
@@ -416,7 +422,9 @@ func fullDiskRun(t *testing.T, dir string, args []string) bool {
 // start and its rewrites, each rank's file, the combined one, each figure,
 // summary.json, the final run.json) never leaves summary.json saying more
 // than run.json, nor run.json saying running; and one that fills by bytes
-// at a figure does the same.
+// at a figure does the same. That one is the full disk's representative
+// under mpirun; the others' ranks run in this process, writing the same
+// files in the same order.
 func TestAFullDiskAtEachWrite(t *testing.T) {
 	t.Parallel()
 	// One memory mode alone: every kind of output (a rank's, a combined
@@ -426,7 +434,7 @@ func TestAFullDiskAtEachWrite(t *testing.T) {
 	completed := false
 	for inodes := 1; inodes <= 16 && !completed; inodes++ {
 		t.Run(fmt.Sprintf("%d inodes", inodes), func(t *testing.T) {
-			completed = fullDiskRun(t, tmpfs(t, 64<<20, inodes), args)
+			completed = fullDiskRun(t, inproc, tmpfs(t, 64<<20, inodes), args)
 		})
 	}
 	if !completed {
@@ -435,7 +443,7 @@ func TestAFullDiskAtEachWrite(t *testing.T) {
 	t.Run("full by bytes at a figure", func(t *testing.T) {
 		// 8 pages: the lock, run.json and its rewrites, the CSVs fit; a
 		// figure's PNG (about 30 KiB) does not.
-		if fullDiskRun(t, tmpfs(t, 8*4096, 64), args) {
+		if fullDiskRun(t, mpirun, tmpfs(t, 8*4096, 64), args) {
 			t.Error("the run completed in 32 KiB; the test no longer fills the disk at a figure")
 		}
 	})

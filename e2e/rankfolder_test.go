@@ -17,12 +17,13 @@ import (
 // leaves on top the files a person opens. run.json lists them by their
 // paths there; -overwrite removes them, and the folder once empty, and
 // nothing of a user's beside them; a link planted at ranks/ is refused
-// before anything runs. (2 ranks stand for a fleet: rank_folder_above = 1.)
+// before anything runs. (2 ranks stand for a fleet: rank_folder_above = 1;
+// they run in this process, inproc: where the files go is the run's logic.)
 func TestALargeWorldsRankFilesGoInAFolder(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "out")
 	folder := append(append([]string{"-output-dir", dir}, smoke...), "-set", "rank_folder_above=1")
-	if r := mpirun(t, 2, time.Minute, folder...); r.code != 0 {
+	if r := inproc(t, 2, time.Minute, folder...); r.code != 0 {
 		t.Fatalf("exit %d\nstderr:\n%s", r.code, r.stderr)
 	}
 	if err := outcheck.CheckManifest(dir); err != nil {
@@ -55,7 +56,7 @@ func TestALargeWorldsRankFilesGoInAFolder(t *testing.T) {
 	if err := os.WriteFile(mine, []byte("mine\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r := mpirun(t, 2, time.Minute, append([]string{"-output-dir", dir, "-overwrite"}, smoke...)...); r.code != 0 {
+	if r := inproc(t, 2, time.Minute, append([]string{"-output-dir", dir, "-overwrite"}, smoke...)...); r.code != 0 {
 		t.Fatalf("-overwrite by a small world: exit %d\nstderr:\n%s", r.code, r.stderr)
 	}
 	if got := entryNames(t, filepath.Join(dir, "ranks")); !slices.Equal(got, []string{"my-notes.txt"}) {
@@ -67,7 +68,7 @@ func TestALargeWorldsRankFilesGoInAFolder(t *testing.T) {
 	}
 	// And back: the small world's files on top go, and the folder, empty,
 	// is taken again.
-	if r := mpirun(t, 2, time.Minute, append(folder, "-overwrite")...); r.code != 0 {
+	if r := inproc(t, 2, time.Minute, append(folder, "-overwrite")...); r.code != 0 {
 		t.Fatalf("-overwrite by a large world: exit %d\nstderr:\n%s", r.code, r.stderr)
 	}
 	if err := outcheck.CheckManifest(dir); err != nil {
@@ -82,7 +83,7 @@ func TestALargeWorldsRankFilesGoInAFolder(t *testing.T) {
 	if err := os.Symlink(v, filepath.Join(planted, "ranks")); err != nil {
 		t.Fatal(err)
 	}
-	r := mpirun(t, 2, time.Minute, append(append([]string{"-output-dir", planted}, smoke...), "-set", "rank_folder_above=1")...)
+	r := inproc(t, 2, time.Minute, append(append([]string{"-output-dir", planted}, smoke...), "-set", "rank_folder_above=1")...)
 	if r.code != 2 {
 		t.Errorf("exit %d, want 2 with the link refused\nstderr:\n%s", r.code, r.stderr)
 	}

@@ -292,12 +292,14 @@ func TestWatchdogEndsAStalledRankRealCadence(t *testing.T) {
 }
 
 // A second run into the same directory refuses to touch the first one's
-// results unless -overwrite, which replaces them and nothing else.
+// results unless -overwrite, which replaces them and nothing else. (Ranks
+// in this process: -overwrite's representative under mpirun is
+// TestNothingIsLost's.)
 func TestExistingResultsNeedOverwrite(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"-config", "../configs/smoke.toml", "-backend", "mpi", "-output-dir", dir}
-	if r := mpirun(t, 2, time.Minute, args...); r.code != 0 {
+	if r := inproc(t, 2, time.Minute, args...); r.code != 0 {
 		t.Fatalf("first run: exit %d\n%s", r.code, r.stderr)
 	}
 	first, err := outdir.ReadRecord(dir)
@@ -313,7 +315,7 @@ func TestExistingResultsNeedOverwrite(t *testing.T) {
 	notes := filepath.Join(dir, "notes.txt")
 	os.WriteFile(notes, []byte("mine"), 0o644)
 
-	r := mpirun(t, 2, time.Minute, args...)
+	r := inproc(t, 2, time.Minute, args...)
 	if r.code == 0 {
 		t.Fatal("a second run overwrote the first without -overwrite")
 	}
@@ -328,7 +330,10 @@ func TestExistingResultsNeedOverwrite(t *testing.T) {
 	// A larger earlier run's file that this run.json does not list could be
 	// anyone's: -overwrite refuses it (TestNothingIsLost); once it is gone,
 	// -overwrite replaces the earlier run's files, and the user's stays.
-	r = mpirun(t, 2, time.Minute, append(args, "-overwrite", "-set", "memory.enabled=false")...)
+	// run.json tells runs apart by their start, in whole seconds: the
+	// next run starts in a second of its own.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+	r = inproc(t, 2, time.Minute, append(args, "-overwrite", "-set", "memory.enabled=false")...)
 	if r.code != 0 {
 		t.Fatalf("-overwrite: exit %d\n%s", r.code, r.stderr)
 	}

@@ -18,7 +18,7 @@ import (
 // has null) alike.
 func TestANoFitIsNullAndBothVersionsAreRead(t *testing.T) {
 	dir := t.TempDir()
-	r := mpirun(t, 2, time.Minute, append(append([]string{"-output-dir", dir}, smoke...),
+	r := inproc(t, 2, time.Minute, append(append([]string{"-output-dir", dir}, smoke...),
 		"-set", "timing.sizes_bytes=[3360]", "-set", "memory.enabled=false")...)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)

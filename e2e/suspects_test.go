@@ -15,7 +15,8 @@ import (
 // few units to compare), so it is inconclusive in every format, with
 // nothing to drain. A run that failed (a gate no run passes) is refused,
 // naming its status: its findings are not whole. (The drain rule itself
-// is report/suspects' and slurm/drain_test.go's, on crafted runs.)
+// is report/suspects' and slurm/drain_test.go's, on crafted runs.) The
+// runs' ranks are in this process: what the file says is the run's logic.
 func TestSuspectsOfRealRuns(t *testing.T) {
 	t.Parallel()
 	args := []string{"-config", "../configs/locate.toml", "-backend", "mpi", "-set", "required_ranks=4"}
@@ -23,7 +24,7 @@ func TestSuspectsOfRealRuns(t *testing.T) {
 		args = append(args, "-set", s)
 	}
 	dir := filepath.Join(t.TempDir(), "locate")
-	if r := mpirun(t, 4, 2*time.Minute, append(args, "-output-dir", dir)...); r.code != 0 {
+	if r := inproc(t, 4, 2*time.Minute, append(args, "-output-dir", dir)...); r.code != 0 {
 		t.Fatalf("the locate run exited %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	r := launch(t, time.Minute, rsagBin, "suspects", "-format", "json", dir)
@@ -50,7 +51,7 @@ func TestSuspectsOfRealRuns(t *testing.T) {
 	}
 
 	failed := filepath.Join(t.TempDir(), "failed")
-	if r := mpirun(t, 4, 2*time.Minute, append(args, "-output-dir", failed, "-set", "timing.enabled=true",
+	if r := inproc(t, 4, 2*time.Minute, append(args, "-output-dir", failed, "-set", "timing.enabled=true",
 		"-set", `timing.sizes_bytes=["4K"]`, "-set", "timing.cycles=1", "-set", "timing.warmups=1",
 		"-set", "timing.min_busbw_gbps=100000")...); r.code != 1 {
 		t.Fatalf("a failed gate exited %d, want 1\nstderr:\n%s", r.code, r.stderr)

@@ -36,7 +36,8 @@ var nccl = map[string]bool{"sweep.toml": true}
 // footnote is a line that explains others: "[3] ..." or "note: ...".
 var footnote = regexp.MustCompile(`^(\[[0-9]+\] |note: )`)
 
-// Every shipped CPU config, on the MPI backend, prints no line wider than
+// Every shipped CPU config, on ranks in this process (inproc: a table's
+// shape is the run's logic, whatever the backend), prints no line wider than
 // the terminal (120 columns), no footnote twice, and no more "no fit" rows
 // than it has modes: a row or a note stands for the many cases it covers
 // (sweep-mpi once printed 256 rows of "no fit: 2 sizes" and 128 copies of
@@ -58,7 +59,7 @@ func TestEveryShippedConfigFitsTheTerminal(t *testing.T) {
 		}
 		t.Run(strings.TrimSuffix(name, ".toml"), func(t *testing.T) {
 			dir := t.TempDir()
-			r := mpirun(t, 2, 2*time.Minute, append([]string{"-config", path, "-backend", "mpi", "-output-dir", dir}, args...)...)
+			r := inproc(t, 2, 2*time.Minute, append([]string{"-config", path, "-backend", "mpi", "-output-dir", dir}, args...)...)
 			if r.code != 0 {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 			}

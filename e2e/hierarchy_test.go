@@ -15,10 +15,12 @@ import (
 // its three contracts hold with the seed's five, every hierarchical mode's
 // output is checked in both placements, hierarchical-lifetime's deltas are
 // N and N + N/2 to the byte, and the whole uses the flat AllReduce's bus
-// factor so that it compares with direct.
+// factor so that it compares with direct. (Ranks in this process: MPI's
+// split is the backend check's, and the hierarchy across hosts is
+// multinode_test's, under mpirun.)
 func TestHierarchyInGroupsOfTwo(t *testing.T) {
 	dir := t.TempDir()
-	r := mpirun(t, 4, 2*time.Minute, "-config", "../configs/hierarchy.toml", "-backend", "mpi", "-output-dir", dir,
+	r := inproc(t, 4, 2*time.Minute, "-config", "../configs/hierarchy.toml", "-backend", "mpi", "-output-dir", dir,
 		"-set", "hierarchy.group_size=2")
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
@@ -101,7 +103,7 @@ func TestHierarchyInGroupsOfTwo(t *testing.T) {
 func TestHierarchyRefusesUnevenGroups(t *testing.T) {
 	t.Parallel()
 	out := t.TempDir()
-	r := mpirun(t, 3, time.Minute, "-config", "../configs/hierarchy.toml", "-backend", "mpi", "-output-dir", out,
+	r := inproc(t, 3, time.Minute, "-config", "../configs/hierarchy.toml", "-backend", "mpi", "-output-dir", out,
 		"-set", "hierarchy.group_size=2", "-set", "timing.sizes_bytes=[3360]", "-set", "memory.payload_bytes=3360")
 	if r.code != 2 {
 		t.Fatalf("exit %d, want 2\n%s", r.code, r.stderr)

@@ -21,10 +21,11 @@ import (
 // three sizes, and the tables and the crossover figure are there. How
 // close the line comes to the times is the machine's business, not the
 // test's: on a loaded 2-core runner one size can run 7x slow, and the
-// fit's accuracy on known models is tested in package model.
+// fit's accuracy on known models is tested in package model. The ranks are
+// in this process (inproc): what is fitted and reported is the run's logic.
 func TestModelOnTwoRanks(t *testing.T) {
 	dir := t.TempDir()
-	r := mpirun(t, 2, 3*time.Minute, "-config", "../configs/model-mpi.toml", "-output-dir", dir)
+	r := inproc(t, 2, 3*time.Minute, "-config", "../configs/model-mpi.toml", "-output-dir", dir)
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}

@@ -48,7 +48,7 @@ func stopRank(t *testing.T, np, rank int, limit time.Duration, args func(dir str
 }
 
 // blamed are the ranks a text calls stopped, dead, silent or elsewhere.
-var blamed = regexp.MustCompile(`rank (\d+) on \S+ \(pid \d+\) (is stopped|did not run|exited without|has written no|lives|waits in [^;]* instead|runs outside)`)
+var blamed = regexp.MustCompile(`rank (\d+) on \S+ \(pid \d+\) (is stopped|is behind|did not run|exited without|has written no|lives|waits in [^;]* instead|runs outside)`)
 
 // blamesOnly asserts that text blames no rank but rank.
 func blamesOnly(t *testing.T, what, text string, rank int) {
@@ -60,11 +60,16 @@ func blamesOnly(t *testing.T, what, text string, rank int) {
 	}
 }
 
+// unfold joins the lines the early naming folded to 120 columns (each
+// continuation indented by two), so that a pattern can span them.
+func unfold(text string) string { return strings.ReplaceAll(text, "\n  ", " ") }
+
 // Rank 0 stopped mid-timing: rank 0 is named, with its pid, by itself
 // once the launcher wakes it or by its guard, and the ranks that waited
 // for it are not blamed (issue 57: "rank 1 waits in ... instead").
 func TestAStoppedRankZeroIsNamed(t *testing.T) {
 	dir, pid, code, stderr := stopRank(t, 4, 0, time.Minute, func(dir string) []string { return hangTiming(dir) })
+	stderr = unfold(stderr)
 	if code == 0 {
 		t.Fatalf("exit 0 with rank 0 stopped\n%s", stderr)
 	}
@@ -90,6 +95,7 @@ func TestAStuckRankEndsTheJobEarly(t *testing.T) {
 			dir, pid, code, stderr := stopRank(t, 4, rank, 2*time.Minute, func(dir string) []string {
 				return append([]string{"-output-dir", dir, "-set", "timeout_s=300", "-set", "end_on_stuck_rank=true"}, longTiming...)
 			})
+			stderr = unfold(stderr)
 			if code == 0 {
 				t.Fatalf("exit 0 with rank %d stopped\n%s", rank, stderr)
 			}
@@ -107,6 +113,44 @@ func TestAStuckRankEndsTheJobEarly(t *testing.T) {
 				t.Errorf("%s's stuck: %+v; want rank %d (pid %d), stopped, ending the job", outdir.RunFile, run.Stuck, rank, pid)
 			}
 		})
+	}
+}
+
+// A rank that spins in its own code right after a collective
+// (testdata/spin.c), alive, its heartbeat fresh, never reaching the next
+// one, is named early as behind, and no other rank is blamed; it lives, so
+// end_on_stuck_rank does not end the job: the watchdog does.
+func TestASpinningRankIsNamedBehind(t *testing.T) {
+	var dir string
+	args := []string{"-x", "LD_PRELOAD=" + interposer(t, "spin"), "-x", "SPIN_RANK=1", "-x", "SPIN_CALL=Allreduce", "-x", "SPIN_BYTES=4096",
+		"-x", "SPIN_AFTER_S=2", "-x", "SPIN_SECONDS=300"}
+	end := runStalled(t, 3*time.Minute, func() *job {
+		dir = t.TempDir()
+		return startStalled(t, 4, args, append([]string{"-output-dir", dir, "-set", "timeout_s=60", "-set", "startup_timeout_s=60",
+			"-set", "end_on_stuck_rank=true"}, longTiming...)...)
+	})
+	if end.code == 0 || !strings.Contains(end.stderr, "spin.c: rank 1 spins") {
+		t.Fatalf("exit %d; want rank 1 spinning, non-zero:\n%s", end.code, end.stderr)
+	}
+	said := regexp.MustCompile(`stuck rank, named early: rank 1 on \S+ \(pid \d+\) is behind: it lives \(state [RSD]\) and beats, but has (been in|run outside any collective since) timing `)
+	stderr := unfold(end.stderr)
+	if n := strings.Count(stderr, "stuck rank, named early"); n != 1 || !said.MatchString(stderr) {
+		t.Errorf("named %d times, want once matching %s:\n%s", n, said, end.stderr)
+	}
+	blamesOnly(t, "stderr", stderr, 1)
+	for _, l := range strings.Split(end.stderr, "\n") {
+		if strings.HasPrefix(strings.TrimLeft(l, " "), "rsag: rank 0") && strings.Contains(l, "named early") || strings.HasPrefix(l, "  ") {
+			if len(l) > outdir.StuckWidth {
+				t.Errorf("%d columns, above %d: %q", len(l), outdir.StuckWidth, l)
+			}
+		}
+	}
+	run := notComplete(t, dir)
+	if len(run.Stuck) != 1 || run.Stuck[0].Rank != 1 || run.Stuck[0].State != "behind" || run.Stuck[0].Ending {
+		t.Errorf("%s's stuck: %+v; want rank 1, behind, not ending the job", outdir.RunFile, run.Stuck)
+	}
+	if run.Status != outdir.StatusFailed || strings.Contains(run.Reason, "ended early") {
+		t.Errorf("%s: %s %q; want failed by the watchdog, not ended early", outdir.RunFile, run.Status, run.Reason)
 	}
 }
 
@@ -170,6 +214,7 @@ func (m *multi) testStuckAcrossHosts(t *testing.T) {
 	pid := m.rankPIDOn(t, "node2", 2, "stuck-across-hosts")
 	endedSoon(t, j, keepStopped(t, pid), 2*time.Minute)
 	_, stderr := j.output()
+	stderr = unfold(stderr)
 	said := regexp.MustCompile(fmt.Sprintf(`stuck rank, named early: rank 2 on node2 \(pid %d\) is stopped \(state T, seen by rank 3 on node2 [0-9.]+ s ago\)`, pid))
 	if !said.MatchString(stderr) {
 		t.Errorf("no line matching %s:\n%s", said, stderr)

@@ -367,7 +367,7 @@ func watchRankZero(done <-chan struct{}, stderr io.Writer, dir, host string, pid
 			run.Status, run.Ended = StatusFailed, time.Now().UTC().Format(time.RFC3339)
 			run.Reason = StuckReason(named)
 		}
-		fmt.Fprintf(stderr, "rsag: guard of rank 0 (%s, pid %d): %s\n", host, pid, line)
+		fmt.Fprintln(stderr, FoldStuck(fmt.Sprintf("rsag: guard of rank 0 (%s, pid %d): %s", host, pid, line), StuckWidth))
 		if WriteRecord(dir, run) == nil && ending {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			return

@@ -23,15 +23,26 @@ import (
 //     (its node's file stopped too), its heartbeat has been silent for
 //     EarlySilentAfter.
 //
-// A rank that lives (R, S, D) is never named early, however late its
-// heartbeat: a loaded machine starves a process as long (issue 33). Nor is
-// a rank that spins outside any collective: it beats. The watchdog still
-// names those when it fires.
+// A rank that lives (R, S, D) is never named early for a late heartbeat:
+// a loaded machine starves a process as long (issue 33). One whose
+// heartbeat is fresh but that is behind is: it has stayed in or past a
+// step short of the one the others wait in for BehindAfter (a rank that
+// spins in its own code, or waits in another collective), at two looks a
+// beat apart, in a phase whose steps every rank takes (not locate). It
+// lives, so it does not end the job (end_on_stuck_rank); and rank 0, which
+// alone writes the combined outputs while the others wait, is not named
+// behind.
 
 // EarlySilentAfter is how long a rank whose process no rank can see (its
 // whole node's heartbeat file stopped) must stay silent before it is named
 // early: ten beats, far beyond a shared file system's hiccup.
 const EarlySilentAfter = 10 * BeatEvery
+
+// BehindAfter is how long a rank with a fresh heartbeat must stay in or
+// past one step, short of the step the others wait in, before it is named
+// early as behind: ten beats, far beyond the gap between two steps of a
+// loaded rank.
+const BehindAfter = 10 * BeatEvery
 
 // Stuck is a rank named early: run.json's "stuck" lists them while the run
 // still runs.
@@ -39,8 +50,10 @@ type Stuck struct {
 	Rank int    `json:"rank"`
 	Host string `json:"host"`
 	PID  int    `json:"pid"`
-	// State is "stopped", "gone" or "silent"; Proc, /proc's word for its
-	// process (T, t, Z, gone), "" where no rank could look.
+	// State is "stopped", "gone", "silent" or "behind" (alive, its
+	// heartbeat fresh, short of the others' step); Proc, /proc's word for
+	// its process (T, t, Z, gone; R, S, D when behind), "" where no rank
+	// could look.
 	State string `json:"state"`
 	Proc  string `json:"proc_state,omitempty"`
 	// Step is the step its last heartbeat reported, and how.
@@ -109,8 +122,11 @@ func (w *StuckWatch) Look(h Hang, only func(r int) bool) []Stuck {
 // stuck is rank r as one look sees it, when it holds others up.
 func (h Hang) stuck(r int, timeout time.Duration) (Stuck, bool) {
 	b, ok := h.Beats[r]
-	if !ok || b.Ended != "" || !h.beatSilent(b) {
+	if !ok || b.Ended != "" {
 		return Stuck{}, false
+	}
+	if !h.beatSilent(b) {
+		return h.behind(r, b, timeout)
 	}
 	age := h.Now.Sub(b.Written)
 	state, seen := h.procState(r, b)
@@ -139,14 +155,54 @@ func (h Hang) stuck(r int, timeout time.Duration) (Stuck, bool) {
 	if kind == "stopped" || kind == "gone" {
 		s.Proc = state
 	}
-	text := fmt.Sprintf("rank %d on %s (pid %d) %s; its last heartbeat, %.1f s ago, had it %s; %s on it in %s",
+	s.Text = fmt.Sprintf("rank %d on %s (pid %d) %s; its last heartbeat, %.1f s ago, had it %s; %s on it in %s",
 		r, b.Host, b.PID, what, age.Seconds(), s.Step, waitText(waiting), stepText(step, true))
-	if !deadline.IsZero() {
-		s.WatchdogInS = round1(max(deadline.Sub(h.Now), 0).Seconds())
-		text += fmt.Sprintf("; the watchdog ends the job in about %.0f s (timeout_s %.0f)", s.WatchdogInS, timeout.Seconds())
-	}
-	s.Text = text
+	s.watchdog(h.Now, deadline, timeout)
 	return s, true
+}
+
+// behind is rank r, whose beat b is fresh, when it holds the others up
+// alive: it has stayed in or past a step short of theirs for BehindAfter.
+func (h Hang) behind(r int, b Beat, timeout time.Duration) (Stuck, bool) {
+	still := h.Now.Sub(b.Step.At)
+	if r == 0 || behindMeansNothing[b.Step.Phase] || still < BehindAfter {
+		return Stuck{}, false
+	}
+	waiting, step, deadline := h.waiters(r, timeout)
+	if len(waiting) == 0 || step.Seq <= b.Step.Seq || step.Phase != b.Step.Phase {
+		return Stuck{}, false
+	}
+	state, seen := h.procState(r, b)
+	alive := "it lives"
+	if state != "" {
+		alive = fmt.Sprintf("it lives (state %s%s)", state, seen)
+	}
+	verb := "been in"
+	if !b.Step.In {
+		verb = "run outside any collective since"
+	}
+	s := Stuck{Rank: r, Host: b.Host, PID: b.PID, State: "behind", Proc: state, Step: whereText(b),
+		SilentS: round1(h.Now.Sub(b.Written).Seconds()), Waiting: rankset.Text(waiting), Named: h.Now.UTC().Format(time.RFC3339)}
+	s.Text = fmt.Sprintf("rank %d on %s (pid %d) is behind: %s and beats, but has %s %s for %.1f s; %s on it in %s",
+		r, b.Host, b.PID, alive, verb, stepText(b.Step, true), still.Seconds(), waitText(waiting), stepText(step, true))
+	s.watchdog(h.Now, deadline, timeout)
+	return s, true
+}
+
+// behindMeansNothing are the phases in which a smaller step number is not
+// a step short of the others': in every other phase every rank arms every
+// step. In locate a rank sits out the rounds it is no member of, arming
+// none of their steps; in startup and results each rank, and rank 0 most,
+// does work of its own between steps.
+var behindMeansNothing = map[string]bool{"startup": true, "results": true, "locate": true}
+
+// watchdog adds when the watchdog ends the job, when known.
+func (s *Stuck) watchdog(now, deadline time.Time, timeout time.Duration) {
+	if deadline.IsZero() {
+		return
+	}
+	s.WatchdogInS = round1(max(deadline.Sub(now), 0).Seconds())
+	s.Text += fmt.Sprintf("; the watchdog ends the job in about %.0f s (timeout_s %.0f)", s.WatchdogInS, timeout.Seconds())
 }
 
 // waiters are the ranks other than r that wait in a collective with a
@@ -213,3 +269,44 @@ func MergeStuck(have, more []Stuck) []Stuck {
 }
 
 func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }
+
+// StuckWidth is the widest line the early naming prints: a person's
+// terminal (report.TerminalWidth, which outdir cannot import).
+const StuckWidth = 120
+
+// FoldStuck folds line, a naming line with its "rsag: ...: " prefix, into
+// lines of at most width columns: at the clauses ("; ") where they fit,
+// else at spaces, the rest indented by two. run.json keeps the text
+// whole; only the terminal's copy is folded.
+func FoldStuck(line string, width int) string {
+	if len([]rune(line)) <= width {
+		return line
+	}
+	const indent = "  "
+	var lines []string
+	cur := ""
+	put := func(piece string) { // piece: a clause with its "; " or a word with its " "
+		switch {
+		case cur == "" || cur == indent || len([]rune(cur))+len([]rune(strings.TrimRight(piece, " "))) <= width:
+			cur += piece
+		default:
+			lines = append(lines, strings.TrimRight(cur, " "))
+			cur = indent + piece
+		}
+	}
+	clauses := strings.SplitAfter(line, "; ")
+	for _, c := range clauses {
+		if len([]rune(strings.TrimRight(c, " ")))+len(indent) <= width {
+			put(c)
+			continue
+		}
+		if cur != "" && cur != indent { // a long clause starts a line of its own
+			lines = append(lines, strings.TrimRight(cur, " "))
+			cur = indent
+		}
+		for _, w := range strings.SplitAfter(c, " ") {
+			put(w)
+		}
+	}
+	return strings.Join(append(lines, strings.TrimRight(cur, " ")), "\n")
+}

@@ -40,6 +40,24 @@ func TestStuckWatch(t *testing.T) {
 		{"alive but late: starved, not stuck", []Beat{waiting(0, "a"), behind(1, "a", 30*time.Second)}, map[int]string{101: "R"}, "", nil},
 		{"stopped but its beat is fresh", []Beat{waiting(0, "a"), behind(1, "a", time.Second)}, map[int]string{101: "T"}, "", nil},
 		{"stopped, no one waits", []Beat{behind(0, "a", 0), behind(1, "a", 4*time.Second)}, map[int]string{101: "T"}, "", nil},
+		{"behind, alive, its beat fresh, still past a step", []Beat{waiting(0, "a"), waiting(1, "a"),
+			beat(2, "a", 1833, "all-gather", false, 300*time.Millisecond, BehindAfter+time.Second)}, map[int]string{102: "R"}, "behind",
+			[]string{"rank 2 on a (pid 102) is behind: it lives (state R) and beats, but has run outside any collective since timing all-gather #1833",
+				"ranks 0,1 wait on it in timing all-reduce #1834", "the watchdog ends the job in about"}},
+		{"behind, in an earlier collective", []Beat{waiting(0, "a"), waiting(1, "a"),
+			beat(2, "a", 1833, "all-gather", true, 300*time.Millisecond, BehindAfter+time.Second)}, nil, "behind",
+			[]string{"rank 2 on a (pid 102) is behind: it lives and beats, but has been in timing all-gather #1833"}},
+		{"behind, not yet", []Beat{waiting(0, "a"), waiting(1, "a"),
+			beat(2, "a", 1833, "all-gather", false, 300*time.Millisecond, BehindAfter-2*time.Second)}, map[int]string{102: "R"}, "", nil},
+		{"fresh and in the same step: no one is behind", []Beat{waiting(0, "a"), waiting(1, "a"),
+			beat(2, "a", 1834, "all-reduce", true, 300*time.Millisecond, BehindAfter+time.Second)}, map[int]string{102: "R"}, "", nil},
+		{"behind in locate, where a rank sits rounds out", func() []Beat {
+			b := beat(2, "a", 1833, "barrier", true, 300*time.Millisecond, BehindAfter+time.Second)
+			b.Step.Phase = "locate"
+			w0, w1 := waiting(0, "a"), waiting(1, "a")
+			w0.Step.Phase, w1.Step.Phase = "locate", "locate"
+			return []Beat{w0, w1, b}
+		}(), map[int]string{102: "S"}, "", nil},
 		{"ended with a word", func() []Beat {
 			b := behind(1, "a", 4*time.Second)
 			b.Ended = "exit 0"
@@ -100,6 +118,22 @@ func TestStuckWatchOnly(t *testing.T) {
 	}
 }
 
+// Rank 0 is never named behind: it writes the combined outputs alone
+// while the others wait; nor does a rank behind end the job.
+func TestStuckWatchBehind(t *testing.T) {
+	h := Hang{World: 3, Now: t0, Host: "a", Self: 1, State: states(map[int]string{100: "R", 102: "R"}), Beats: map[int]Beat{
+		0: beat(0, "a", 1833, "all-gather", false, 0, BehindAfter+time.Second),
+		1: beat(1, "a", 1834, "all-reduce", true, 0, BehindAfter),
+		2: beat(2, "a", 1833, "all-gather", false, 0, BehindAfter+time.Second)}}
+	w := StuckWatch{}
+	w.Look(h, nil)
+	h.Now = h.Now.Add(BeatEvery)
+	got := w.Look(h, nil)
+	if len(got) != 1 || got[0].Rank != 2 || got[0].State != "behind" || got[0].Proc != "R" || got[0].Known() {
+		t.Fatalf("named %+v, want rank 2 alone, behind, not known stuck", got)
+	}
+}
+
 // Every rank in the same collective, none behind, every beat fresh: the
 // collective is stuck, and no rank is blamed.
 func TestHangNoRankBehind(t *testing.T) {
@@ -116,5 +150,30 @@ func TestHangNoRankBehind(t *testing.T) {
 	h.Beats[3] = beat(3, "a", 1833, "all-gather", true, 200*time.Millisecond, 5*time.Second)
 	if got := h.Text(); strings.Contains(got, "no rank is behind") || !strings.Contains(got, "rank 3 on a (pid 103) waits in timing all-gather #1833") {
 		t.Errorf("a rank behind: %q", got)
+	}
+}
+
+// The naming line folds to the terminal's width, at its clauses where
+// they fit, and loses no word.
+func TestFoldStuck(t *testing.T) {
+	line := "rsag: rank 0 (vm): stuck rank, named early: rank 2 on vm (pid 6830) is stopped (state T); its last heartbeat, " +
+		"4.0 s ago, had it past timing reduce-scatter + all-gather #56006 (4096 bytes, decomposed, cycle 27985), which it left " +
+		"0.0 s before; ranks 0,1,3 wait on it in timing reduce-scatter + all-gather #58821 (4096 bytes, decomposed, cycle 29392); " +
+		"the watchdog ends the job in about 176 s (timeout_s 180); ending the job now (end_on_stuck_rank); " +
+		strings.Repeat("x", 150)
+	got := FoldStuck(line, StuckWidth)
+	for _, l := range strings.Split(got, "\n") {
+		if len(l) > StuckWidth && strings.TrimSpace(l) != strings.Repeat("x", 150) {
+			t.Errorf("%d columns: %q", len(l), l)
+		}
+	}
+	if strings.Join(strings.Fields(got), " ") != line {
+		t.Errorf("folding changed the words:\n%s", got)
+	}
+	if first := strings.SplitN(got, "\n", 2)[0]; first != "rsag: rank 0 (vm): stuck rank, named early: rank 2 on vm (pid 6830) is stopped (state T);" {
+		t.Errorf("first line %q, want the naming up to its first clause", first)
+	}
+	if short := "rsag: a short line; two clauses"; FoldStuck(short, StuckWidth) != short {
+		t.Errorf("a short line folded")
 	}
 }

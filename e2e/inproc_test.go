@@ -26,7 +26,14 @@ import (
 // header says backend inmem.
 func inproc(t *testing.T, np int, limit time.Duration, args ...string) result {
 	t.Helper()
-	ended, took := inprocRanks(t, np, limit, args...)
+	return inprocWith(t, np, inmem.Faults{}, limit, args...)
+}
+
+// inprocWith is inproc with faults in the ranks' backend: what
+// testdata/corrupt.c does to MPI, in memory (inmem.Flip).
+func inprocWith(t *testing.T, np int, faults inmem.Faults, limit time.Duration, args ...string) result {
+	t.Helper()
+	ended, took := inprocRanks(t, np, faults, limit, args...)
 	r := result{took: took, code: jobCode(ended)}
 	var out, errs strings.Builder
 	for rank, e := range ended {
@@ -63,7 +70,7 @@ func jobCode(ended []inmem.Ended) int {
 var inprocJobs sync.Mutex
 
 // inprocRanks is inproc's run, rank by rank.
-func inprocRanks(t *testing.T, np int, limit time.Duration, args ...string) ([]inmem.Ended, time.Duration) {
+func inprocRanks(t *testing.T, np int, faults inmem.Faults, limit time.Duration, args ...string) ([]inmem.Ended, time.Duration) {
 	t.Helper()
 	host, err := os.Hostname()
 	if err != nil {
@@ -80,7 +87,7 @@ func inprocRanks(t *testing.T, np int, limit time.Duration, args ...string) ([]i
 	// last beat (an abort) is removed, as the end of the node's processes
 	// would leave it to the next run of another second.
 	defer os.RemoveAll(outdir.LocalBeatsOf(outdir.RunID(host, os.Getpid(), started.UTC().Format(time.RFC3339))).Dir)
-	ranks := inmem.NewRanks(hosts, limit)
+	ranks := inmem.NewRanks(hosts, faults, limit)
 	ended := ranks.Run(limit, func(w *inmem.World) int {
 		o := flagOptions(args)
 		o.Version, o.Commit, o.Started = "inproc", "inproc", started

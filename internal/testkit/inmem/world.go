@@ -43,11 +43,12 @@ type Ended struct {
 }
 
 // NewRanks makes a job of len(hosts) ranks, rank r on host hosts[r] (its
-// local rank and size are those of the ranks on that host). Each wait in
-// a collective is bounded by timeout, as in Launch.
-func NewRanks(hosts []string, timeout time.Duration) *Ranks {
+// local rank and size are those of the ranks on that host), whose
+// backends have faults. Each wait in a collective is bounded by timeout,
+// as in Launch.
+func NewRanks(hosts []string, faults Faults, timeout time.Duration) *Ranks {
 	n := len(hosts)
-	j := &job{timeout: timeout, broken: make(chan struct{}), left: make([]string, n)}
+	j := &job{timeout: timeout, faults: faults, broken: make(chan struct{}), left: make([]string, n)}
 	rs := &Ranks{j: j, world: j.newGroup("world", seq(n)), abortBy: -1}
 	for r, h := range hosts {
 		w := &World{Comm: Comm{job: j, group: rs.world, rank: r}, ranks: rs, host: h,

@@ -10,7 +10,7 @@ import (
 // A rank's world gathers, broadcasts and names its host and local rank;
 // each rank's output is its own and its code its own.
 func TestRanksRunAJob(t *testing.T) {
-	rs := NewRanks([]string{"a", "a", "b"}, 10*time.Second)
+	rs := NewRanks([]string{"a", "a", "b"}, Faults{}, 10*time.Second)
 	ended := rs.Run(10*time.Second, func(w *World) int {
 		blob, err := w.BcastBlob([]byte(fmt.Sprint("from ", w.Rank())), 1)
 		if err != nil {
@@ -35,7 +35,7 @@ func TestRanksRunAJob(t *testing.T) {
 // once, they are killed (their later output dropped, the abort's code),
 // and the aborting rank's goroutine ends there.
 func TestAbortKillsTheOtherRanks(t *testing.T) {
-	rs := NewRanks([]string{"h", "h", "h"}, time.Minute)
+	rs := NewRanks([]string{"h", "h", "h"}, Faults{}, time.Minute)
 	start := time.Now()
 	ended := rs.Run(time.Minute, func(w *World) int {
 		if w.Rank() == 1 {
@@ -64,7 +64,7 @@ func TestAbortKillsTheOtherRanks(t *testing.T) {
 // Exit ends its rank from any goroutine; a rank waiting for it fails at
 // once, and the exited rank's later output is dropped.
 func TestExitEndsOneRank(t *testing.T) {
-	rs := NewRanks([]string{"h", "h"}, time.Minute)
+	rs := NewRanks([]string{"h", "h"}, Faults{}, time.Minute)
 	ended := rs.Run(time.Minute, func(w *World) int {
 		if w.Rank() == 0 {
 			done := make(chan struct{})

@@ -40,7 +40,9 @@ func TestOperatorFiles(t *testing.T) {
 		}
 	}
 	dir, textfiles := filepath.Join(t.TempDir(), "out"), t.TempDir()
-	r := mpirun(t, 2, time.Minute, "-config", "../configs/smoke.toml", "-backend", "mpi", "-output-dir", dir,
+	// The run's ranks are in this process: what the files say is the run's
+	// logic; the real programs read them.
+	r := inproc(t, 2, time.Minute, "-config", "../configs/smoke.toml", "-backend", "mpi", "-output-dir", dir,
 		"-set", "metrics_dir="+textfiles, "-set", "timing.min_busbw_gbps=100000")
 	if r.code == 0 {
 		t.Fatalf("a failed gate exited 0\nstderr:\n%s", r.stderr)
@@ -247,7 +249,7 @@ func readFile(t *testing.T, path string) string {
 // page's banner is not held.
 func TestInconclusiveRunSaysSoEverywhere(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
-	r := mpirun(t, 2, 2*time.Minute, "-config", "../configs/locate.toml", "-backend", "mpi", "-output-dir", dir,
+	r := inproc(t, 2, 2*time.Minute, "-config", "../configs/locate.toml", "-backend", "mpi", "-output-dir", dir,
 		"-set", "locate.iterations=3")
 	if r.code != 0 {
 		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)

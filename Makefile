@@ -26,7 +26,7 @@ export GOFLAGS     := $(GOFLAGS) -tags=rsag_mpicc
 export CGO_ENABLED := 1
 GO_MPI := GO="$(GO)" scripts/with-mpi-flags.sh $(GO)
 
-.PHONY: run build test test-full vet deps test-deps env clean
+.PHONY: run build build-fast test test-full vet deps test-deps env clean
 
 run: build
 	scripts/mpirun.sh $(NP) ./$(BIN) -config $(CONFIG) $(if $(OUTPUT),-output-dir $(OUTPUT)) $(ARGS)
@@ -36,6 +36,20 @@ run: build
 build: deps
 	@[ -x $(BIN) ] || echo "make: building ./$(BIN) (the first build takes about 2 minutes on 2 cores)"
 	$(GO_MPI) build -ldflags "$(LDFLAGS)" -o $(BIN) .
+
+# The short-cadence twin that make test's deadline tests run (e2e's
+# fastRsag, slurm's stopped rank): the same build with -tags
+# rsag_fastcadence added (internal/cadence: its beats, heartbeats and
+# lingers FastBy times shorter), named rsag as the real one is (a test
+# finds a job's ranks by their executable's name), beside it in .build/,
+# which git ignores. Built here once, not linked inside a test. A -tags on
+# the command line replaces GOFLAGS' own, so rsag_mpicc is named again.
+# Only this line names the tag: the real binary, vet and the tests are
+# built without it (GOFLAGS' last -tags is rsag_mpicc, which a user's
+# GOFLAGS cannot override; makefile_test.go checks both).
+FAST_BIN := .build/fast/$(BIN)
+build-fast: deps
+	$(GO_MPI) build -tags=rsag_mpicc,rsag_fastcadence -ldflags "$(LDFLAGS)" -o $(FAST_BIN) .
 
 deps:
 	@scripts/install-deps.sh
@@ -55,13 +69,16 @@ vet: deps
 # at a time on two cores end sooner than go test's two (one a core); the
 # tests that measure run alone, whatever this says.
 # It prints how many mpirun jobs the tests launched (scripts/count-launches.sh).
-test: test-deps build vet
-	RSAG_BIN=$(CURDIR)/$(BIN) RSAG_SLURM_TESTS=1 GO="$(GO)" scripts/count-launches.sh \
+# RSAG_FAST_BIN is the short-cadence twin (build-fast).
+test: test-deps build build-fast vet
+	RSAG_BIN=$(CURDIR)/$(BIN) RSAG_FAST_BIN=$(CURDIR)/$(FAST_BIN) RSAG_SLURM_TESTS=1 GO="$(GO)" scripts/count-launches.sh \
 	  scripts/with-mpi-flags.sh $(GO) test -count=1 -parallel 4 -timeout 20m ./...
 
 # The full tier: the real sizes (ch7 at 256 MiB), the real cadences and the
 # placement and fleet tables that make test samples; run and recorded
 # before a release (docs/multi-node.md lists each fast test's full twin).
+# No RSAG_FAST_BIN: its point is the real cadence, and with RSAG_TEST_FULL
+# the tests that would run the twin run RSAG_BIN.
 test-full: test-deps build vet
 	RSAG_BIN=$(CURDIR)/$(BIN) RSAG_SLURM_TESTS=1 RSAG_TEST_FULL=1 GO="$(GO)" scripts/count-launches.sh \
 	  scripts/with-mpi-flags.sh $(GO) test -count=1 -parallel 4 -timeout 60m ./...
@@ -72,4 +89,4 @@ env:
 	@GO="$(GO)" scripts/with-mpi-flags.sh sh -c 'echo "export GOFLAGS=\"$$GOFLAGS\" CGO_ENABLED=1 CGO_CFLAGS=\"$$CGO_CFLAGS\" CGO_LDFLAGS=\"$$CGO_LDFLAGS\""'
 
 clean:
-	rm -rf rsag results
+	rm -rf rsag results .build/fast

@@ -89,3 +89,55 @@ func TestMakeCompilesCgoWithGoFlagsAndMPIs(t *testing.T) {
 		t.Errorf("with the user's CGO_CFLAGS=-O3 -DRSAG_USERS_OWN, make env's CGO_CFLAGS = %q, want those and mpicc's %q", got, mpi)
 	}
 }
+
+// The short-cadence build (-tags rsag_fastcadence, internal/cadence) is
+// the twin make test hands the deadline tests as RSAG_FAST_BIN, never
+// the product or a unit test: a unit test built with it would check the
+// shortened cadences, and a product built with it would call a rank silent
+// after 0.6 s. Only make's build-fast line names the tag, and GOFLAGS as
+// make exports it builds the real cadence even when the user's own
+// GOFLAGS asks for the tag (a later -tags replaces an earlier one).
+func TestOnlyTheTwinIsBuiltWithTheFastCadence(t *testing.T) {
+	for _, tool := range []string{"make", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s", tool)
+		}
+	}
+	runMake := func(env []string, args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "make", args...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("make %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	// make -n prints what make test would run, and runs none of it.
+	var twin bool
+	for _, l := range strings.Split(runMake(nil, "-n", "test"), "\n") {
+		if !strings.Contains(l, "rsag_fastcadence") {
+			continue
+		}
+		if strings.Contains(l, " build ") && strings.Contains(l, "-o .build/fast/rsag ") {
+			twin = true
+			continue
+		}
+		t.Errorf("make test names rsag_fastcadence outside the twin's build: %s", l)
+	}
+	if !twin {
+		t.Error("make test builds no short-cadence twin (.build/fast/rsag)")
+	}
+	m := regexp.MustCompile(`GOFLAGS="([^"]*)"`).FindStringSubmatch(runMake([]string{"GOFLAGS=-tags=rsag_fastcadence"}, "-s", "env"))
+	if m == nil {
+		t.Fatal("make env printed no GOFLAGS")
+	}
+	cmd := exec.Command("go", "list", "-f", "{{.GoFiles}}", "./internal/cadence")
+	cmd.Env = append(os.Environ(), "GOFLAGS="+m[1])
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "real.go") {
+		t.Errorf("with the user's GOFLAGS=-tags=rsag_fastcadence, make's GOFLAGS %q builds internal/cadence from %s (%v), want real.go", m[1], out, err)
+	}
+}

@@ -18,6 +18,11 @@
 #                                   tasks), delete all state. Bounded (~70 s at
 #                                   worst); succeeds even if start half-failed
 #                                   or nothing runs.
+#   slurm/local-cluster.sh restore  on a running cluster: start a node's slurmd
+#                                   that is gone, resume a node drained or
+#                                   down, wait (bounded) until every node is
+#                                   idle; what a test that killed a slurmd
+#                                   or drained a node leaves for the next.
 #   slurm/local-cluster.sh status   daemon pids and `sinfo`; exit 0 only when
 #                                   the cluster is up and every node usable.
 #   slurm/local-cluster.sh env      print SLURM_CONF=<path> (and RSAG_HOSTS=<name>
@@ -582,7 +587,13 @@ start_slurm() {
 			return 1
 		}
 	done
-	local state all_idle
+	wait_idle
+}
+
+# wait_idle: wait (bounded by WAIT) until every node is idle, resuming one
+# that is down or drained.
+wait_idle() {
+	local i n state all_idle
 	for ((i = 0; i < WAIT * 2; i++)); do
 		all_idle=1
 		for n in $(node_names); do
@@ -660,6 +671,31 @@ do_start() {
 	return 1
 }
 
+# ----------------------------------------------------------------- restore ---
+
+# do_restore: give a running cluster every node back, as a test that killed
+# a slurmd or drained a node found it: a node's slurmd that is gone is
+# started anew (ReturnToService=2 brings its node back when it registers),
+# a node drained or down is resumed, and every node is idle (bounded by
+# RSAG_SLURM_WAIT). Quiet when there was nothing to do.
+do_restore() {
+	local n
+	if [[ ! -r $CONF || -z $(pid_of slurmctld) ]]; then
+		err "no running cluster in $DIR"
+		return 1
+	fi
+	for n in $(node_names); do
+		[[ -n $(pid_of slurmd "$n") ]] && continue
+		log "starting slurmd on $n (it was gone)"
+		on "$n" env "$MARK" slurmd -f "$CONF" -N "$n" >>"$DIR/log/slurmd-$n.out" 2>&1 || {
+			err "slurmd for node $n failed to start:"
+			tail -n 20 "$DIR/log/slurmd-$n.out" "$DIR/log/slurmd-$n.log" >&2 2>/dev/null
+			return 1
+		}
+	done
+	wait_idle
+}
+
 # --------------------------------------------------------------------- main ---
 
 verb=""
@@ -668,7 +704,7 @@ while [[ $# -gt 0 ]]; do
 	case $1 in
 	--nodes) nodes_flag=${2:-}; shift 2 || shift ;;
 	--nodes=*) nodes_flag=${1#--nodes=}; shift ;;
-	start | stop | status | env) [[ -z $verb ]] && verb=$1 || verb=bad; shift ;;
+	start | stop | status | env | restore) [[ -z $verb ]] && verb=$1 || verb=bad; shift ;;
 	*) verb=bad; shift ;;
 	esac
 done
@@ -685,10 +721,11 @@ fi
 case $verb in
 start) need_root; do_start ;;
 stop) need_root; do_stop ;;
+restore) need_root; do_restore ;;
 status) do_status ;;
 env) if multi; then echo "SLURM_CONF=$CONF RSAG_HOSTS=$HOSTS"; else echo "SLURM_CONF=$CONF"; fi ;;
 *)
-	echo "usage: $0 [--nodes N] start|stop|status|env" >&2
+	echo "usage: $0 [--nodes N] start|stop|status|env|restore" >&2
 	exit 2
 	;;
 esac

@@ -59,23 +59,10 @@ func New(t testing.TB, cfg Config) *Hosts {
 	if os.Geteuid() != 0 {
 		t.Skipf("emulated hosts need root (euid is %d): network, UTS, IPC and mount namespaces; CI runs these tests as root", os.Geteuid())
 	}
-	if cfg.Nodes == 0 {
-		cfg.Nodes = 2
-	}
-	repo, err := repoRoot()
+	h, err := Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &Hosts{Name: fmt.Sprintf("t%d-%d", os.Getpid(), seq.Add(1)), Repo: repo,
-		Script: filepath.Join(repo, "scripts", "hosts.sh"), shares: cfg.Share}
-	for i := 1; i <= cfg.Nodes; i++ {
-		h.Nodes = append(h.Nodes, fmt.Sprintf("node%d", i))
-	}
-	// Instances left by a test that was killed.
-	if out, err := h.run(downTimeout, "gc"); err != nil {
-		t.Fatalf("hosts.sh gc: %v\n%s", err, out)
-	}
-	guard(h)
 	if tt, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
 		if d, ok := tt.Deadline(); ok {
 			timer := time.AfterFunc(time.Until(d)-deadlineMargin, func() {
@@ -94,6 +81,34 @@ func New(t testing.TB, cfg Config) *Hosts {
 		}
 	})
 	return h
+}
+
+// Prepare is New for an instance that outlives one test (a package's,
+// shared by its tests): it takes down the instances a killed test left and
+// guards this one against SIGINT and SIGTERM, and the caller calls Down
+// when its tests have ended. It needs root.
+func Prepare(cfg Config) (*Hosts, error) {
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("emulated hosts need root (euid is %d): network, UTS, IPC and mount namespaces", os.Geteuid())
+	}
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 2
+	}
+	repo, err := repoRoot()
+	if err != nil {
+		return nil, err
+	}
+	h := &Hosts{Name: fmt.Sprintf("t%d-%d", os.Getpid(), seq.Add(1)), Repo: repo,
+		Script: filepath.Join(repo, "scripts", "hosts.sh"), shares: cfg.Share}
+	for i := 1; i <= cfg.Nodes; i++ {
+		h.Nodes = append(h.Nodes, fmt.Sprintf("node%d", i))
+	}
+	// Instances left by a test that was killed.
+	if out, err := h.run(downTimeout, "gc"); err != nil {
+		return nil, fmt.Errorf("hosts.sh gc: %w\n%s", err, out)
+	}
+	guard(h)
+	return h, nil
 }
 
 // Start is New and Up.

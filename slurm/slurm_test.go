@@ -1,30 +1,36 @@
-// Package slurm_test runs slurm/ch7.sbatch on real Slurm clusters that
-// slurm/local-cluster.sh brings up on this machine (and tears down again):
-// TestSlurm on a one-node cluster (this machine), TestSlurmTwoNodes on two
-// nodes emulated by scripts/hosts.sh (each its own network, hostname, IPC,
-// /tmp and /dev/shm; munged and slurmctld on head), and TestSlurmHealth
-// (health_test.go) slurm/healthcheck.sbatch on four such nodes, one of them
-// slowed with a rate limit.
+// Package slurm_test runs slurm/ch7.sbatch and slurm/healthcheck.sbatch on
+// a real Slurm cluster that slurm/local-cluster.sh brings up on this
+// machine (and tears down again): four nodes emulated by scripts/hosts.sh
+// (each its own network, hostname, IPC, /tmp and /dev/shm; munged and
+// slurmctld on head). One cluster serves the whole package (issue 56): the
+// first test that needs it starts it, TestMain stops it once every test has
+// ended. Each test has its own submit dirs, and leaves the cluster as it
+// found it: a node it drains is resumed and a slurmd it kills is started
+// anew when it ends (restore). TestSlurm runs on one node, TestSlurmTwoNodes
+// on two, TestSlurmHealth (health_test.go) on all four, one of them slowed
+// with a rate limit.
 //
 // The tests are off unless RSAG_SLURM_TESTS=1 (make test sets it). When on,
 // anything missing is a failure, not a skip. They need:
 //   - root (the script starts munged, slurmctld and slurmd; it installs
 //     slurm-wlm and munge with apt-get when they are missing);
 //   - RSAG_BIN: absolute path of an rsag binary (the Makefile builds it);
+//   - RSAG_FAST_BIN: absolute path of its short-cadence twin, built with
+//     -tags rsag_fastcadence (the Makefile builds .build/fast/rsag), which
+//     the stopped rank runs; the full tier (RSAG_TEST_FULL=1) runs RSAG_BIN
+//     there instead and needs none;
 //   - configs/smoke.toml in the repository root.
 //
-// Optional: RSAG_SLURM_DIR (the one-node cluster's state directory, see
-// local-cluster.sh; by default it, and the emulated clusters', are
-// temporary directories: two test runs at once never share a cluster),
-// RSAG_LAUNCHER / RSAG_LAUNCHER_ARGS (passed on to ch7.sbatch by the
-// one-node tests; the two-node tests run both launchers).
+// Optional: RSAG_LAUNCHER / RSAG_LAUNCHER_ARGS (passed on to ch7.sbatch by
+// the one-node tests; the two-node tests run both launchers).
 //
-//	sudo RSAG_SLURM_TESTS=1 RSAG_BIN=$PWD/rsag go test -v -count=1 ./slurm/
+//	sudo RSAG_SLURM_TESTS=1 RSAG_BIN=$PWD/rsag RSAG_FAST_BIN=$PWD/.build/fast/rsag go test -v -count=1 ./slurm/
 package slurm_test
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -33,6 +39,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -45,13 +52,19 @@ import (
 
 // TestMain: the jobs' ranks, which reach them through the clients'
 // environment (env), yield their cores while they wait, as e2e's do: both
-// packages' jobs run side by side.
+// packages' jobs run side by side. The package's one cluster, if a test
+// started it, is stopped once every test has ended.
 func TestMain(m *testing.M) {
 	if err := mpitesting.YieldWhenIdle(); err != nil {
 		fmt.Fprintln(os.Stderr, "slurm tests:", err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if err := stopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "slurm tests: stopping the cluster:", err)
+		code = max(code, 1)
+	}
+	os.Exit(code)
 }
 
 const (
@@ -59,119 +72,199 @@ const (
 	stopTimeout   = 2 * time.Minute // the script bounds itself well below this
 	submitTimeout = 180 * time.Second
 	ranks         = 4 // ch7.sbatch default: 1 node x --ntasks-per-node=4
+	// clusterNodes is the package's cluster: locate needs three nodes or
+	// more to tell which of a slow pair is slow (docs/locate.md), and four
+	// is what e2e's TestLocateFindsTheBadNode uses; the other tests use
+	// the first one or two.
+	clusterNodes = 4
 )
 
-// cluster is what the subtests share: one running local cluster.
+// cluster is what the tests share: one running local cluster.
 type cluster struct {
 	repo      string // repository root
 	sbatch    string // the real slurm/ch7.sbatch
+	script    string // slurm/local-cluster.sh
+	scriptEnv []string
 	rsagBin   string // absolute path from RSAG_BIN
+	// fastBin is RSAG_FAST_BIN, rsag built with -tags rsag_fastcadence
+	// (beats, silences and lingers cadence.FastBy times shorter), which
+	// the tests that wait on a product deadline run; RSAG_BIN in the full
+	// tier.
+	fastBin   string
 	slurmConf string // SLURM_CONF for client commands
-	slurmDir  string // RSAG_SLURM_DIR
+	slurmDir  string // the cluster's state (RSAG_SLURM_DIR)
 	nodes     int    // --nodes the cluster was started with
-	// hosts are the emulated hosts of a cluster of 2 or more nodes, where
-	// every client runs on head; nil for one node (this machine).
+	// hosts are the emulated hosts; every client runs on head.
 	hosts      *hosts.Hosts
 	submitRoot string // where submit dirs are made: shared with every host
 }
 
 func slurmTestsOn(t *testing.T) {
 	if os.Getenv("RSAG_SLURM_TESTS") != "1" {
-		t.Skip("Slurm tests are off: set RSAG_SLURM_TESTS=1 and RSAG_BIN=/abs/path/to/rsag and run as root " +
-			"(they start local Slurm clusters with slurm/local-cluster.sh)")
+		t.Skip("Slurm tests are off: set RSAG_SLURM_TESTS=1, RSAG_BIN=/abs/path/to/rsag and RSAG_FAST_BIN (make test " +
+			"builds both) and run as root (they start a local Slurm cluster with slurm/local-cluster.sh)")
 	}
 	if os.Geteuid() != 0 {
 		t.Fatalf("RSAG_SLURM_TESTS=1 needs root (euid is %d): local-cluster.sh starts munged, slurmctld and slurmd", os.Geteuid())
 	}
 }
 
-func TestSlurm(t *testing.T) {
-	slurmTestsOn(t)
-	c := startCluster(t, 1)
-	t.Run("Smoke", func(t *testing.T) { testSmoke(t, c) })
-	t.Run("BadConfig", func(t *testing.T) { testBadConfig(t, c) })
+// shared is the package's one cluster, started by the first test that
+// asks for it (theCluster) and stopped by TestMain.
+var shared struct {
+	once sync.Once
+	c    *cluster
+	log  string // local-cluster.sh start's output
+	err  error
 }
 
-// startCluster checks the prerequisites, starts a cluster of nodes and
-// registers its teardown (which runs even when a subtest fails or panics).
-func startCluster(t *testing.T, nodes int) *cluster {
+// theCluster is the package's running cluster, started on the first call;
+// a start that failed fails every test that asks. When t ends, the cluster
+// is restored: every node idle and undrained, every slurmd running.
+func theCluster(t *testing.T) *cluster {
 	t.Helper()
+	slurmTestsOn(t)
+	shared.once.Do(func() {
+		t0 := time.Now()
+		shared.c, shared.log, shared.err = startCluster(clusterNodes)
+		t.Logf("local-cluster.sh start (%.1f s), for the package:\n%s", time.Since(t0).Seconds(), shared.log)
+	})
+	if shared.err != nil {
+		t.Fatalf("the package's cluster did not start: %v\n%s", shared.err, shared.log)
+	}
+	c := shared.c
+	t.Cleanup(func() { c.restore(t) })
+	return c
+}
+
+// stopShared stops the package's cluster, if a test started one, and
+// checks that nothing of its hosts is left.
+func stopShared() error {
+	c := shared.c
+	if c == nil {
+		return nil
+	}
+	var errs []error
+	t0 := time.Now()
+	out, err := runCmd(context.Background(), stopTimeout, "", c.scriptEnv, "bash", c.script, "stop")
+	if err != nil {
+		errs = append(errs, fmt.Errorf("local-cluster.sh stop: %w\n%s", err, out))
+	}
+	if err := c.hosts.Down(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := os.RemoveAll(c.submitRoot); err != nil {
+		errs = append(errs, err)
+	}
+	if testing.Verbose() {
+		fmt.Printf("slurm tests: local-cluster.sh stop (%.1f s):\n%s", time.Since(t0).Seconds(), out)
+	}
+	return errors.Join(errs...)
+}
+
+// startCluster checks the prerequisites and starts a cluster of nodes
+// emulated hosts. On an error, what it had started is stopped.
+func startCluster(nodes int) (c *cluster, log string, err error) {
 	repo, err := filepath.Abs("..")
 	if err != nil {
-		t.Fatal(err)
+		return nil, "", err
 	}
-	c := &cluster{repo: repo, sbatch: filepath.Join(repo, "slurm", "ch7.sbatch")}
-	script := filepath.Join(repo, "slurm", "local-cluster.sh")
-	for _, f := range []string{c.sbatch, script, filepath.Join(repo, "configs", "smoke.toml")} {
+	c = &cluster{repo: repo, sbatch: filepath.Join(repo, "slurm", "ch7.sbatch"), script: filepath.Join(repo, "slurm", "local-cluster.sh"), nodes: nodes}
+	for _, f := range []string{c.sbatch, c.script, filepath.Join(repo, "configs", "smoke.toml")} {
 		if fi, err := os.Stat(f); err != nil || !fi.Mode().IsRegular() {
-			t.Fatalf("missing %s (%v)", f, err)
+			return nil, "", fmt.Errorf("missing %s (%v)", f, err)
 		}
 	}
-	c.rsagBin = os.Getenv("RSAG_BIN")
-	switch fi, err := os.Stat(c.rsagBin); {
-	case c.rsagBin == "":
-		t.Fatal("RSAG_BIN is not set: set it to the absolute path of the rsag binary (make builds it)")
-	case !filepath.IsAbs(c.rsagBin):
-		t.Fatalf("RSAG_BIN=%q is not an absolute path", c.rsagBin)
-	case err != nil:
-		t.Fatalf("RSAG_BIN: %v", err)
-	case !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0:
-		t.Fatalf("RSAG_BIN=%s is not an executable file", c.rsagBin)
+	if c.rsagBin, err = binFrom("RSAG_BIN"); err != nil {
+		return nil, "", err
 	}
-
-	c.nodes = nodes
-	c.submitRoot = t.TempDir()
-	// Its own state directory (and so its own ports and job ids, which
+	c.fastBin = c.rsagBin
+	if os.Getenv("RSAG_TEST_FULL") != "1" {
+		if c.fastBin, err = binFrom("RSAG_FAST_BIN"); err != nil {
+			return nil, "", err
+		}
+		// Its ranks are found by the name of their executable, as the
+		// product's are.
+		if filepath.Base(c.fastBin) != filepath.Base(c.rsagBin) {
+			return nil, "", fmt.Errorf("RSAG_FAST_BIN=%s: want a file named %s, as RSAG_BIN is", c.fastBin, filepath.Base(c.rsagBin))
+		}
+	}
+	// Its own state directory (and so its own job ids, which
 	// local-cluster.sh picks per cluster), so that another test binary's
 	// cluster on this machine, a second make test's, is never this one;
-	// on emulated hosts the script shares it with the hosts. munged runs
-	// as munge, which must reach its socket in it. RSAG_SLURM_DIR names
-	// the one-node cluster's instead.
-	c.slurmDir = os.Getenv("RSAG_SLURM_DIR")
-	if nodes > 1 || c.slurmDir == "" {
-		c.slurmDir = filepath.Join(c.submitRoot, "cluster")
-		for _, d := range []string{filepath.Dir(c.submitRoot), c.submitRoot} {
-			if err := os.Chmod(d, 0o755); err != nil {
-				t.Fatal(err)
-			}
+	// the script shares it with the hosts. munged runs as munge, which
+	// must reach its socket in it.
+	if c.submitRoot, err = os.MkdirTemp("", "rsag-slurm-"); err != nil {
+		return nil, "", err
+	}
+	if err := os.Chmod(c.submitRoot, 0o755); err != nil {
+		return nil, "", err
+	}
+	c.slurmDir = filepath.Join(c.submitRoot, "cluster")
+	share := []string{c.submitRoot}
+	for _, bin := range []string{c.rsagBin, c.fastBin} {
+		if d := filepath.Dir(bin); !strings.HasPrefix(bin, repo+"/") && !slices.Contains(share, d) {
+			share = append(share, d)
 		}
 	}
-	scriptEnv := append(os.Environ(), "RSAG_SLURM_DIR="+c.slurmDir)
-	if nodes > 1 {
-		share := []string{c.submitRoot}
-		if !strings.HasPrefix(c.rsagBin, repo+"/") {
-			share = append(share, filepath.Dir(c.rsagBin))
-		}
-		// Registered first, so it runs last: after local-cluster.sh stop it
-		// checks that nothing of the hosts is left.
-		c.hosts = hosts.New(t, hosts.Config{Nodes: nodes, Share: share})
-		// A slurmd that stops answering fails its node after 10 s.
-		scriptEnv = append(append(scriptEnv, c.hosts.Env()...), "RSAG_SLURMD_TIMEOUT=10")
+	if c.hosts, err = hosts.Prepare(hosts.Config{Nodes: nodes, Share: share}); err != nil {
+		os.RemoveAll(c.submitRoot)
+		return nil, "", err
 	}
-	scriptEnv = append(scriptEnv, "RSAG_SLURM_NODES="+strconv.Itoa(nodes))
-
-	out, err := runCmd(context.Background(), 10*time.Second, "", scriptEnv, "bash", script, "env")
+	// A slurmd that stops answering fails its node after 10 s.
+	c.scriptEnv = append(append(os.Environ(), "RSAG_SLURM_DIR="+c.slurmDir, "RSAG_SLURM_NODES="+strconv.Itoa(nodes), "RSAG_SLURMD_TIMEOUT=10"),
+		c.hosts.Env()...)
+	// From here on, whatever fails stops what was started (the stop
+	// tolerates a half-failed start).
+	shared.c = c
+	out, err := runCmd(context.Background(), 10*time.Second, "", c.scriptEnv, "bash", c.script, "env")
 	if err != nil || !strings.HasPrefix(out, "SLURM_CONF=") {
-		t.Fatalf("local-cluster.sh env: %v\n%s", err, out)
+		return c, out, fmt.Errorf("local-cluster.sh env: %v", err)
 	}
 	c.slurmConf = strings.TrimPrefix(strings.Fields(out)[0], "SLURM_CONF=")
-
-	t0 := time.Now()
-	// Register the teardown first: a start that half-failed is cleaned up too.
-	t.Cleanup(func() {
-		t0 := time.Now()
-		out, err := runCmd(context.Background(), stopTimeout, "", scriptEnv, "bash", script, "stop")
-		t.Logf("local-cluster.sh stop (%.1fs):\n%s", time.Since(t0).Seconds(), out)
-		if err != nil {
-			t.Errorf("local-cluster.sh stop: %v", err)
-		}
-	})
-	out, err = runCmd(context.Background(), startTimeout, "", scriptEnv, "bash", script, "start")
-	t.Logf("local-cluster.sh start (%.1fs):\n%s", time.Since(t0).Seconds(), out)
+	out, err = runCmd(context.Background(), startTimeout, "", c.scriptEnv, "bash", c.script, "start")
 	if err != nil {
-		t.Fatalf("local-cluster.sh start: %v", err)
+		return c, out, fmt.Errorf("local-cluster.sh start: %w", err)
 	}
-	return c
+	return c, out, nil
+}
+
+// binFrom is the executable the environment variable name gives, by its
+// absolute path.
+func binFrom(name string) (string, error) {
+	bin := os.Getenv(name)
+	switch fi, err := os.Stat(bin); {
+	case bin == "":
+		return "", fmt.Errorf("%s is not set: set it to the absolute path of the rsag binary (make test builds it)", name)
+	case !filepath.IsAbs(bin):
+		return "", fmt.Errorf("%s=%q is not an absolute path", name, bin)
+	case err != nil:
+		return "", fmt.Errorf("%s: %v", name, err)
+	case !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0:
+		return "", fmt.Errorf("%s=%s is not an executable file", name, bin)
+	}
+	return bin, nil
+}
+
+// restore gives the cluster back as the next test expects it
+// (local-cluster.sh restore): a slurmd that a test killed is started anew,
+// a node drained or down is resumed, and every node is idle.
+func (c *cluster) restore(t *testing.T) {
+	t0 := time.Now()
+	out, err := runCmd(context.Background(), 2*time.Minute, "", c.scriptEnv, "bash", c.script, "restore")
+	if err != nil {
+		t.Errorf("local-cluster.sh restore: %v\n%s", err, out)
+		return
+	}
+	if strings.TrimSpace(out) != "" {
+		t.Logf("local-cluster.sh restore (%.1f s):\n%s", time.Since(t0).Seconds(), out)
+	}
+}
+
+func TestSlurm(t *testing.T) {
+	c := theCluster(t)
+	t.Run("Smoke", func(t *testing.T) { testSmoke(t, c) })
+	t.Run("BadConfig", func(t *testing.T) { testBadConfig(t, c) })
 }
 
 // testSmoke: the smoke config runs to completion on 4 ranks and leaves the
@@ -217,26 +310,15 @@ func testBadConfig(t *testing.T, c *cluster) {
 // share no memory (emulated hosts): every rank on its node with node-local
 // ranks 0..1, under srun and under mpirun, and a node that dies ends the job.
 func TestSlurmTwoNodes(t *testing.T) {
-	slurmTestsOn(t)
-	c := startCluster(t, 2)
+	c := theCluster(t)
 	want := []string{"node1", "node1", "node2", "node2"} // -N 2 --ntasks-per-node=2, block
 	t.Run("srun", func(t *testing.T) {
 		dir := c.submitDir(t)
 		out := filepath.Join(dir, "out")
-		srun := func() (string, error) {
-			return c.clientRun(dir, 2*time.Minute, "srun", "--mpi=pmix", "--kill-on-bad-exit=1", "-N", "2",
-				"--ntasks-per-node=2", "--gpus-per-node=0", c.rsagBin, "-config", "configs/smoke.toml", "-backend", "mpi",
-				"-output-dir", out)
-		}
-		var r string
-		var err error
-		launchAgainAfterMPIInitCrash(t, "srun", func() (string, bool) {
-			if err := os.RemoveAll(out); err != nil { // a crashed launch's
-				t.Fatal(err)
-			}
-			r, err = srun()
-			return r, err != nil
-		})
+		r, err := c.clientRun(dir, 2*time.Minute, "srun", "--mpi=pmix", "--kill-on-bad-exit=1", "-N", "2",
+			"--ntasks-per-node=2", "--gpus-per-node=0", c.rsagBin, "-config", "configs/smoke.toml", "-backend", "mpi",
+			"-output-dir", out)
+		inconclusiveOnMPIInitCrash(t, "srun", r, err != nil)
 		if err != nil {
 			t.Fatalf("srun: %v\n%s", err, r)
 		}
@@ -302,8 +384,9 @@ func TestSlurmTwoNodes(t *testing.T) {
 // within limit in one of states, that the job log names the node (logSays),
 // and that run.json says failed.
 func (c *cluster) testNodeDies(t *testing.T, what string, kill func(*testing.T), limit time.Duration, states []string, logSays *regexp.Regexp) {
+	t.Cleanup(func() { c.restore(t) }) // node2's slurmd, if killed, runs anew
 	dir := c.submitDir(t)
-	id := c.startTiming(t, dir, "timeout_s=600")
+	id := c.startTiming(t, dir, c.rsagBin, "timeout_s=600")
 	time.Sleep(time.Second) // into the timing phase
 	kill(t)
 	at := time.Now()
@@ -366,22 +449,20 @@ func (c *cluster) jobEnv(config string, extra []string) []string {
 
 // submit runs the real ch7.sbatch with `sbatch --parsable --gpus-per-node=0
 // [sbatchArgs]` from dir and returns the job once it has ended, within
-// submitTimeout; a job whose rank crashed inside MPI_Init is submitted
-// again. Everything useful for debugging is logged. The job's exit status
-// is the controller's record of it (ExitCode), which is what `sbatch
-// --wait` exits with; the test does not wait with sbatch --wait, which
-// polls every 2 s and, on a loaded machine, can poll after the controller
-// has purged the job: it then says "no longer found" and exits 0.
+// submitTimeout; a job whose rank crashed inside MPI_Init leaves its test
+// inconclusive (inconclusiveOnMPIInitCrash). Everything useful for
+// debugging is logged. The job's exit status is the controller's record of
+// it (ExitCode), which is what `sbatch --wait` exits with; the test does
+// not wait with sbatch --wait, which polls every 2 s and, on a loaded
+// machine, can poll after the controller has purged the job: it then says
+// "no longer found" and exits 0.
 func (c *cluster) submit(t *testing.T, dir, config string, sbatchArgs, extraEnv []string) job {
 	t.Helper()
-	var j job
-	launchAgainAfterMPIInitCrash(t, "sbatch", func() (string, bool) {
-		t0 := time.Now()
-		id := c.start(t, dir, config, sbatchArgs, extraEnv)
-		j = c.waitJob(t, dir, id, submitTimeout)
-		t.Logf("job %s ended %.1f s after sbatch", id, time.Since(t0).Seconds())
-		return j.log, j.fields["JobState"] != "COMPLETED"
-	})
+	t0 := time.Now()
+	id := c.start(t, dir, config, sbatchArgs, extraEnv)
+	j := c.waitJob(t, dir, id, submitTimeout)
+	t.Logf("job %s ended %.1f s after sbatch", id, time.Since(t0).Seconds())
+	inconclusiveOnMPIInitCrash(t, "sbatch", j.log, j.fields["JobState"] != "COMPLETED")
 	return j
 }
 
@@ -411,62 +492,47 @@ func (c *cluster) sbatchJob(t *testing.T, dir string, env []string, args ...stri
 	return id
 }
 
-// startTiming starts ch7.sbatch on 2+2 ranks for a timing phase of
-// minutes (4 KiB, 50 million cycles, with -set timeoutSet) and returns its
-// id once its log says it is timing; a job whose rank crashed inside
-// MPI_Init is started once more.
-func (c *cluster) startTiming(t *testing.T, dir, timeoutSet string) string {
+// startTiming starts ch7.sbatch on 2+2 ranks, running bin, for a timing
+// phase of minutes (4 KiB, 50 million cycles, with -set timeoutSet) and
+// returns its id once its log says it is timing; a job whose rank crashed
+// inside MPI_Init leaves its test inconclusive.
+func (c *cluster) startTiming(t *testing.T, dir, bin, timeoutSet string) string {
 	t.Helper()
-	args := []string{"RSAG_ARGS=-set timing.cycles=50000000 -set timing.sizes_bytes=[4096] -set memory.enabled=false -set " + timeoutSet}
-	var id string
-	crashed := launchAgainAfterMPIInitCrash(t, "sbatch", func() (string, bool) {
-		id = c.start(t, dir, "configs/smoke.toml", []string{"-N", "2", "--ntasks-per-node=2"}, args)
-		logFile := filepath.Join(dir, "rsag-ch7-"+id+".out")
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-			b, _ := os.ReadFile(logFile)
-			if bytes.Contains(b, []byte("contracts: 5 held on every rank")) {
-				return string(b), false
-			}
-			if mpiInitCrash(string(b)) {
-				c.waitJob(t, dir, id, time.Minute) // ended before another starts
-				return string(b), true
-			}
-			if time.Now().After(deadline) {
-				c.dumpJob(t, dir, id, "rsag-ch7-"+id+".out")
-				c.clientRun("", 10*time.Second, "scancel", id)
-				t.Fatalf("job %s did not reach the timing phase within a minute", id)
-			}
+	env := []string{"RSAG_ARGS=-set timing.cycles=50000000 -set timing.sizes_bytes=[4096] -set memory.enabled=false -set " + timeoutSet,
+		"RSAG_BIN=" + bin}
+	id := c.start(t, dir, "configs/smoke.toml", []string{"-N", "2", "--ntasks-per-node=2"}, env)
+	logFile := filepath.Join(dir, "rsag-ch7-"+id+".out")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		b, _ := os.ReadFile(logFile)
+		if bytes.Contains(b, []byte("contracts: 5 held on every rank")) {
+			return id
 		}
-	})
-	if crashed {
-		c.dumpJob(t, dir, id, "rsag-ch7-"+id+".out")
-		t.Fatalf("job %s: a rank crashed inside MPI_Init twice in a row", id)
+		if mpiInitCrash(string(b)) {
+			j := c.waitJob(t, dir, id, time.Minute)
+			inconclusiveOnMPIInitCrash(t, "sbatch", j.log, true)
+		}
+		if time.Now().After(deadline) {
+			c.dumpJob(t, dir, id, "rsag-ch7-"+id+".out")
+			c.clientRun("", 10*time.Second, "scancel", id)
+			t.Fatalf("job %s did not reach the timing phase within a minute", id)
+		}
 	}
-	return id
 }
 
-// launchAgainAfterMPIInitCrash calls launch, which returns its output and
-// whether it failed, and calls it again, saying so, when it failed because
-// a rank crashed inside MPI_Init (mpiInitCrash): at most mpiInitLaunches
-// times in all. More such crashes in a row than that are a finding. It
-// returns whether the last launch failed.
-func launchAgainAfterMPIInitCrash(t testing.TB, what string, launch func() (log string, failed bool)) bool {
+// inconclusiveOnMPIInitCrash ends t as inconclusive (a skip that says
+// why) when a launch failed because a rank crashed inside MPI_Init
+// (mpiInitCrash): Open MPI's fault, before rsag ran a line, which the test
+// cannot prove anything of rsag through; Slurm's part, a job that fails
+// and names the task, held. Launching once more would hide how often it
+// comes; a skip shows it on every run that meets it. Any other failure is
+// the test's to judge.
+func inconclusiveOnMPIInitCrash(t testing.TB, what, log string, failed bool) {
 	t.Helper()
-	log, failed := launch()
-	for n := 1; n < mpiInitLaunches && failed && mpiInitCrash(log); n++ {
-		t.Logf("%s: a rank crashed inside MPI_Init (Open MPI's, see mpiInitCrash): launch %d of at most %d; its output:\n%s",
-			what, n+1, mpiInitLaunches, log)
-		log, failed = launch()
+	if failed && mpiInitCrash(log) {
+		t.Skipf("inconclusive: %s: a rank crashed inside MPI_Init (Open MPI 4.1.4 under srun --mpi=pmix, "+
+			"docs/multi-node.md), before rsag ran; the job failed, as it should. Its output:\n%s", what, log)
 	}
-	return failed
 }
-
-// mpiInitLaunches is how many launches a test makes when each crashes
-// inside MPI_Init. The crash's rate grows with the machine's load: with two
-// `make test` at once on 2 cores, one health job crashed there twice in a
-// row (2026-12-03), so two crashes in a row are not yet a finding; three
-// are.
-const mpiInitLaunches = 3
 
 // mpiInitCrash says whether a launch failed because a rank crashed inside
 // MPI_Init, before a line of rsag's own ran. Open MPI 4.1.4 under Slurm
@@ -474,8 +540,7 @@ const mpiInitLaunches = 3
 // loaded machine, and a plain C program that only starts MPI does too:
 // inside MPI_Init's progress loop, the TCP BTL hands a peer's first
 // message (ob1's MATCH) to a callback ob1 has not registered yet, at
-// address 0 (docs/multi-node.md). The job then fails as it should; the
-// tests launch such a job once more, and say so.
+// address 0 (docs/multi-node.md). The job then fails as it should.
 func mpiInitCrash(log string) bool {
 	return strings.Contains(log, "SIGSEGV") && strings.Contains(log, "rsag/mpi._Cfunc_rsag_init")
 }
@@ -497,12 +562,24 @@ func (c *cluster) waitJob(t *testing.T, dir, id string, limit time.Duration) job
 
 // waitEnded polls the controller every 200 ms, up to limit, until job id
 // has ended (past COMPLETING), and returns its record; logName is its log
-// in dir, shown when it does not end.
+// in dir, shown when it does not end. A query that fails (on a loaded
+// machine scontrol can time out, and once in many CI runs the controller
+// answered "Invalid job id" for a job it had just failed) is a poll that
+// saw nothing: each is logged, and the last one's error is the test's if
+// the limit passes.
 func (c *cluster) waitEnded(t *testing.T, dir, id, logName string, limit time.Duration) map[string]string {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		fields := c.showJob(t, id)
+		fields, err := c.showJob(id)
+		if err != nil {
+			t.Logf("%v", err)
+			if time.Now().Before(deadline) {
+				time.Sleep(500 * time.Millisecond)
+				continue
+			}
+			t.Fatalf("%v\nwhat slurmctld logged of it:\n%s", err, c.controllerLog(id))
+		}
 		switch fields["JobState"] {
 		case "PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "":
 			if time.Now().Before(deadline) {
@@ -519,28 +596,16 @@ func (c *cluster) waitEnded(t *testing.T, dir, id, logName string, limit time.Du
 // showJob parses `scontrol show job -o ID` (sacct needs slurmdbd, which the
 // local cluster does not run; MinJobAge keeps finished jobs visible for an
 // hour).
-func (c *cluster) showJob(t *testing.T, id string) map[string]string {
-	t.Helper()
-	// Once in many CI runs the controller answered "Invalid job id" for a
-	// job it had just failed (NODE_FAIL), and on
-	// a loaded CI machine a query can time out: ask again for up to 30 s,
-	// and log each failure, which the last one's message would hide.
-	deadline := time.Now().Add(30 * time.Second)
+func (c *cluster) showJob(id string) (map[string]string, error) {
 	out, err := c.clientRun("", 10*time.Second, "scontrol", "show", "job", "-o", id)
-	for err != nil && time.Now().Before(deadline) {
-		t.Logf("scontrol show job %s: %v: %s; asking again in 0.5 s", id, err, strings.TrimSpace(out))
-		time.Sleep(500 * time.Millisecond)
-		out, err = c.clientRun("", 10*time.Second, "scontrol", "show", "job", "-o", id)
-	}
 	if err != nil && strings.Contains(out, "Invalid job id") && strings.Contains(c.controllerLog(id), "Killing JobId="+id+" on failed node") {
 		// The controller has forgotten a job it failed with its node (seen
 		// under load: 2 of 3 make test runs beside another); its own log
 		// says how the job ended.
-		t.Logf("scontrol show job %s: still %q; slurmctld's log says it killed the job on a failed node", id, strings.TrimSpace(out))
-		return map[string]string{"JobState": "NODE_FAIL"}
+		return map[string]string{"JobState": "NODE_FAIL"}, nil
 	}
 	if err != nil {
-		t.Fatalf("scontrol show job %s: %v\n%s\nwhat slurmctld logged of it:\n%s", id, err, out, c.controllerLog(id))
+		return nil, fmt.Errorf("scontrol show job %s: %v: %s", id, err, strings.TrimSpace(out))
 	}
 	fields := map[string]string{}
 	for _, f := range strings.Fields(out) {
@@ -550,7 +615,7 @@ func (c *cluster) showJob(t *testing.T, id string) map[string]string {
 			}
 		}
 	}
-	return fields
+	return fields, nil
 }
 
 // controllerLog is what slurmctld logged of job id, and its last lines:
@@ -640,37 +705,34 @@ func runCmd(ctx context.Context, timeout time.Duration, dir string, env []string
 	return string(out), err
 }
 
-// Only a crash inside MPI_Init earns a second launch: a crash anywhere
-// else, or any other failure, is rsag's to answer for.
-func TestOnlyACrashInsideMPIInitIsLaunchedAgain(t *testing.T) {
+// Only a crash inside MPI_Init makes a test inconclusive: a crash anywhere
+// else, or any other failure, is rsag's to answer for, and a launch that
+// succeeded is judged whatever its output says.
+func TestOnlyACrashInsideMPIInitIsInconclusive(t *testing.T) {
 	trace := func(frame string) string {
 		return "SIGSEGV: segmentation violation\nPC=0x0 m=0 sigcode=1 addr=0x0\nsignal arrived during cgo execution\n\n" +
 			"goroutine 1 gp=0xc000002380 m=0 mp=0x14bcc40 [syscall, locked to thread]:\n" +
 			"runtime.cgocall(0xa20d00, 0xc00019f9e8)\n\t/usr/local/go/src/runtime/cgocall.go:167 +0x4b\n" +
 			frame + "(0xc0001801b8)\n\t_cgo_gotypes.go:456 +0x45\n"
 	}
-	for log, want := range map[string]bool{
-		trace("rsag/mpi._Cfunc_rsag_init"):    true,
-		trace("rsag/mpi._Cfunc_rsag_samples"): false, // in the timed loop: rsag's run, not start-up
-		"rsag: rank 2 (node2): MPI_Init_thread: MPI_ERR_OTHER (code 16)\nsrun: error: node2: task 2: Exited with exit code 1": false,
-		"rsag: timing check failed on rank(s) [1]: rank 1 (node1): 1024 B":                                                    false,
+	for _, c := range []struct {
+		log    string
+		failed bool
+		want   bool
+	}{
+		{trace("rsag/mpi._Cfunc_rsag_init"), true, true},
+		{trace("rsag/mpi._Cfunc_rsag_init"), false, false},   // it succeeded: judged
+		{trace("rsag/mpi._Cfunc_rsag_samples"), true, false}, // in the timed loop: rsag's run, not start-up
+		{"rsag: rank 2 (node2): MPI_Init_thread: MPI_ERR_OTHER (code 16)\nsrun: error: node2: task 2: Exited with exit code 1", true, false},
+		{"rsag: timing check failed on rank(s) [1]: rank 1 (node1): 1024 B", true, false},
 	} {
-		if got := mpiInitCrash(log); got != want {
-			t.Errorf("mpiInitCrash = %v, want %v, for:\n%s", got, want, log)
+		var ran bool
+		sub := t.Run("", func(t *testing.T) {
+			inconclusiveOnMPIInitCrash(t, "test", c.log, c.failed)
+			ran = true
+		})
+		if skipped := sub && !ran; skipped != c.want {
+			t.Errorf("inconclusive = %v, want %v, for a launch that failed=%v with:\n%s", skipped, c.want, c.failed, c.log)
 		}
-		// A launch that fails so every time is launched mpiInitLaunches
-		// times if it crashed inside MPI_Init, never more, and once
-		// otherwise.
-		launches := 0
-		launchAgainAfterMPIInitCrash(t, "test", func() (string, bool) { launches++; return log, true })
-		if wantLaunches := map[bool]int{true: mpiInitLaunches, false: 1}[want]; launches != wantLaunches {
-			t.Errorf("%d launches, want %d, for:\n%s", launches, wantLaunches, log)
-		}
-	}
-	// A launch that succeeded is not repeated, whatever its output says.
-	launches := 0
-	launchAgainAfterMPIInitCrash(t, "test", func() (string, bool) { launches++; return trace("rsag/mpi._Cfunc_rsag_init"), false })
-	if launches != 1 {
-		t.Errorf("a launch that succeeded ran %d times, want 1", launches)
 	}
 }

@@ -31,7 +31,7 @@ type Package struct {
 var Packages = []Package{
 	{"main", "`main.go`, `cli.go`: reads the flags, dispatches the subcommands from one commands table (`report`, `compare`, `suspects`, `history`, `check`, the guard), hands the rest to `job.Main`; only it exits. Built with `-tags rsag_testphase` it also links the test-only echo phase (`testphase.go`)",
 		[]string{"baseline", "config", "history", "internal/exitcode", "internal/testkit/echophase", "job", "outdir", "report/page", "report/suspects"}},
-	{"job", "this rank's part of one rsag job: MPI's start, the agreed inputs, the backend, the output dir, the registered phases through one wrapper (`job/phases.go`), the outputs, run.json",
+	{"job", "this rank's part of one rsag job over its `World` (MPI's, or goroutine ranks in a test): MPI's start, the agreed inputs, the backend, the output dir, the registered phases through one wrapper (`job/phases.go`), the outputs, run.json",
 		[]string{"coll", "config", "history", "internal/atomicfile", "internal/cadence", "internal/rankset", "internal/stopped", "mpi", "mpibackend", "ncclx", "outdir", "phase", "phases", "report", "report/page", "report/plot", "watchdog"}},
 	{"baseline", "the one judge of a slower run, `rsag check -baseline` and `rsag compare A B` its two front-ends: a run's cases against a baseline run or a history's last runs of its kind, judged against their spread from run to run (inconclusive when it cannot be), the verdict recorded in the history",
 		[]string{"coll", "history", "internal/exitcode", "internal/quantile", "internal/termsafe", "outdir", "report", "report/page"}},
@@ -91,7 +91,7 @@ var Packages = []Package{
 	{"internal/testkit/echophase", "test-only: a phase that registers itself in one line (e2e/phase_test.go)",
 		[]string{"coll", "config", "phase", "report"}},
 	{"internal/testkit/hosts", "test-only: emulated hosts in namespaces", nil},
-	{"internal/testkit/inmem", "test-only: a backend of goroutine ranks, with faults",
+	{"internal/testkit/inmem", "test-only: a backend of goroutine ranks, with faults; `Ranks`, a job of goroutine ranks that `job.Main` runs on (e2e's inproc)",
 		[]string{"coll", "internal/hostmem"}},
 	{"internal/testkit/mpicheck", "test-only main: package mpi under mpirun",
 		[]string{"coll", "mpi"}},

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"rsag/internal/cadence"
 	"rsag/outdir"
 )
 
@@ -233,8 +234,14 @@ func pastStartup(t testing.TB, try func() (overran string)) {
 // Across two emulated hosts (TestMultiNode's), ranks 0,1 on node1 and
 // 2,3 on node2: rank 2 stopped mid-timing is named by rank 0 on node1,
 // which cannot see node2's processes, through rank 3's heartbeat, which
-// can; and a rank that exits without a word there is named too.
+// can; and a rank that exits without a word there is named too. On the
+// short cadence (fastRsag: beats of 0.2 s, a rank silent after 0.6 s) with
+// timeout_s 1.5; TestAStoppedRankIsNamedRealCadence keeps the real one.
 func (m *multi) testHangsAcrossHosts(t *testing.T) {
+	bin, beat := fastRsag(t), fastBeat
+	if bin == rsagBin { // the full tier
+		beat = cadence.FastBy * fastBeat
+	}
 	for _, c := range []struct {
 		name   string
 		mpirun []string
@@ -253,13 +260,13 @@ func (m *multi) testHangsAcrossHosts(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(m.shared, "hang-"+strings.ReplaceAll(c.name, " ", "-"))
-			cmd := m.command(context.Background(), nil, append([]string{"--host", "node1:2,node2:2", "--map-by", "slot"}, c.mpirun...),
-				append([]string{"-output-dir", dir, "-set", "timeout_s=5", "-set", "startup_timeout_s=60"}, longTiming[4:]...)...)
+			cmd := m.commandOf(context.Background(), bin, nil, append([]string{"--host", "node1:2,node2:2", "--map-by", "slot"}, c.mpirun...),
+				append([]string{"-output-dir", dir, "-set", "timeout_s=1.5", "-set", "startup_timeout_s=60"}, longTiming[4:]...)...)
 			j := startCmd(t, cmd)
 			at, limit := time.Now(), time.Minute // from its start: the rank exits at its 51st AllReduce
 			if c.fault != nil {
 				j.waitLine(t, "contracts: 5 held on every rank", time.Minute)
-				time.Sleep(1500 * time.Millisecond)
+				time.Sleep(3 * beat) // into the timing phase, a few beats
 				at, limit = c.fault(t), stoppedWithin
 			}
 			endedSoon(t, j, at, limit)

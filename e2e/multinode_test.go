@@ -28,7 +28,9 @@ import (
 func TestMultiNode(t *testing.T) {
 	shared := t.TempDir() // the output dirs: on "NFS", seen by every host
 	t0 := time.Now()
-	m := &multi{h: hosts.Start(t, hosts.Config{Nodes: 4, Share: []string{shared, filepath.Dir(rsagBin)}}), shared: shared}
+	// Both builds, the product and its short-cadence twin (fastRsag, which
+	// the hangs run), are on every host.
+	m := &multi{h: hosts.Start(t, hosts.Config{Nodes: 4, Share: []string{shared, filepath.Dir(rsagBin), filepath.Dir(fastRsag(t))}}), shared: shared}
 	m.smoke = filepath.Join(m.h.Repo, "configs", "smoke.toml")
 	m.env = m.h.MPIEnv(t)
 	for _, kv := range os.Environ() {
@@ -140,12 +142,17 @@ func (m *multi) mpirun(t *testing.T, limit time.Duration, env, mpiArgs []string,
 }
 
 func (m *multi) command(ctx context.Context, env, mpiArgs []string, rsagArgs ...string) *exec.Cmd {
+	return m.commandOf(ctx, rsagBin, env, mpiArgs, rsagArgs...)
+}
+
+// commandOf is command with the binary bin (rsagBin or fastRsag's).
+func (m *multi) commandOf(ctx context.Context, bin string, env, mpiArgs []string, rsagArgs ...string) *exec.Cmd {
 	args := []string{"--allow-run-as-root", "--bind-to", "none"}
 	if !slices.Contains(mpiArgs, "-np") {
 		args = append(args, "-np", "4")
 	}
 	args = append(args, mpiArgs...)
-	args = append(args, rsagBin, "-backend", "mpi")
+	args = append(args, bin, "-backend", "mpi")
 	if !slices.Contains(rsagArgs, "-config") {
 		args = append(args, "-config", m.smoke)
 	}

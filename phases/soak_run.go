@@ -198,14 +198,18 @@ func soakMode(sc *scopes, m coll.TimedMode, plan []stepPlan, c coll.Case, in soa
 		send, recv := mc.bufs[i], mc.bufs[i+1]
 		armSample(be, &mc.stepOps[i], coll.Payload(send, recv), &context, iter)
 		err := mc.steps[i]()
+		if err == nil {
+			// A device's collective is only queued when its call returns:
+			// the rank waits for it here, still in its step, so that its
+			// heartbeat says so (a rank stopped inside NCCL was named only
+			// when the watchdog fired: the others had "left" their step).
+			err = be.Synchronize()
+		}
 		leaveStep(be)
 		if err != nil {
 			return faults, moved, fmt.Errorf("%s: %w", s.Name, err)
 		}
 		moved += coll.Payload(send, recv)
-		if err := be.Synchronize(); err != nil {
-			return faults, moved, err
-		}
 		f, err := in.check(be, recv, plan[i], mc.chunk, scratch)
 		if err != nil {
 			return faults, moved, err

@@ -257,3 +257,65 @@ func TestSoakSaysItsLastLineOnce(t *testing.T) {
 		t.Errorf("a 5 s soak said its progress %d times, want once (the closing line): %q", len(said), said)
 	}
 }
+
+// inStep is a watch that knows whether a step is entered and not left.
+type inStep struct{ in bool }
+
+func (s *inStep) Arm(op string, bytes int64) { s.in = true }
+func (s *inStep) Kick()                      {}
+func (s *inStep) ArmSample(op *string, bytes int64, context *string, round int) {
+	s.in = true
+}
+func (s *inStep) Leave() { s.in = false }
+func (s *inStep) ArmSamples(op *string, bytes int64, context *string, round int, progress func() (int64, int64)) {
+	s.in = true
+}
+
+// syncSpy counts the device waits made in a step and out of one.
+type syncSpy struct {
+	coll.Backend
+	watch    *inStep
+	in, outs int
+}
+
+// Prepare runs the collective past the watch, as NCCL's prepared calls do:
+// the step the soak arms is the only one.
+func (b *syncSpy) Prepare(c coll.Collective, send, recv coll.Buffer, op coll.Op) (func() error, error) {
+	return func() error { return b.Backend.Run(c, send, recv, op) }, nil
+}
+
+func (b *syncSpy) Synchronize() error {
+	if b.watch.in {
+		b.in++
+	} else {
+		b.outs++
+	}
+	return b.Backend.Synchronize()
+}
+
+// A device's collective is only queued when its call returns; the soak
+// waits for it (Synchronize) inside the collective's step, so that a rank's
+// heartbeat says it waits in the collective, and a rank stopped inside NCCL
+// is named early by the others' (seen on one shared H100: the others had
+// left their step, and only the watchdog named it).
+func TestTheSoakWaitsForTheDeviceInsideTheStep(t *testing.T) {
+	spies := make([]*syncSpy, 2)
+	errs := inmem.Launch(2, inmem.Faults{}, func(be coll.Backend, comm coll.Comm) error {
+		spy := &syncSpy{Backend: be, watch: &inStep{}}
+		spies[be.Rank()] = spy
+		w := phases.Watch(spy, spy.watch)
+		if err := phases.CheckSoak(w, soakSpec(2, 5), nil); err != nil {
+			return err
+		}
+		_, err := phases.RunSoak(w, comm, soakSpec(2, 5), nil, nil, nil)
+		return err
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	for r, s := range spies {
+		if s.in == 0 || s.outs != 0 {
+			t.Errorf("rank %d waited for the device %d times inside a step and %d outside, want every wait inside", r, s.in, s.outs)
+		}
+	}
+}

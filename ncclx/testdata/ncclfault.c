@@ -17,7 +17,10 @@
  *   NCCL_FAULT_RANK   the rank it strikes (ncclCommUserRank of the call's
  *                     communicator)
  *   NCCL_FAULT_AT     the call of that collective it strikes, from 1, counted
- *                     per thread (a rank is one thread of one process)
+ *                     per thread (a rank is one thread of one process);
+ *                     corrupt: the first call from it on whose output holds
+ *                     the element (a soak's small sizes leave a rank a shard
+ *                     of one element: writing past it proves nothing)
  *   NCCL_FAULT_ELEMENT  corrupt: the output element (default 0)
  *   NCCL_FAULT_CUDA   corrupt: the CUDA driver to write with (default
  *                     libcuda.so.1, the one already loaded)
@@ -71,7 +74,7 @@ static int env_int(const char *name, int def) {
 static int strikes(const char *coll, ncclComm_t comm, int *calls) {
 	const char *fault = getenv("NCCL_FAULT"), *want = getenv("NCCL_FAULT_COLL");
 	if (!fault) return 0;
-	int slow = strcmp(fault, "slow") == 0;
+	int slow = strcmp(fault, "slow") == 0, from = slow || strcmp(fault, "corrupt") == 0;
 	if (want && strcmp(want, coll) != 0) return 0;
 	if (!want && !slow) return 0;
 	int rank = -1;
@@ -79,7 +82,7 @@ static int strikes(const char *coll, ncclComm_t comm, int *calls) {
 	if (rank != env_int("NCCL_FAULT_RANK", -2)) return 0;
 	int at = env_int("NCCL_FAULT_AT", 1);
 	++*calls;
-	return slow ? *calls >= at : *calls == at;
+	return from ? *calls >= at : *calls == at;
 }
 
 static void say(const char *what, const char *coll, int n) {
@@ -121,10 +124,15 @@ static int before(const char *coll, ncclComm_t comm, int *calls) {
 	return hit;
 }
 
-static ncclResult_t after(ncclResult_t res, int hit, const char *coll, int calls, void *out, int t, cudaStream_t st) {
+static ncclResult_t after(ncclResult_t res, int hit, const char *coll, int calls, void *out, size_t outn, int t,
+		cudaStream_t st) {
+	static __thread int corrupted;
 	if (res != 0 || !hit) return res;
 	const char *fault = getenv("NCCL_FAULT");
-	if (strcmp(fault, "corrupt") == 0) corrupt(coll, calls, out, t, st);
+	if (strcmp(fault, "corrupt") == 0 && !corrupted && (size_t)env_int("NCCL_FAULT_ELEMENT", 0) < outn) {
+		corrupted = 1;
+		corrupt(coll, calls, out, t, st);
+	}
 	if (strcmp(fault, "stop") == 0) {
 		say("stopping (SIGSTOP) inside", coll, calls);
 		kill(getpid(), SIGSTOP);
@@ -135,17 +143,18 @@ static ncclResult_t after(ncclResult_t res, int hit, const char *coll, int calls
 ncclResult_t ncclAllReduce(const void *s, void *r, size_t n, int t, int op, ncclComm_t c, cudaStream_t st) {
 	static __thread int calls;
 	int hit = before("ncclAllReduce", c, &calls);
-	return after(((reducing)real("ncclAllReduce"))(s, r, n, t, op, c, st), hit, "ncclAllReduce", calls, r, t, st);
+	return after(((reducing)real("ncclAllReduce"))(s, r, n, t, op, c, st), hit, "ncclAllReduce", calls, r, n, t, st);
 }
 
 ncclResult_t ncclReduceScatter(const void *s, void *r, size_t n, int t, int op, ncclComm_t c, cudaStream_t st) {
 	static __thread int calls;
 	int hit = before("ncclReduceScatter", c, &calls);
-	return after(((reducing)real("ncclReduceScatter"))(s, r, n, t, op, c, st), hit, "ncclReduceScatter", calls, r, t, st);
+	return after(((reducing)real("ncclReduceScatter"))(s, r, n, t, op, c, st), hit, "ncclReduceScatter", calls, r, n, t, st);
 }
 
 ncclResult_t ncclAllGather(const void *s, void *r, size_t n, int t, ncclComm_t c, cudaStream_t st) {
 	static __thread int calls;
-	int hit = before("ncclAllGather", c, &calls);
-	return after(((gathering)real("ncclAllGather"))(s, r, n, t, c, st), hit, "ncclAllGather", calls, r, t, st);
+	int hit = before("ncclAllGather", c, &calls), ranks = 0;
+	if (hit) ((ncclResult_t (*)(ncclComm_t, int *))real("ncclCommCount"))(c, &ranks);
+	return after(((gathering)real("ncclAllGather"))(s, r, n, t, c, st), hit, "ncclAllGather", calls, r, n * (size_t)ranks, t, st);
 }

@@ -14,8 +14,12 @@
  *                     from the NCCL_FAULT_AT-th on
  *   NCCL_FAULT_COLL   the collective: ncclAllReduce, ncclReduceScatter or
  *                     ncclAllGather (slow: any, when unset)
- *   NCCL_FAULT_RANK   the rank it strikes (ncclCommUserRank of the call's
- *                     communicator)
+ *   NCCL_FAULT_RANK   the rank it strikes: the process's rank in the job, as
+ *                     its launcher says (OMPI_COMM_WORLD_RANK, PMIX_RANK,
+ *                     PMI_RANK, SLURM_PROCID), so that a rank is struck in
+ *                     every sub-communicator it joins (locate's pairs);
+ *                     ncclCommUserRank of the call's communicator where no
+ *                     launcher says
  *   NCCL_FAULT_AT     the call of that collective it strikes, from 1, counted
  *                     per thread (a rank is one thread of one process);
  *                     corrupt: the first call from it on whose output holds
@@ -69,6 +73,19 @@ static int env_int(const char *name, int def) {
 	return s && *s ? atoi(s) : def;
 }
 
+/* job_rank is this process's rank in the job, or comm's rank where no
+ * launcher says. */
+static int job_rank(ncclComm_t comm) {
+	static const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+	for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+		const char *v = getenv(vars[i]);
+		if (v && *v) return atoi(v);
+	}
+	int rank = -1;
+	((ncclResult_t (*)(ncclComm_t, int *))real("ncclCommUserRank"))(comm, &rank);
+	return rank;
+}
+
 /* strikes counts this thread's calls of coll and says whether this one is
  * the one NCCL_FAULT names for this rank (or, for slow, one from it on). */
 static int strikes(const char *coll, ncclComm_t comm, int *calls) {
@@ -77,9 +94,7 @@ static int strikes(const char *coll, ncclComm_t comm, int *calls) {
 	int slow = strcmp(fault, "slow") == 0, from = slow || strcmp(fault, "corrupt") == 0;
 	if (want && strcmp(want, coll) != 0) return 0;
 	if (!want && !slow) return 0;
-	int rank = -1;
-	((ncclResult_t (*)(ncclComm_t, int *))real("ncclCommUserRank"))(comm, &rank);
-	if (rank != env_int("NCCL_FAULT_RANK", -2)) return 0;
+	if (job_rank(comm) != env_int("NCCL_FAULT_RANK", -2)) return 0;
 	int at = env_int("NCCL_FAULT_AT", 1);
 	++*calls;
 	return from ? *calls >= at : *calls == at;

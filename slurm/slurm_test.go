@@ -116,7 +116,17 @@ var shared struct {
 	c    *cluster
 	log  string // local-cluster.sh start's output
 	err  error
+	stop struct {
+		once sync.Once
+		err  error
+	}
 }
+
+// stopMargin is how long before the test binary's deadline the cluster is
+// stopped: a binary that times out runs neither its cleanups nor the rest
+// of TestMain (the next test run's hosts.sh gc would take the hosts down,
+// not remove the cluster's files).
+const stopMargin = 30 * time.Second
 
 // theCluster is the package's running cluster, started on the first call;
 // a start that failed fails every test that asks. When t ends, the cluster
@@ -128,6 +138,12 @@ func theCluster(t *testing.T) *cluster {
 		t0 := time.Now()
 		shared.c, shared.log, shared.err = startCluster(clusterNodes)
 		t.Logf("local-cluster.sh start (%.1f s), for the package:\n%s", time.Since(t0).Seconds(), shared.log)
+		if d, ok := t.Deadline(); ok && time.Until(d) > stopMargin { // the binary's, the same for every test
+			time.AfterFunc(time.Until(d)-stopMargin, func() {
+				fmt.Fprintln(os.Stderr, "slurm tests: the test deadline is near: stopping the cluster")
+				stopShared()
+			})
+		}
 	})
 	if shared.err != nil {
 		t.Fatalf("the package's cluster did not start: %v\n%s", shared.err, shared.log)
@@ -138,9 +154,13 @@ func theCluster(t *testing.T) *cluster {
 }
 
 // stopShared stops the package's cluster, if a test started one, and
-// checks that nothing of its hosts is left.
+// checks that nothing of its hosts is left; once, whoever asks first.
 func stopShared() error {
-	c := shared.c
+	shared.stop.once.Do(func() { shared.stop.err = stopCluster(shared.c) })
+	return shared.stop.err
+}
+
+func stopCluster(c *cluster) error {
 	if c == nil {
 		return nil
 	}
@@ -716,18 +736,19 @@ func TestOnlyACrashInsideMPIInitIsInconclusive(t *testing.T) {
 			frame + "(0xc0001801b8)\n\t_cgo_gotypes.go:456 +0x45\n"
 	}
 	for _, c := range []struct {
+		name   string
 		log    string
 		failed bool
 		want   bool
 	}{
-		{trace("rsag/mpi._Cfunc_rsag_init"), true, true},
-		{trace("rsag/mpi._Cfunc_rsag_init"), false, false},   // it succeeded: judged
-		{trace("rsag/mpi._Cfunc_rsag_samples"), true, false}, // in the timed loop: rsag's run, not start-up
-		{"rsag: rank 2 (node2): MPI_Init_thread: MPI_ERR_OTHER (code 16)\nsrun: error: node2: task 2: Exited with exit code 1", true, false},
-		{"rsag: timing check failed on rank(s) [1]: rank 1 (node1): 1024 B", true, false},
+		{"a crash inside MPI_Init (this subtest skips, as it should)", trace("rsag/mpi._Cfunc_rsag_init"), true, true},
+		{"its trace in a launch that succeeded", trace("rsag/mpi._Cfunc_rsag_init"), false, false},
+		{"a crash in the timed loop", trace("rsag/mpi._Cfunc_rsag_samples"), true, false}, // rsag's run, not start-up
+		{"MPI_Init_thread's error", "rsag: rank 2 (node2): MPI_Init_thread: MPI_ERR_OTHER (code 16)\nsrun: error: node2: task 2: Exited with exit code 1", true, false},
+		{"a failed check", "rsag: timing check failed on rank(s) [1]: rank 1 (node1): 1024 B", true, false},
 	} {
 		var ran bool
-		sub := t.Run("", func(t *testing.T) {
+		sub := t.Run(c.name, func(t *testing.T) {
 			inconclusiveOnMPIInitCrash(t, "test", c.log, c.failed)
 			ran = true
 		})

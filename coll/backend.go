@@ -260,6 +260,21 @@ type Aborter interface{ Abort() }
 // wait; the channel is closed once it has aborted.
 type AbortRequester interface{ RequestAbort() <-chan struct{} }
 
+// AsyncReporter is a backend whose library reports errors of its own,
+// apart from any call it returns from (NCCL's ncclCommGetAsyncError: a
+// failed peer, a network error), which a hang's line quotes. AsyncStatus
+// is safe from any goroutine and calls no library: it says what the
+// library said when the backend's own goroutine last asked it (in a wait
+// for the device), and when; the zero AsyncStatus when it has not asked.
+type AsyncReporter interface{ AsyncStatus() AsyncStatus }
+
+// AsyncStatus is what a library last said of its asynchronous errors.
+type AsyncStatus struct {
+	Call string    // what was asked: "ncclCommGetAsyncError"
+	Said string    // "ncclSuccess (no error yet)", or the error's name, code and text
+	At   time.Time // when it was asked
+}
+
 // Wrapper is a backend around another (a watch), through which Find looks
 // for the inner one's abilities.
 type Wrapper interface{ Unwrap() Backend }

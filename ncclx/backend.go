@@ -67,6 +67,12 @@ type device struct {
 	abortAsked atomic.Bool
 	abortDone  chan struct{}
 	abortOnce  sync.Once
+
+	// What the device waits' polls of ncclCommGetAsyncError last found
+	// (async.go): when every communicator last said ncclSuccess (Unix
+	// nanoseconds), and the first error one said.
+	asyncOK  atomic.Int64
+	asyncErr atomic.Pointer[asyncSaid]
 }
 
 // Backend is one rank's GPU and one NCCL communicator on it: the world's
@@ -394,14 +400,20 @@ func (d *device) pollAbort() error {
 		d.abort()
 		return d.errorf("%w", ErrAborted)
 	}
+	asked := false
 	for _, c := range d.comms {
 		if c.comm == nil {
 			continue
 		}
+		asked = true
 		if err := d.nc.asyncError(c.comm); err != nil {
+			d.sawAsync(err)
 			d.abort()
 			return d.errorf("%w; the communicators were aborted", err)
 		}
+	}
+	if asked {
+		d.sawAsync(nil)
 	}
 	return nil
 }

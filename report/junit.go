@@ -19,7 +19,7 @@ const JUnitFile = "junit.xml"
 // junit.xml registers itself: a last output, since it states the run's
 // status (its "run" suite), which must be run.json's final one.
 func init() {
-	Register(Output{Stage: Last, Patterns: []string{JUnitFile}, Plan: func(in Input) ([]string, func(string) error) {
+	Register(Output{Stage: Last, Patterns: []string{JUnitFile}, Ended: true, Plan: func(in Input) ([]string, func(string) error) {
 		return []string{JUnitFile}, func(dir string) error {
 			return writeFile(filepath.Join(dir, JUnitFile), func(b *bytes.Buffer) error {
 				return EncodeJUnit(b, JUnit(*in.Summary))

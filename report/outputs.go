@@ -1,6 +1,7 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -90,6 +91,12 @@ type Output struct {
 	// shows did not run), and how to write them into a directory: building
 	// an output (a figure) is done once, for both.
 	Plan func(in Input) (files []string, write func(dir string) error)
+	// Ended, for a Last output, says it is written too when a run is
+	// ended early (Summary.EndedEarly: end_on_stuck_rank, the watchdog, a
+	// signal), from the summary of what rank 0 knew then (PlanEnded): the
+	// files a CI system or Prometheus reads, so that they say why rather
+	// than keep the previous run's word.
+	Ended bool
 }
 
 var outputs []Output
@@ -155,6 +162,28 @@ func Plan(stage Stage, in Input) (files []string, write func(dir string) error) 
 			}
 		}
 		return nil
+	}
+}
+
+// PlanEnded is Plan of the Last outputs that a run ended early writes
+// (Output.Ended), for in's summary, which says so.
+func PlanEnded(in Input) (files []string, write func(dir string) error) {
+	var writes []func(string) error
+	for _, o := range outputs {
+		if o.Stage != Last || !o.Ended {
+			continue
+		}
+		f, w := o.Plan(in)
+		if len(f) > 0 {
+			files, writes = append(files, f...), append(writes, w)
+		}
+	}
+	return files, func(dir string) error {
+		var errs []error
+		for _, w := range writes {
+			errs = append(errs, w(dir)) // each on its own: one that fails leaves the others their say
+		}
+		return errors.Join(errs...)
 	}
 }
 

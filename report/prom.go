@@ -24,7 +24,7 @@ const PromFile = "rsag.prom"
 // config's metrics_dir), the same file is also written there, atomically,
 // as the textfile collector requires.
 func init() {
-	Register(Output{Stage: Last, Patterns: []string{PromFile}, Plan: func(in Input) ([]string, func(string) error) {
+	Register(Output{Stage: Last, Patterns: []string{PromFile}, Ended: true, Plan: func(in Input) ([]string, func(string) error) {
 		return []string{PromFile}, func(dir string) error {
 			var b bytes.Buffer
 			if err := EncodeMetrics(&b, *in.Summary, in.Gates); err != nil {

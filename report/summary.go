@@ -27,7 +27,7 @@ const SummaryFile = "summary.json"
 // summary.json registers itself: the last of a run's files, once its
 // status is known, written just before run.json says it (see Last).
 func init() {
-	Register(Output{Stage: Last, Patterns: []string{SummaryFile}, Plan: func(in Input) ([]string, func(string) error) {
+	Register(Output{Stage: Last, Patterns: []string{SummaryFile}, Ended: true, Plan: func(in Input) ([]string, func(string) error) {
 		return []string{SummaryFile}, func(dir string) error { return WriteSummary(dir, *in.Summary) }
 	}})
 }
@@ -54,8 +54,13 @@ type Summary struct {
 	RSAG          SummaryBuild `json:"rsag"`
 	Status        string       `json:"status"`           // "complete" or "failed"
 	Reason        string       `json:"reason,omitempty"` // why it failed
-	Started       string       `json:"started"`          // RFC 3339, UTC
-	Ended         string       `json:"ended"`            // RFC 3339, UTC
+	// EndedEarly says the run was ended before its results were gathered
+	// (end_on_stuck_rank, the watchdog, a signal): rank 0 wrote this file
+	// from what it knew then, its sections hold no results, and each
+	// phase the config enabled is not run, for Reason (VerdictsOf).
+	EndedEarly bool   `json:"ended_early,omitempty"`
+	Started    string `json:"started"` // RFC 3339, UTC
+	Ended      string `json:"ended"`   // RFC 3339, UTC
 	// Config is the resolved config (after -set and -backend) as a JSON
 	// object; ConfigObject turns a TOML-tagged struct into one.
 	Config      any               `json:"config"`

@@ -161,6 +161,9 @@ func VerdictsOf(s Summary) Verdicts {
 			continue
 		}
 		why := "enabled in the config, but summary.json has no results of it: the run stopped before it"
+		if s.EndedEarly {
+			why = "the run ended: " + orNone(s.Reason)
+		}
 		v.Phases = append(v.Phases, finish(PhaseVerdict{Phase: c.Phase, Title: c.Title, Checks: []Check{
 			{Name: c.Phase, Outcome: NotRun, Kind: KindCheck, Message: why}}}))
 	}
@@ -173,8 +176,12 @@ func VerdictsOf(s Summary) Verdicts {
 func phaseVerdict(s Summary, name string) (PhaseVerdict, bool) {
 	if c, ok := checkerOf(name); ok {
 		if !c.has(s) {
+			why := "the phase ran, but summary.json has no results of it"
+			if s.EndedEarly {
+				why = "the phase ran, but the run ended before its results were gathered: " + orNone(s.Reason)
+			}
 			return finish(PhaseVerdict{Phase: name, Title: c.Title, Checks: []Check{{Name: name, Outcome: NotRun, Kind: KindCheck,
-				Message: "the phase ran, but summary.json has no results of it"}}}), true
+				Message: why}}}), true
 		}
 		pv := c.Checks(s)
 		pv.Phase, pv.Title = name, c.Title

@@ -310,3 +310,63 @@ func TestASharedGPUIsSaidInEveryOutput(t *testing.T) {
 		}
 	}
 }
+
+// A run ended early (end_on_stuck_rank, the watchdog, a signal) has no
+// results: its list fails the run with the reason, says of a phase that
+// had ended that its results were never gathered, and of every other
+// enabled phase that it did not run because the run ended, and nothing
+// holds; junit.xml and rsag.prom render that one list.
+func TestARunEndedEarlySaysWhyEverywhere(t *testing.T) {
+	reason := "stuck rank, named early: rank 1 on vm (pid 42) is stopped (state T); the job was ended early for it (end_on_stuck_rank), not at timeout_s"
+	s := Summary{SchemaVersion: SummarySchemaVersion, Status: "failed", Reason: reason, EndedEarly: true, WorldSize: 4,
+		Started: "2026-01-02T03:04:05Z", Ended: "2026-01-02T03:04:15Z",
+		Config: map[string]any{"contracts": map[string]any{"enabled": true}, "timing": map[string]any{"enabled": true},
+			"memory": map[string]any{"enabled": false}},
+		Phases: []SummaryPhase{{Name: Contracts, Seconds: 1}}}
+	v := VerdictsOf(s)
+	got := map[string]Check{}
+	for _, p := range v.Phases {
+		for _, c := range p.Checks {
+			got[p.Phase] = c
+			if c.Outcome == Held {
+				t.Errorf("%s %s held in a run that ended early", p.Phase, c.Name)
+			}
+		}
+	}
+	if v.Outcome != Failed || got[RunPhase].Outcome != Failed || !strings.Contains(got[RunPhase].Message, reason) {
+		t.Errorf("outcome %s, run %+v; want failed with the reason", v.Outcome, got[RunPhase])
+	}
+	if c := got[Timing]; c.Outcome != NotRun || c.Message != "the run ended: "+reason {
+		t.Errorf("timing: %+v; want not run: the run ended: REASON", c)
+	}
+	if c := got[Contracts]; c.Outcome != NotRun || !strings.Contains(c.Message, "the run ended before its results were gathered: "+reason) {
+		t.Errorf("contracts: %+v; want not run, its results never gathered", c)
+	}
+	if _, ok := got[Memory]; ok {
+		t.Errorf("memory, turned off, is in the list: %+v", got[Memory])
+	}
+	var j bytes.Buffer
+	if err := EncodeJUnit(&j, JUnit(s)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<failure message="the run failed: stuck rank, named early: rank 1 on vm (pid 42)`,
+		`<skipped message="not run: the run ended: stuck rank, named early: rank 1 on vm (pid 42)`} {
+		if !strings.Contains(j.String(), want) {
+			t.Errorf("junit.xml lacks %s:\n%s", want, j.String())
+		}
+	}
+	var m bytes.Buffer
+	if err := EncodeMetrics(&m, s, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`rsag_run_status{status="failed"} 1`, `rsag_run_status{status="complete"} 0`, `rsag_verdict{outcome="failed"} 1`,
+		`rsag_run_checks_passed 0`, `rsag_check_outcome{check="timing",outcome="not run",phase="timing"} 1`} {
+		if !strings.Contains(m.String(), want) {
+			t.Errorf("rsag.prom lacks %s:\n%s", want, m.String())
+		}
+	}
+	if files, _ := PlanEnded(Input{Summary: &s}); strings.Join(files, " ") != "summary.json junit.xml rsag.prom" &&
+		strings.Join(files, " ") != "junit.xml rsag.prom summary.json" {
+		t.Errorf("a run ended early writes %v; want summary.json, junit.xml and rsag.prom", files)
+	}
+}

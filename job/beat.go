@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"rsag/coll"
 	"rsag/internal/atomicfile"
 	"rsag/internal/cadence"
 	"rsag/internal/stopped"
@@ -58,8 +59,9 @@ type beater struct {
 	ranks []int       // this node's, ascending, this one among them
 	me    outdir.Beat // what every beat repeats: run, rank, host, pid
 	state *watchdog.State
-	peers []outdir.Peer // the other ranks on this host
-	last  atomic.Int64  // Unix nanoseconds of the last beat written
+	peers []outdir.Peer      // the other ranks on this host
+	async coll.AsyncReporter // the backend's word on its own errors; nil on MPI
+	last  atomic.Int64       // Unix nanoseconds of the last beat written
 
 	mu     sync.Mutex // one write at a time
 	ended  string
@@ -101,7 +103,7 @@ func (s *session) startBeats() error {
 	}
 	run := outdir.RunID(ranks[0].Host, ranks[0].PID, ranks[0].Started)
 	b := &beater{dir: s.opts.OutputDir, local: outdir.LocalBeatsOf(run), node: report.NodesOf(hosts)[s.comm.Rank()],
-		state: &s.tr.State, stop: make(chan struct{}),
+		state: &s.tr.State, stop: make(chan struct{}), async: s.async,
 		me: outdir.Beat{Run: run, Rank: s.comm.Rank(), Host: s.comm.Host(), PID: s.pid}}
 	for r, w := range ranks {
 		if w.Host == s.comm.Host() {
@@ -160,6 +162,11 @@ func (b *beater) now() outdir.Beat {
 	beat.Frozen = b.frozen.Seconds()
 	beat.Step = outdir.BeatStep{Seq: snap.Seq, Phase: snap.Phase, Op: snap.Op, Bytes: snap.Bytes, Context: snap.Context,
 		Round: snap.Round, In: snap.In, At: snap.At}
+	if b.async != nil {
+		if a := b.async.AsyncStatus(); !a.At.IsZero() {
+			beat.Async = &outdir.AsyncSaid{Call: a.Call, Said: a.Said, At: a.At}
+		}
+	}
 	return beat
 }
 

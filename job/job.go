@@ -81,6 +81,9 @@ type session struct {
 	pid     int // this rank's process, in heartbeats, run.json and the lock
 	// beats is this rank's heartbeat writer, once the run has started.
 	beats atomic.Pointer[beater]
+	// async is the backend's word on its own errors (NCCL's
+	// ncclCommGetAsyncError), which each beat carries; nil on MPI.
+	async coll.AsyncReporter
 	wd   *watchdog.Watchdog
 	tr   *watchdog.Steps
 	end  *watchdog.Ender
@@ -101,6 +104,8 @@ type session struct {
 	// history is rank 0's history database, checked: the run appends
 	// itself there once it has ended ("" for none).
 	history string
+	// ended is what rank 0 writes when the run is ended early (ended.go).
+	ended endedRun
 	// endOnStuck is end_on_stuck_rank: rank 0 (or its guard) ends the job
 	// once a rank is known stopped or gone (watchStuck).
 	endOnStuck bool
@@ -405,6 +410,7 @@ func (s *session) execute(st *state) error {
 	}
 	st.backend = be
 	defer be.Close()
+	s.async, _ = coll.Find[coll.AsyncReporter](be)
 	watched := phases.Watch(be, s.tr)
 	s.end.SetAbort(requestAbort(be))
 	infos, err := s.gatherInfos(be)
@@ -430,7 +436,8 @@ func (s *session) execute(st *state) error {
 		return err
 	}
 	// From here the run writes into the output dir, and run.json says how
-	// far it got.
+	// far it got; a run ended early says why in its other outputs too.
+	s.prepareEnded(cfg, infos, w)
 	if st.log, err = s.startRunLog(backendName, earlier, ran, st.lock); err != nil {
 		return err
 	}

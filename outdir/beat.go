@@ -69,6 +69,9 @@ type Beat struct {
 	// when it wrote: what another host cannot see of them (the beat of
 	// the rank that wrote its node's file has them).
 	Peers []Peer `json:"peers,omitempty"`
+	// Async is what the rank's library last said of its own errors
+	// (NCCL's ncclCommGetAsyncError), when its backend says; absent on MPI.
+	Async *AsyncSaid `json:"async,omitempty"`
 	// Relayed is when the node's file that carried this beat was
 	// written; zero for a beat read from node-local memory. A rank is
 	// silent by the age its beat had then; a node whose file stops is
@@ -207,7 +210,7 @@ func (h Hang) Text() string {
 	// every heartbeat fresh: no rank holds it up, and none is blamed.
 	if len(group) == h.World && h.World > 0 && len(parts) == 1 && len(h.Unread) == 0 {
 		return fmt.Sprintf("no rank is behind: the collective itself is stuck (a link, the fabric or the library): all %d ranks wait in %s for %.1f s",
-			h.World, stepText(h.Beats[group[0]].Step, true), h.Now.Sub(began).Seconds())
+			h.World, stepText(h.Beats[group[0]].Step, true), h.Now.Sub(began).Seconds()) + h.asyncText(group)
 	}
 	var others []rankPart
 	for r := range h.World {

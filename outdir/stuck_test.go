@@ -1,6 +1,7 @@
 package outdir
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -150,6 +151,55 @@ func TestHangNoRankBehind(t *testing.T) {
 	h.Beats[3] = beat(3, "a", 1833, "all-gather", true, 200*time.Millisecond, 5*time.Second)
 	if got := h.Text(); strings.Contains(got, "no rank is behind") || !strings.Contains(got, "rank 3 on a (pid 103) waits in timing all-gather #1833") {
 		t.Errorf("a rank behind: %q", got)
+	}
+}
+
+// On NCCL, the line adds what ncclCommGetAsyncError said on each rank,
+// from its heartbeat, ranks as ranges: one answer for all, or each answer
+// with its ranks; an answer asked before the rank entered the collective
+// is not quoted as one about it. MPI's beats carry none, and add nothing.
+func TestHangNoRankBehindQuotesNCCL(t *testing.T) {
+	const base = "no rank is behind: the collective itself is stuck (a link, the fabric or the library): all 4 ranks wait in timing all-reduce #1834 (4096 bytes, direct, cycle 7) for 5.0 s"
+	said := func(s string, ago time.Duration) *AsyncSaid {
+		return &AsyncSaid{Call: "ncclCommGetAsyncError", Said: s, At: t0.Add(-ago)}
+	}
+	const ok = "ncclSuccess (no error yet)"
+	for _, c := range []struct {
+		name  string
+		async map[int]*AsyncSaid
+		want  string
+	}{
+		{"MPI: none", nil, base},
+		{"every rank ncclSuccess", map[int]*AsyncSaid{0: said(ok, 0), 1: said(ok, time.Second), 2: said(ok, 0), 3: said(ok, 0)},
+			base + "; ncclCommGetAsyncError, asked by each rank in this collective, says: ncclSuccess (no error yet) on all 4 ranks"},
+		{"an error on one rank", map[int]*AsyncSaid{0: said(ok, 0), 1: said(ok, 0), 2: said("ncclRemoteError (6): remote process exited or there was a network error", 0), 3: said(ok, 0)},
+			base + "; ncclCommGetAsyncError, asked by each rank in this collective, says: ncclSuccess (no error yet) on ranks 0,1,3, " +
+				"and ncclRemoteError (6): remote process exited or there was a network error on rank 2"},
+		{"one not asked since it entered", map[int]*AsyncSaid{0: said(ok, 0), 1: said(ok, 0), 2: said(ok, 0), 3: said(ok, 6*time.Second)},
+			base + "; ncclCommGetAsyncError, asked by each rank in this collective, says: ncclSuccess (no error yet) on ranks 0-2, " +
+				"and not asked since it entered it (a wait in the driver, RSAG_WAIT=block, asks nothing) on rank 3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := Hang{World: 4, Now: t0, Host: "a", Self: 0, State: states(nil), Beats: map[int]Beat{}}
+			for r := range 4 {
+				b := beat(r, "a", 1834, "all-reduce", true, 200*time.Millisecond, 5*time.Second)
+				b.Async = c.async[r]
+				h.Beats[r] = b
+			}
+			if got := h.Text(); got != c.want {
+				t.Errorf("got  %q\nwant %q", got, c.want)
+			}
+		})
+	}
+	// Many different answers are counted past a few, ranks as ranges.
+	h := Hang{World: 8, Now: t0, Host: "a", Self: 0, State: states(nil), Beats: map[int]Beat{}}
+	for r := range 8 {
+		b := beat(r, "a", 1834, "all-reduce", true, 200*time.Millisecond, 5*time.Second)
+		b.Async = said(fmt.Sprintf("ncclSystemError (2): rank %d's own words", r), 0)
+		h.Beats[r] = b
+	}
+	if got := h.Text(); !strings.HasSuffix(got, "on rank 3, and 4 other answers on ranks 4-7") {
+		t.Errorf("8 answers: %q", got)
 	}
 }
 

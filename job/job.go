@@ -104,6 +104,8 @@ type session struct {
 	// history is rank 0's history database, checked: the run appends
 	// itself there once it has ended ("" for none).
 	history string
+	// ended is what rank 0 writes when the run is ended early (ended.go).
+	ended endedRun
 	// endOnStuck is end_on_stuck_rank: rank 0 (or its guard) ends the job
 	// once a rank is known stopped or gone (watchStuck).
 	endOnStuck bool
@@ -434,7 +436,8 @@ func (s *session) execute(st *state) error {
 		return err
 	}
 	// From here the run writes into the output dir, and run.json says how
-	// far it got.
+	// far it got; a run ended early says why in its other outputs too.
+	s.prepareEnded(cfg, infos, w)
 	if st.log, err = s.startRunLog(backendName, earlier, ran, st.lock); err != nil {
 		return err
 	}

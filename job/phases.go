@@ -95,6 +95,8 @@ func (s *session) runPhases(w work, be coll.Backend) (report.Rows, error) {
 		if err := env.Comm.Barrier(); err != nil {
 			return rows, err
 		}
+		// It ended on every rank: a run ended early says it ran.
+		s.ended.phaseEnded(s.phaseSeconds[len(s.phaseSeconds)-1])
 	}
 	return rows, nil
 }

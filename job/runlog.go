@@ -21,15 +21,19 @@ import (
 // "failed" at any moment. So writes are serialised and the first final
 // status wins. A nil *runLog (every rank but 0) does nothing.
 type runLog struct {
-	mu    sync.Mutex
-	dir   string
-	rec   outdir.Record
+	mu  sync.Mutex
+	dir string
+	rec outdir.Record
 	// stderr is rank 0's (Options.Stderr): where a failure to mark the
 	// run failed is said.
 	stderr io.Writer
-	final bool
-	said  string        // the status run.json holds: the last one written
-	stop  chan struct{} // closed once final: the heartbeat ends
+	final  bool
+	// ending: the watchdog, a signal or end_on_stuck_rank made run.json
+	// final (failEnding), not the run's own end: the outputs then say why
+	// (endedEarly).
+	ending bool
+	said   string        // the status run.json holds: the last one written
+	stop   chan struct{} // closed once final: the heartbeat ends
 }
 
 // write writes rec with a fresh heartbeat; l.mu is held.
@@ -129,13 +133,16 @@ func (l *runLog) keepStuck() {
 }
 
 // end writes a final status, once.
-func (l *runLog) end(status, reason string) error {
+func (l *runLog) end(status, reason string) error { return l.endWith(status, reason, false) }
+
+// endWith is end; ending says the run is being ended (failEnding).
+func (l *runLog) endWith(status, reason string, ending bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.final {
 		return nil
 	}
-	l.final = true
+	l.final, l.ending = true, ending
 	close(l.stop)
 	l.rec.Status, l.rec.Reason = status, reason
 	l.rec.Ended = time.Now().UTC().Format(time.RFC3339)
@@ -215,6 +222,30 @@ func (l *runLog) status() string {
 	return l.said
 }
 
+// failEnding is fail for a run that the watchdog, a signal or
+// end_on_stuck_rank ends (watchdog.Ender's mark): when it is what makes
+// run.json final, the run's outputs say why too (endedEarly).
+func (l *runLog) failEnding(reason string) {
+	if l == nil {
+		return
+	}
+	if err := l.endWith(outdir.StatusFailed, reason, true); err != nil {
+		fmt.Fprintf(l.stderr, "rsag: rank 0: marking the run failed in %s: %v\n", outdir.RunFile, err)
+	}
+}
+
+// endedEarly is run.json's reason when failEnding made it final (false
+// when the run had ended first, complete or failed on its own): the
+// reason as amended since (settle).
+func (l *runLog) endedEarly() (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.ending || l.rec.Status != outdir.StatusFailed {
+		return "", false
+	}
+	return l.rec.Reason, true
+}
+
 // fail marks the run failed; an error writing it is printed, since the run
 // has failed already.
 func (l *runLog) fail(reason string) {
@@ -254,7 +285,8 @@ func (s *session) startRunLog(backend string, earlier outdir.Earlier, ran report
 		// Before "running" is written: a signal from here on marks it failed,
 		// and the guard marks it if rank 0 is killed outright.
 		s.end.SetExplain(s.explainSignal(pids))
-		s.end.SetMarkFailed(l.fail)
+		s.end.SetMarkFailed(l.failEnding)
+		s.end.SetOutputs(s.writeEnded(l))
 		s.end.SetSettle(s.settle(l))
 		s.startGuard(lock)
 		err = l.start()

@@ -45,6 +45,7 @@ type Ender struct {
 	onEnd      []func(how string)         // first, with what ends the process: the last heartbeat
 	settle     func() string              // rank 0, after a signal: what it learns from the others' ends
 	verdict    func(code int, msg string) // rank 0: the run's last line, as the process exits
+	outputs    func(code int)             // rank 0: what a run ended early leaves for other tools
 
 	once    sync.Once
 	ending  atomic.Bool
@@ -105,6 +106,13 @@ func (e *Ender) SetSettle(f func() string) { e.mu.Lock(); e.settle = f; e.mu.Unl
 // before it exits.
 func (e *Ender) SetVerdict(f func(code int, msg string)) { e.mu.Lock(); e.verdict = f; e.mu.Unlock() }
 
+// SetOutputs gives rank 0 the function that writes, once run.json is
+// marked failed and its reason settled, the outputs that other tools read
+// (summary.json, junit.xml, rsag.prom), so that they say why the run
+// ended rather than keep the previous run's word. It must be bounded in
+// time: the job's end waits for it.
+func (e *Ender) SetOutputs(f func(code int)) { e.mu.Lock(); e.outputs = f; e.mu.Unlock() }
+
 // SetLinger makes a rank that a signal ends wait d before it exits, so
 // that rank 0, which looks at that moment for a rank that had already gone
 // (the one whose end made the launcher signal the others), still finds
@@ -126,7 +134,8 @@ func (e *Ender) Ending() bool { return e.ending.Load() }
 
 // End records reason (msg with the rank when empty) in run.json first, so
 // that a launcher's kill soon after cannot leave it "running", then prints
-// msg, aborts the backend, runs the AtEnd functions and exits with code.
+// msg, writes rank 0's outputs (SetOutputs), aborts the backend, runs the
+// AtEnd functions and exits with code.
 // It does not return.
 func (e *Ender) End(code int, msg, reason string) { e.end(code, msg, reason, false, false) }
 
@@ -139,6 +148,7 @@ func (e *Ender) end(code int, msg, reason string, bySignal, unsaid bool) {
 		e.ending.Store(true)
 		e.mu.Lock()
 		who, mark, atEnd, abort, linger, onEnd, settle, quiet, verdict := e.who, e.markFailed, e.atEnd, e.abort, e.linger, e.onEnd, e.settle, e.quiet, e.verdict
+		outputs := e.outputs
 		e.mu.Unlock()
 		line := msg
 		if who != "" {
@@ -160,6 +170,11 @@ func (e *Ender) end(code int, msg, reason string, bySignal, unsaid bool) {
 			if more := settle(); more != "" {
 				fmt.Fprintf(e.stderr, "rsag: %s: hang: %s\n", who, more)
 			}
+		}
+		// The reason is final: the outputs say it too, before the lock
+		// (AtEnd) lets another run have the directory.
+		if outputs != nil {
+			outputs(code)
 		}
 		if abort != nil {
 			if done := abort(); done != nil {

@@ -39,14 +39,16 @@ func (r *recorder) wait(t *testing.T) int {
 	}
 }
 
-// run.json is marked first, then the message printed, and the lock
-// released last; only the first End does anything.
+// run.json is marked first, then the message printed, the outputs that
+// say why written, and the lock released last; only the first End does
+// anything.
 func TestEndMarksFirstThenCleansUpThenExits(t *testing.T) {
 	r := newRecorder()
 	e := NewEnder(r, r.exit)
 	e.SetWho(1, "node7")
 	e.SetMarkFailed(func(reason string) { r.step("mark " + reason) })
 	e.AtEnd(func() { r.step("release") })
+	e.SetOutputs(func(code int) { r.step("outputs") })
 	go e.End(3, "watchdog: it stalled", "")
 	if code := r.wait(t); code != 3 {
 		t.Errorf("exit %d, want 3", code)
@@ -55,7 +57,7 @@ func TestEndMarksFirstThenCleansUpThenExits(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	want := []string{"mark rank 1 (node7): watchdog: it stalled", "print rsag: rank 1 (node7): watchdog: it stalled", "release", "exit"}
+	want := []string{"mark rank 1 (node7): watchdog: it stalled", "print rsag: rank 1 (node7): watchdog: it stalled", "outputs", "release", "exit"}
 	if strings.Join(r.steps, "|") != strings.Join(want, "|") {
 		t.Errorf("steps %q, want %q", r.steps, want)
 	}

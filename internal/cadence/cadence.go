@@ -110,6 +110,11 @@ const (
 	// AbortGrace bounds how long an ending process waits for its main
 	// goroutine to abort the NCCL communicator.
 	AbortGrace = 3 * time.Second
+	// EndedWritesWithin bounds how long rank 0 (or its guard) waits for
+	// the outputs a run ended early leaves (summary.json, junit.xml,
+	// rsag.prom) to be written: milliseconds on a healthy file system; a
+	// full disk or a stuck mount must not hold the job's end up.
+	EndedWritesWithin = 500 * time.Millisecond
 	// StopNoteWait is how long a late wake waits for the note of a
 	// SIGCONT (internal/stopped): measured under 100 ms.
 	StopNoteWait = 500 * time.Millisecond

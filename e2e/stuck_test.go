@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"encoding/xml"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -112,7 +115,90 @@ func TestAStuckRankEndsTheJobEarly(t *testing.T) {
 			if len(run.Stuck) != 1 || run.Stuck[0].Rank != rank || run.Stuck[0].PID != pid || run.Stuck[0].State != "stopped" || !run.Stuck[0].Ending {
 				t.Errorf("%s's stuck: %+v; want rank %d (pid %d), stopped, ending the job", outdir.RunFile, run.Stuck, rank, pid)
 			}
+			if rank != 0 {
+				// Rank 0 ends the job for another rank, and says why in
+				// every output; a stopped rank 0 is killed by its guard,
+				// which marks run.json alone.
+				saysWhy(t, dir, run, fmt.Sprintf("rank %d on ", rank), fmt.Sprintf("(pid %d)", pid))
+			}
 		})
+	}
+}
+
+// saysWhy asserts that a run ended early (end_on_stuck_rank, the
+// watchdog, a signal) left, beside run.json, summary.json, junit.xml and
+// rsag.prom, each saying why from the one list of verdicts: summary.json
+// failed with run.json's reason, ended early, no check passed; junit.xml's
+// run suite failing with that reason (naming what names holds), valid
+// against junit-10.xsd, and the phases not run skipped, saying that the
+// run ended; rsag.prom's rsag_run_status{status="failed"} 1, passing
+// promtool. Either tool, when missing, is skipped with a word.
+func saysWhy(t *testing.T, dir string, run outdir.Record, names ...string) {
+	t.Helper()
+	var sum struct {
+		Status     string `json:"status"`
+		Reason     string `json:"reason"`
+		EndedEarly bool   `json:"ended_early"`
+		Checks     bool   `json:"checks_passed"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, "summary.json"))), &sum); err != nil {
+		t.Fatalf("summary.json: %v", err)
+	}
+	if sum.Status != outdir.StatusFailed || sum.Reason != run.Reason || !sum.EndedEarly || sum.Checks {
+		t.Errorf("summary.json: %s %q, ended early %v, checks passed %v; want failed, %s's reason %q, ended early, none passed",
+			sum.Status, sum.Reason, sum.EndedEarly, sum.Checks, outdir.RunFile, run.Reason)
+	}
+	junit := filepath.Join(dir, "junit.xml")
+	var suites struct {
+		Suites []struct {
+			Name  string `xml:"name,attr"`
+			Cases []struct {
+				Failure *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"failure"`
+				Skipped *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"skipped"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal([]byte(readFile(t, junit)), &suites); err != nil {
+		t.Fatalf("junit.xml: %v", err)
+	}
+	failed, skipped := false, 0
+	for _, st := range suites.Suites {
+		for _, c := range st.Cases {
+			switch {
+			case st.Name == "run" && c.Failure != nil:
+				failed = c.Failure.Message == "the run failed: "+run.Reason
+				for _, n := range names {
+					failed = failed && strings.Contains(c.Failure.Message, n)
+				}
+			case st.Name != "run" && c.Skipped != nil && strings.HasPrefix(c.Skipped.Message, "not run: ") &&
+				strings.Contains(c.Skipped.Message, "the run ended"):
+				skipped++
+			case st.Name != "run":
+				t.Errorf("junit.xml: suite %s has a case that is not skipped as not run: %+v", st.Name, c)
+			}
+		}
+	}
+	if !failed || skipped == 0 {
+		t.Errorf("junit.xml: the run suite failing with %q (naming %q): %v; phases skipped as not run: %d\n%s",
+			run.Reason, names, failed, skipped, readFile(t, junit))
+	}
+	prom := filepath.Join(dir, "rsag.prom")
+	if !strings.Contains(readFile(t, prom), `rsag_run_status{status="failed"} 1`) {
+		t.Errorf("rsag.prom lacks rsag_run_status{status=\"failed\"} 1:\n%s", readFile(t, prom))
+	}
+	if _, err := exec.LookPath("xmllint"); err != nil {
+		t.Log("xmllint missing: junit.xml not checked against junit-10.xsd")
+	} else if out, err := command(t, "", "", "xmllint", "--noout", "--schema", "testdata/junit/junit-10.xsd", junit); err != nil {
+		t.Errorf("junit.xml does not validate against junit-10.xsd: %v\n%s", err, out)
+	}
+	if _, err := exec.LookPath("promtool"); err != nil {
+		t.Log("promtool missing: rsag.prom not checked")
+	} else if out, err := command(t, "", readFile(t, prom), "promtool", "check", "metrics"); err != nil {
+		t.Errorf("promtool check metrics on rsag.prom: %v\n%s", err, out)
 	}
 }
 

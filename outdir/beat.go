@@ -212,6 +212,11 @@ func (h Hang) Text() string {
 		return fmt.Sprintf("no rank is behind: the collective itself is stuck (a link, the fabric or the library): all %d ranks wait in %s for %.1f s",
 			h.World, stepText(h.Beats[group[0]].Step, true), h.Now.Sub(began).Seconds()) + h.asyncText(group)
 	}
+	// Or every rank is inside one of two steps, the one some still wait
+	// in and the next, which the others went on to: none is behind.
+	if s := h.straddling(); s != "" {
+		return s
+	}
 	var others []rankPart
 	for r := range h.World {
 		if slices.Contains(group, r) {

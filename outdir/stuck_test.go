@@ -2,6 +2,7 @@ package outdir
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -147,10 +148,58 @@ func TestHangNoRankBehind(t *testing.T) {
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
-	// One rank a step short: it is behind, and it is named.
-	h.Beats[3] = beat(3, "a", 1833, "all-gather", true, 200*time.Millisecond, 5*time.Second)
+	// One rank a step short for BehindAfter: it is behind, and it is named.
+	h.Beats[3] = beat(3, "a", 1833, "all-gather", true, 200*time.Millisecond, BehindAfter)
 	if got := h.Text(); strings.Contains(got, "no rank is behind") || !strings.Contains(got, "rank 3 on a (pid 103) waits in timing all-gather #1833") {
 		t.Errorf("a rank behind: %q", got)
+	}
+}
+
+// Every rank inside a collective, some still in one step and the rest,
+// having left it, in the next, for less than BehindAfter (a link cut as
+// the step's last messages flew: TestACutLinkBlamesNoRank): no rank is
+// behind, and none is blamed, neither those still in it nor those ahead,
+// whichever group is the larger. A rank whose own watchdog ended it in its
+// step is still inside it; a stopped, ended or silent one is not, and the
+// hang names it as before.
+func TestHangStraddlingTwoStepsBlamesNoRank(t *testing.T) {
+	h := Hang{World: 4, Now: t0, Host: "a", Self: 0, State: states(nil), Beats: map[int]Beat{}}
+	for r := range 4 {
+		if r%2 == 1 {
+			h.Beats[r] = beat(r, "a", 771, "all-reduce", true, 200*time.Millisecond, 1600*time.Millisecond)
+		} else {
+			h.Beats[r] = beat(r, "a", 772, "all-reduce", true, 200*time.Millisecond, 1500*time.Millisecond)
+		}
+	}
+	b := h.Beats[2]
+	b.Ended, b.TimedOut = "watchdog: timing all-reduce at 4096 bytes did not finish within 1.5s", true
+	h.Beats[2] = b
+	want := "no rank is behind: the collective itself is stuck (a link, the fabric or the library): all 4 ranks reached timing all-reduce #771 " +
+		"(4096 bytes, direct, cycle 7); ranks 1,3 wait in it for 1.6 s, and ranks 0,2, having left it, in the next (all-reduce #772)"
+	if got := h.Text(); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	// Three still in it, one ahead.
+	h.Beats[0] = beat(0, "a", 771, "all-reduce", true, 200*time.Millisecond, 1600*time.Millisecond)
+	if got := h.Text(); !strings.Contains(got, "ranks 0,1,3 wait in it for 1.6 s, and rank 2, having left it, in the next") {
+		t.Errorf("three in it, one ahead: %q", got)
+	}
+	for name, change := range map[string]func(b *Beat){
+		"ended otherwise":   func(b *Beat) { b.TimedOut = false },
+		"two steps ahead":   func(b *Beat) { b.Step.Seq = 773 },
+		"outside any step":  func(b *Beat) { b.Step.In = false },
+		"another phase":     func(b *Beat) { b.Step.Phase = "soak" },
+		"silent":            func(b *Beat) { b.Ended, b.Written = "", t0.Add(-SilentAfter-time.Second) },
+		"did not run for 5": func(b *Beat) { b.Frozen = 5 },
+	} {
+		hh := h
+		hh.Beats = maps.Clone(h.Beats)
+		b := hh.Beats[2]
+		change(&b)
+		hh.Beats[2] = b
+		if got := hh.Text(); strings.Contains(got, "no rank is behind") {
+			t.Errorf("%s: %q; want the hang told rank by rank", name, got)
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"rsag/internal/testkit/inmem"
+	"rsag/internal/testkit/schemacheck"
 	"rsag/job"
 	"rsag/outdir"
 	"rsag/report"
@@ -41,7 +42,7 @@ func TestARunEndedEarlyWritesWhy(t *testing.T) {
 	hosts := []string{host, host, host}
 	started := time.Now()
 	t.Cleanup(func() {
-		os.RemoveAll(outdir.LocalBeatsOf(outdir.RunID(host, os.Getpid(), started.UTC().Format(time.RFC3339))).Dir)
+		os.RemoveAll(outdir.LocalBeatsOf(outdir.RunID(host, os.Getpid(), started.UTC().Format(time.RFC3339)), dir).Dir)
 	})
 	release := make(chan struct{})
 	defer close(release)
@@ -68,6 +69,11 @@ func TestARunEndedEarlyWritesWhy(t *testing.T) {
 	sum, err := report.ReadSummary(report.SummaryFile, raw)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if schema, err := schemacheck.Load("../docs/summary.schema.json"); err != nil {
+		t.Fatal(err)
+	} else if err := schema.Validate(raw); err != nil {
+		t.Errorf("summary.json of a run ended early does not validate against its schema: %v", err)
 	}
 	if sum.Status != outdir.StatusFailed || sum.Reason != run.Reason || !sum.EndedEarly || sum.ChecksPassed {
 		t.Errorf("summary.json: %s %q ended early %v, checks passed %v; want failed with run.json's reason %q, ended early, none passed",

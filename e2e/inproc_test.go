@@ -6,12 +6,12 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"rsag/internal/testkit/inmem"
 	rsag "rsag/job"
+	"rsag/mpibackend"
 	"rsag/outdir"
 )
 
@@ -28,6 +28,20 @@ func inproc(t *testing.T, np int, limit time.Duration, args ...string) result {
 	t.Helper()
 	return inprocWith(t, np, inmem.Faults{}, limit, args...)
 }
+
+// inprocMPI is inproc whose backend refuses what MPI's refuses
+// (mpibackend's Supports: float16, bfloat16, avg), in MPI's words: a run
+// the MPI backend refuses before any collective is refused alike here.
+// (The graph method's refusal is not among them: the inmem backend has
+// CUDA graphs' stand-in, MPI's has not.)
+func inprocMPI(t *testing.T, np int, limit time.Duration, args ...string) result {
+	t.Helper()
+	return inprocWith(t, np, inmem.Faults{Refusals: mpiRefusals}, limit, args...)
+}
+
+// mpiRefusals are the MPI backend's: its Supports reads only its tables of
+// MPI's types and reductions, never MPI itself.
+var mpiRefusals = &inmem.Refusals{Supports: (&mpibackend.Backend{}).Supports}
 
 // inprocWith is inproc with faults in the ranks' backend: what
 // testdata/corrupt.c does to MPI, in memory (inmem.Flip).
@@ -63,12 +77,6 @@ func jobCode(ended []inmem.Ended) int {
 	return 0
 }
 
-// inprocJobs runs one in-process job at a time: every rank of every job
-// is this process, and a run's node-local heartbeats are named by host,
-// process and second of start (outdir.RunID), which two jobs at once
-// could share.
-var inprocJobs sync.Mutex
-
 // inprocRanks is inproc's run, rank by rank.
 func inprocRanks(t *testing.T, np int, faults inmem.Faults, limit time.Duration, args ...string) ([]inmem.Ended, time.Duration) {
 	t.Helper()
@@ -80,13 +88,17 @@ func inprocRanks(t *testing.T, np int, faults inmem.Faults, limit time.Duration,
 	for i := range hosts {
 		hosts[i] = host
 	}
-	inprocJobs.Lock()
-	defer inprocJobs.Unlock()
+	// Jobs of this process run side by side (t.Parallel): every rank of
+	// every job is this process, and a run's node-local heartbeats are
+	// keyed by its output dir as well as by host, process and second of
+	// start (outdir.LocalBeatsOf), so two jobs started in one second keep
+	// their beats apart. The tests give each job a dir of its own.
 	started := time.Now()
 	// What a rank leaves in node-local memory when it ends without its
 	// last beat (an abort) is removed, as the end of the node's processes
 	// would leave it to the next run of another second.
-	defer os.RemoveAll(outdir.LocalBeatsOf(outdir.RunID(host, os.Getpid(), started.UTC().Format(time.RFC3339))).Dir)
+	dir := flagOptions(args).OutputDir
+	defer os.RemoveAll(outdir.LocalBeatsOf(outdir.RunID(host, os.Getpid(), started.UTC().Format(time.RFC3339)), dir).Dir)
 	ranks := inmem.NewRanks(hosts, faults, limit)
 	ended := ranks.Run(limit, func(w *inmem.World) int {
 		o := flagOptions(args)

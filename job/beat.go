@@ -102,7 +102,7 @@ func (s *session) startBeats() error {
 		hosts[r] = ranks[r].Host
 	}
 	run := outdir.RunID(ranks[0].Host, ranks[0].PID, ranks[0].Started)
-	b := &beater{dir: s.opts.OutputDir, local: outdir.LocalBeatsOf(run), node: report.NodesOf(hosts)[s.comm.Rank()],
+	b := &beater{dir: s.opts.OutputDir, local: outdir.LocalBeatsOf(run, s.opts.OutputDir), node: report.NodesOf(hosts)[s.comm.Rank()],
 		state: &s.tr.State, stop: make(chan struct{}), async: s.async,
 		me: outdir.Beat{Run: run, Rank: s.comm.Rank(), Host: s.comm.Host(), PID: s.pid}}
 	for r, w := range ranks {

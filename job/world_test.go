@@ -21,7 +21,7 @@ func runRanks(t *testing.T, np int, dir, config string, sets ...string) []inmem.
 	}
 	started := time.Now()
 	t.Cleanup(func() {
-		os.RemoveAll(outdir.LocalBeatsOf(outdir.RunID(host, os.Getpid(), started.UTC().Format(time.RFC3339))).Dir)
+		os.RemoveAll(outdir.LocalBeatsOf(outdir.RunID(host, os.Getpid(), started.UTC().Format(time.RFC3339)), dir).Dir)
 	})
 	return inmem.NewRanks(hosts, inmem.Faults{}, time.Minute).Run(time.Minute, func(w *inmem.World) int {
 		return job.Main(job.Options{ConfigPath: config, OutputDir: dir, Sets: sets, Started: started,

@@ -168,7 +168,7 @@ func guard(stdin io.Reader, stderr io.Writer, lock *os.File, dir, host string, p
 	// What every rank was doing, from their heartbeats: rank 0 cannot say.
 	id := RunID(run.Host, run.PID, run.Started)
 	beats, unread := ReadBeats(dir, id)
-	Merge(beats, LocalBeatsOf(id).Read(id, host)) // rank 0's node's, fresher than its file
+	Merge(beats, LocalBeatsOf(id, dir).Read(id, host)) // rank 0's node's, fresher than its file
 	now := time.Now()
 	var silent time.Duration
 	stop := ""
@@ -349,7 +349,7 @@ func watchRankZero(done <-chan struct{}, stderr io.Writer, dir, host string, pid
 		}
 		id := RunID(run.Host, run.PID, run.Started)
 		beats, _ := ReadBeats(dir, id)
-		Merge(beats, LocalBeatsOf(id).Read(id, host))
+		Merge(beats, LocalBeatsOf(id, dir).Read(id, host))
 		if b, ok := beats[0]; !ok || b.PID != pid {
 			continue
 		}

@@ -104,9 +104,14 @@ func localRoot() string {
 	return os.TempDir()
 }
 
-// LocalBeatsOf is run's node-local beat directory on this node.
-func LocalBeatsOf(run string) LocalBeats {
-	sum := sha256.Sum256([]byte(run))
+// LocalBeatsOf is the node-local beat directory on this node of run,
+// writing into the output dir dir (as the ranks and rank 0's guard were
+// given it). The dir is part of the key: a run's id (RunID) names its
+// start in whole seconds, and two runs of one process (goroutine ranks of
+// a test) started in the same second into different dirs are two runs,
+// each with beats of its own; two live runs never share a dir (its lock).
+func LocalBeatsOf(run, dir string) LocalBeats {
+	sum := sha256.Sum256([]byte(run + "\x00" + dir))
 	return LocalBeats{Dir: filepath.Join(localRoot(), "rsag-beats-"+hex.EncodeToString(sum[:8]))}
 }
 

@@ -117,4 +117,3 @@ func launchWithOf(t *testing.T, bin string, np int, limit time.Duration, mpirunA
 	argv := append(append(append([]string{"../scripts/mpirun.sh", strconv.Itoa(np)}, mpirunArgs...), bin), args...)
 	return launch(t, limit, argv...)
 }
-

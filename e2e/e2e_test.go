@@ -221,8 +221,10 @@ func TestCh7ShapeOnFourRanks(t *testing.T) {
 // Every bad input ends every rank quickly with a non-zero exit and a message
 // that names the problem, before any collective runs. The first case runs
 // under mpirun, the proof that a refusal is said once for ranks that are
-// processes, and so does the one that MPI's backend refuses; the rest are
-// the same logic, on ranks in this process (inproc).
+// processes, and so does the MPI backend's refusal of an NCCL sweep,
+// whose advice names the backend by its Info (inmem in this process); the
+// rest are the same logic, on ranks in this process (inproc), whose
+// backend refuses what MPI's does (inprocMPI).
 func TestBadInputsFailOnEveryRank(t *testing.T) {
 	t.Parallel()
 	bad := filepath.Join(t.TempDir(), "bad.toml")
@@ -246,7 +248,7 @@ func TestBadInputsFailOnEveryRank(t *testing.T) {
 		{"nccl without GPU", 2, []string{"-config", "../configs/smoke.toml", "-backend", "nccl"}, "; run on a GPU node (rank(s) [0 1]); fix that, or use -backend mpi", false}, // the advice once
 		{"an NCCL sweep on MPI", 2, []string{"-config", "../configs/sweep.toml", "-backend", "mpi"},
 			"drop float16; the MPI backend cannot run collectives on bfloat16: MPI has no bfloat16 type; use the nccl backend or drop bfloat16; " +
-				"or run configs/sweep-mpi.toml, the same for the mpi backend", true}, // the MPI backend's refusal
+				"or run configs/sweep-mpi.toml, the same for the mpi backend", true}, // the advice names the backend's Info (inmem in-process)
 		{"unwritable output", 2, []string{"-config", "../configs/smoke.toml", "-output-dir", filepath.Join(notDir, "out")}, "is not writable on every rank", false},
 		{"bad -set", 2, []string{"-config", "../configs/smoke.toml", "-set", "timing.cycles=0"}, "timing.cycles: 0: use at least 1", false},
 	}
@@ -258,7 +260,7 @@ func TestBadInputsFailOnEveryRank(t *testing.T) {
 			if !slices.Contains(args, "-output-dir") { // given twice it is a contradiction of its own
 				args = append([]string{"-output-dir", out}, args...)
 			}
-			run := inproc
+			run := inprocMPI
 			if c.real {
 				run = mpirun
 			}

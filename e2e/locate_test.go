@@ -184,7 +184,9 @@ func TestLocateFindsTheBadNode(t *testing.T) {
 
 // A bad [locate] value, and sizes too small for the job's sub-communicators
 // (known only once every rank's host is), are refused on every rank before
-// any collective, said once, with nothing written. One host, two ranks.
+// any collective, said once, with nothing written. One host, two ranks of
+// this process (inproc): the refusal is the run's logic; one said once by
+// ranks that are processes is TestBadInputsFailOnEveryRank's.
 func TestLocateBadInputIsRefusedOnEveryRank(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ set, want string }{
@@ -192,7 +194,7 @@ func TestLocateBadInputIsRefusedOnEveryRank(t *testing.T) {
 		{`locate.sizes_bytes=[4,4096]`, "locate.sizes_bytes: 4 bytes is less than one float32 for each of the 2 ranks of the largest sub-communicator: use at least 8"},
 	} {
 		dir := filepath.Join(t.TempDir(), "out")
-		r := mpirun(t, 2, time.Minute, "-config", "../configs/locate.toml", "-backend", "mpi", "-output-dir", dir, "-set", c.set)
+		r := inproc(t, 2, time.Minute, "-config", "../configs/locate.toml", "-backend", "mpi", "-output-dir", dir, "-set", c.set)
 		if r.code != 2 {
 			t.Fatalf("%s: exit %d, want 2\nstderr:\n%s", c.set, r.code, r.stderr)
 		}

@@ -246,8 +246,9 @@ func TestUnwritableOutputPathsAreRefusedFirst(t *testing.T) {
 // A run refused for any reason leaves nothing behind: not the output dir,
 // nor any parent of it that it made, whether the refusal came from the
 // backend's checks or from the path itself. (A dir that is not shared, made
-// by each node for itself, is multinode_test's.) MPI's backend refuses the
-// dtype, under mpirun; the rest is the run's logic, in this process.
+// by each node for itself, is multinode_test's.) All of it is the run's
+// logic, in this process, whose backend refuses the dtype as MPI's does
+// (inprocMPI).
 func TestARefusedRunLeavesNoDirectory(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -263,11 +264,7 @@ func TestARefusedRunLeavesNoDirectory(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			root := t.TempDir()
 			out := filepath.Join(root, c.sub)
-			run := inproc
-			if c.name == "a dtype the backend lacks" {
-				run = mpirun
-			}
-			r := run(t, 2, time.Minute, append(append([]string{"-output-dir", out}, smoke...), c.args...)...)
+			r := inprocMPI(t, 2, time.Minute, append(append([]string{"-output-dir", out}, smoke...), c.args...)...)
 			if r.code != 2 {
 				t.Errorf("exit %d, want 2\nstderr:\n%s", r.code, r.stderr)
 			}

@@ -385,8 +385,9 @@ func TestSoak(t *testing.T) {
 
 // Bad flags, contradictions and a bad environment fail on every rank before
 // any collective, naming the flag, and leave nothing behind. The flags are
-// main's to read (cli.go), and the environment the process's: those run
-// under mpirun; a bad value the config refuses runs in this process.
+// main's to read (cli.go): those run under mpirun, where main parses them
+// (inproc's flagOptions does not say "given twice"); a bad value the config
+// refuses runs in this process.
 func TestBadFlagsFailOnEveryRank(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -399,7 +400,8 @@ func TestBadFlagsFailOnEveryRank(t *testing.T) {
 		{"backend contradicts -set", nil, []string{"-backend", "mpi", "-set", "backend=nccl"}, "-backend mpi contradicts -set backend=nccl"},
 		{"-set twice", nil, []string{"-set", "timing.cycles=3", "-set", "timing.cycles=5"}, "-set timing.cycles is given twice with different values (3 and 5)"},
 		{"zero timeout", nil, []string{"-set", "timeout_s=0"}, "timeout_s: 0 is not a deadline"},
-		{"bad wait mode", []string{"RSAG_WAIT=blocking"}, nil, `bad environment on every rank (`},
+		// A bad environment on every rank, and on one rank alone, is
+		// TestABadWaitModeIsRefused's (under mpirun: the process's).
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -167,15 +167,21 @@ func scaleTimes(t *testing.T, from, to string, k float64) {
 }
 
 // What the MPI backend cannot do is refused on every rank before any
-// collective, with the reason.
+// collective, with the reason. The dtype on ranks in this process, whose
+// backend refuses it as MPI's does (inprocMPI); the graph method under
+// mpirun, since it is the MPI backend's lack of CUDA graphs (the inmem
+// backend has a stand-in).
 func TestSweepRefusesWhatTheBackendCannotDo(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ set, want string }{
-		{`timing.dtypes=["float16"]`, "MPI has no half-precision type"},
-		{`timing.methods=["graph"]`, "the graph method needs CUDA graphs"},
+	for _, c := range []struct {
+		set, want string
+		run       func(t *testing.T, np int, limit time.Duration, args ...string) result
+	}{
+		{`timing.dtypes=["float16"]`, "MPI has no half-precision type", inprocMPI},
+		{`timing.methods=["graph"]`, "the graph method needs CUDA graphs", mpirun},
 	} {
 		out := t.TempDir()
-		r := mpirun(t, 2, time.Minute, "-config", "../configs/sweep-mpi.toml", "-output-dir", out, "-set", c.set)
+		r := c.run(t, 2, time.Minute, "-config", "../configs/sweep-mpi.toml", "-output-dir", out, "-set", c.set)
 		if r.code != 2 {
 			t.Errorf("-set %s: exit %d, want 2", c.set, r.code)
 		}

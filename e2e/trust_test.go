@@ -41,8 +41,8 @@ func writeFile(t *testing.T, dir, name, body string) string {
 // tests hold every case) is refused before any collective with a message
 // naming the key, said once by rank 0 for every rank (no rank aborts on
 // its own), exit 2, and nothing written. They run on ranks in this
-// process (inproc), but for the one MPI's backend refuses (its Supports),
-// under mpirun.
+// process whose backend refuses what MPI's does (inprocMPI); a refusal said
+// once by ranks that are processes is TestBadInputsFailOnEveryRank's.
 func TestHostileInputsAreRefusedOnEveryRank(t *testing.T) {
 	t.Parallel()
 	cfgs := t.TempDir()
@@ -72,7 +72,7 @@ func TestHostileInputsAreRefusedOnEveryRank(t *testing.T) {
 		{"enabled inside [[run]]", []string{"-config", writeFile(t, cfgs, "run.toml", "[[run]]\nname = \"a\"\nenabled = false\n")}, "run.enabled: enabled is a [timing] key that a [[run]] does not take"},
 		{"-set run.cycles", []string{"-set", "run.cycles=3"}, "run.cycles: this config has no [[run]] tables, so [timing] is its one run: use -set timing.cycles=3"},
 		{"one key in two spellings", []string{"-config", writeFile(t, cfgs, "dup.toml", "[timing]\ncycles = 3\n\"cycles\" = 4\n")}, "timing.cycles: line 3: is given twice"},
-		{"float16 on MPI", []string{"-set", `timing.dtypes=["float16"]`}, "the MPI backend cannot run collectives on float16"}, // mpirun
+		{"float16 on MPI", []string{"-set", `timing.dtypes=["float16"]`}, "the MPI backend cannot run collectives on float16"},
 		// Found by a new user: a file's invalid backend is invalid whatever -backend says.
 		{"invalid backend in the file under -backend mpi", []string{"-config", writeFile(t, cfgs, "gloo.toml", "backend = \"gloo\"\n")}, `backend: "gloo" is not a backend`},
 	}
@@ -85,11 +85,7 @@ func TestHostileInputsAreRefusedOnEveryRank(t *testing.T) {
 				args = []string{"-output-dir", out, "-backend", "mpi"}
 			}
 			args = append(args, c.args...)
-			run := inproc
-			if c.name == "float16 on MPI" {
-				run = mpirun
-			}
-			r := run(t, 2, time.Minute, args...)
+			r := inprocMPI(t, 2, time.Minute, args...)
 			if r.code != 2 {
 				t.Errorf("exit %d, want 2 (a bad input)\nstderr:\n%s", r.code, r.stderr)
 			}
@@ -309,6 +305,16 @@ func signalTries() int {
 	return 3
 }
 
+// timeoutTries is how often TestUnderTimeout's job is ended by timeout(1):
+// five in the full tier, once in make test (each try is a job under
+// mpirun, and every try asserts the same).
+func timeoutTries() int {
+	if fullTier() {
+		return 5
+	}
+	return 1
+}
+
 // Each way a job is signalled, signalTries times: rsag exits non-zero and
 // run.json says failed, with a reason, never running. When one rank is
 // killed or signalled alone, rank 0 names it. (Rank 0 has patientKill's
@@ -408,9 +414,10 @@ func TestRunJSONTellsTheTruthAfterSignals(t *testing.T) {
 // when it is itself sent SIGTERM as when its time is up, and the test
 // sends it once the run is under way: a fixed time limit can pass before
 // the run has even started on a loaded machine, and then tests nothing.
+// Once in make test, five times in the full tier (timeoutTries).
 func TestUnderTimeout(t *testing.T) {
 	t.Parallel()
-	for i := range 5 {
+	for i := range timeoutTries() {
 		dir := t.TempDir()
 		cmd := exec.Command("timeout", "600", "../scripts/mpirun.sh", "2", rsagBin, "-output-dir", dir)
 		cmd.Args = append(cmd.Args, longTiming...)

@@ -50,8 +50,14 @@ func (be *Backend) Info() coll.Info {
 func (be *Backend) Rank() int      { return be.rank }
 func (be *Backend) WorldSize() int { return len(be.group.members) }
 
-// Supports is nil for every dtype and op: the reductions run on the host.
+// Supports is nil for every dtype and op: the reductions run on the host;
+// under Faults.Refusals, what they refuse.
 func (be *Backend) Supports(d coll.DType, o coll.Op) error {
+	if r := be.job.faults.Refusals; r != nil {
+		if err := r.Supports(d, o); err != nil {
+			return err
+		}
+	}
 	if !slices.Contains(coll.AllDTypes, d) {
 		return fmt.Errorf("inmem: unknown element type %s", d)
 	}

@@ -109,6 +109,8 @@ func (be *Backend) allReduce(send, recv coll.Buffer, op coll.Op) error {
 	if err := be.Supports(send.DType(), op); err != nil {
 		return err
 	}
+	bytes := len(sendMem)
+	be.job.faults.Slow.sleep(be.flips.rank, coll.AllReduce.Name, bytes)
 	call := fmt.Sprintf("%s of %d %s with %s", coll.AllReduce.Name, send.Count(), send.DType(), op)
 	m, err := be.job.meet(be.group, be.rank, call, slices.Clone(sendMem))
 	if err != nil {
@@ -117,7 +119,7 @@ func (be *Backend) allReduce(send, recv coll.Buffer, op coll.Op) error {
 	if err := be.reduce(send.DType(), op, recvMem, m.payloads, 0, be.order(false)); err != nil {
 		return err
 	}
-	if f := be.job.faults.Flip; f.hits(be.flips, coll.AllReduce.Name) {
+	if f := be.job.faults.Flip; f.hits(be.flips, coll.AllReduce.Name, bytes) {
 		flip(recvMem, f.Element, send.DType().Size())
 	}
 	return nil
@@ -133,6 +135,8 @@ func (be *Backend) reduceScatter(send, recv coll.Buffer, op coll.Op) error {
 	if err := be.Supports(send.DType(), op); err != nil {
 		return err
 	}
+	bytes := len(recvMem)
+	be.job.faults.Slow.sleep(be.flips.rank, coll.ReduceScatter.Name, bytes)
 	call := fmt.Sprintf("%s of %d %s with %s", coll.ReduceScatter.Name, send.Count(), send.DType(), op)
 	m, err := be.job.meet(be.group, be.rank, call, slices.Clone(sendMem))
 	if err != nil {
@@ -141,7 +145,7 @@ func (be *Backend) reduceScatter(send, recv coll.Buffer, op coll.Op) error {
 	if err := be.reduce(send.DType(), op, recvMem, m.payloads, be.rank*len(recvMem), be.order(be.job.faults.ReversedReduceScatter)); err != nil {
 		return err
 	}
-	if f := be.job.faults.Flip; f.hits(be.flips, coll.ReduceScatter.Name) {
+	if f := be.job.faults.Flip; f.hits(be.flips, coll.ReduceScatter.Name, bytes) {
 		flip(recvMem, f.Element, send.DType().Size())
 	}
 	return nil
@@ -154,10 +158,11 @@ func (be *Backend) allGather(send, recv coll.Buffer, _ coll.Op) error {
 	if err != nil {
 		return err
 	}
+	be.job.faults.Slow.sleep(be.flips.rank, coll.AllGather.Name, len(sendMem))
 	call := fmt.Sprintf("%s of %d %s", coll.AllGather.Name, send.Count(), send.DType())
 	mine := slices.Clone(sendMem)
 	f := be.job.faults.Flip
-	hit := f.hits(be.flips, coll.AllGather.Name)
+	hit := f.hits(be.flips, coll.AllGather.Name, len(sendMem))
 	if hit && f.Send {
 		flip(mine, f.Element, send.DType().Size())
 	}

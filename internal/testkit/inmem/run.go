@@ -43,6 +43,36 @@ type Faults struct {
 	// rank, at the calls it names: what e2e/testdata/corrupt.c does to MPI,
 	// in memory.
 	Flip *Flip
+	// Slow delays one rank's calls before they meet the others': what
+	// e2e/testdata/slow.c does to MPI, in memory.
+	Slow *Slow
+	// Refusals, when set, are what the backend refuses in place of
+	// nothing: another backend's (e2e gives MPI's), so that a run that
+	// backend refuses is refused in memory alike, with its words.
+	Refusals *Refusals
+}
+
+// Slow sleeps before each call of rank Rank for as long as Delay says for
+// the collective (coll.AllReduce.Name, ...) and the bytes the call moves as
+// MPI counts them (slow.c's SLOW_SPEC): AllReduce its buffer, ReduceScatter
+// and AllGather one rank's shard. Zero: no sleep.
+type Slow struct {
+	Rank  int
+	Delay func(collective string, bytes int) time.Duration
+}
+
+// sleep is Slow's delay of a call of c moving bytes on world rank rank.
+func (s *Slow) sleep(rank int, c string, bytes int) {
+	if s != nil && s.Rank == rank {
+		if d := s.Delay(c, bytes); d > 0 {
+			time.Sleep(d)
+		}
+	}
+}
+
+// Refusals is a backend's Supports, for Faults.Refusals.
+type Refusals struct {
+	Supports func(coll.DType, coll.Op) error
 }
 
 // Flip is an intermittent fault on one world rank: at the calls of one
@@ -54,17 +84,20 @@ type Faults struct {
 // Chunk (what rank Chunk sent).
 type Flip struct {
 	Collective string // coll.AllReduce.Name, ...
-	Rank       int
-	Element    int
-	Chunk      int
-	Send       bool
-	Calls      func(n int) bool
+	// Bytes, when not 0, counts only the calls that move that many bytes,
+	// as Slow counts them (corrupt.c's CORRUPT_BYTES).
+	Bytes   int
+	Rank    int
+	Element int
+	Chunk   int
+	Send    bool
+	Calls   func(n int) bool
 }
 
 // hits counts a call of c on the rank that owns h and says whether the
 // fault strikes it.
-func (f *Flip) hits(h *flips, c string) bool {
-	if f == nil || f.Collective != c || f.Rank != h.rank {
+func (f *Flip) hits(h *flips, c string, bytes int) bool {
+	if f == nil || f.Collective != c || f.Rank != h.rank || (f.Bytes != 0 && f.Bytes != bytes) {
 		return false
 	}
 	h.calls++

@@ -298,4 +298,3 @@ func (o *output) String() string {
 	defer o.mu.Unlock()
 	return o.buf.String()
 }
-

@@ -88,17 +88,19 @@ func failedWith(t *testing.T, r result, dir string, want ...string) outdir.Recor
 // phase (the smoke config's 210K AllReduce: call 1 is the warm-up, call
 // k+2 cycle k), the first or one in the middle, fails the run, naming the
 // rank, its host, the case, the mode and the cycle; that sample's row
-// alone says False.
+// alone says False. The ranks are in this process and the flip is the
+// interposer's in memory (inmem.Flip: the same call of the same rank at
+// the same size, the same element); the PMPI-corrupted sample's
+// representative under mpirun, with testdata/corrupt.c, is
+// TestAFlipInASampleTakenInOneCallFailsTheRun.
 func TestAFlipInAnyTimingSampleFailsTheRun(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ at, cycle int }{{2, 0}, {4, 2}} {
 		t.Run(fmt.Sprintf("cycle %d", c.cycle), func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
-			r := launchWith(t, 2, 2*time.Minute, corrupt(t, "RANK=1", "CALL=Allreduce", "BYTES=215040", fmt.Sprintf("AT=%d", c.at)),
-				"-config", "../configs/smoke.toml", "-backend", "mpi", "-output-dir", dir)
-			if !strings.Contains(r.stderr, fmt.Sprintf("corrupt.c: rank 1 flips a bit of element 0 of its output in MPI_Allreduce call %d (215040 bytes)", c.at)) {
-				t.Fatalf("the fault was not injected:\n%s", r.stderr)
-			}
+			fault := inmem.Flip{Collective: coll.AllReduce.Name, Rank: 1, Bytes: 215040, Calls: func(n int) bool { return n == c.at }}
+			r := inprocWith(t, 2, inmem.Faults{Flip: &fault}, 2*time.Minute, "-config", "../configs/smoke.toml", "-backend", "mpi", "-output-dir", dir)
 			failedWith(t, r, dir, fmt.Sprintf("timing check failed on rank(s) [1]: rank 1 (%s): default 210K float32 sum out-of-place per-op, direct output at cycle %d: element 0 is 3.0000002, want 3", hostname(t), c.cycle))
 			rows := readCSV(t, filepath.Join(dir, "rank1_timings.csv"))
 			for _, row := range rows[1:] {

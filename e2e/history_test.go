@@ -19,7 +19,9 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"rsag/coll"
 	"rsag/history"
+	"rsag/internal/testkit/inmem"
 	"rsag/outdir"
 )
 
@@ -190,8 +192,10 @@ func TestARunAppendsItselfToTheHistory(t *testing.T) {
 // row reads back as each run's files have it; rsag history shows the step
 // and rsag check flags it, exit 1.
 //
-// The runs are smoke.toml's at two sizes without the memory phase.
-// testdata/slow.c gives every timed collective of rank 0 a floor of 20 ms,
+// The runs are smoke.toml's at two sizes without the memory phase, on
+// ranks in this process: the history is the runs' files and rsag's
+// commands, not the launch. slowIn (testdata/slow.c's SLOW_SPEC, in
+// memory: inmem.Slow) gives every timed collective of rank 0 a floor of 20 ms,
 // so that identical runs measure about the same on an idle machine, and
 // plants the slowdown: 400 ms for the 210K direct AllReduce alone, twenty
 // times the floor and far above what two CPU hogs on two cores were seen to
@@ -203,19 +207,25 @@ func TestARunAppendsItselfToTheHistory(t *testing.T) {
 func TestHistoryOfRunsShowsAPlantedStep(t *testing.T) {
 	tmp := t.TempDir()
 	db := filepath.Join(tmp, "history.db")
-	lib := interposer(t, "slow")
 	const floor = "Allreduce:3360:20000,Allreduce:215040:20000,Reduce_scatter_block:1680:20000,Reduce_scatter_block:107520:20000," +
 		"Allgather:1680:20000,Allgather:107520:20000"
 	slowed := strings.Replace(floor, "Allreduce:215040:20000", "Allreduce:215040:400000", 1)
 	const step = "default 210K float32 sum out-of-place per-op direct"
 	dirs := map[int]string{}
+	var last time.Time
 	run := func(i int, spec string, args ...string) {
 		t.Helper()
 		dirs[i] = filepath.Join(tmp, fmt.Sprintf("run%d", i))
-		argv := append([]string{"../scripts/mpirun.sh", "2", "-x", "LD_PRELOAD=" + lib, "-x", "SLOW_RANK=0", "-x", "SLOW_SPEC=" + spec, rsagBin,
-			"-config", "../configs/smoke.toml", "-backend", "mpi", "-set", "timing.sizes_bytes=[3360,215040]", "-set", "memory.enabled=false",
-			"-output-dir", dirs[i]}, args...)
-		if r := launch(t, 2*time.Minute, argv...); r.code != 0 {
+		argv := append([]string{"-config", "../configs/smoke.toml", "-backend", "mpi", "-set", "timing.sizes_bytes=[3360,215040]",
+			"-set", "memory.enabled=false", "-output-dir", dirs[i]}, args...)
+		// A run's key in the history is rank 0's host, pid and start in
+		// whole seconds (history.Run.Key): runs of this one process start
+		// in seconds of their own.
+		if now := time.Now(); now.Truncate(time.Second).Equal(last.Truncate(time.Second)) {
+			time.Sleep(time.Until(now.Truncate(time.Second).Add(time.Second)))
+		}
+		last = time.Now()
+		if r := inprocWith(t, 2, inmem.Faults{Slow: slowIn(0, spec)}, 2*time.Minute, argv...); r.code != 0 {
 			t.Fatalf("run %d: exit %d\nstdout:\n%s\nstderr:\n%s", i, r.code, r.stdout, r.stderr)
 		}
 	}
@@ -410,6 +420,27 @@ func TestHistoryOfRunsShowsAPlantedStep(t *testing.T) {
 	if r := rsag("check", "-baseline", db, "-last", "4", "-junit", notes, dirs[7]); r.code != 2 || !strings.Contains(r.stderr, "is not a file rsag wrote") || readFile(t, notes) != "mine\n" {
 		t.Errorf("check -junit over a user's file: exit %d, %q, the file %q", r.code, r.stderr, readFile(t, notes))
 	}
+}
+
+// slowIn is testdata/slow.c's SLOW_SPEC ("Allreduce:3360:20000,...":
+// MPI's call, the bytes it moves, the microseconds rank sleeps before it)
+// for ranks in this process: inmem.Slow, which counts bytes as slow.c does.
+func slowIn(rank int, spec string) *inmem.Slow {
+	names := map[string]string{"Allreduce": coll.AllReduce.Name, "Reduce_scatter_block": coll.ReduceScatter.Name, "Allgather": coll.AllGather.Name}
+	type key struct {
+		c     string
+		bytes int
+	}
+	delays := map[key]time.Duration{}
+	for _, item := range strings.Split(spec, ",") {
+		var call string
+		var bytes, us int
+		if _, err := fmt.Sscanf(strings.ReplaceAll(item, ":", " "), "%s %d %d", &call, &bytes, &us); err != nil || names[call] == "" {
+			panic(fmt.Sprintf("slowIn: %q is not CALL:BYTES:MICROSECONDS", item))
+		}
+		delays[key{names[call], bytes}] = time.Duration(us) * time.Microsecond
+	}
+	return &inmem.Slow{Rank: rank, Delay: func(c string, bytes int) time.Duration { return delays[key{c, bytes}] }}
 }
 
 // lockedBuffer is an output buffer a test reads while the command writes.

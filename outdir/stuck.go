@@ -31,7 +31,8 @@ import (
 // beat apart, in a phase whose steps every rank takes (not locate). It
 // lives, so it does not end the job (end_on_stuck_rank); and rank 0, which
 // alone writes the combined outputs while the others wait, is not named
-// behind.
+// behind. Nor are ranks that stay together inside a collective the others
+// have left (nobehind.go's together: a cut link), which no rank holds up.
 
 // EarlySilentAfter is how long a rank whose process no rank can see (its
 // whole node's heartbeat file stopped) must stay silent before it is named
@@ -165,7 +166,7 @@ func (h Hang) stuck(r int, timeout time.Duration) (Stuck, bool) {
 // alive: it has stayed in or past a step short of theirs for BehindAfter.
 func (h Hang) behind(r int, b Beat, timeout time.Duration) (Stuck, bool) {
 	still := h.Now.Sub(b.Step.At)
-	if r == 0 || behindMeansNothing[b.Step.Phase] || still < BehindAfter {
+	if r == 0 || behindMeansNothing[b.Step.Phase] || still < BehindAfter || h.together(r, b) {
 		return Stuck{}, false
 	}
 	waiting, step, deadline := h.waiters(r, timeout)

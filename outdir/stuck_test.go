@@ -179,6 +179,33 @@ func TestHangStraddlingTwoStepsBlamesNoRank(t *testing.T) {
 	if got := h.Text(); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
+	// Two still in it together past BehindAfter (the real cadence's
+	// timeout_s 20, on 4 emulated hosts): still none behind, in the line
+	// and in the early naming, which names no one.
+	long := h
+	long.Beats = maps.Clone(h.Beats)
+	for _, r := range []int{1, 3} {
+		long.Beats[r] = beat(r, "a", 771, "all-reduce", true, 200*time.Millisecond, BehindAfter+2*time.Second)
+	}
+	long.Beats[2] = beat(2, "a", 772, "all-reduce", true, 200*time.Millisecond, 1500*time.Millisecond)
+	if got := long.Text(); !strings.Contains(got, "no rank is behind") || !strings.Contains(got, "ranks 1,3 wait in it for") {
+		t.Errorf("two in it past BehindAfter: %q", got)
+	}
+	w := StuckWatch{}
+	w.Look(long, nil)
+	long.Now = long.Now.Add(BeatEvery)
+	if named := w.Look(long, nil); len(named) != 0 {
+		t.Errorf("two together in a collective the others left, named early: %+v", named)
+	}
+	// One alone in it past BehindAfter (a rank spinning inside the call,
+	// spin.c) is behind: the hang names it, and no line says none is.
+	alone := h
+	alone.Beats = maps.Clone(h.Beats)
+	alone.Beats[1] = beat(1, "a", 772, "all-reduce", true, 200*time.Millisecond, 1500*time.Millisecond)
+	alone.Beats[3] = beat(3, "a", 771, "all-reduce", true, 200*time.Millisecond, BehindAfter+2*time.Second)
+	if got := alone.Text(); strings.Contains(got, "no rank is behind") || !strings.Contains(got, "rank 3 on a (pid 103) waits in timing all-reduce #771") {
+		t.Errorf("one alone in it past BehindAfter: %q", got)
+	}
 	// Three still in it, one ahead.
 	h.Beats[0] = beat(0, "a", 771, "all-reduce", true, 200*time.Millisecond, 1600*time.Millisecond)
 	if got := h.Text(); !strings.Contains(got, "ranks 0,1,3 wait in it for 1.6 s, and rank 2, having left it, in the next") {

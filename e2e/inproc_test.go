@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,7 +48,17 @@ var mpiRefusals = &inmem.Refusals{Supports: (&mpibackend.Backend{}).Supports}
 // testdata/corrupt.c does to MPI, in memory (inmem.Flip).
 func inprocWith(t *testing.T, np int, faults inmem.Faults, limit time.Duration, args ...string) result {
 	t.Helper()
-	ended, took := inprocRanks(t, np, faults, limit, args...)
+	return inprocWatching(t, np, faults, nil, limit, args...)
+}
+
+// inprocWatching is inprocWith that calls watch, when not nil, with all
+// rank 0 has written to its stdout so far, at each of its writes and before
+// the write returns: a test acts or looks at the moment a line comes (as
+// mpirun's pipe shows it a moment later), while rank 0 waits. watch runs
+// on rank 0's goroutine: it records, and the test asserts afterwards.
+func inprocWatching(t *testing.T, np int, faults inmem.Faults, watch func(stdout string), limit time.Duration, args ...string) result {
+	t.Helper()
+	ended, took := inprocRanks(t, np, faults, watch, limit, args...)
 	r := result{took: took, code: jobCode(ended)}
 	var out, errs strings.Builder
 	for rank, e := range ended {
@@ -78,7 +89,7 @@ func jobCode(ended []inmem.Ended) int {
 }
 
 // inprocRanks is inproc's run, rank by rank.
-func inprocRanks(t *testing.T, np int, faults inmem.Faults, limit time.Duration, args ...string) ([]inmem.Ended, time.Duration) {
+func inprocRanks(t *testing.T, np int, faults inmem.Faults, watch func(string), limit time.Duration, args ...string) ([]inmem.Ended, time.Duration) {
 	t.Helper()
 	host, err := os.Hostname()
 	if err != nil {
@@ -104,6 +115,9 @@ func inprocRanks(t *testing.T, np int, faults inmem.Faults, limit time.Duration,
 		o := flagOptions(args)
 		o.Version, o.Commit, o.Started = "inproc", "inproc", started
 		o.Stdout, o.Stderr, o.Exit, o.World = w.Stdout(), w.Stderr(), w.Exit, w
+		if watch != nil && w.Rank() == 0 {
+			o.Stdout = &watched{to: w.Stdout(), watch: watch}
+		}
 		return rsag.Main(o)
 	})
 	return ended, time.Since(started)
@@ -130,4 +144,21 @@ func flagOptions(args []string) rsag.Options {
 		o.Sets = append(o.Sets, "backend="+o.Backend)
 	}
 	return o
+}
+
+// watched is rank 0's stdout under inprocWatching.
+type watched struct {
+	mu    sync.Mutex // rank 0's goroutines may write at once
+	to    io.Writer
+	seen  strings.Builder
+	watch func(string)
+}
+
+func (w *watched) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.to.Write(p)
+	w.seen.Write(p)
+	w.watch(w.seen.String())
+	return n, err
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"rsag/internal/atomicfile"
+	"rsag/internal/testkit/inmem"
 	"rsag/outdir"
 	"rsag/report"
 )
@@ -122,36 +123,40 @@ func TestALinkPlantedMidRunIsNotFollowed(t *testing.T) {
 	// class 15: it was once met by a beat and passed over silently).
 	for _, name := range []string{"rank1_timings.csv", "timings.csv", "time_vs_size.png", report.SummaryFile, outdir.LockFile, outdir.NodeBeatName(0)} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			dir, v := t.TempDir(), victimFile(t)
-			// Rank 0's 3360-byte AllReduces each sleep 20 ms first
-			// (testdata/slow.c): the timing phase lasts 2 s at least,
-			// asleep, whatever the machine's pace, and its 100 cycles of
-			// the larger sizes are soon done (500 cycles of every size
-			// took 5 s of both cores a run).
-			j := startStalled(t, 2, []string{"-x", "LD_PRELOAD=" + interposer(t, "slow"), "-x", "SLOW_RANK=0", "-x", "SLOW_SPEC=Allreduce:3360:20000"},
-				append(append([]string{"-output-dir", dir}, smoke...), "-set", "timing.cycles=100")...)
-			// Once the contracts have run, the checks are long past; the
-			// timing phase, seconds long, has begun.
-			j.waitLine(t, "contracts: ", time.Minute)
 			link := filepath.Join(dir, name)
-			if name == outdir.LockFile {
-				os.Remove(link)
+			// Rank 0's 3360-byte AllReduces each sleep 20 ms first
+			// (testdata/slow.c's, in memory: slowIn): the timing phase lasts
+			// 2 s at least, asleep, whatever the machine's pace, and beats
+			// and writes meet the link. The ranks are in this process: the
+			// writers' refusal is the run's logic.
+			var plantErr error
+			planted := false
+			plant := func(stdout string) {
+				// Once the contracts have run, the checks are long past;
+				// rank 0 waits here until the link is in place.
+				if planted || !strings.Contains(stdout, "contracts: ") {
+					return
+				}
+				planted = true
+				if name == outdir.LockFile {
+					os.Remove(link)
+				}
+				plantErr = os.Symlink(v, link)
+				// A heartbeat is there already, rewritten every beat: take
+				// its place between two beats.
+				for i := 0; name == outdir.NodeBeatName(0) && plantErr != nil && i < 50; i++ {
+					os.Remove(link)
+					plantErr = os.Symlink(v, link)
+				}
 			}
-			err := os.Symlink(v, link)
-			// A heartbeat is there already, rewritten every second: take
-			// its place between two beats.
-			for i := 0; name == outdir.NodeBeatName(0) && err != nil && i < 50; i++ {
-				os.Remove(link)
-				err = os.Symlink(v, link)
+			r := inprocWatching(t, 2, inmem.Faults{Slow: slowIn(0, "Allreduce:3360:20000")}, plant, 3*time.Minute,
+				append(append([]string{"-output-dir", dir}, smoke...), "-set", "timing.cycles=100")...)
+			if !planted || plantErr != nil {
+				t.Fatalf("the link was not planted (contracts line seen: %v): %v\nstdout:\n%s", planted, plantErr, r.stdout)
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The limit bounds a hang, not the pace: beside other jobs on
-			// both cores, this run's 3000 operations once took over a
-			// minute (9 ms each at 3360 bytes).
-			code := j.wait(t, 3*time.Minute)
-			_, stderr := j.output()
+			code, stderr := r.code, r.stderr
 			victimIntact(t, v)
 			if target, err := os.Readlink(link); err != nil || target != v {
 				t.Errorf("the link was replaced or removed: %q, %v", target, err)

@@ -285,7 +285,8 @@ func TestARefusedRunLeavesNoDirectory(t *testing.T) {
 // there present, with the time the run took to get there; with many runs,
 // whose figures take seconds to write, a line printed before them would
 // find run.json still running. A run that fails says so instead, once
-// run.json does.
+// run.json does. The ranks are in this process, and run.json is read as
+// rank 0 writes the line, rank 0 waiting (inprocWatching).
 func TestClosingLinesComeLast(t *testing.T) {
 	t.Parallel()
 	cfg := "[timing]\nsizes_bytes = [3360, 215040, 1075200]\ncycles = 2\n[memory]\nenabled = false\n"
@@ -294,22 +295,34 @@ func TestClosingLinesComeLast(t *testing.T) {
 	}
 	path := writeFile(t, t.TempDir(), "runs.toml", cfg)
 	t.Run("complete", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
-		j := startJob(t, 2, nil, "-output-dir", dir, "-config", path, "-backend", "mpi")
-		j.waitLine(t, "results in ", 2*time.Minute)
-		run, err := outdir.ReadRecord(dir)
-		if err != nil || run.Status != outdir.StatusComplete {
-			t.Fatalf("when the closing line came, %s said %+v (%v); want complete", outdir.RunFile, run, err)
-		}
-		for _, f := range run.Files {
-			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-				t.Errorf("when the closing line came, %s was missing: %v", f, err)
+		var run outdir.Record
+		var err error
+		var missing []error
+		seen := false
+		r := inprocWatching(t, 2, inmem.Faults{}, func(stdout string) {
+			if seen || !strings.Contains(stdout, "results in ") {
+				return
 			}
+			seen = true
+			run, err = outdir.ReadRecord(dir)
+			for _, f := range run.Files {
+				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+					missing = append(missing, err)
+				}
+			}
+		}, 2*time.Minute, "-output-dir", dir, "-config", path, "-backend", "mpi")
+		if !seen || err != nil || run.Status != outdir.StatusComplete {
+			t.Fatalf("when the closing line came (%v), %s said %+v (%v); want complete\n%s", seen, outdir.RunFile, run, err, r.stdout)
 		}
-		if code := j.wait(t, time.Minute); code != 0 {
-			t.Errorf("exit %d", code)
+		for _, err := range missing {
+			t.Errorf("when the closing line came, a file was missing: %v", err)
 		}
-		stdout, _ := j.output()
+		if r.code != 0 {
+			t.Errorf("exit %d", r.code)
+		}
+		stdout := r.stdout
 		if v := verdict(t, stdout); v != nil && (v[1] != "PASSED" || v[2] != "results in "+dir) {
 			t.Errorf("the verdict of a complete run: %q", v[0])
 		}
@@ -326,17 +339,24 @@ func TestClosingLinesComeLast(t *testing.T) {
 		}
 	})
 	t.Run("failed", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
-		j := startJob(t, 2, nil, "-output-dir", dir, "-config", path, "-backend", "mpi", "-set", "timing.min_busbw_gbps=100000")
-		j.waitLine(t, "are not complete", 2*time.Minute)
-		run, err := outdir.ReadRecord(dir)
-		if err != nil || run.Status != outdir.StatusFailed {
-			t.Errorf("when the failure line came, %s said %+v (%v); want failed", outdir.RunFile, run, err)
+		var run outdir.Record
+		var err error
+		seen := false
+		r := inprocWatching(t, 2, inmem.Faults{}, func(stdout string) {
+			if !seen && strings.Contains(stdout, "are not complete") {
+				seen = true
+				run, err = outdir.ReadRecord(dir)
+			}
+		}, 2*time.Minute, "-output-dir", dir, "-config", path, "-backend", "mpi", "-set", "timing.min_busbw_gbps=100000")
+		if !seen || err != nil || run.Status != outdir.StatusFailed {
+			t.Errorf("when the failure line came (%v), %s said %+v (%v); want failed", seen, outdir.RunFile, run, err)
 		}
-		if code := j.wait(t, time.Minute); code != 1 {
-			t.Errorf("exit %d, want 1", code)
+		if r.code != 1 {
+			t.Errorf("exit %d, want 1", r.code)
 		}
-		stdout, _ := j.output()
+		stdout := r.stdout
 		if !regexp.MustCompile(`results in \S+ are not complete \([0-9.]+ s since rank 0 started; its run.json says failed\): .*bus bandwidth`).MatchString(unfolded(stdout)) {
 			t.Errorf("no line saying what failed:\n%s", stdout)
 		}

@@ -178,7 +178,7 @@ func TestARunAppendsItselfToTheHistory(t *testing.T) {
 	if r.code != 5 {
 		t.Fatalf("an append that failed: exit %d, want 5\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	if !strings.Contains(r.stdout, "rsag: PASSED") || !strings.Contains(r.stderr, "the run's verdict above stands, but it was not added to history "+bogus) ||
+	if !strings.Contains(r.stdout, "rsag: PASSED") || !strings.Contains(r.stderr, "the run's verdict below stands, but it was not added to history "+bogus) ||
 		!strings.Contains(r.stderr, "rsag history -append "+dir+" "+bogus) {
 		t.Errorf("the failed append is not said as it is\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}

@@ -58,9 +58,12 @@ func (s *session) checkHistory(cfg config.Config) error {
 // and is never a baseline), and returns the run's exit status: code, or
 // ExitHistory when the run passed and the append failed, said on stderr
 // with the command that adds it later. A run that wrote nothing (refused
-// before its output dir) is not appended.
-func (s *session) appendHistory(st *state, code int) int {
+// before its output dir) is not appended. Then rank 0 prints the run's
+// verdict (code, verr): the last line, whatever the append said.
+func (s *session) appendHistory(st *state, code int, verr error) int {
+	verdict := func(code int) func() { return func() { s.printVerdict(st, code, verr) } }(code)
 	if s.comm.Rank() != 0 || s.history == "" || st.log.status() == "" {
+		verdict()
 		return code
 	}
 	// The run is over: waiting for another writer's lock is no hang.
@@ -86,8 +89,9 @@ func (s *session) appendHistory(st *state, code int) int {
 		}
 		mu.Lock() // never while the append's outcome is being said
 		if !done {
-			fmt.Fprintf(s.opts.Stderr, "rsag: received %s while adding the run to history %s: it was not added (the verdict above stands); add it with: %s\n",
+			fmt.Fprintf(s.opts.Stderr, "rsag: received %s while adding the run to history %s: it was not added (the verdict below stands); add it with: %s\n",
 				name, s.history, add)
+			verdict()
 			s.opts.Exit(code)
 		}
 		mu.Unlock()
@@ -105,11 +109,13 @@ func (s *session) appendHistory(st *state, code int) int {
 	}
 	close(sigs) // no signal comes now: the goroutine above ends, done
 	if err != nil {
-		fmt.Fprintf(s.opts.Stderr, "rsag: the run's verdict above stands, but it was not added to history %s: %v; add it with: %s\n",
+		fmt.Fprintf(s.opts.Stderr, "rsag: the run's verdict below stands, but it was not added to history %s: %v; add it with: %s\n",
 			s.history, err, add)
+		verdict()
 		return code
 	}
 	s.printf("history: added as run %d (%s) to %s\n", id, status, s.history)
+	verdict()
 	if code == ExitHistory {
 		return ExitOK
 	}

@@ -213,9 +213,8 @@ func run(o Options, comm World, end *watchdog.Ender, startup time.Duration, proc
 		s.endBeats(fmt.Sprintf("exit %d", ExitOK))
 		end.Leaving(ExitOK)
 		st.releaseLock(o.Stderr)
-		s.printVerdict(&st, ExitOK, nil)
 		s.finalize()
-		return s.appendHistory(&st, ExitOK)
+		return s.appendHistory(&st, ExitOK, nil) // and the verdict, last
 	}
 	var sh *sharedError
 	if errors.As(err, &sh) {
@@ -229,14 +228,13 @@ func run(o Options, comm World, end *watchdog.Ender, startup time.Duration, proc
 		end.Leaving(sh.code)
 		st.releaseLock(o.Stderr)
 		s.removeMadeTogether(&st)
-		s.printVerdict(&st, sh.code, err)
 		// Rank 0 adds the failed run to the history before MPI_Finalize,
 		// where the other ranks wait for it: once one of them exits
 		// non-zero the launcher ends the rest (Open MPI after a second,
 		// srun --kill-on-bad-exit at once), and the run was lost (1 of 3
 		// clean make tests). A passing run's ranks exit 0, and rank 0 may
 		// wait out another writer's lock after them.
-		code := s.appendHistory(&st, sh.code)
+		code := s.appendHistory(&st, sh.code, err) // and the verdict, last
 		s.finalize()
 		return code
 	}
@@ -247,8 +245,7 @@ func run(o Options, comm World, end *watchdog.Ender, startup time.Duration, proc
 	s.endBeats(fmt.Sprintf("exit %d: %v", ExitFailed, err))
 	st.releaseLock(o.Stderr)
 	st.removeMade()
-	s.printVerdict(&st, ExitFailed, err)
-	s.appendHistory(&st, ExitFailed) // rank 0's failure: run.json says failed
+	s.appendHistory(&st, ExitFailed, err) // rank 0's failure: run.json says failed; and the verdict, last
 	// Only this rank knows: the others may be waiting in a collective, so
 	// end the whole job rather than let it hang.
 	st.abortBackend()

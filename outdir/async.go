@@ -42,7 +42,7 @@ func (h Hang) asyncText(group []int) string {
 		call = b.Async.Call
 		said := b.Async.Said
 		if b.Async.At.Before(b.Step.At) {
-			said = "not asked since it entered it (a wait in the driver, RSAG_WAIT=block, asks nothing)"
+			said = "not asked since it entered it (no polling device wait since: RSAG_WAIT=block, or a wait on the host)"
 		}
 		if _, ok := ranks[said]; !ok {
 			order = append(order, said)

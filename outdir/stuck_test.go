@@ -253,7 +253,7 @@ func TestHangNoRankBehindQuotesNCCL(t *testing.T) {
 				"and ncclRemoteError (6): remote process exited or there was a network error on rank 2"},
 		{"one not asked since it entered", map[int]*AsyncSaid{0: said(ok, 0), 1: said(ok, 0), 2: said(ok, 0), 3: said(ok, 6*time.Second)},
 			base + "; ncclCommGetAsyncError, asked by each rank in this collective, says: ncclSuccess (no error yet) on ranks 0-2, " +
-				"and not asked since it entered it (a wait in the driver, RSAG_WAIT=block, asks nothing) on rank 3"},
+				"and not asked since it entered it (no polling device wait since: RSAG_WAIT=block, or a wait on the host) on rank 3"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := Hang{World: 4, Now: t0, Host: "a", Self: 0, State: states(nil), Beats: map[int]Beat{}}

@@ -84,10 +84,10 @@ type session struct {
 	// async is the backend's word on its own errors (NCCL's
 	// ncclCommGetAsyncError), which each beat carries; nil on MPI.
 	async coll.AsyncReporter
-	wd   *watchdog.Watchdog
-	tr   *watchdog.Steps
-	end  *watchdog.Ender
-	out  io.Writer // rank 0's tables and progress; nothing elsewhere
+	wd    *watchdog.Watchdog
+	tr    *watchdog.Steps
+	end   *watchdog.Ender
+	out   io.Writer // rank 0's tables and progress; nothing elsewhere
 
 	hostsOf []string        // every rank's host, once gathered
 	cpusOf  []phase.CPUMask // every rank's processors, once gathered

@@ -366,6 +366,21 @@ func judgeLevel(out *report.SummaryLocate, plan phases.LocatePlan, level phases.
 		if note, ok := pairNote[i]; ok {
 			p.Verdict = note
 		}
+		if p.Verdict == "healthy" && slices.ContainsFunc(p.Figures, func(f report.SummaryLocateFigure) bool { return f.Repeats > 0 && f.SlowRepeats == f.Repeats }) {
+			// Slow in every repeat, but no suspect itself: a suspect member
+			// explains it (a slowed rank slows each pair it is in), and a
+			// row that said "healthy" beside 0.01x would read as a lie.
+			for _, m := range []int{k.a, k.b} {
+				if res.Members[m].Suspect {
+					nodes, ranks := nameOf(m)
+					who := nodes[0]
+					if level.OfRanks {
+						who = fmt.Sprintf("rank %d", ranks[0])
+					}
+					p.Verdict = "slow through its suspect member, " + who
+				}
+			}
+		}
 		if level.OfRanks {
 			p.Nodes, p.Ranks = []string{plan.Nodes[node[k.a]]}, []int{k.a, k.b}
 			why, ok := crowded[k.a]

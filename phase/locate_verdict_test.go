@@ -315,3 +315,32 @@ func TestAnUnresponsiveRankLinkIsNamed(t *testing.T) {
 		t.Errorf("suspects %q, want ranks 4-5 unresponsive", got)
 	}
 }
+
+// A slowed rank slows every rank pair it is in; the rank is the suspect,
+// and those pairs say that it explains them rather than "healthy" beside
+// a figure of 0.01x (seen on one shared H100 with ncclfault.c's slow
+// fault). Pairs without it stay healthy.
+func TestAPairSlowThroughASuspectRankSaysSo(t *testing.T) {
+	in, rows := synthetic(t, 1, 4, func(step string, _ int, u phases.LocateUnit, _ int, _ phases.LocateProbe) float64 {
+		if step == "ranks" && slices.Contains(u.Members, 3) {
+			return 100
+		}
+		return 1
+	})
+	l := phase.LocateSummary(in, rows)
+	if got := texts(l.Suspects); len(got) != 1 || !strings.HasPrefix(got[0], "rank 3 on node1") {
+		t.Fatalf("suspects %q, want rank 3 alone", got)
+	}
+	if len(l.RankPairs) != 6 {
+		t.Fatalf("%d rank pairs, want 6", len(l.RankPairs))
+	}
+	for _, p := range l.RankPairs {
+		want := "healthy"
+		if slices.Contains(p.Ranks, 3) {
+			want = "slow through its suspect member, rank 3"
+		}
+		if p.Verdict != want {
+			t.Errorf("ranks %v: %q, want %q", p.Ranks, p.Verdict, want)
+		}
+	}
+}

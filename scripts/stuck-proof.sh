@@ -285,6 +285,7 @@ done
       k = int(p * n); if (k < p * n) k++; if (k < 1) k = 1
       return a[k]
     }
+    / skipped: / { next }
     $1 == "clean" { cr++; if ($0 ~ /early_lines=0 / && $0 ~ /stuck_in_run_json=0 /) ok++; else bad++; if ($0 ~ / exit=0 /) z++; next }
     $4 !~ /^rank=/ { next }
     {

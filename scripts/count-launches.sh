@@ -7,7 +7,11 @@
 #   count-launches.sh COMMAND ARGS...
 set -euo pipefail
 real=$(command -v mpirun) || { echo "count-launches: mpirun not found (make deps)" >&2; exit 1; }
-dir=$(mktemp -d)
+# The shim lives under the checkout, not /tmp: an emulated host
+# (scripts/hosts.sh) mounts a /tmp of its own, and the mpiruns the tests
+# start inside one were not counted (about 20 of make test's).
+mkdir -p .build
+dir=$(mktemp -d "$PWD/.build/count-launches.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 log="$dir/launches"
 : >"$log"

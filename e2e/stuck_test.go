@@ -210,9 +210,12 @@ func TestASpinningRankIsNamedBehind(t *testing.T) {
 	var dir string
 	args := []string{"-x", "LD_PRELOAD=" + interposer(t, "spin"), "-x", "SPIN_RANK=1", "-x", "SPIN_CALL=Allreduce", "-x", "SPIN_BYTES=4096",
 		"-x", "SPIN_AFTER_S=2", "-x", "SPIN_SECONDS=300"}
+	// The short-cadence twin: behind after 10 beats of 200 ms, so that the
+	// watchdog, which ends a job whose rank lives, comes at 10 s, not 60.
+	bin := fastRsag(t)
 	end := runStalled(t, 3*time.Minute, func() *job {
 		dir = t.TempDir()
-		return startStalled(t, 4, args, append([]string{"-output-dir", dir, "-set", "timeout_s=60", "-set", "startup_timeout_s=60",
+		return startStalledOf(t, bin, 4, nil, args, append([]string{"-output-dir", dir, "-set", "timeout_s=10", "-set", "startup_timeout_s=60",
 			"-set", "end_on_stuck_rank=true"}, longTiming...)...)
 	})
 	if end.code == 0 || !strings.Contains(end.stderr, "spin.c: rank 1 spins") {

@@ -177,3 +177,31 @@ func TestThePageKeepsFilesItDidNotWrite(t *testing.T) {
 		t.Errorf("the page lacks the judge's section")
 	}
 }
+
+// A run whose ranks outnumbered their processors (or a baseline's) is
+// never called slower or faster: its medians measure the ranks' turn-taking
+// as much as the collective (identical runs beside a CPU hog, 4 ranks on 2
+// processors, were called 2 to 4 times slower in 2 of 20 pairs). The case
+// is inconclusive, with its ratio and why, and the exit status says so;
+// an uncrowded pair with the same samples is still SLOWER.
+func TestCrowdedRanksAreNeverCalledSlower(t *testing.T) {
+	crowd := func(s *report.Summary) { s.Nodes[0].Crowded = "2 ranks on 1 processor" }
+	a := runDir(t, "2026-12-01T00:00:00Z", [][]float64{tenSamples, tenSamples}, nil)
+	slow := runDir(t, "2026-12-01T02:00:00Z", [][]float64{scaled(3, tenSamples...), tenSamples}, nil)
+	crowdedA := runDir(t, "2026-12-01T00:00:00Z", [][]float64{tenSamples, tenSamples}, crowd)
+	crowdedSlow := runDir(t, "2026-12-01T02:00:00Z", [][]float64{scaled(3, tenSamples...), tenSamples}, crowd)
+	for _, c := range []struct {
+		a, b string
+		code int
+		want string
+	}{
+		{a, slow, ExitSlower, "FAIL: 1 of 2 case(s) slower"},
+		{a, crowdedSlow, ExitInconclusive, "inconclusive: 3x, ranks shared processors"},
+		{crowdedA, slow, ExitInconclusive, "inconclusive: 3x, ranks shared processors"},
+	} {
+		code, out, errs := run(Command, "-baseline", c.a, c.b)
+		if code != c.code || !strings.Contains(out, c.want) || (c.code != ExitSlower && strings.Contains(out, "SLOWER |")) {
+			t.Errorf("%s against %s: exit %d, want %d and %q\n%s%s", c.b, c.a, code, c.code, c.want, out, errs)
+		}
+	}
+}

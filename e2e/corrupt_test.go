@@ -167,6 +167,7 @@ func soakArgs(dir string, n int, more ...string) []string {
 // same element); the soak fault's representative under mpirun, with the
 // interposer, is TestTheSoakCountsTheInjectedRate.
 func TestTheSoakLocalizesInjectedFaults(t *testing.T) {
+	t.Parallel()
 	host := hostname(t)
 	at := func(n int) func(int) bool { return func(call int) bool { return call == n } }
 	for _, c := range []struct {
@@ -256,16 +257,27 @@ func TestTheSoakCountsTheInjectedRate(t *testing.T) {
 // make test soaks 11 s on 2 ranks (two progress lines and the last); the
 // full tier 20 s on 2 and on 4.
 func TestASoakWithoutAFaultFindsNothing(t *testing.T) {
-	nps, seconds, lines := []int{2}, 11, 2
+	// make test: the short-cadence twin, its progress line every second;
+	// the full tier: the real binary, every 5 s.
+	nps, seconds, lines, every := []int{2}, 3, 2, 1
+	bin := ""
 	if fullTier() {
-		nps, seconds, lines = []int{2, 4}, 20, 3
+		nps, seconds, lines, every = []int{2, 4}, 20, 3, 5
+	} else {
+		bin = fastRsag(t)
 	}
 	for _, np := range nps {
 		t.Run(fmt.Sprintf("np%d", np), func(t *testing.T) {
 			t.Parallel() // the soaks at once: only their checks matter, not their speed
 			dir := t.TempDir()
-			r := mpirun(t, np, 2*time.Minute, "-config", "../configs/soak.toml", "-backend", "mpi", "-output-dir", dir,
-				"-set", fmt.Sprintf("soak.duration_s=%d", seconds))
+			args := []string{"-config", "../configs/soak.toml", "-backend", "mpi", "-output-dir", dir,
+				"-set", fmt.Sprintf("soak.duration_s=%d", seconds)}
+			var r result
+			if bin != "" {
+				r = launchWithOf(t, bin, np, 2*time.Minute, nil, args...)
+			} else {
+				r = mpirun(t, np, 2*time.Minute, args...)
+			}
 			if r.code != 0 {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 			}
@@ -275,7 +287,7 @@ func TestASoakWithoutAFaultFindsNothing(t *testing.T) {
 			re := regexp.MustCompile(fmt.Sprintf(`(?m)^soak: (\d+) iterations in [0-9.]+ s of %d s, [0-9.]+ [kMG]?B moved by rank 0, 0 failed \(seed 1\)$`, seconds))
 			found := re.FindAllStringSubmatch(r.stdout, -1)
 			if len(found) < lines {
-				t.Fatalf("%d progress lines in %d s, want one every 5 s:\n%s", len(found), seconds, r.stdout)
+				t.Fatalf("%d progress lines in %d s, want one every %d s:\n%s", len(found), seconds, every, r.stdout)
 			}
 			// How many iterations fit is the machine's business (73 to 101
 			// in 20 s in make test, 12 at 2 ranks beside a second make

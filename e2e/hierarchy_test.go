@@ -19,6 +19,7 @@ import (
 // split is the backend check's, and the hierarchy across hosts is
 // multinode_test's, under mpirun.)
 func TestHierarchyInGroupsOfTwo(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := inproc(t, 4, 2*time.Minute, "-config", "../configs/hierarchy.toml", "-backend", "mpi", "-output-dir", dir,
 		"-set", "hierarchy.group_size=2")

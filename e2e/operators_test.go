@@ -34,6 +34,7 @@ import (
 // against the published junit-10.xsd with xmllint and shows the gate as a
 // failed test case.
 func TestOperatorFiles(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"prometheus-node-exporter", "promtool", "xmllint"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s not found: scripts/install-deps.sh --test installs it", tool)
@@ -248,6 +249,7 @@ func readFile(t *testing.T, path string) string {
 // rsag_verdict{outcome="inconclusive"} 1 and rsag_inconclusive 1, and the
 // page's banner is not held.
 func TestInconclusiveRunSaysSoEverywhere(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "out")
 	r := inproc(t, 2, 2*time.Minute, "-config", "../configs/locate.toml", "-backend", "mpi", "-output-dir", dir,
 		"-set", "locate.iterations=3")

@@ -388,6 +388,7 @@ func screenshot(t *testing.T, p *browser.Page, name string) {
 // negative control of package phases), and the page of what they found
 // says FAILED and names the contracts that failed, in a real browser.
 func TestBrokenContractTurnsTheBannerRed(t *testing.T) {
+	t.Parallel()
 	const world = 2
 	results := make([][]phases.ContractResult, world)
 	errs := inmem.Launch(world, inmem.Faults{RotatedGather: true}, func(be coll.Backend, _ coll.Comm) error {

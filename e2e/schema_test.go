@@ -17,6 +17,7 @@ import (
 // compare and rsag report read it, and a version-1 copy of it (0 where 2
 // has null) alike.
 func TestANoFitIsNullAndBothVersionsAreRead(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := inproc(t, 2, time.Minute, append(append([]string{"-output-dir", dir}, smoke...),
 		"-set", "timing.sizes_bytes=[3360]", "-set", "memory.enabled=false")...)

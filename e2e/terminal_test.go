@@ -43,6 +43,7 @@ var footnote = regexp.MustCompile(`^(\[[0-9]+\] |note: )`)
 // (sweep-mpi once printed 256 rows of "no fit: 2 sizes" and 128 copies of
 // one note).
 func TestEveryShippedConfigFitsTheTerminal(t *testing.T) {
+	t.Parallel()
 	configs, err := filepath.Glob("../configs/*.toml")
 	if err != nil || len(configs) == 0 {
 		t.Fatalf("no configs: %v", err)

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -423,8 +424,11 @@ func (r Result) Count(v string) int {
 // Compared is the number of cases judged.
 func (r Result) Compared() int { return len(r.Cases) - r.Count(Missing) }
 
-// Write prints the table and the verdict line.
+// Write prints the table and the verdict line, prose folded to the
+// terminal's width; an inconclusive case's reason is a note under the
+// table, each reason once, so that the table stays within 120 columns.
 func (r Result) Write(w io.Writer) error {
+	w = report.Terminal(w)
 	fmt.Fprintf(w, "baseline: %s\nrun: %s\n", r.Baseline, r.Run)
 	if r.Runs == 1 {
 		fmt.Fprintf(w, oneRunNote+"\n", r.Options.OneRun)
@@ -439,19 +443,36 @@ func (r Result) Write(w io.Writer) error {
 		stats = append(stats, report.TimingStat{Case: c.Case})
 	}
 	header, cells := report.CaseColumns(stats)
+	if !slices.ContainsFunc(r.Cases, func(c Case) bool { return c.Case.Run != "default" }) {
+		// The config's one run of cases, unnamed: its column says nothing.
+		all := cells
+		header, cells = header[1:], func(k coll.Case) []string { return all(k)[1:] }
+	}
 	t := report.Table(w, append(header, "n", "base us", "run us", "ratio", "interval", "verdict")...)
+	var whys []string // the inconclusive cases' reasons, each once
 	for _, c := range r.Cases {
 		row := append(cells(c.Case), strconv.Itoa(c.Samples))
 		if c.Verdict == Missing {
 			row = append(row, "-", fmt.Sprintf("%.2f", c.RunUS), "-", "-", "not in the baseline")
 		} else {
+			v := verdictText(c, r.Options.Tolerance)
+			if c.Verdict == Inconclusive {
+				i := slices.Index(whys, c.Why)
+				if i < 0 {
+					whys, i = append(whys, c.Why), len(whys)
+				}
+				v = fmt.Sprintf("inconclusive [%d]", i+1)
+			}
 			row = append(row, fmt.Sprintf("%.2f", c.BaseUS), fmt.Sprintf("%.2f", c.RunUS), fmt.Sprintf("%.3f", c.Ratio),
-				intervalText(c), verdictText(c, r.Options.Tolerance))
+				intervalText(c), v)
 		}
 		t.Append(row)
 	}
 	if err := t.Render(); err != nil {
 		return err
+	}
+	for i, why := range whys {
+		fmt.Fprintf(w, "[%d] inconclusive: %s\n", i+1, why)
 	}
 	fmt.Fprintln(w, r.Verdict())
 	return nil
@@ -502,7 +523,7 @@ func intervalText(c Case) string {
 	if c.Lo == 0 && c.Hi == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.3f..%.3f", c.Lo, c.Hi)
+	return fmt.Sprintf("%.2f..%.2f", c.Lo, c.Hi)
 }
 
 // verdictText is a case's verdict as the table and the page say it: a

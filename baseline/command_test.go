@@ -185,9 +185,15 @@ func TestThePageKeepsFilesItDidNotWrite(t *testing.T) {
 // is inconclusive, with its ratio and why, and the exit status says so;
 // an uncrowded pair with the same samples is still SLOWER.
 func TestCrowdedRanksAreNeverCalledSlower(t *testing.T) {
-	crowd := func(s *report.Summary) { s.Nodes[0].Crowded = "2 ranks on 1 processor" }
-	a := runDir(t, "2026-12-01T00:00:00Z", [][]float64{tenSamples, tenSamples}, nil)
-	slow := runDir(t, "2026-12-01T02:00:00Z", [][]float64{scaled(3, tenSamples...), tenSamples}, nil)
+	// The config's one run of cases, as smoke's: the table within 120 columns.
+	plain := func(s *report.Summary) {
+		for i := range s.Timing {
+			s.Timing[i].Run = "default"
+		}
+	}
+	crowd := func(s *report.Summary) { plain(s); s.Nodes[0].Crowded = "2 ranks on 1 processor" }
+	a := runDir(t, "2026-12-01T00:00:00Z", [][]float64{tenSamples, tenSamples}, plain)
+	slow := runDir(t, "2026-12-01T02:00:00Z", [][]float64{scaled(3, tenSamples...), tenSamples}, plain)
 	crowdedA := runDir(t, "2026-12-01T00:00:00Z", [][]float64{tenSamples, tenSamples}, crowd)
 	crowdedSlow := runDir(t, "2026-12-01T02:00:00Z", [][]float64{scaled(3, tenSamples...), tenSamples}, crowd)
 	for _, c := range []struct {
@@ -202,6 +208,11 @@ func TestCrowdedRanksAreNeverCalledSlower(t *testing.T) {
 		code, out, errs := run(Command, "-baseline", c.a, c.b)
 		if code != c.code || !strings.Contains(out, c.want) || (c.code != ExitSlower && strings.Contains(out, "SLOWER |")) {
 			t.Errorf("%s against %s: exit %d, want %d and %q\n%s%s", c.b, c.a, code, c.code, c.want, out, errs)
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if len(l) > report.TerminalWidth {
+				t.Errorf("%d columns, above %d: %q", len(l), report.TerminalWidth, l)
+			}
 		}
 	}
 }

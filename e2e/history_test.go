@@ -377,10 +377,10 @@ func TestHistoryOfRunsShowsAPlantedStep(t *testing.T) {
 	for _, i := range []int{7, 8} {
 		r := rsag("check", "-baseline", db, "-last", "4", dirs[i])
 		if r.code != 1 || !strings.Contains(r.stdout, "FAIL: ") ||
-			!strings.Contains(r.stdout, "the run is flagged, and no baseline until: rsag history -accept "+dirs[i]) {
+			!strings.Contains(unfolded(r.stdout), "the run is flagged, and no baseline until: rsag history -accept "+dirs[i]) {
 			t.Errorf("run %d: exit %d, want 1, recorded as flagged\n%s%s", i, r.code, r.stdout, r.stderr)
 		}
-		if m := regexp.MustCompile(`\(runs ([0-9 ]+)\)`).FindStringSubmatch(r.stdout); m == nil || slices.Contains(strings.Fields(m[1]), "7") {
+		if m := regexp.MustCompile(`\(runs ([0-9 ]+)\)`).FindStringSubmatch(unfolded(r.stdout)); m == nil || slices.Contains(strings.Fields(m[1]), "7") {
 			t.Errorf("run %d's baseline is not of runs before it, or holds the flagged run 7: %v", i, m)
 		}
 		slower := false

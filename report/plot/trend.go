@@ -73,7 +73,7 @@ func Trend(name, title, yLabel string, pts []TrendPoint, logY bool) (Inline, err
 	if logY && lo > 0 {
 		// A step reads as its ratio; the axis spans the values with a
 		// margin, at least 2x, so that noise is not magnified either.
-		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{} // 1, 2, 5 labelled: a span under a decade still reads
 		pad := math.Sqrt(max(2, hi/lo) / (hi / lo))
 		p.Y.Min, p.Y.Max = lo/pad/1.1, hi*pad*1.1
 	} else {

@@ -83,7 +83,7 @@ func TestACutLinkBlamesNoRank(t *testing.T) {
 	// some still in it and the rest, having left it, in the next.
 	want := regexp.MustCompile(`hang: no rank is behind: the collective itself is stuck \(a link, the fabric or the library\): ` +
 		`all 4 ranks (wait in|reached) timing (all-reduce|reduce-scatter \+ all-gather) #\d+ \(4096 bytes, (direct|decomposed), cycle \d+\)` +
-		`( for [0-9.]+ s|; ranks? [0-9,]+ waits? in it for [0-9.]+ s, and ranks? [0-9,]+, having left it, in the next \([a-z +-]+ #\d+\))`)
+		`( for [0-9.]+ s|; ranks? [0-9,-]+ waits? in it for [0-9.]+ s, and ranks? [0-9,-]+, having left it, in the next \([a-z +-]+ #\d+\))`)
 	hangSaid(t, stderr, dir, want)
 	blamesOnly(t, "stderr", unfold(stderr), -1)
 	if strings.Contains(stderr, "stuck rank") {

@@ -65,6 +65,7 @@ func readText(path string) string { b, _ := os.ReadFile(path); return string(b) 
 // payload is within MemAvailable on this host, so the host check alone
 // would have let it run.
 func TestMemoryCgroupLimitIsHonoured(t *testing.T) {
+	t.Parallel()
 	cg := memoryCgroup(t, 512<<20)
 	out := filepath.Join(t.TempDir(), "out")
 	argv := append([]string{"sh", "-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg,

@@ -29,6 +29,7 @@ import (
 // the first run: ranks 1,3 in #771, ranks 0,2 in #772): no rank is behind
 // then either, and the line says so.
 func TestACutLinkBlamesNoRank(t *testing.T) {
+	t.Parallel()
 	bin := fastRsag(t)
 	shared := t.TempDir()
 	h := hosts.Start(t, hosts.Config{Nodes: 4, Share: []string{shared, filepath.Dir(rsagBin), filepath.Dir(bin)}})

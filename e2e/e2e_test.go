@@ -52,11 +52,13 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	// Tests of behaviour (refusals, signals, the output dir) call
-	// t.Parallel: most of their time is mpirun starting and ending, which
-	// several at a time share (make test runs four at once, -parallel 4).
-	// Those that measure, shape links, throttle processors or bound how
-	// fast a hang is named run alone.
+	// Tests of behaviour (refusals, signals, the output dir, the hangs and
+	// stopped ranks) call t.Parallel: most of their time is mpirun
+	// starting and ending, or a deadline passing, which several at a time
+	// share (make test runs four at once, -parallel 4). They hold on a
+	// loaded machine, which is what the others beside them make. Those
+	// that measure (locate's medians, the fits, the history's planted
+	// step) run alone.
 	code := m.Run()
 	removeInterposers()
 	closeBrowser()

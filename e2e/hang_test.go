@@ -156,6 +156,7 @@ func waitTiming(t *testing.T, j *job, dir string, rank int, limit time.Duration)
 // the product binary, with beats a second apart and timeout_s = 5: the
 // real cadence of the beats and the hang they name (cadence_test.go).
 func TestAStoppedRankIsNamedRealCadence(t *testing.T) {
+	t.Parallel()
 	dir, pid, stderr := stopRankOne(t, outdir.BeatEvery, func(dir string) *job { return startJob(t, 2, nil, hangTiming(dir)...) })
 	host := regexp.QuoteMeta(hostname(t))
 	// Stopped, as /proc says, or, when the launcher woke it before rank 0
@@ -168,6 +169,7 @@ func TestAStoppedRankIsNamedRealCadence(t *testing.T) {
 // every sample is a step of its own, and the hang names the cycle. On the
 // test build's cadence (fastRsag), with timeout_s = 1.
 func TestAStoppedRankIsNamedInSamplesTakenInOneCall(t *testing.T) {
+	t.Parallel()
 	bin := fastRsag(t)
 	dir, pid, stderr := stopRankOne(t, fastBeat, func(dir string) *job {
 		// Samples of 10 operations, one warm-up: a sample is a step of its
@@ -186,6 +188,7 @@ func TestAStoppedRankIsNamedInSamplesTakenInOneCall(t *testing.T) {
 // message, no note, no last heartbeat: testdata/vanish.c) is named the
 // same way once the launcher ends the job (fastRsag, timeout_s = 1).
 func TestARankThatExitsWithoutAWordIsNamed(t *testing.T) {
+	t.Parallel()
 	bin := fastRsag(t)
 	var dir string
 	args := []string{"-x", "LD_PRELOAD=" + preload(t, "vanish"), "-x", "VANISH_RANK=1", "-x", "VANISH_CALL=Allreduce",
@@ -259,6 +262,7 @@ func (m *multi) testHangsAcrossHosts(t *testing.T) {
 			`rank 2 on node2 \(pid \d+\) exited without a word: its process is gone, seen by rank 3 on node2 [0-9.]+ s ago and it wrote no last heartbeat`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			dir := filepath.Join(m.shared, "hang-"+strings.ReplaceAll(c.name, " ", "-"))
 			cmd := m.commandOf(context.Background(), bin, nil, append([]string{"--host", "node1:2,node2:2", "--map-by", "slot"}, c.mpirun...),
 				append([]string{"-output-dir", dir, "-set", "timeout_s=1.5", "-set", "startup_timeout_s=60"}, longTiming[4:]...)...)

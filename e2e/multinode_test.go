@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +25,7 @@ import (
 // login node, and reaches node1 and node2 through scripts/hosts.sh as it
 // would through ssh. It needs root, which CI has.
 func TestMultiNode(t *testing.T) {
+	t.Parallel()
 	shared := t.TempDir() // the output dirs: on "NFS", seen by every host
 	t0 := time.Now()
 	// Both builds, the product and its short-cadence twin (fastRsag, which
@@ -44,27 +44,51 @@ func TestMultiNode(t *testing.T) {
 	}
 	t.Logf("hosts up in %.1f s", time.Since(t0).Seconds())
 
+	// The subtests run side by side on the four hosts, each its own job
+	// and output dir: what they wait for is mpirun and TCP, not processors.
+	// The placement table and the block hierarchy are the full tier's;
+	// make test runs the cyclic ones, whose node-local ranks interleave.
 	for _, p := range []struct {
 		name  string
+		full  bool
 		args  []string // mpirun's
 		hosts []string // of ranks 0..3
 	}{
-		{"block 2+2", []string{"--host", "node1:2,node2:2", "--map-by", "slot"}, []string{"node1", "node1", "node2", "node2"}},
-		{"cyclic 2+2", []string{"--host", "node1:2,node2:2", "--map-by", "node"}, []string{"node1", "node2", "node1", "node2"}},
-		{"uneven 3+1", []string{"--host", "node1:3,node2:1"}, []string{"node1", "node1", "node1", "node2"}},
+		{"block 2+2", true, []string{"--host", "node1:2,node2:2", "--map-by", "slot"}, []string{"node1", "node1", "node2", "node2"}},
+		{"cyclic 2+2", false, []string{"--host", "node1:2,node2:2", "--map-by", "node"}, []string{"node1", "node2", "node1", "node2"}},
+		{"uneven 3+1", true, []string{"--host", "node1:3,node2:1"}, []string{"node1", "node1", "node1", "node2"}},
 	} {
-		t.Run(p.name, func(t *testing.T) { m.testPlacement(t, p.args, p.hosts) })
+		t.Run(p.name, func(t *testing.T) {
+			if p.full {
+				onlyInFullTier(t, "TestMultiNode/cyclic_2+2")
+			}
+			t.Parallel()
+			m.testPlacement(t, p.args, p.hosts)
+		})
 	}
-	t.Run("network variables reach remote ranks only with -x", m.testNetworkVariables)
-	t.Run("no shared memory between nodes", m.testNoSharedMemory)
-	t.Run("node-local output dir is refused", m.testNodeLocalOutputDir)
-	t.Run("hangs name who they wait for", m.testHangsAcrossHosts)
-	t.Run("a stuck rank is named early and ends the job", m.testStuckAcrossHosts)
-	t.Run("heartbeats grow with hosts, not ranks", m.testBeatsGrowWithHosts)
-	t.Run("a killed node ends the job", m.testKilledNode)
-	t.Run("hierarchy 2+2 block", func(t *testing.T) { m.testHierarchy(t, "slot") })
-	t.Run("hierarchy 2+2 cyclic", func(t *testing.T) { m.testHierarchy(t, "node") })
-	t.Run("hierarchy refuses 3+1", m.testHierarchyUneven)
+	for _, c := range []struct {
+		name string
+		test func(*testing.T)
+	}{
+		{"network variables reach remote ranks only with -x", m.testNetworkVariables},
+		{"no shared memory between nodes", m.testNoSharedMemory},
+		{"node-local output dir is refused", m.testNodeLocalOutputDir},
+		{"hangs name who they wait for", m.testHangsAcrossHosts},
+		{"a stuck rank is named early and ends the job", m.testStuckAcrossHosts},
+		{"heartbeats grow with hosts, not ranks", m.testBeatsGrowWithHosts},
+		{"a killed node ends the job", m.testKilledNode},
+		{"hierarchy 2+2 block", func(t *testing.T) {
+			onlyInFullTier(t, "TestMultiNode/hierarchy_2+2_cyclic")
+			m.testHierarchy(t, "slot")
+		}},
+		{"hierarchy 2+2 cyclic", func(t *testing.T) { m.testHierarchy(t, "node") }},
+		{"hierarchy refuses 3+1", m.testHierarchyUneven},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.test(t)
+		})
+	}
 }
 
 // The hierarchical decomposition on two nodes of two ranks, the groups
@@ -281,11 +305,11 @@ func (m *multi) testKilledNode(t *testing.T) {
 	j.waitLine(t, "contracts: 5 held on every rank", time.Minute)
 	time.Sleep(time.Second) // into the timing phase
 	var killed []int
-	for _, pid := range m.h.PIDs(t, "node2") {
-		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); filepath.Base(exe) == filepath.Base(rsagBin) {
-			if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
-				killed = append(killed, pid)
-			}
+	// This job's ranks only: the other subtests run beside it on node2.
+	for _, rank := range []int{2, 3} {
+		pid := m.rankPIDOn(t, "node2", rank, dir)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+			killed = append(killed, pid)
 		}
 	}
 	if len(killed) != 2 {

@@ -242,6 +242,7 @@ var longTiming = []string{"-config", "../configs/smoke.toml", "-backend", "mpi",
 // with timeout_s = 2 and rank 1's linger of a second: the real cadence of
 // the watchdog and its linger (cadence_test.go).
 func TestWatchdogEndsAStalledRankRealCadence(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	began := time.Now()
 	j := startStalled(t, 2, stall(t, 1, "Allreduce", 215040),

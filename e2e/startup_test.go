@@ -16,6 +16,7 @@ import (
 // waited for, once, and the job ends non-zero within it, writing nothing.
 // A deadline of a second, on the test build's cadence (fastRsag).
 func TestARankThatNeverJoinsMPIEndsTheJob(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "out")
 	start := time.Now()
 	// It fails cleanly, rank 0 having said why: no grace for the launcher.
@@ -54,6 +55,7 @@ func TestARankThatNeverJoinsMPIEndsTheJob(t *testing.T) {
 // the stall, which is what is asserted either way: a start-up bounded by
 // -set timeout_s, and said. On the test build's cadence (fastRsag).
 func TestAStalledFirstAgreementIsBounded(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "out")
 	start := time.Now()
 	// It fails cleanly, the rank whose deadline passed having said why: no

@@ -71,6 +71,7 @@ func unfold(text string) string { return strings.ReplaceAll(text, "\n  ", " ") }
 // once the launcher wakes it or by its guard, and the ranks that waited
 // for it are not blamed (issue 57: "rank 1 waits in ... instead").
 func TestAStoppedRankZeroIsNamed(t *testing.T) {
+	t.Parallel()
 	dir, pid, code, stderr := stopRank(t, 4, 0, time.Minute, func(dir string) []string { return hangTiming(dir) })
 	stderr = unfold(stderr)
 	if code == 0 {
@@ -93,8 +94,10 @@ func TestAStoppedRankZeroIsNamed(t *testing.T) {
 // another rank, the guard for rank 0. The line and run.json name the
 // rank, its pid and state, once.
 func TestAStuckRankEndsTheJobEarly(t *testing.T) {
+	t.Parallel()
 	for _, rank := range []int{1, 0} {
 		t.Run(fmt.Sprintf("rank %d", rank), func(t *testing.T) {
+			t.Parallel()
 			dir, pid, code, stderr := stopRank(t, 4, rank, 2*time.Minute, func(dir string) []string {
 				return append([]string{"-output-dir", dir, "-set", "timeout_s=300", "-set", "end_on_stuck_rank=true"}, longTiming...)
 			})
@@ -207,6 +210,7 @@ func saysWhy(t *testing.T, dir string, run outdir.Record, names ...string) {
 // one, is named early as behind, and no other rank is blamed; it lives, so
 // end_on_stuck_rank does not end the job: the watchdog does.
 func TestASpinningRankIsNamedBehind(t *testing.T) {
+	t.Parallel()
 	var dir string
 	args := []string{"-x", "LD_PRELOAD=" + interposer(t, "spin"), "-x", "SPIN_RANK=1", "-x", "SPIN_CALL=Allreduce", "-x", "SPIN_BYTES=4096",
 		"-x", "SPIN_AFTER_S=2", "-x", "SPIN_SECONDS=300"}
@@ -248,6 +252,7 @@ func TestASpinningRankIsNamedBehind(t *testing.T) {
 // collective itself is stuck, names it and its size, and a hang at 8
 // ranks prints at most 3 watchdog or SIGTERM lines in all.
 func TestNoRankIsBehind(t *testing.T) {
+	t.Parallel()
 	const np = 8
 	var dir string
 	args := stall(t, 0, "Allreduce", 215040)

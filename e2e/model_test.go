@@ -24,6 +24,7 @@ import (
 // fit's accuracy on known models is tested in package model. The ranks are
 // in this process (inproc): what is fitted and reported is the run's logic.
 func TestModelOnTwoRanks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := inproc(t, 2, 3*time.Minute, "-config", "../configs/model-mpi.toml", "-output-dir", dir)
 	if r.code != 0 {

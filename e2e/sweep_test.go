@@ -26,6 +26,7 @@ import (
 // documented schema, the figures real PNG and SVG files, and compare
 // working over two summaries.
 func TestSweepOnTheMPIBackend(t *testing.T) {
+	t.Parallel()
 	dtypes := []string{"int8", "uint8", "int32", "uint32", "int64", "uint64", "float32", "float64"}
 	ops := []string{"sum", "prod", "max", "min"}
 	var summaries []string

@@ -353,48 +353,20 @@ func TestRunJSONTellsTheTruthAfterSignals(t *testing.T) {
 	// The runs' dirs are the parent test's, not each subtest's: the check
 	// after the subtests needs the last one as the signalled run left it
 	// (a subtest's TempDir is gone once the subtest ends, and rsag would
-	// make a new, empty one).
+	// make a new, empty one). The four ways run side by side, each its own
+	// job, in a group, so that all have ended before the overwrite below.
 	root := t.TempDir()
-	var last string
-	for k, target := range targets {
-		t.Run(target.name, func(t *testing.T) {
-			byRank0 := 0
-			for i := range signalTries() {
-				dir := filepath.Join(root, fmt.Sprintf("%d-%d", k, i))
-				j := startJob(t, 2, []string{patientKill}, append([]string{"-output-dir", dir}, longTiming...)...)
-				waitStatus(t, j, dir, outdir.StatusRunning, time.Minute)
-				if err := target.send(t, j); err != nil {
-					t.Fatal(err)
-				}
-				code := j.wait(t, 30*time.Second)
-				_, stderr := j.output()
-				run := finalRun(t, dir)
-				own := strings.HasPrefix(run.Reason, "signal SIGTERM")
-				switch {
-				case code == 0:
-					t.Errorf("try %d: exit 0", i)
-				case run.Status != outdir.StatusFailed || !killedOrSignalled.MatchString(run.Reason):
-					t.Errorf("try %d: %s %+v; want failed, by a signal\nstderr:\n%s", i, outdir.RunFile, run, stderr)
-				case own && target.reason != nil && !target.reason.MatchString(run.Reason):
-					t.Errorf("try %d: reason %q does not match %s", i, run.Reason, target.reason)
-				case !own:
-					t.Logf("try %d: rank 0 was killed before it could mark the run; its guard did: %s", i, run.Reason)
-				}
-				if own {
-					byRank0++
-				}
-				last = dir
-			}
-			if byRank0 == 0 {
-				t.Errorf("rank 0 marked none of the %d runs itself", signalTries())
-			}
-		})
-	}
+	t.Run("ways", func(t *testing.T) {
+		for k, target := range targets {
+			t.Run(target.name, func(t *testing.T) {
+				t.Parallel()
+				signalled(t, root, k, target.send, target.reason)
+			})
+		}
+	})
 	// A run whose predecessor was ended, lock and all, starts at once and
 	// replaces its results.
-	if last == "" {
-		t.Fatal("no signalled run to overwrite")
-	}
+	last := filepath.Join(root, fmt.Sprintf("%d-%d", len(targets)-1, signalTries()-1))
 	before, err := outdir.ReadRecord(last)
 	if err != nil || before.Status != outdir.StatusFailed {
 		t.Fatalf("the signalled run's %s: %+v, %v; want failed, to overwrite", outdir.RunFile, before, err)
@@ -405,6 +377,43 @@ func TestRunJSONTellsTheTruthAfterSignals(t *testing.T) {
 	}
 	if after, err := outdir.ReadRecord(last); err != nil || after.Status != outdir.StatusComplete || (after.Started == before.Started && after.PID == before.PID) {
 		t.Errorf("after -overwrite: %s %+v, %v; want a new run, complete", outdir.RunFile, after, err)
+	}
+}
+
+// signalled starts signalTries jobs into root's dirs k-0, k-1, ..., ends
+// each by send once it runs, and asserts what TestRunJSONTellsTheTruthAfterSignals
+// says: non-zero, run.json failed by a signal, and rank 0's own reason,
+// when it wrote one, matching reason; at least one try marked by rank 0.
+func signalled(t *testing.T, root string, k int, send func(*testing.T, *job) error, reason *regexp.Regexp) {
+	t.Helper()
+	byRank0 := 0
+	for i := range signalTries() {
+		dir := filepath.Join(root, fmt.Sprintf("%d-%d", k, i))
+		j := startJob(t, 2, []string{patientKill}, append([]string{"-output-dir", dir}, longTiming...)...)
+		waitStatus(t, j, dir, outdir.StatusRunning, time.Minute)
+		if err := send(t, j); err != nil {
+			t.Fatal(err)
+		}
+		code := j.wait(t, 30*time.Second)
+		_, stderr := j.output()
+		run := finalRun(t, dir)
+		own := strings.HasPrefix(run.Reason, "signal SIGTERM")
+		switch {
+		case code == 0:
+			t.Errorf("try %d: exit 0", i)
+		case run.Status != outdir.StatusFailed || !killedOrSignalled.MatchString(run.Reason):
+			t.Errorf("try %d: %s %+v; want failed, by a signal\nstderr:\n%s", i, outdir.RunFile, run, stderr)
+		case own && reason != nil && !reason.MatchString(run.Reason):
+			t.Errorf("try %d: reason %q does not match %s", i, run.Reason, reason)
+		case !own:
+			t.Logf("try %d: rank 0 was killed before it could mark the run; its guard did: %s", i, run.Reason)
+		}
+		if own {
+			byRank0++
+		}
+	}
+	if byRank0 == 0 {
+		t.Errorf("rank 0 marked none of the %d runs itself", signalTries())
 	}
 }
 

@@ -58,7 +58,39 @@ func inprocWith(t *testing.T, np int, faults inmem.Faults, limit time.Duration, 
 // on rank 0's goroutine: it records, and the test asserts afterwards.
 func inprocWatching(t *testing.T, np int, faults inmem.Faults, watch func(stdout string), limit time.Duration, args ...string) result {
 	t.Helper()
-	ended, took := inprocRanks(t, np, faults, watch, limit, args...)
+	return inprocParts(t, faults, watch, limit, mpmdPart{np: np, args: args})
+}
+
+// mpmdPart is one part of an MPMD line (mpirun -np 1 ARGS : -np 1 -x
+// VAR=value ARGS): the command line and the variables (mpirun's -x) of its
+// ranks, which come after the earlier parts'.
+type mpmdPart struct {
+	np   int
+	env  []string // KEY=value, over this process's environment
+	args []string
+}
+
+// inprocEnv is inproc whose ranks have env (KEY=value) as mpirun -x gives
+// it, over this process's environment: job.EnvWorld.
+func inprocEnv(t *testing.T, np int, env []string, limit time.Duration, args ...string) result {
+	t.Helper()
+	return inprocParts(t, inmem.Faults{}, nil, limit, mpmdPart{np: np, env: env, args: args})
+}
+
+// inprocMPMD is inproc of an MPMD line: each part's ranks with their own
+// command line and variables, in the part's order.
+func inprocMPMD(t *testing.T, limit time.Duration, parts ...mpmdPart) result {
+	t.Helper()
+	return inprocParts(t, inmem.Faults{}, nil, limit, parts...)
+}
+
+// The goroutine ranks' world gives each rank its own variables.
+var _ rsag.EnvWorld = (*inmem.World)(nil)
+
+// inprocParts is inprocWatching of an MPMD line's parts.
+func inprocParts(t *testing.T, faults inmem.Faults, watch func(stdout string), limit time.Duration, parts ...mpmdPart) result {
+	t.Helper()
+	ended, took := inprocRanks(t, faults, watch, limit, parts...)
 	r := result{took: took, code: jobCode(ended)}
 	var out, errs strings.Builder
 	for rank, e := range ended {
@@ -88,16 +120,19 @@ func jobCode(ended []inmem.Ended) int {
 	return 0
 }
 
-// inprocRanks is inproc's run, rank by rank.
-func inprocRanks(t *testing.T, np int, faults inmem.Faults, watch func(string), limit time.Duration, args ...string) ([]inmem.Ended, time.Duration) {
+// inprocRanks is inproc's run, rank by rank: the ranks of parts in turn.
+func inprocRanks(t *testing.T, faults inmem.Faults, watch func(string), limit time.Duration, parts ...mpmdPart) ([]inmem.Ended, time.Duration) {
 	t.Helper()
 	host, err := os.Hostname()
 	if err != nil {
 		t.Fatal(err)
 	}
-	hosts := make([]string, np)
-	for i := range hosts {
-		hosts[i] = host
+	var hosts []string
+	var partOf []mpmdPart // each rank's part
+	for _, p := range parts {
+		for range p.np {
+			hosts, partOf = append(hosts, host), append(partOf, p)
+		}
 	}
 	// Jobs of this process run side by side (t.Parallel): every rank of
 	// every job is this process, and a run's node-local heartbeats are
@@ -108,11 +143,22 @@ func inprocRanks(t *testing.T, np int, faults inmem.Faults, watch func(string), 
 	// What a rank leaves in node-local memory when it ends without its
 	// last beat (an abort) is removed, as the end of the node's processes
 	// would leave it to the next run of another second.
-	dir := flagOptions(args).OutputDir
+	// (Rank 0's output dir: ranks given another are refused before any
+	// beat.)
+	dir := flagOptions(parts[0].args).OutputDir
 	defer os.RemoveAll(outdir.LocalBeatsOf(outdir.RunID(host, os.Getpid(), started.UTC().Format(time.RFC3339)), dir).Dir)
 	ranks := inmem.NewRanks(hosts, faults, limit)
+	for r, p := range partOf {
+		for _, kv := range p.env {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				t.Fatalf("rank %d's variable %q is not KEY=value", r, kv)
+			}
+			ranks.World(r).Setenv(k, v)
+		}
+	}
 	ended := ranks.Run(limit, func(w *inmem.World) int {
-		o := flagOptions(args)
+		o := flagOptions(partOf[w.Rank()].args)
 		o.Version, o.Commit, o.Started = "inproc", "inproc", started
 		o.Stdout, o.Stderr, o.Exit, o.World = w.Stdout(), w.Stderr(), w.Exit, w
 		if watch != nil && w.Rank() == 0 {

@@ -38,7 +38,7 @@ func historyFile(flag, env string, cfg config.Config) (path, from string) {
 func (s *session) checkHistory(cfg config.Config) error {
 	var err error
 	if s.comm.Rank() == 0 {
-		path, from := historyFile(s.opts.History, os.Getenv(history.Env), cfg)
+		path, from := historyFile(s.opts.History, s.getenv(history.Env), cfg)
 		if path != "" {
 			cerr := history.Check(path)
 			if cerr == nil {

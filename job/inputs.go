@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"rsag/config"
@@ -100,6 +99,6 @@ func (s *session) agreeInputs() error {
 // set to a value it does not take. Each rank has its own environment (a
 // launcher may pass it to some ranks only), so the ranks agree on it.
 func (s *session) checkEnvironment() error {
-	_, err := ncclx.BlockingWait(os.Getenv(ncclx.WaitEnv))
+	_, err := ncclx.BlockingWait(s.getenv(ncclx.WaitEnv))
 	return s.agree(err, ExitBadArgs, "bad environment")
 }

@@ -1,6 +1,8 @@
 package job
 
 import (
+	"os"
+
 	"rsag/coll"
 	"rsag/mpi"
 )
@@ -34,4 +36,21 @@ var _ World = (*mpi.Comm)(nil)
 type BackendWorld interface {
 	World
 	OpenBackend(name string) (coll.Backend, error)
+}
+
+// EnvWorld is a World whose ranks each have an environment of their own,
+// apart from their process's: goroutine ranks of one process, which a test
+// gives what mpirun's -x gives one rank of an MPMD line. A rank of MPI's
+// world is its process, and reads the process's environment.
+type EnvWorld interface {
+	World
+	Getenv(key string) string
+}
+
+// getenv is the variable key of this rank's environment (EnvWorld).
+func (s *session) getenv(key string) string {
+	if w, ok := s.comm.(EnvWorld); ok {
+		return w.Getenv(key)
+	}
+	return os.Getenv(key)
 }

@@ -118,10 +118,34 @@ type World struct {
 	stdout, stderr       *output
 
 	mu       sync.Mutex
-	how      string // "" while the rank runs
+	env      map[string]string // Setenv's, over the process's environment
+	how      string            // "" while the rank runs
 	code     int
 	done     chan struct{} // closed once the rank has ended
 	finished chan struct{} // closed once main's goroutine has
+}
+
+// Setenv gives the rank a variable of its own, before Run: what mpirun's
+// -x gives the ranks of one part of an MPMD line. The rest of its
+// environment is the process's, as a launched rank inherits the launcher's.
+func (w *World) Setenv(key, value string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.env == nil {
+		w.env = map[string]string{}
+	}
+	w.env[key] = value
+}
+
+// Getenv is the rank's variable key (job.EnvWorld): its own (Setenv), else
+// the process's.
+func (w *World) Getenv(key string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if v, ok := w.env[key]; ok {
+		return v
+	}
+	return os.Getenv(key)
 }
 
 func (w *World) Host() string   { return w.host }

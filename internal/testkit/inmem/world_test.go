@@ -31,6 +31,23 @@ func TestRanksRunAJob(t *testing.T) {
 	}
 }
 
+// A rank given a variable of its own reads it, and the others read the
+// process's, as mpirun's -x on one part of an MPMD line gives it.
+func TestARankHasAnEnvironmentOfItsOwn(t *testing.T) {
+	t.Setenv("INMEM_TEST_VAR", "process")
+	rs := NewRanks([]string{"h", "h"}, Faults{}, 10*time.Second)
+	rs.World(1).Setenv("INMEM_TEST_VAR", "rank 1's")
+	ended := rs.Run(10*time.Second, func(w *World) int {
+		fmt.Fprint(w.Stdout(), w.Getenv("INMEM_TEST_VAR"))
+		return 0
+	})
+	for r, want := range []string{"process", "rank 1's"} {
+		if ended[r].Stdout != want {
+			t.Errorf("rank %d reads %q, want %q", r, ended[r].Stdout, want)
+		}
+	}
+}
+
 // Abort ends the job as MPI_Abort does: the other ranks' waits fail at
 // once, they are killed (their later output dropped, the abort's code),
 // and the aborting rank's goroutine ends there.

@@ -96,23 +96,25 @@ func TestModesWithoutGroupsAreRefusedUpFront(t *testing.T) {
 // A value of RSAG_WAIT that is not one of its own is refused on every
 // rank, before any collective, naming the variable and its values: any
 // value but "block" used to mean poll, unseen. One rank alone with a bad
-// value (mpirun -x for one part of an MPMD line) is named.
+// value (mpirun -x for one part of an MPMD line) is named. Each rank reads
+// its own environment (job.EnvWorld), given here as mpirun's -x gives it:
+// the ranks are in this process; a refusal said once by ranks that are
+// processes is TestBadInputsFailOnEveryRank's.
 func TestABadWaitModeIsRefused(t *testing.T) {
 	t.Parallel()
 	want := `RSAG_WAIT="bogus" is not a way to wait: use poll (the default: poll the device and NCCL's errors, spinning for the first 100 ms) or block (wait in the driver, no core spinning), or unset it`
 	t.Run("every rank", func(t *testing.T) {
+		t.Parallel()
 		out := filepath.Join(t.TempDir(), "out")
-		j := startJob(t, 2, []string{"RSAG_WAIT=bogus"}, append([]string{"-output-dir", out}, smoke...)...)
-		code := j.wait(t, time.Minute)
-		_, stderr := j.output()
-		refusedOnce(t, result{code: code, stderr: stderr}, out, "bad environment on every rank (")
-		saidOnce(t, stderr, want)
+		r := inprocEnv(t, 2, []string{"RSAG_WAIT=bogus"}, time.Minute, append([]string{"-output-dir", out}, smoke...)...)
+		refusedOnce(t, r, out, "bad environment on every rank (")
+		saidOnce(t, r.stderr, want)
 	})
 	t.Run("one rank", func(t *testing.T) {
+		t.Parallel()
 		out := filepath.Join(t.TempDir(), "out")
-		rank := append([]string{rsagBin, "-output-dir", out}, smoke...)
-		args := append(append(append([]string{"../scripts/mpirun.sh", "1"}, rank...), ":", "-np", "1", "-x", "RSAG_WAIT=bogus"), rank...)
-		r := launch(t, time.Minute, args...)
+		rank := append([]string{"-output-dir", out}, smoke...)
+		r := inprocMPMD(t, time.Minute, mpmdPart{np: 1, args: rank}, mpmdPart{np: 1, env: []string{"RSAG_WAIT=bogus"}, args: rank})
 		refusedOnce(t, r, out, "bad environment on rank 1 (")
 		saidOnce(t, r.stderr, want)
 	})

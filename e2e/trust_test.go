@@ -99,15 +99,16 @@ func TestHostileInputsAreRefusedOnEveryRank(t *testing.T) {
 
 // Ranks started with different inputs (an MPMD command line) are refused
 // as one, naming the ranks that differ, before any of them runs a
-// different config.
+// different config. The ranks are in this process, each part of the line
+// with its own flags (inprocMPMD); a refusal said once by ranks that are
+// processes is TestBadInputsFailOnEveryRank's.
 func TestRanksWithDifferentInputsAreRefused(t *testing.T) {
 	t.Parallel()
 	out := t.TempDir()
 	rank := func(set string) []string {
-		return append(append([]string{rsagBin, "-output-dir", out}, smoke...), "-set", set)
+		return append(append([]string{"-output-dir", out}, smoke...), "-set", set)
 	}
-	args := append(append(rank("timing.cycles=3"), ":", "-np", "1"), rank("timing.cycles=5")...)
-	r := launch(t, time.Minute, append([]string{"../scripts/mpirun.sh", "1"}, args...)...)
+	r := inprocMPMD(t, time.Minute, mpmdPart{np: 1, args: rank("timing.cycles=3")}, mpmdPart{np: 1, args: rank("timing.cycles=5")})
 	if r.code != 2 {
 		t.Errorf("exit %d, want 2\n%s", r.code, r.stderr)
 	}

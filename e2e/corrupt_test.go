@@ -117,18 +117,28 @@ func TestAFlipInAnyTimingSampleFailsTheRun(t *testing.T) {
 // direct AllReduce alone, x100 out of place, 5 warm-ups), batched and with
 // a barrier before each operation: a flip in what cycle 1's batch left
 // (rank 1's call 500 + 200) fails the run naming that cycle, and its row
-// alone says False.
+// alone says False. Batched is the PMPI-corrupted sample's representative
+// under mpirun (testdata/corrupt.c in MPI's C loop); with a barrier, the
+// ranks are in this process and the flip is corrupt.c's in memory
+// (inmem.Flip: the same call of the same rank at the same size, the same
+// element), through the same path of the phases (coll.SampleTimer).
 func TestAFlipInASampleTakenInOneCallFailsTheRun(t *testing.T) {
 	t.Parallel()
 	for _, method := range []string{"batched", "barrier"} {
 		t.Run(method, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			r := launchWith(t, 2, 2*time.Minute, corrupt(t, "RANK=1", "CALL=Allreduce", "BYTES=4096", "AT=700"),
-				"-config", "../configs/bench-imb.toml", "-set", "timing.sizes_bytes=[4096]", "-set", "timing.cycles=4",
-				"-set", fmt.Sprintf("timing.methods=[%q]", method), "-output-dir", dir)
-			if !strings.Contains(r.stderr, "corrupt.c: rank 1 flips a bit of element 0 of its output in MPI_Allreduce call 700 (4096 bytes)") {
-				t.Fatalf("the fault was not injected:\n%s", r.stderr)
+			args := []string{"-config", "../configs/bench-imb.toml", "-set", "timing.sizes_bytes=[4096]", "-set", "timing.cycles=4",
+				"-set", fmt.Sprintf("timing.methods=[%q]", method), "-output-dir", dir}
+			var r result
+			if method == "batched" {
+				r = launchWith(t, 2, 2*time.Minute, corrupt(t, "RANK=1", "CALL=Allreduce", "BYTES=4096", "AT=700"), args...)
+				if !strings.Contains(r.stderr, "corrupt.c: rank 1 flips a bit of element 0 of its output in MPI_Allreduce call 700 (4096 bytes)") {
+					t.Fatalf("the fault was not injected:\n%s", r.stderr)
+				}
+			} else {
+				fault := inmem.Flip{Collective: coll.AllReduce.Name, Rank: 1, Bytes: 4096, Calls: func(n int) bool { return n == 700 }}
+				r = inprocWith(t, 2, inmem.Faults{Flip: &fault, Refusals: mpiRefusals}, 2*time.Minute, args...)
 			}
 			failedWith(t, r, dir, fmt.Sprintf("timing check failed on rank(s) [1]: rank 1 (%s): default 4K float32 sum out-of-place %s, direct output at cycle 1: element 0 is 3.0000002, want 3", hostname(t), method))
 			rows := readCSV(t, filepath.Join(dir, "rank1_timings.csv"))

@@ -4,34 +4,44 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"rsag/coll"
+	"rsag/internal/testkit/inmem"
 	"rsag/report"
 )
 
-// A planted tail, from outside rsag: rank 1 sleeps 500 ms in every 4th
-// 1 MiB MPI_Allreduce. A quarter of the samples (2 of any 8 in a row)
-// leaves the median alone and takes the p99, so a busbw gate that the median passes fails when
-// asked to judge the p99 (timing.min_busbw_statistic = "p99"), naming the
-// statistic, and the page's gate check says the same.
+// A planted tail: rank 1 sleeps 500 ms in every 4th 1 MiB AllReduce
+// (testdata/stall.c's STALL_EVERY=4 STALL_MS=500, in memory: inmem.Slow,
+// from the first such call on). A quarter of the samples (2 of any 8 in a
+// row) leaves the median alone and takes the p99, so a busbw gate that the
+// median passes fails when asked to judge the p99
+// (timing.min_busbw_statistic = "p99"), naming the statistic, and the
+// page's gate check says the same. The ranks are in this process: the
+// gate is the run's logic.
 func TestABusBWGateAtP99FailsOnAPlantedTail(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "out")
-	tail := append(stall(t, 1, "Allreduce", 1<<20), "-x", "STALL_EVERY=4", "-x", "STALL_MS=500")
+	var calls atomic.Int64 // rank 1's 1 MiB AllReduces
+	tail := &inmem.Slow{Rank: 1, Delay: func(c string, bytes int) time.Duration {
+		if c != coll.AllReduce.Name || bytes != 1<<20 || (calls.Add(1)-1)%4 != 0 {
+			return 0
+		}
+		return 500 * time.Millisecond
+	}}
 	// 500 ms is 5x 1 MiB / 0.01 GB/s = 105 ms, the most the gate lets a
 	// sample take, which is 100x a 1 MiB AllReduce's 0.1 to 1 ms here: 3.5
 	// ms beside a second make test, and over 21 ms with e2e's parallel
 	// tests four at a time, so the gate is set far below any load's median.
-	j := startStalled(t, 2, tail, "-config", "../configs/smoke.toml", "-output-dir", dir,
+	r := inprocWith(t, 2, inmem.Faults{Slow: tail}, 3*time.Minute, "-config", "../configs/smoke.toml", "-output-dir", dir,
 		"-set", "timing.sizes_bytes=[1048576]", "-set", `timing.modes=["direct"]`, "-set", "timing.warmups=0",
 		"-set", "timing.cycles=8", "-set", "memory.enabled=false",
 		"-set", "timing.min_busbw_gbps=0.01", "-set", `timing.min_busbw_statistic="p99"`)
-	code := j.wait(t, 3*time.Minute)
-	stdout, stderr := j.output()
-	if !strings.Contains(stderr, "stall.c: rank 1 sleeps 500 ms in every 4-th MPI_Allreduce") {
-		t.Fatalf("the tail was not planted:\n%s", stderr)
+	code, stdout, stderr := r.code, r.stdout, r.stderr
+	if calls.Load() < 8 {
+		t.Fatalf("the tail was not planted: rank 1 made %d 1 MiB AllReduces, want 8 at least\n%s", calls.Load(), stderr)
 	}
 	if code != 1 || !strings.Contains(stdout+stderr, "AllReduce busbw at p99 ") || !strings.Contains(stdout+stderr, "< min_busbw_gbps 0.01") {
 		t.Fatalf("exit %d, want 1 with the gate failing at p99\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)

@@ -384,28 +384,34 @@ func TestSoak(t *testing.T) {
 	t.Logf("%d cycles x 3 sizes on 4 ranks took %v", cycles, time.Since(start).Round(time.Millisecond))
 }
 
-// Bad flags, contradictions and a bad environment fail on every rank before
-// any collective, naming the flag, and leave nothing behind. The flags are
-// main's to read (cli.go): those run under mpirun, where main parses them
-// (inproc's flagOptions does not say "given twice"); a bad value the config
-// refuses runs in this process.
+// Bad flags and contradictions fail on every rank before any collective,
+// naming the flag, and leave nothing behind. The flags are main's to read
+// (cli.go, whose TestContradictoryFlags holds each message): one runs
+// under mpirun, where main parses them on every rank (inproc's flagOptions
+// does not say "given twice"), and the other contradictions main refuses
+// alike only in the full tier; a bad value the config refuses runs in
+// this process. A bad environment is TestABadWaitModeIsRefused's.
 func TestBadFlagsFailOnEveryRank(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name string
-		env  []string
 		args []string
 		want string
+		// full: under mpirun in the full tier only; make test's twin is
+		// "output dir twice", the same path from main's parse to every
+		// rank's refusal.
+		full bool
 	}{
-		{"output dir twice", nil, []string{"-output-dir", "elsewhere"}, `invalid value "elsewhere" for flag -output-dir: given twice with different values`},
-		{"backend contradicts -set", nil, []string{"-backend", "mpi", "-set", "backend=nccl"}, "-backend mpi contradicts -set backend=nccl"},
-		{"-set twice", nil, []string{"-set", "timing.cycles=3", "-set", "timing.cycles=5"}, "-set timing.cycles is given twice with different values (3 and 5)"},
-		{"zero timeout", nil, []string{"-set", "timeout_s=0"}, "timeout_s: 0 is not a deadline"},
-		// A bad environment on every rank, and on one rank alone, is
-		// TestABadWaitModeIsRefused's (under mpirun: the process's).
+		{"output dir twice", []string{"-output-dir", "elsewhere"}, `invalid value "elsewhere" for flag -output-dir: given twice with different values`, false},
+		{"backend contradicts -set", []string{"-backend", "mpi", "-set", "backend=nccl"}, "-backend mpi contradicts -set backend=nccl", true},
+		{"-set twice", []string{"-set", "timing.cycles=3", "-set", "timing.cycles=5"}, "-set timing.cycles is given twice with different values (3 and 5)", true},
+		{"zero timeout", []string{"-set", "timeout_s=0"}, "timeout_s: 0 is not a deadline", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if c.full {
+				onlyInFullTier(t, "TestBadFlagsFailOnEveryRank/output_dir_twice")
+			}
 			t.Parallel() // refusals, before any collective: nothing here is timed
 			out := t.TempDir()
 			args := append([]string{"-config", "../configs/smoke.toml", "-output-dir", out}, c.args...)
@@ -415,7 +421,7 @@ func TestBadFlagsFailOnEveryRank(t *testing.T) {
 				r := inproc(t, 2, time.Minute, args...)
 				code, stderr = r.code, r.stderr
 			} else {
-				j := startJob(t, 2, c.env, args...)
+				j := startJob(t, 2, nil, args...)
 				code = j.wait(t, time.Minute)
 				_, stderr = j.output()
 			}

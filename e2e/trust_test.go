@@ -11,11 +11,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"rsag/config"
+	"rsag/internal/testkit/inmem"
 	"rsag/outdir"
 )
 
@@ -181,10 +183,44 @@ func sameFiles(t *testing.T, dir string, before map[string]string) {
 // input that is refused leaves the earlier results as they were.
 func TestNothingIsLost(t *testing.T) {
 	t.Parallel()
+	// The live run's ranks are in this process too: rank 0 waits in its
+	// write of the contracts' line (inprocWatching) while the second runs
+	// try its dir, so it is live then whatever the machine's pace; the
+	// lock is a flock, which a second open of the file meets in one
+	// process as in another. A signalled live run is
+	// TestRunJSONTellsTheTruthAfterSignals'.
 	t.Run("two runs at once", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
-		j := startJob(t, 2, nil, append([]string{"-output-dir", dir}, longTiming...)...)
-		first := waitStatus(t, j, dir, outdir.StatusRunning, time.Minute)
+		live, tried, ended := make(chan outdir.Record), make(chan struct{}), make(chan struct{})
+		doneTrying := sync.OnceFunc(func() { close(tried) })
+		t.Cleanup(doneTrying) // a test that failed first lets the live run end
+		var last result
+		go func() {
+			defer close(ended) // also when inproc fails the test
+			seen := false
+			last = inprocWatching(t, 2, inmem.Faults{}, func(stdout string) {
+				if seen || !strings.Contains(stdout, "contracts: ") {
+					return
+				}
+				seen = true
+				run, err := outdir.ReadRecord(dir)
+				if err != nil {
+					run.Reason = err.Error()
+				}
+				live <- run
+				<-tried
+			}, time.Minute, append([]string{"-output-dir", dir}, smoke...)...)
+		}()
+		var first outdir.Record
+		select {
+		case first = <-live:
+		case <-ended:
+			t.Fatalf("the first run ended before its contracts' line: exit %d\nstdout:\n%s\nstderr:\n%s", last.code, last.stdout, last.stderr)
+		}
+		if first.Status != outdir.StatusRunning || first.PID == 0 {
+			t.Fatalf("the live run's %s: %+v; want running, with its pid", outdir.RunFile, first)
+		}
 		for _, extra := range [][]string{nil, {"-overwrite"}} {
 			r := inproc(t, 2, time.Minute, append(append([]string{"-output-dir", dir}, smoke...), extra...)...)
 			if r.code != 2 {
@@ -195,11 +231,14 @@ func TestNothingIsLost(t *testing.T) {
 				t.Errorf("the live run's %s after a second run %v: %+v, %v", outdir.RunFile, extra, now, err)
 			}
 		}
-		if err := j.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
+		doneTrying()
+		// The live run goes on, untouched by the refused ones.
+		<-ended
+		if last.code != 0 {
+			t.Errorf("the live run: exit %d\n%s", last.code, last.stderr)
 		}
-		if code := j.wait(t, 30*time.Second); code == 0 {
-			t.Error("exit 0 after SIGTERM")
+		if run, err := outdir.ReadRecord(dir); err != nil || run.Status != outdir.StatusComplete || run.Started != first.Started {
+			t.Errorf("the live run's %s at its end: %+v, %v; want it complete", outdir.RunFile, run, err)
 		}
 	})
 	t.Run("-overwrite where no rsag run wrote", func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"rsag/coll"
 	"rsag/internal/testkit/inmem"
 	rsag "rsag/job"
 	"rsag/mpibackend"
@@ -31,18 +32,24 @@ func inproc(t *testing.T, np int, limit time.Duration, args ...string) result {
 }
 
 // inprocMPI is inproc whose backend refuses what MPI's refuses
-// (mpibackend's Supports: float16, bfloat16, avg), in MPI's words: a run
-// the MPI backend refuses before any collective is refused alike here.
-// (The graph method's refusal is not among them: the inmem backend has
-// CUDA graphs' stand-in, MPI's has not.)
+// (mpibackend's Supports: float16, bfloat16, avg), in MPI's words, and
+// lacks what it lacks (CUDA graphs, for the graph method): a run the MPI
+// backend refuses before any collective is refused alike here.
 func inprocMPI(t *testing.T, np int, limit time.Duration, args ...string) result {
 	t.Helper()
 	return inprocWith(t, np, inmem.Faults{Refusals: mpiRefusals}, limit, args...)
 }
 
 // mpiRefusals are the MPI backend's: its Supports reads only its tables of
-// MPI's types and reductions, never MPI itself.
-var mpiRefusals = &inmem.Refusals{Supports: (&mpibackend.Backend{}).Supports}
+// MPI's types and reductions, never MPI itself, and its type says whether
+// it has CUDA graphs (coll.GraphTimer).
+var mpiRefusals = &inmem.Refusals{Supports: (&mpibackend.Backend{}).Supports, NoGraphs: !hasGraphs(&mpibackend.Backend{})}
+
+// hasGraphs says whether be can capture CUDA graphs.
+func hasGraphs(be coll.Backend) bool {
+	_, ok := coll.Find[coll.GraphTimer](be)
+	return ok
+}
 
 // inprocWith is inproc with faults in the ranks' backend: what
 // testdata/corrupt.c does to MPI, in memory (inmem.Flip).

@@ -168,21 +168,18 @@ func scaleTimes(t *testing.T, from, to string, k float64) {
 }
 
 // What the MPI backend cannot do is refused on every rank before any
-// collective, with the reason. The dtype on ranks in this process, whose
-// backend refuses it as MPI's does (inprocMPI); the graph method under
-// mpirun, since it is the MPI backend's lack of CUDA graphs (the inmem
-// backend has a stand-in).
+// collective, with the reason. The ranks are in this process, whose
+// backend refuses the dtype as MPI's does and lacks CUDA graphs as MPI's
+// does (inprocMPI); a refusal said once by ranks that are processes is
+// TestBadInputsFailOnEveryRank's.
 func TestSweepRefusesWhatTheBackendCannotDo(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		set, want string
-		run       func(t *testing.T, np int, limit time.Duration, args ...string) result
-	}{
-		{`timing.dtypes=["float16"]`, "MPI has no half-precision type", inprocMPI},
-		{`timing.methods=["graph"]`, "the graph method needs CUDA graphs", mpirun},
+	for _, c := range []struct{ set, want string }{
+		{`timing.dtypes=["float16"]`, "MPI has no half-precision type"},
+		{`timing.methods=["graph"]`, "the graph method needs CUDA graphs"},
 	} {
 		out := t.TempDir()
-		r := c.run(t, 2, time.Minute, "-config", "../configs/sweep-mpi.toml", "-output-dir", out, "-set", c.set)
+		r := inprocMPI(t, 2, time.Minute, "-config", "../configs/sweep-mpi.toml", "-output-dir", out, "-set", c.set)
 		if r.code != 2 {
 			t.Errorf("-set %s: exit %d, want 2", c.set, r.code)
 		}

@@ -70,9 +70,14 @@ func (s *Slow) sleep(rank int, c string, bytes int) {
 	}
 }
 
-// Refusals is a backend's Supports, for Faults.Refusals.
+// Refusals is a backend's Supports, and whether it lacks CUDA graphs, for
+// Faults.Refusals.
 type Refusals struct {
 	Supports func(coll.DType, coll.Op) error
+	// NoGraphs: a World's backend has no CUDA graphs' stand-in
+	// (coll.GraphTimer), as MPI's has not, and the graph method is refused
+	// as there.
+	NoGraphs bool
 }
 
 // Flip is an intermittent fault on one world rank: at the calls of one

@@ -266,7 +266,20 @@ func (w *World) ended() Ended {
 func (w *World) OpenBackend(name string) (coll.Backend, error) {
 	be := &Backend{job: w.job, group: w.group, rank: w.rank, Heap: newHeap(w.rank), flips: &flips{rank: w.rank}}
 	be.info = coll.Info{Backend: "inmem", Host: w.host, Device: "host memory"}
-	return &worldBackend{Backend: be, ranks: len(w.group.members)}, nil
+	wb := &worldBackend{Backend: be, ranks: len(w.group.members)}
+	if r := w.job.faults.Refusals; r != nil && r.NoGraphs {
+		return &graphless{worldBackend: wb}, nil
+	}
+	return wb, nil
+}
+
+// graphless is a World's backend without CUDA graphs' stand-in
+// (Refusals.NoGraphs): its field CaptureGraph hides the method of that
+// name, so that coll.Find[coll.GraphTimer] finds none, while every other
+// ability stays.
+type graphless struct {
+	*worldBackend
+	CaptureGraph struct{}
 }
 
 // worldBackend is a World's backend: the in-memory one, with FreeMemory.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"rsag/coll"
 )
 
 // A rank's world gathers, broadcasts and names its host and local rank;
@@ -44,6 +46,24 @@ func TestARankHasAnEnvironmentOfItsOwn(t *testing.T) {
 	for r, want := range []string{"process", "rank 1's"} {
 		if ended[r].Stdout != want {
 			t.Errorf("rank %d reads %q, want %q", r, ended[r].Stdout, want)
+		}
+	}
+}
+
+// Under Refusals.NoGraphs a World's backend has no CUDA graphs' stand-in,
+// as MPI's has not, and keeps its other abilities; without it, it has one.
+func TestAWorldsBackendWithoutGraphs(t *testing.T) {
+	for _, noGraphs := range []bool{false, true} {
+		rs := NewRanks([]string{"h"}, Faults{Refusals: &Refusals{Supports: func(coll.DType, coll.Op) error { return nil }, NoGraphs: noGraphs}}, 10*time.Second)
+		be, err := rs.World(0).OpenBackend("mpi")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, graphs := coll.Find[coll.GraphTimer](be)
+		_, samples := coll.Find[coll.SampleTimer](be)
+		_, free := coll.Find[coll.FreeMemoryReporter](be)
+		if graphs == noGraphs || !samples || !free {
+			t.Errorf("NoGraphs %v: graphs %v, samples %v, free memory %v", noGraphs, graphs, samples, free)
 		}
 	}
 }

@@ -122,7 +122,7 @@ func check(name string, args []string, stdout, stderr io.Writer) error {
 	if err := Validate(filepath.Join(run.Dir, history.TimingsFile), run.Samples); err != nil {
 		return exitcode.New(ExitBadInput, err)
 	}
-	base, what, notes, err := loadBaseline(o, run)
+	base, what, crowds, err := loadBaseline(o, run)
 	if err != nil {
 		return exitcode.New(ExitBadInput, err)
 	}
@@ -132,13 +132,11 @@ func check(name string, args []string, stdout, stderr io.Writer) error {
 	}
 	cases := Judge(order, run.Samples, base, o.gate)
 	r := Result{Baseline: what, Run: o.run, Options: o.gate, Cases: cases, Runs: len(base)}
-	if n := report.CrowdedNote(run.Summary.Nodes); n != "" {
-		notes = append(notes, "the run's "+n)
+	var why []string
+	r.Notes, why = crowdedNotes(append([]crowding{{"the run's", run.Summary.Nodes}}, crowds...))
+	if len(why) > 0 {
+		crowded(cases, strings.Join(why, " and "))
 	}
-	if len(notes) > 0 {
-		crowded(cases)
-	}
-	r.Notes = notes
 	if r.Compared() == 0 {
 		return exitcode.New(ExitBadInput, fmt.Errorf("%s and the baseline (%s) have no timing case in common", o.run, what))
 	}
@@ -342,9 +340,50 @@ func parse(name string, args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
+// crowding is a run's nodes, for what crowded their ranks
+// (report.CrowdedNote), and whose they are: "the run's", "the baseline's",
+// "baseline run 12's".
+type crowding struct {
+	whose string
+	nodes []report.SummaryNode
+}
+
+// maxCrowdedNotes is how many runs' crowding the notes say at length (the
+// run's first); a history's -last 100 of a busy machine says the rest in a
+// count.
+const maxCrowdedNotes = 3
+
+// crowdedNotes are the notes on the runs whose ranks shared processors
+// or waited for them, and why, in a few words each, once
+// (report.CrowdedWhy).
+func crowdedNotes(runs []crowding) (notes, why []string) {
+	more := 0
+	for _, c := range runs {
+		n := report.CrowdedNote(c.nodes)
+		if n == "" {
+			continue
+		}
+		if len(notes) < maxCrowdedNotes {
+			notes = append(notes, c.whose+" "+n)
+		} else {
+			more++
+		}
+		for _, w := range report.CrowdedWhy(c.nodes) {
+			if !slices.Contains(why, w) {
+				why = append(why, w)
+			}
+		}
+	}
+	if more > 0 {
+		notes = append(notes, fmt.Sprintf("and %d more baseline run(s) whose ranks shared processors or waited for them", more))
+	}
+	return notes, why
+}
+
 // loadBaseline reads the baseline's samples, of the run's kind only, and
-// says what it is, with notes on how far it can be trusted.
-func loadBaseline(o options, run history.Run) ([]map[coll.Case][]float64, string, []string, error) {
+// says what it is, with each baseline run's nodes for how far it can be
+// trusted (crowdedNotes).
+func loadBaseline(o options, run history.Run) ([]map[coll.Case][]float64, string, []crowding, error) {
 	kind := run.Kind()
 	if !history.IsSQLite(o.baseline) {
 		b, err := history.LoadRun(o.baseline)
@@ -364,11 +403,7 @@ func loadBaseline(o options, run history.Run) ([]map[coll.Case][]float64, string
 		if err := Validate(filepath.Join(o.baseline, history.TimingsFile), b.Samples); err != nil {
 			return nil, "", nil, err
 		}
-		var notes []string
-		if n := report.CrowdedNote(b.Summary.Nodes); n != "" {
-			notes = append(notes, "the baseline's "+n)
-		}
-		return []map[coll.Case][]float64{b.Samples}, filepath.Clean(o.baseline), notes, nil
+		return []map[coll.Case][]float64{b.Samples}, filepath.Clean(o.baseline), []crowding{{"the baseline's", b.Summary.Nodes}}, nil
 	}
 	db, err := history.OpenReadOnly(o.baseline)
 	if err != nil {
@@ -395,10 +430,12 @@ func loadBaseline(o options, run history.Run) ([]map[coll.Case][]float64, string
 		out = append(out, r.Samples)
 	}
 	var ids []string // oldest first
+	var crowds []crowding
 	for i := len(runs) - 1; i >= 0; i-- {
 		ids = append(ids, strconv.FormatInt(runs[i].ID, 10))
+		crowds = append(crowds, crowding{fmt.Sprintf("baseline run %d's", runs[i].ID), runs[i].Nodes})
 	}
-	return out, fmt.Sprintf("%s's last %d complete run(s) of this kind (runs %s): %s", o.baseline, len(runs), strings.Join(ids, " "), kind), nil, nil
+	return out, fmt.Sprintf("%s's last %d complete run(s) of this kind (runs %s): %s", o.baseline, len(runs), strings.Join(ids, " "), kind), crowds, nil
 }
 
 // Result is the judge's outcome.
@@ -407,7 +444,7 @@ type Result struct {
 	Options       Options
 	Cases         []Case
 	Runs          int      // baseline runs
-	Notes         []string // what makes the comparison less fair: ranks that took turns on processors
+	Notes         []string // what makes the comparison less fair: ranks that took turns on processors, or waited for them
 }
 
 // Count is the number of cases with verdict v.
@@ -478,17 +515,19 @@ func (r Result) Write(w io.Writer) error {
 	return nil
 }
 
-// crowded makes every case judged slower or faster inconclusive: the run's
-// ranks, or the baseline's, outnumbered their node's processors, so that a
-// median measures the ranks' turn-taking as much as the collective. Beside
-// a CPU hog, 4 ranks on 2 processors called identical runs 2 to 4 times
-// slower in 2 of 20 pairs (docs/history.md); a gate acts only on evidence
-// that survives the machine's noise.
-func crowded(cases []Case) {
+// crowded makes every case judged slower or faster inconclusive, for why
+// ("ranks shared processors"): the run's ranks, or a baseline run's,
+// outnumbered their node's processors, or waited for one a share of the
+// timing phase (report.WaitedShare), so that a median measures the ranks'
+// turn-taking as much as the collective. Beside a CPU hog, 4 ranks on 2
+// processors called identical runs 2 to 4 times slower in 2 of 20 pairs,
+// and 2 ranks in 2 of 20 too (docs/history.md); a gate acts only on
+// evidence that survives the machine's noise.
+func crowded(cases []Case, why string) {
 	for i, c := range cases {
 		if c.Verdict == Slower || c.Verdict == Faster {
 			cases[i].Verdict = Inconclusive
-			cases[i].Why = fmt.Sprintf("%.3gx, ranks shared processors", c.Ratio)
+			cases[i].Why = fmt.Sprintf("%.3gx, %s", c.Ratio, why)
 		}
 	}
 }

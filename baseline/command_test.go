@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"rsag/coll"
+	"rsag/history"
 	"rsag/internal/exitcode"
 	"rsag/outdir"
 	"rsag/report"
@@ -213,6 +215,67 @@ func TestCrowdedRanksAreNeverCalledSlower(t *testing.T) {
 			if len(l) > report.TerminalWidth {
 				t.Errorf("%d columns, above %d: %q", len(l), report.TerminalWidth, l)
 			}
+		}
+	}
+}
+
+// A run one of whose ranks sat runnable but not running for
+// report.WaitedShare of its timing phase or more (beside a CPU hog: 2 ranks
+// on 2 processors, not outnumbering them) is never called slower or
+// faster, nor is one judged against such a baseline, a dir or a run of a
+// history's last runs: the case is inconclusive, saying that the ranks
+// waited for processors, and a note names the rank and the figure. A run
+// whose ranks waited less, with the same samples, is still SLOWER.
+func TestRanksThatWaitedForProcessorsAreNeverCalledSlower(t *testing.T) {
+	waited := func(share float64) func(*report.Summary) {
+		return func(s *report.Summary) {
+			for i := range s.Timing {
+				s.Timing[i].Run = "default"
+			}
+			s.Nodes = report.WithWaits(s.Nodes, []report.TimingRankRow{{Rank: 0, Seconds: 2, WaitedS: 0.02}, {Rank: 1, Seconds: 2, WaitedS: 2 * share}})
+		}
+	}
+	quiet, hog := waited(0.1), waited(0.5)
+	a := runDir(t, "2026-12-01T00:00:00Z", [][]float64{tenSamples, tenSamples}, quiet)
+	waitedA := runDir(t, "2026-12-01T00:00:00Z", [][]float64{tenSamples, tenSamples}, hog)
+	slow := runDir(t, "2026-12-01T02:00:00Z", [][]float64{scaled(3, tenSamples...), tenSamples}, quiet)
+	waitedSlow := runDir(t, "2026-12-01T02:00:00Z", [][]float64{scaled(3, tenSamples...), tenSamples}, hog)
+	// Two histories of three runs each before the slow ones, the second's
+	// middle run beside a hog.
+	quietDB, hogDB := filepath.Join(t.TempDir(), "quiet.db"), filepath.Join(t.TempDir(), "hog.db")
+	for i, k := range []float64{1, 1.02, 0.98} {
+		started := "2026-12-01T01:0" + strconv.Itoa(i) + ":00Z"
+		q := runDir(t, started, [][]float64{scaled(k, tenSamples...), scaled(k, tenSamples...)}, quiet)
+		h := q
+		if i == 1 {
+			h = runDir(t, started, [][]float64{scaled(k, tenSamples...), scaled(k, tenSamples...)}, hog)
+		}
+		for _, add := range [][2]string{{q, quietDB}, {h, hogDB}} {
+			if code, out, errs := run(history.Command, "-append", add[0], add[1]); code != 0 {
+				t.Fatalf("appending %s to %s: exit %d\n%s%s", add[0], add[1], code, out, errs)
+			}
+		}
+	}
+	const note = "ranks waited for processors (n1: rank 1 waited 50% of the timing phase for a processor)"
+	for _, c := range []struct {
+		baseline, run string
+		code          int
+		want          []string
+	}{
+		{a, slow, ExitSlower, []string{"FAIL: 1 of 2 case(s) slower"}},
+		{a, waitedSlow, ExitInconclusive, []string{"inconclusive: 3x, ranks waited for processors", "note: the run's " + note}},
+		{waitedA, slow, ExitInconclusive, []string{"inconclusive: 3x, ranks waited for processors", "note: the baseline's " + note}},
+		{quietDB, slow, ExitSlower, []string{"FAIL: 1 of 2 case(s) slower"}},
+		{hogDB, slow, ExitInconclusive, []string{"inconclusive: 3x, ranks waited for processors", "note: baseline run 2's " + note}},
+	} {
+		code, out, errs := run(Command, "-baseline", c.baseline, c.run)
+		flat := strings.Join(strings.Fields(out), " ")
+		ok := code == c.code && (c.code == ExitSlower) == strings.Contains(out, "SLOWER |")
+		for _, w := range c.want {
+			ok = ok && strings.Contains(flat, w)
+		}
+		if !ok {
+			t.Errorf("%s against %s: exit %d, want %d and %q\n%s%s", c.run, c.baseline, code, c.code, c.want, out, errs)
 		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"rsag/history"
 	"rsag/internal/testkit/inmem"
 	"rsag/outdir"
+	"rsag/report"
 )
 
 // historyRuns are the runs in the history file at path, oldest first.
@@ -363,44 +364,98 @@ func TestHistoryOfRunsShowsAPlantedStep(t *testing.T) {
 	}
 	// rsag check flags it, exit 1, against the history's last four
 	// complete runs started before it, and records it flagged: 8's
-	// baseline leaves 7 out (and any identical run flagged above).
-	for _, i := range []int{7, 8} {
-		r := rsag("check", "-baseline", db, "-last", "4", dirs[i])
-		if r.code != 1 || !strings.Contains(r.stdout, "FAIL: ") ||
-			!strings.Contains(unfolded(r.stdout), "the run is flagged, and no baseline until: rsag history -accept "+dirs[i]) {
-			t.Errorf("run %d: exit %d, want 1, recorded as flagged\n%s%s", i, r.code, r.stdout, r.stderr)
+	// baseline leaves 7 out (and any identical run flagged above). Unless
+	// the ranks of the run, or of a run of its baseline, waited for
+	// processors (or outnumbered them): a loaded machine's, which its
+	// summary.json says (nodes[].waited, nodes[].crowded). Then the step
+	// is inconclusive, saying why, exit 3, and the run is no flagged one:
+	// 8's baseline then holds 7.
+	dirOf := map[string]string{} // the history's run id: its dir
+	for _, r := range historyRuns(t, db) {
+		dirOf[fmt.Sprint(r.ID)] = r.Dir
+	}
+	crowdedRun := func(dir string) bool {
+		r, err := history.LoadRun(dir)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if m := regexp.MustCompile(`\(runs ([0-9 ]+)\)`).FindStringSubmatch(unfolded(r.stdout)); m == nil || slices.Contains(strings.Fields(m[1]), "7") {
-			t.Errorf("run %d's baseline is not of runs before it, or holds the flagged run 7: %v", i, m)
-		}
-		slower := false
-		for _, line := range strings.Split(r.stdout, "\n") {
-			if strings.HasPrefix(line, "|") && strings.Contains(line, "SLOWER") && strings.Contains(line, " 210K ") && strings.Contains(line, " direct ") {
-				slower = true
+		return report.CrowdedNote(r.Summary.Nodes) != ""
+	}
+	stepRow := func(out string) string {
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "|") && strings.Contains(line, " 210K ") && strings.Contains(line, " direct ") {
+				return line
 			}
 		}
-		if !slower {
-			t.Errorf("run %d: the slowed case is not SLOWER:\n%s", i, r.stdout)
+		return ""
+	}
+	why := regexp.MustCompile(`\[[0-9]+\] inconclusive: [0-9.e+]+x, ranks (waited for|shared) processors`)
+	crowded, flaggedRun := map[int]bool{}, map[int]bool{}
+	for _, i := range []int{7, 8} {
+		r := rsag("check", "-baseline", db, "-last", "4", dirs[i])
+		out := unfolded(r.stdout)
+		m := regexp.MustCompile(`\(runs ([0-9 ]+)\)`).FindStringSubmatch(out)
+		if m == nil {
+			t.Errorf("run %d: no baseline runs named\n%s%s", i, r.stdout, r.stderr)
+			continue
+		}
+		base := strings.Fields(m[1])
+		if slices.Contains(base, "7") != (i == 8 && !flaggedRun[7]) {
+			t.Errorf("run %d's baseline (runs %s) is not of runs before it, or holds run 7 (flagged %v)", i, m[1], flaggedRun[7])
+		}
+		crowded[i] = crowdedRun(dirs[i])
+		for _, id := range base {
+			crowded[i] = crowded[i] || crowdedRun(dirOf[id])
+		}
+		switch {
+		case slices.Contains(base, "7"):
+			// 8 against 7, which was not flagged (crowded), and three
+			// runs without the step: within the baseline's spread or
+			// beyond it, what holds is that it was judged, and never
+			// called slower where ranks were crowded.
+			if r.code != 0 && r.code != 1 && r.code != 3 || crowded[i] && (r.code == 1 || strings.Contains(r.stdout, "SLOWER |")) {
+				t.Errorf("run %d against a baseline holding run 7 (crowded %v): exit %d\n%s%s", i, crowded[i], r.code, r.stdout, r.stderr)
+			}
+		case crowded[i]:
+			if r.code != 3 || !strings.Contains(out, "inconclusive: none of 4 case(s) slower") || !strings.Contains(stepRow(r.stdout), "inconclusive [") ||
+				!why.MatchString(out) || !strings.Contains(out, "note: ") || !strings.Contains(out, "recorded in "+db+": inconclusive") {
+				t.Errorf("run %d, its ranks or its baseline's crowded: exit %d, want 3 and the step inconclusive, saying why\n%s%s", i, r.code, r.stdout, r.stderr)
+			}
+			t.Logf("run %d: inconclusive, the ranks of the run or of its baseline waited for processors or shared them:\n%s", i, r.stdout)
+		default:
+			flaggedRun[i] = r.code == 1
+			if r.code != 1 || !strings.Contains(r.stdout, "FAIL: ") ||
+				!strings.Contains(out, "the run is flagged, and no baseline until: rsag history -accept "+dirs[i]) {
+				t.Errorf("run %d: exit %d, want 1, recorded as flagged\n%s%s", i, r.code, r.stdout, r.stderr)
+			}
+			if !strings.Contains(stepRow(r.stdout), "SLOWER") {
+				t.Errorf("run %d: the slowed case is not SLOWER:\n%s", i, r.stdout)
+			}
 		}
 	}
 	// The verdicts reach CI and Prometheus: JUnit XML that validates
 	// against the published schema, with the slowed case a failed test
-	// case, and metrics that promtool passes.
+	// case (skipped, saying why, when the ranks were crowded), and
+	// metrics that promtool passes.
 	junit, prom := filepath.Join(tmp, "check.xml"), filepath.Join(tmp, "check.prom")
-	if r := rsag("check", "-baseline", db, "-last", "4", "-junit", junit, "-metrics", prom, dirs[7]); r.code != 1 {
-		t.Fatalf("check with -junit and -metrics: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	code, verdict, slower := 1, "failure", "1"
+	if crowded[7] {
+		code, verdict, slower = 3, "skipped", "0"
+	}
+	if r := rsag("check", "-baseline", db, "-last", "4", "-junit", junit, "-metrics", prom, dirs[7]); r.code != code {
+		t.Fatalf("check with -junit and -metrics: exit %d, want %d\n%s%s", r.code, code, r.stdout, r.stderr)
 	}
 	if out, err := command(t, "", "", "xmllint", "--noout", "--schema", "testdata/junit/junit-10.xsd", junit); err != nil {
 		t.Errorf("check's JUnit XML does not validate against junit-10.xsd: %v\n%s", err, out)
 	}
-	if x := readFile(t, junit); !regexp.MustCompile(`(?s)<testcase name="run default 210K [^"]* direct" classname="rsag.baseline">\s*<failure message="[^"]*x the baseline`).MatchString(x) {
-		t.Errorf("check's JUnit XML does not fail the slowed case:\n%s", x)
+	if x := readFile(t, junit); !regexp.MustCompile(`(?s)<testcase name="run default 210K [^"]* direct" classname="rsag.baseline">\s*<` + verdict + ` message="[^"]*x`).MatchString(x) {
+		t.Errorf("check's JUnit XML does not give the slowed case a %s:\n%s", verdict, x)
 	}
 	if out, err := command(t, "", readFile(t, prom), "promtool", "check", "metrics"); err != nil {
 		t.Errorf("promtool check metrics on check's metrics: %v\n%s", err, out)
 	}
-	if m := readFile(t, prom); !regexp.MustCompile(`rsag_baseline_slower\{[^}]*mode="direct"[^}]*size_bytes="215040"[^}]*\} 1\n`).MatchString(m) {
-		t.Errorf("check's metrics do not say the slowed case is slower:\n%s", m)
+	if m := readFile(t, prom); !regexp.MustCompile(`rsag_baseline_slower\{[^}]*mode="direct"[^}]*size_bytes="215040"[^}]*\} ` + slower + `\n`).MatchString(m) {
+		t.Errorf("check's metrics do not say the slowed case is slower (%s):\n%s", slower, m)
 	}
 	// A file that is not rsag's is never replaced without -overwrite.
 	notes := filepath.Join(tmp, "notes.txt")

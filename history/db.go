@@ -38,6 +38,9 @@ type DB struct {
 	// hasVerdicts: the file has the verdicts table (one an older rsag
 	// wrote may not, until a writer adds it).
 	hasVerdicts bool
+	// lacks are the added columns (addedColumns) the file has not, as
+	// "table.column": one an older rsag wrote, until a writer adds them.
+	lacks map[string]bool
 }
 
 // Mode is how a history file is opened.
@@ -195,7 +198,17 @@ func (h *DB) init() error {
 		if _, err := tx.ExecContext(ctx, schema); err != nil {
 			return err
 		}
-		h.hasVerdicts = true
+		for table, cols := range addColumns {
+			for col, add := range cols {
+				if !h.lacks[table+"."+col] {
+					continue
+				}
+				if _, err := tx.ExecContext(ctx, add); err != nil {
+					return fmt.Errorf("adding %s.%s: %w", table, col, err)
+				}
+			}
+		}
+		h.hasVerdicts, h.lacks = true, nil
 		if empty {
 			_, err = tx.ExecContext(ctx, "INSERT INTO meta (key, value) VALUES ('schema_version', ?), ('written_by', 'rsag')", strconv.Itoa(SchemaVersion))
 		}
@@ -273,6 +286,14 @@ func (h *DB) verifyVersion(ctx context.Context, conn *sql.Conn) (empty, v1 bool,
 		for _, c := range cols {
 			if !got[c] {
 				return false, false, foreign("its " + table + " table has no column " + c)
+			}
+		}
+		for _, c := range addedColumns[table] {
+			if !got[c] {
+				if h.lacks == nil {
+					h.lacks = map[string]bool{}
+				}
+				h.lacks[table+"."+c] = true
 			}
 		}
 	}
@@ -432,7 +453,7 @@ func insertRows(ctx context.Context, tx *sql.Conn, id int64, r Run) error {
 		for _, rk := range n.Ranks {
 			hostOf[rk] = n.Host
 		}
-		if err := exec("INSERT INTO nodes (run_id, host, ranks) VALUES (?, ?, ?)", n.Host, jsonText(n.Ranks)); err != nil {
+		if err := exec("INSERT INTO nodes (run_id, host, ranks, crowded, waited) VALUES (?, ?, ?, ?, ?)", n.Host, jsonText(n.Ranks), n.Crowded, n.Waited); err != nil {
 			return err
 		}
 	}

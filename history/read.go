@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"rsag/coll"
+	"rsag/report"
 )
 
 // RunRow is one run as the history lists it.
@@ -335,11 +336,15 @@ func (h *DB) each(query string, fn func(scanner) error, args ...any) error {
 	return h.wrapErr(rows.Err())
 }
 
-// BaselineRun is one run of a baseline from the history: its samples.
+// BaselineRun is one run of a baseline from the history: its samples,
+// and its nodes with what crowded their ranks (report.SummaryNode's Host,
+// Crowded and Waited; empty where the run said nothing or an older rsag
+// appended it).
 type BaselineRun struct {
 	ID      int64
 	Started string
 	Samples map[coll.Case][]float64
+	Nodes   []report.SummaryNode
 }
 
 // Baseline is the last n runs of kind that may be baselines (complete,
@@ -391,8 +396,32 @@ func (h *DB) Baseline(n int, except, before string, kind Kind) (out []BaselineRu
 			return nil, other, err
 		}
 		out[i].Samples = samples
+		if out[i].Nodes, err = h.crowding(out[i].ID); err != nil {
+			return nil, other, err
+		}
 	}
 	return out, other, nil
+}
+
+// crowding is run id's nodes, each with what crowded its ranks
+// (BaselineRun.Nodes), in the run's order.
+func (h *DB) crowding(id int64) ([]report.SummaryNode, error) {
+	col := func(c string) string {
+		if h.lacks["nodes."+c] {
+			return "''"
+		}
+		return "n." + c
+	}
+	var nodes []report.SummaryNode
+	err := h.each("SELECT n.host, "+col("crowded")+", "+col("waited")+" FROM nodes n WHERE n.run_id = ? ORDER BY n.rowid", func(s scanner) error {
+		var n report.SummaryNode
+		if err := s.Scan(&n.Host, &n.Crowded, &n.Waited); err != nil {
+			return err
+		}
+		nodes = append(nodes, n)
+		return nil
+	}, id)
+	return nodes, err
 }
 
 // Verdicts a run's rows in the verdicts table hold.

@@ -1,6 +1,9 @@
 package history
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // SchemaVersion is the database's schema version, kept in meta as
 // schema_version. A change that is not an added table or an added nullable
@@ -46,9 +49,11 @@ CREATE TABLE IF NOT EXISTS runs (
 	gpu_shared    TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS nodes (
-	run_id INTEGER NOT NULL REFERENCES runs(id),
-	host   TEXT NOT NULL,
-	ranks  TEXT NOT NULL,
+	run_id  INTEGER NOT NULL REFERENCES runs(id),
+	host    TEXT NOT NULL,
+	ranks   TEXT NOT NULL,
+	crowded TEXT NOT NULL DEFAULT '',
+	waited  TEXT NOT NULL DEFAULT '',
 	PRIMARY KEY (run_id, host)
 );
 CREATE TABLE IF NOT EXISTS cases (
@@ -171,10 +176,33 @@ CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started, id);
 // reader takes them as empty.
 var added = map[string]bool{"verdicts": true}
 
+// addedColumns are the columns added to a table since schema_version 2
+// was first written, each with a default, so that the version stands: a
+// file an older rsag wrote lacks them until a writer opens it (init adds
+// them, empty: that rsag did not say), and a reader takes them as empty.
+// nodes.crowded and nodes.waited are summary.json's nodes[].crowded and
+// nodes[].waited, which a history baseline's runs are judged by.
+var addedColumns = map[string][]string{"nodes": {"crowded", "waited"}}
+
 // columns are each table's columns, from schema (the one list of them):
-// an opener holds a file to them before it writes anything.
+// an opener holds a file to them before it writes anything. They leave
+// out the added tables and columns, which a file may lack.
 var columns = func() map[string][]string {
 	out := map[string][]string{}
+	for table, cols := range schemaColumns() {
+		for _, c := range cols {
+			if !added[table] && !slices.Contains(addedColumns[table], c[0]) {
+				out[table] = append(out[table], c[0])
+			}
+		}
+	}
+	return out
+}()
+
+// schemaColumns are each table's columns in schema, each as its name and
+// its definition as schema writes it, less its comma.
+func schemaColumns() map[string][][2]string {
+	out := map[string][][2]string{}
 	var table string
 	for _, line := range strings.Split(schema, "\n") {
 		f := strings.Fields(line)
@@ -184,8 +212,23 @@ var columns = func() map[string][]string {
 		case strings.HasPrefix(line, ")"):
 			table = ""
 		case table != "" && len(f) > 0 && f[0] != "PRIMARY":
-			if !added[table] {
-				out[table] = append(out[table], f[0])
+			out[table] = append(out[table], [2]string{f[0], strings.TrimSuffix(strings.Join(f, " "), ",")})
+		}
+	}
+	return out
+}
+
+// addColumns are the statements that add each of addedColumns, by table
+// and column, as schema defines it.
+var addColumns = func() map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for table, cols := range schemaColumns() {
+		for _, c := range cols {
+			if slices.Contains(addedColumns[table], c[0]) {
+				if out[table] == nil {
+					out[table] = map[string]string{}
+				}
+				out[table][c[0]] = "ALTER TABLE " + table + " ADD COLUMN " + c[1]
 			}
 		}
 	}

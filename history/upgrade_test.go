@@ -8,7 +8,8 @@ import (
 )
 
 // asVersion1 turns a history this rsag wrote into what schema_version 1
-// was: samples keyed by the case's JSON, no case_ids, no runs.gpu_shared.
+// was: samples keyed by the case's JSON, no case_ids, no runs.gpu_shared,
+// no nodes.crowded or waited.
 func asVersion1(t *testing.T, path string) {
 	t.Helper()
 	db, err := Open(path)
@@ -21,7 +22,8 @@ func asVersion1(t *testing.T, path string) {
 			PRIMARY KEY (run_id, case_key, cycle))`,
 		`INSERT INTO samples_v1 SELECT s.run_id, k.case_key, s.cycle, s.us FROM samples s JOIN case_ids k ON k.id = s.case_id`,
 		`DROP TABLE samples`, `DROP TABLE case_ids`, `ALTER TABLE samples_v1 RENAME TO samples`,
-		`ALTER TABLE runs DROP COLUMN gpu_shared`, `UPDATE meta SET value = '1' WHERE key = 'schema_version'`,
+		`ALTER TABLE runs DROP COLUMN gpu_shared`, `ALTER TABLE nodes DROP COLUMN crowded`, `ALTER TABLE nodes DROP COLUMN waited`,
+		`UPDATE meta SET value = '1' WHERE key = 'schema_version'`,
 	} {
 		if _, err := db.db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -117,4 +119,86 @@ func TestASharedGPURunIsAKindOfItsOwn(t *testing.T) {
 	if err != nil || len(trends) != 2 || trends[0].Kind.GPUShared == trends[1].Kind.GPUShared {
 		t.Errorf("trends: %d, %v; want one per kind", len(trends), err)
 	}
+}
+
+// What crowded a run's ranks (summary.json's nodes[].crowded and waited)
+// is kept with its nodes and given back with a baseline's runs, which the
+// judge reads it from. A file an older rsag of this schema_version wrote,
+// without those columns, is read with them empty, left as it is by a
+// reader and the pre-check, and given them, empty, by the first writer.
+func TestABaselineRunsCrowdingIsKept(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const waited, crowded = "rank 1 waited 50% of the timing phase for a processor", "3 ranks on 2 processors"
+	for i := range 3 {
+		r := synthetic(i)
+		r.PID = 100 + i
+		r.Summary.Nodes[0].Waited = map[int]string{1: waited}[i]
+		r.Summary.Nodes[0].Crowded = map[int]string{2: crowded}[i]
+		if _, err := db.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	check := func(db *DB, want ...[2]string) {
+		t.Helper()
+		next := synthetic(9)
+		next.PID = 999
+		got, _, err := db.Baseline(5, next.Key(), next.Summary.Started, next.Kind())
+		if err != nil || len(got) != len(want) {
+			t.Fatalf("baseline: %d runs, %v", len(got), err)
+		}
+		for i, b := range got { // newest first
+			w := want[len(want)-1-i]
+			if len(b.Nodes) != 1 || b.Nodes[0].Host != "n1" || b.Nodes[0].Crowded != w[0] || b.Nodes[0].Waited != w[1] {
+				t.Errorf("run %d's nodes %+v, want crowded %q, waited %q", b.ID, b.Nodes, w[0], w[1])
+			}
+		}
+	}
+	db, err = OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(db, [2]string{}, [2]string{"", waited}, [2]string{crowded, ""})
+	db.Close()
+
+	// As the rsag before these columns wrote it.
+	db, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`ALTER TABLE nodes DROP COLUMN crowded`, `ALTER TABLE nodes DROP COLUMN waited`} {
+		if _, err := db.db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	was := sum(t, path)
+	if err := Check(path); err != nil {
+		t.Errorf("the pre-check refused a file without nodes.crowded: %v", err)
+	}
+	db, err = OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(db, [2]string{}, [2]string{}, [2]string{})
+	db.Close()
+	if sum(t, path) != was {
+		t.Error("a reader or the pre-check changed the file")
+	}
+	db, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := synthetic(3)
+	r.PID = 103
+	r.Summary.Nodes[0].Waited = waited
+	if _, err := db.Append(r); err != nil {
+		t.Fatal(err)
+	}
+	check(db, [2]string{}, [2]string{}, [2]string{}, [2]string{"", waited})
+	db.Close()
 }

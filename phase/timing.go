@@ -3,6 +3,7 @@ package phase
 import (
 	"rsag/coll"
 	"rsag/config"
+	"rsag/internal/schedstat"
 	"rsag/phases"
 	"rsag/report"
 )
@@ -23,8 +24,15 @@ func prepareTiming(j Job) (Prepared, error) {
 		},
 		Run: func(env Env, rows *report.Rows) error {
 			env.Progress(phases.ProgressHeader)
+			// How long this rank waited for a processor while it timed
+			// (report.WithWaits): the phase runs on the main goroutine,
+			// locked to the thread that runs the collectives.
+			stop := schedstat.Watch()
 			samples, err := phases.RunTiming(env.Backend, env.Comm, sweeps, j.Groups, env.Progress)
 			rows.Timings = append(rows.Timings, TimingRows(env.Rank, env.Host, samples)...)
+			if wall, waited, ok := stop(); ok {
+				rows.TimingRanks = append(rows.TimingRanks, report.TimingRankRow{Rank: env.Rank, Seconds: wall.Seconds(), WaitedS: waited.Seconds()})
+			}
 			return err
 		},
 	}, nil

@@ -3,13 +3,12 @@ package phases
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"rsag/coll"
+	"rsag/internal/schedstat"
 	"rsag/locate"
 )
 
@@ -315,22 +314,6 @@ type LocateResult struct {
 	WaitedS float64
 }
 
-// runDelay is the calling thread's time spent runnable but waiting for a
-// processor, from /proc/thread-self/schedstat; ok is false where the
-// kernel does not keep it.
-func runDelay() (time.Duration, bool) {
-	b, err := os.ReadFile("/proc/thread-self/schedstat")
-	if err != nil {
-		return 0, false
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0, false
-	}
-	ns, err := strconv.ParseInt(f[1], 10, 64)
-	return time.Duration(ns), err == nil
-}
-
 // liveRounds bounds the sub-communicators a rank holds at once: the rounds
 // of a block are split once, measured repeat after repeat (so the repeats
 // of a unit are interleaved with the other rounds' measurements), then
@@ -350,7 +333,7 @@ func RunLocate(be coll.Backend, comm coll.Comm, plan LocatePlan) (res LocateResu
 	start := time.Now()
 	// The main goroutine is locked to its thread (main's init), so both
 	// reads are of the thread that runs the collectives.
-	waited0, okWait := runDelay()
+	waited0, okWait := schedstat.RunDelay()
 	sp, ok := coll.Find[coll.Splitter](be)
 	if !ok {
 		return res, fmt.Errorf("the locate phase needs sub-communicators, which the %s backend has not", be.Info().Backend)
@@ -395,7 +378,7 @@ func RunLocate(be coll.Backend, comm coll.Comm, plan LocatePlan) (res LocateResu
 		}
 	}
 	res.Seconds = time.Since(start).Seconds()
-	if waited1, ok := runDelay(); ok && okWait && waited1 > waited0 {
+	if waited1, ok := schedstat.RunDelay(); ok && okWait && waited1 > waited0 {
 		res.WaitedS = (waited1 - waited0).Seconds()
 	}
 	return res, nil

@@ -143,6 +143,7 @@ func Merge(all []Rows) Rows {
 	for _, r := range all {
 		merged.Contracts = append(merged.Contracts, r.Contracts...)
 		merged.Timings = append(merged.Timings, r.Timings...)
+		merged.TimingRanks = append(merged.TimingRanks, r.TimingRanks...)
 		merged.Memory = append(merged.Memory, r.Memory...)
 		merged.Numerics = append(merged.Numerics, r.Numerics...)
 		merged.Locate = append(merged.Locate, r.Locate...)

@@ -193,3 +193,65 @@ func TestCrowdedNodesAreSaid(t *testing.T) {
 		t.Errorf("a node of a processor a rank: %q", note)
 	}
 }
+
+// A rank that sat runnable but not running for WaitedShare of the timing
+// phase or more marks its node, with the rank and the figure; a rank below
+// it, or without a figure (a kernel without schedstats), does not. The
+// summary, the timing tables and the judge's few words all say it, beside
+// the count of ranks on processors when both hold.
+func TestRanksThatWaitedForAProcessorAreSaid(t *testing.T) {
+	infos := []coll.Info{
+		{Host: "quiet"}, {Host: "quiet"},
+		{Host: "hog", CPUs: []int{0}}, {Host: "hog", CPUs: []int{1}},
+		{Host: "both", CPUs: []int{0}}, {Host: "both", CPUs: []int{0}}, {Host: "both", CPUs: []int{0}},
+		{Host: "unknown"},
+	}
+	// The figures seen on a 2-core machine (docs/history.md): quiet
+	// smoke runs' worst rank 11 to 29%, beside one CPU hog 47 to 53%.
+	rows := []TimingRankRow{
+		{Rank: 0, Seconds: 0.04, WaitedS: 0.29 * 0.04}, {Rank: 1, Seconds: 0.04, WaitedS: 0},
+		{Rank: 2, Seconds: 0.1, WaitedS: 0.09 * 0.1}, {Rank: 3, Seconds: 0.1, WaitedS: 0.526 * 0.1},
+		{Rank: 4, Seconds: 2, WaitedS: 0.7}, {Rank: 5, Seconds: 2, WaitedS: 1.3}, {Rank: 6, Seconds: 2, WaitedS: 1.2},
+	}
+	s := NewSummary(SummaryInput{Infos: infos, World: len(infos), Rows: Rows{TimingRanks: rows}})
+	got := map[string][2]string{}
+	for _, n := range s.Nodes {
+		got[n.Host] = [2]string{n.Crowded, n.Waited}
+	}
+	want := map[string][2]string{
+		"quiet":   {"", ""},
+		"hog":     {"", "rank 3 waited 53% of the timing phase for a processor"},
+		"both":    {"3 ranks on 1 processor", "ranks 4-6 waited up to 65% of the timing phase for a processor"},
+		"unknown": {"", ""},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("crowded and waited %q, want %q", got, want)
+	}
+	s.Timing = []TimingStat{{Case: coll.Case{Run: "default", SizeBytes: 1024, Mode: "direct"}, MedianUS: 1}}
+	var out strings.Builder
+	if err := timingTables(&out, s); err != nil {
+		t.Fatal(err)
+	}
+	note := "note: ranks share processors (both: 3 ranks on 1 processor): the timings measure their turn-taking too; " +
+		"ranks waited for processors (hog: rank 3 waited 53% of the timing phase for a processor; " +
+		"both: ranks 4-6 waited up to 65% of the timing phase for a processor): the timings measure that waiting too"
+	if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), note) {
+		t.Errorf("the timing tables do not say %q:\n%s", note, out.String())
+	}
+	if why := CrowdedWhy(s.Nodes); !reflect.DeepEqual(why, []string{"ranks shared processors", "ranks waited for processors"}) {
+		t.Errorf("why %q", why)
+	}
+	if why := CrowdedWhy(s.Nodes[1:2]); !reflect.DeepEqual(why, []string{"ranks waited for processors"}) {
+		t.Errorf("why of the hog's node alone %q", why)
+	}
+	// At the threshold a node is said; just under it, not.
+	for _, c := range []struct {
+		share float64
+		said  bool
+	}{{WaitedShare, true}, {WaitedShare - 0.001, false}} {
+		n := WithWaits([]SummaryNode{{Host: "h", Ranks: []int{0}}}, []TimingRankRow{{Rank: 0, Seconds: 1, WaitedS: c.share}})
+		if (n[0].Waited != "") != c.said {
+			t.Errorf("a rank that waited %.3f of the phase: %q", c.share, n[0].Waited)
+		}
+	}
+}

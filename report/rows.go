@@ -91,6 +91,15 @@ func (v *Verdict) UnmarshalText(b []byte) error {
 	return fmt.Errorf("%q is not a check's verdict: want True, False or nothing", b)
 }
 
+// TimingRankRow is the timing phase on one rank: its wall time and how
+// much of it the rank's thread sat runnable but not running (schedstat's
+// run_delay). A rank whose kernel does not say has no row.
+type TimingRankRow struct {
+	Rank    int
+	Seconds float64
+	WaitedS float64
+}
+
 // MemoryRow is one buffer-lifetime strategy on one rank.
 type MemoryRow struct {
 	Rank              int    `csv:"rank"`
@@ -133,8 +142,11 @@ type NumericsRow struct {
 type Rows struct {
 	Contracts []ContractRow
 	Timings   []TimingRow
-	Memory    []MemoryRow
-	Numerics  []NumericsRow
+	// TimingRanks are the timing phase's span on each rank and how much of
+	// it the rank waited for a processor (WithWaits).
+	TimingRanks []TimingRankRow
+	Memory      []MemoryRow
+	Numerics    []NumericsRow
 	// The locate phase's (LocateRows).
 	Locate      []LocateRow
 	LocateComms []LocateCommRow

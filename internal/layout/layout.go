@@ -88,7 +88,7 @@ var Packages = []Package{
 	{"internal/testkit/backendcheck", "test-only main: the conformance suite on the MPI backend under mpirun",
 		[]string{"coll", "coll/colltest", "mpi", "mpibackend"}},
 	{"internal/testkit/browser", "test-only: headless Chromium through chromedp", nil},
-	{"internal/testkit/echophase", "test-only: a phase that registers itself in one line (e2e/phase_test.go)",
+	{"internal/testkit/echophase", "test-only: a phase that registers itself in one line (its echophase_test.go)",
 		[]string{"coll", "config", "phase", "report"}},
 	{"internal/testkit/hosts", "test-only: emulated hosts in namespaces", nil},
 	{"internal/testkit/inmem", "test-only: a backend of goroutine ranks, with faults; `Ranks`, a job of goroutine ranks that `job.Main` runs on (e2e's inproc)",

@@ -30,9 +30,11 @@ type Backend struct {
 	info   coll.Info // what Info says; the zero value: "inmem" on host "inmem"
 }
 
-// flips counts one rank's calls of Faults.Flip's collective.
+// flips counts one rank's calls of Faults.Flip's collective: its
+// backend's, or (comm) its host-side communicator's.
 type flips struct {
 	rank  int // world rank
+	comm  bool
 	calls int
 }
 

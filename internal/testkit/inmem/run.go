@@ -96,13 +96,18 @@ type Flip struct {
 	Element int
 	Chunk   int
 	Send    bool
-	Calls   func(n int) bool
+	// Comm: the fault strikes the rank's host-side communicator's
+	// reductions instead of its backend's collectives (coll.Comm's
+	// MaxFloat64s, an AllReduce of 8 bytes an element: on MPI's world an
+	// MPI_Allreduce, as corrupt.c meets it), counted on their own.
+	Comm  bool
+	Calls func(n int) bool
 }
 
 // hits counts a call of c on the rank that owns h and says whether the
 // fault strikes it.
 func (f *Flip) hits(h *flips, c string, bytes int) bool {
-	if f == nil || f.Collective != c || f.Rank != h.rank || (f.Bytes != 0 && f.Bytes != bytes) {
+	if f == nil || h == nil || f.Comm != h.comm || f.Collective != c || f.Rank != h.rank || (f.Bytes != 0 && f.Bytes != bytes) {
 		return false
 	}
 	h.calls++
@@ -147,7 +152,7 @@ func LaunchTimeout(world int, faults Faults, timeout time.Duration, body func(be
 	for r := range world {
 		go func() {
 			be := &Backend{job: j, group: w, rank: r, Heap: newHeap(r), flips: &flips{rank: r}}
-			err := call(body, be, &Comm{job: j, group: w, rank: r})
+			err := call(body, be, &Comm{job: j, group: w, rank: r, flips: &flips{rank: r, comm: true}})
 			if !be.closed {
 				err = errors.Join(err, be.Close())
 			}
@@ -350,6 +355,7 @@ type Comm struct {
 	group *group
 	rank  int
 	job   *job
+	flips *flips // Faults.Flip with Comm: this rank's reductions; nil: none
 }
 
 var _ coll.Comm = (*Comm)(nil)
@@ -388,6 +394,9 @@ func (c *Comm) MaxFloat64s(v []float64) error {
 		for _, p := range m.payloads {
 			v[i] = max(v[i], p.([]float64)[i])
 		}
+	}
+	if f := c.job.faults.Flip; f.hits(c.flips, coll.AllReduce.Name, 8*len(v)) && f.Element < len(v) {
+		v[f.Element] = math.Float64frombits(math.Float64bits(v[f.Element]) ^ 1)
 	}
 	return nil
 }

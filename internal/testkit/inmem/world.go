@@ -51,7 +51,7 @@ func NewRanks(hosts []string, faults Faults, timeout time.Duration) *Ranks {
 	j := &job{timeout: timeout, faults: faults, broken: make(chan struct{}), left: make([]string, n)}
 	rs := &Ranks{j: j, world: j.newGroup("world", seq(n)), abortBy: -1}
 	for r, h := range hosts {
-		w := &World{Comm: Comm{job: j, group: rs.world, rank: r}, ranks: rs, host: h,
+		w := &World{Comm: Comm{job: j, group: rs.world, rank: r, flips: &flips{rank: r, comm: true}}, ranks: rs, host: h,
 			stdout: &output{}, stderr: &output{}, done: make(chan struct{}), finished: make(chan struct{})}
 		for q, g := range hosts {
 			if g == h {

@@ -68,6 +68,34 @@ func TestAWorldsBackendWithoutGraphs(t *testing.T) {
 	}
 }
 
+// A Flip with Comm strikes the world's reductions (MaxFloat64s), counted
+// on their own, on its rank alone; one without it leaves them alone.
+func TestAFlipInTheWorldsReductions(t *testing.T) {
+	for _, comm := range []bool{true, false} {
+		f := &Flip{Collective: coll.AllReduce.Name, Comm: comm, Rank: 1, Bytes: 8, Calls: func(n int) bool { return n == 2 }}
+		rs := NewRanks([]string{"h", "h"}, Faults{Flip: f}, 10*time.Second)
+		ended := rs.Run(10*time.Second, func(w *World) int {
+			for range 3 {
+				v := []float64{float64(w.Rank())}
+				if err := w.MaxFloat64s(v); err != nil {
+					return 1
+				}
+				fmt.Fprint(w.Stdout(), v[0] == 1, " ")
+			}
+			return 0
+		})
+		want := []string{"true true true ", "true true true "}
+		if comm {
+			want[1] = "true false true "
+		}
+		for r, e := range ended {
+			if e.Stdout != want[r] {
+				t.Errorf("Comm %v: rank %d's maxima equal 1: %q, want %q", comm, r, e.Stdout, want[r])
+			}
+		}
+	}
+}
+
 // Abort ends the job as MPI_Abort does: the other ranks' waits fail at
 // once, they are killed (their later output dropped, the abort's code),
 // and the aborting rank's goroutine ends there.

@@ -19,6 +19,7 @@ import (
 	"rsag/baseline"
 	"rsag/history"
 	"rsag/internal/exitcode"
+	"rsag/internal/fold"
 	"rsag/job"
 	"rsag/outdir"
 	"rsag/report/page"
@@ -66,20 +67,23 @@ var commands = []command{
 }
 
 func main() {
+	// Every line rsag says on stderr folds at the terminal's width (issue
+	// 57); what it writes to files keeps a message on one line.
+	stderr := fold.NewWriter(os.Stderr)
 	if len(os.Args) > 1 {
 		for _, c := range commands {
 			if os.Args[1] == c.name {
-				os.Exit(exitcode.Say(os.Stderr, "rsag "+c.name, c.run(os.Args[2:], os.Stdout, os.Stderr)))
+				os.Exit(exitcode.Say(stderr, "rsag "+c.name, c.run(os.Args[2:], os.Stdout, stderr)))
 			}
 		}
 	}
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(os.Args[1:], stderr))
 }
 
 // run is an rsag run on this rank: its exit code.
-func run(args []string) int {
+func run(args []string, stderr io.Writer) int {
 	started := time.Now()
-	opts, err := parseFlags(args, os.Stderr)
+	opts, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return job.ExitOK
 	}
@@ -91,5 +95,5 @@ func run(args []string) int {
 	// agrees on it and it is said once.
 	return job.Main(job.Options{FlagError: err, ConfigPath: opts.configPath, OutputDir: opts.outputDir,
 		History: opts.history, Backend: opts.backend, Sets: opts.sets, Overwrite: opts.overwrite, Version: version, Commit: commit,
-		Started: started, Stdout: os.Stdout, Stderr: os.Stderr, Exit: os.Exit})
+		Started: started, Stdout: os.Stdout, Stderr: stderr, Exit: os.Exit})
 }

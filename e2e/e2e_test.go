@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"rsag/internal/fold"
 	"rsag/internal/testkit/mpitesting"
 	"rsag/internal/testkit/outcheck"
 )
@@ -68,10 +69,19 @@ func TestMain(m *testing.M) {
 }
 
 type result struct {
-	stdout, stderr string
-	code           int
-	took           time.Duration
+	stdout string
+	// stderr is what the job said, rsag's folded lines joined again
+	// (unfold): the assertions read a message whole, as run.json holds it.
+	// rawStderr is as printed, folded at the terminal's width.
+	stderr, rawStderr string
+	code              int
+	took              time.Duration
 }
+
+// unfold joins the lines rsag folded to the terminal's width (each
+// continuation indented two columns past the line it continues), so that
+// a pattern can span them; other lines are left as they are.
+func unfold(text string) string { return fold.Unfold(text, fold.Width) }
 
 // mpirun starts rsag on np ranks and fails the test if it outlives limit:
 // a hang is a failure, never a stuck CI.
@@ -125,7 +135,7 @@ func runWithin(t *testing.T, limit time.Duration, what string, newCmd func(conte
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
+	r := result{stdout: stdout.String(), stderr: unfold(stderr.String()), rawStderr: stderr.String(), took: time.Since(start)}
 	if ctx.Err() != nil {
 		t.Fatalf("%s did not finish within %v (hang?)\nstdout:\n%s\nstderr:\n%s", what, limit, r.stdout, r.stderr)
 	}

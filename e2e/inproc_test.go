@@ -107,7 +107,7 @@ func inprocParts(t *testing.T, faults inmem.Faults, watch func(stdout string), l
 		out.WriteString(e.Stdout)
 		errs.WriteString(e.Stderr)
 	}
-	r.stdout, r.stderr = out.String(), errs.String()
+	r.stdout, r.stderr, r.rawStderr = out.String(), unfold(errs.String()), errs.String()
 	return r
 }
 

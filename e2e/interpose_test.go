@@ -74,7 +74,8 @@ func startStalled(t *testing.T, np int, mpirunArgs []string, args ...string) *jo
 // stalledEnd is how a job with a stall injected ended.
 type stalledEnd struct {
 	code           int
-	stdout, stderr string
+	stdout, stderr string // stderr unfolded, as job.output gives it
+	rawStderr      string // as printed, folded at the terminal's width
 	took           time.Duration
 }
 
@@ -89,6 +90,7 @@ func runStalled(t *testing.T, limit time.Duration, start func() *job) stalledEnd
 	e.code = j.wait(t, limit)
 	e.took = time.Since(began)
 	e.stdout, e.stderr = j.output()
+	e.rawStderr = j.rawStderr()
 	return e
 }
 

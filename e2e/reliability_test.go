@@ -107,10 +107,20 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// output is what the job has said so far: its stdout, and its stderr
+// with rsag's folded lines joined again (unfold), as result's stderr.
 func (j *job) output() (string, string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.stdout.String(), j.stderr.String()
+	return j.stdout.String(), unfold(j.stderr.String())
+}
+
+// rawStderr is the job's stderr as printed, rsag's lines folded at the
+// terminal's width.
+func (j *job) rawStderr() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.stderr.String()
 }
 
 // waitLine waits for a line of rank 0's stdout containing s.

@@ -63,10 +63,6 @@ func blamesOnly(t *testing.T, what, text string, rank int) {
 	}
 }
 
-// unfold joins the lines the early naming folded to 120 columns (each
-// continuation indented by two), so that a pattern can span them.
-func unfold(text string) string { return strings.ReplaceAll(text, "\n  ", " ") }
-
 // Rank 0 stopped mid-timing: rank 0 is named, with its pid, by itself
 // once the launcher wakes it or by its guard, and the ranks that waited
 // for it are not blamed (issue 57: "rank 1 waits in ... instead").

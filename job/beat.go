@@ -361,21 +361,21 @@ func (s *session) watchStuck(log *runLog) {
 		if len(named) == 0 {
 			continue
 		}
-		// The line is said here, folded to the terminal's width (issue
-		// 57); the end is then quiet, its message whole for the beat and
-		// the verdict.
+		// The line is said here (folded to the terminal's width by the
+		// job's stderr, issue 57); the end is then quiet, its message
+		// whole for the beat and the verdict.
 		if s.endOnStuck && slices.ContainsFunc(named, outdir.Stuck.Known) {
 			for i := range named {
 				named[i].Ending = named[i].Known()
 			}
 			log.stuck(named)
 			msg := outdir.StuckText(named) + "; ending the job now (end_on_stuck_rank)"
-			fmt.Fprintln(s.opts.Stderr, outdir.FoldStuck(fmt.Sprintf("rsag: rank 0 (%s): %s", s.comm.Host(), msg), outdir.StuckWidth))
+			fmt.Fprintf(s.opts.Stderr, "rsag: rank 0 (%s): %s\n", s.comm.Host(), msg)
 			s.end.EndQuietly(ExitWatchdog, msg, outdir.StuckReason(named))
 			continue
 		}
 		log.stuck(named)
-		fmt.Fprintln(s.opts.Stderr, outdir.FoldStuck(fmt.Sprintf("rsag: rank 0 (%s): %s", s.comm.Host(), outdir.StuckText(named)), outdir.StuckWidth))
+		fmt.Fprintf(s.opts.Stderr, "rsag: rank 0 (%s): %s\n", s.comm.Host(), outdir.StuckText(named))
 	}
 }
 

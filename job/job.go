@@ -24,6 +24,7 @@ import (
 	"rsag/coll"
 	"rsag/config"
 	"rsag/internal/cadence"
+	"rsag/internal/fold"
 	"rsag/internal/stopped"
 	"rsag/mpi"
 	"rsag/ncclx"
@@ -118,6 +119,10 @@ type session struct {
 // Main runs rsag on this rank and returns the process's exit code.
 func Main(o Options) int {
 	process := o.World == nil
+	// What a rank says on stderr folds at the terminal's width (issue 57);
+	// the outputs are given the messages themselves, never what was
+	// printed, and keep them on one line.
+	o.Stderr = fold.NewWriter(o.Stderr)
 	if process {
 		setUpProcess()
 	}

@@ -16,6 +16,7 @@ import (
 	"rsag/internal/atomicfile"
 	"rsag/internal/cadence"
 	"rsag/internal/exitcode"
+	"rsag/internal/fold"
 )
 
 // GuardCommand is the hidden first argument that makes rsag a run's guard
@@ -113,7 +114,8 @@ func Guard(args []string) error {
 	}
 	lock := os.NewFile(3, "lock")
 	early := EarlyNaming{Timeout: time.Duration(ms) * time.Millisecond, End: end}
-	if err := guard(os.Stdin, os.Stderr, lock, args[0], args[1], pid, ProcState, early); err != nil {
+	// Its lines fold at the terminal's width, as rank 0's do (fold).
+	if err := guard(os.Stdin, fold.NewWriter(os.Stderr), lock, args[0], args[1], pid, ProcState, early); err != nil {
 		return exitcode.Silent(1)
 	}
 	return nil
@@ -367,7 +369,7 @@ func watchRankZero(done <-chan struct{}, stderr io.Writer, dir, host string, pid
 			run.Status, run.Ended = StatusFailed, time.Now().UTC().Format(time.RFC3339)
 			run.Reason = StuckReason(named)
 		}
-		fmt.Fprintln(stderr, FoldStuck(fmt.Sprintf("rsag: guard of rank 0 (%s, pid %d): %s", host, pid, line), StuckWidth))
+		fmt.Fprintf(stderr, "rsag: guard of rank 0 (%s, pid %d): %s\n", host, pid, line)
 		if WriteRecord(dir, run) == nil && ending {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			return

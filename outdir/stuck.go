@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"rsag/internal/fold"
 	"rsag/internal/rankset"
 )
 
@@ -272,42 +273,6 @@ func MergeStuck(have, more []Stuck) []Stuck {
 func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }
 
 // StuckWidth is the widest line the early naming prints: a person's
-// terminal (report.TerminalWidth, which outdir cannot import).
-const StuckWidth = 120
-
-// FoldStuck folds line, a naming line with its "rsag: ...: " prefix, into
-// lines of at most width columns: at the clauses ("; ") where they fit,
-// else at spaces, the rest indented by two. run.json keeps the text
-// whole; only the terminal's copy is folded.
-func FoldStuck(line string, width int) string {
-	if len([]rune(line)) <= width {
-		return line
-	}
-	const indent = "  "
-	var lines []string
-	cur := ""
-	put := func(piece string) { // piece: a clause with its "; " or a word with its " "
-		switch {
-		case cur == "" || cur == indent || len([]rune(cur))+len([]rune(strings.TrimRight(piece, " "))) <= width:
-			cur += piece
-		default:
-			lines = append(lines, strings.TrimRight(cur, " "))
-			cur = indent + piece
-		}
-	}
-	clauses := strings.SplitAfter(line, "; ")
-	for _, c := range clauses {
-		if len([]rune(strings.TrimRight(c, " ")))+len(indent) <= width {
-			put(c)
-			continue
-		}
-		if cur != "" && cur != indent { // a long clause starts a line of its own
-			lines = append(lines, strings.TrimRight(cur, " "))
-			cur = indent
-		}
-		for _, w := range strings.SplitAfter(c, " ") {
-			put(w)
-		}
-	}
-	return strings.Join(append(lines, strings.TrimRight(cur, " ")), "\n")
-}
+// terminal (fold.Width). Its lines are folded by the writer rank 0 and
+// its guard print through (fold.NewWriter); run.json keeps them whole.
+const StuckWidth = fold.Width

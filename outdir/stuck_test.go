@@ -278,28 +278,3 @@ func TestHangNoRankBehindQuotesNCCL(t *testing.T) {
 		t.Errorf("8 answers: %q", got)
 	}
 }
-
-// The naming line folds to the terminal's width, at its clauses where
-// they fit, and loses no word.
-func TestFoldStuck(t *testing.T) {
-	line := "rsag: rank 0 (vm): stuck rank, named early: rank 2 on vm (pid 6830) is stopped (state T); its last heartbeat, " +
-		"4.0 s ago, had it past timing reduce-scatter + all-gather #56006 (4096 bytes, decomposed, cycle 27985), which it left " +
-		"0.0 s before; ranks 0,1,3 wait on it in timing reduce-scatter + all-gather #58821 (4096 bytes, decomposed, cycle 29392); " +
-		"the watchdog ends the job in about 176 s (timeout_s 180); ending the job now (end_on_stuck_rank); " +
-		strings.Repeat("x", 150)
-	got := FoldStuck(line, StuckWidth)
-	for _, l := range strings.Split(got, "\n") {
-		if len(l) > StuckWidth && strings.TrimSpace(l) != strings.Repeat("x", 150) {
-			t.Errorf("%d columns: %q", len(l), l)
-		}
-	}
-	if strings.Join(strings.Fields(got), " ") != line {
-		t.Errorf("folding changed the words:\n%s", got)
-	}
-	if first := strings.SplitN(got, "\n", 2)[0]; first != "rsag: rank 0 (vm): stuck rank, named early: rank 2 on vm (pid 6830) is stopped (state T);" {
-		t.Errorf("first line %q, want the naming up to its first clause", first)
-	}
-	if short := "rsag: a short line; two clauses"; FoldStuck(short, StuckWidth) != short {
-		t.Errorf("a short line folded")
-	}
-}

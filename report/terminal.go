@@ -1,97 +1,32 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"math"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"rsag/coll"
+	"rsag/internal/fold"
 )
 
 // TerminalWidth is the widest line rsag prints: a person's terminal, or a
-// job log read in an editor split beside the code. Every table is built
-// to fit it (foldTable), and the terminal writer folds prose that does not.
-const TerminalWidth = 120
+// job log read in an editor split beside the code (fold.Width). Every
+// table is built to fit it (foldTable), and the terminal writer folds
+// prose that does not.
+const TerminalWidth = fold.Width
 
 // Terminal is rank 0's terminal: it folds every line of prose wider than
-// TerminalWidth at word boundaries, the rest indented, so that a note or
-// a progress line stays readable however long its names. Table lines
-// (they start with '+' or '|') are left alone: a table folds by design, not
-// mid-row. It folds the lines that a single Write completes; what follows
-// a Write that ended mid-line is passed on as it is. Safe for concurrent
-// use.
-func Terminal(w io.Writer) io.Writer { return &terminal{w: w} }
+// TerminalWidth (fold.Line: at its clauses where they fit, else at
+// spaces, the rest indented), so that a note or a progress line stays
+// readable however long its names. Table lines (they start with '+' or
+// '|') are left alone: a table folds by design, not mid-row. It folds the
+// lines that a single Write completes; what follows a Write that ended
+// mid-line is passed on as it is. Safe for concurrent use.
+func Terminal(w io.Writer) io.Writer { return fold.NewWriterKeeping(w, tableLine) }
 
-type terminal struct {
-	mu      sync.Mutex
-	w       io.Writer
-	midLine bool // the last Write ended without a newline
-}
-
-func (t *terminal) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var out bytes.Buffer
-	rest := p
-	for len(rest) > 0 {
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			out.Write(rest)
-			t.midLine = true
-			break
-		}
-		line := string(rest[:i])
-		if t.midLine {
-			out.WriteString(line)
-		} else {
-			out.WriteString(FoldLine(line, TerminalWidth))
-		}
-		out.WriteByte('\n')
-		t.midLine = false
-		rest = rest[i+1:]
-	}
-	if _, err := t.w.Write(out.Bytes()); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// FoldLine folds one line of prose to width columns at spaces, each
-// continuation indented two columns past the line's own indentation;
-// a word longer than the width stays whole. A table line ('+' or '|'
-// first) is returned as it is.
-func FoldLine(line string, width int) string {
-	if utf8.RuneCountInString(line) <= width || strings.HasPrefix(line, "+") || strings.HasPrefix(line, "|") {
-		return line
-	}
-	trimmed := strings.TrimLeft(line, " ")
-	indent := strings.Repeat(" ", len(line)-len(trimmed)+2)
-	var b strings.Builder
-	col := 0
-	first := true
-	for _, word := range strings.Fields(trimmed) {
-		n := utf8.RuneCountInString(word)
-		switch {
-		case first:
-			b.WriteString(line[:len(line)-len(trimmed)])
-			col = len(line) - len(trimmed)
-			first = false
-		case col+1+n > width:
-			b.WriteString("\n" + indent)
-			col = len(indent)
-		default:
-			b.WriteByte(' ')
-			col++
-		}
-		b.WriteString(word)
-		col += n
-	}
-	return b.String()
-}
+func tableLine(l string) bool { return strings.HasPrefix(l, "+") || strings.HasPrefix(l, "|") }
 
 // USText writes microseconds as every report does (coll.USText).
 func USText(us float64) string { return coll.USText(us) }

@@ -44,6 +44,7 @@ import (
 	"testing"
 	"time"
 
+	"rsag/internal/fold"
 	"rsag/internal/testkit/hosts"
 	"rsag/internal/testkit/mpitesting"
 	"rsag/internal/testkit/outcheck"
@@ -459,7 +460,7 @@ func (c *cluster) submitDir(t *testing.T) string {
 type job struct {
 	id     string
 	fields map[string]string // `scontrol show job -o` once the job has ended
-	log    string            // the job's output file (%x-%j.out)
+	log    string            // the job's output file (%x-%j.out), rsag's folded lines joined again (fold.Unfold)
 }
 
 // jobEnv is what ch7.sbatch is given.
@@ -574,9 +575,11 @@ func (c *cluster) waitJob(t *testing.T, dir, id string, limit time.Duration) job
 	if rerr != nil {
 		t.Errorf("job log: %v", rerr)
 	}
-	j.log = string(b)
+	// rsag folds what it says on stderr at the terminal's width; a
+	// pattern reads a message whole, as run.json holds it.
+	j.log = fold.Unfold(string(b), fold.Width)
 	t.Logf("job %s: JobState=%s ExitCode=%s NodeList=%s SubmitTime=%s StartTime=%s EndTime=%s; log:\n%s",
-		id, j.fields["JobState"], j.fields["ExitCode"], j.fields["NodeList"], j.fields["SubmitTime"], j.fields["StartTime"], j.fields["EndTime"], j.log)
+		id, j.fields["JobState"], j.fields["ExitCode"], j.fields["NodeList"], j.fields["SubmitTime"], j.fields["StartTime"], j.fields["EndTime"], b)
 	return j
 }
 

@@ -58,11 +58,12 @@ Usage:
   sbatch slurm/ch7.sbatch
   ./rsag report results/ch7                  a run's report.html and tables again (no MPI, no GPU)
   ./rsag compare results/a results/b         B against A, case by case (no MPI, no GPU; rsag compare -h)
-  ./rsag suspects results/locate             a locate run's suspects and which to drain (-format json or nul for scripts)
-  ./rsag history results/history.db          the runs over time, each case's trend, each node as a suspect (rsag history -h);
-                                             a run appends itself to it with -history results/history.db
+  ./rsag suspects results/locate             a locate run's suspects and which to drain (-format json or nul: scripts)
+  ./rsag history results/history.db          the runs over time, each case's trend, each node as a suspect
+                                             (rsag history -h); a run appends itself with -history results/history.db
   ./rsag check -baseline results/history.db results/today
-                                             a run against the history's last complete runs, exit 1 when slower (rsag check -h)
+                                             a run against the history's last complete runs, exit 1 when slower
+                                             (rsag check -h)
 
 Flags:
 `
@@ -83,12 +84,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	// The flag package prints each default from the flag's value: the
 	// usage strings do not repeat it.
 	fs.Var(&onceFlag{value: &o.configPath}, "config", "TOML config `file`")
-	fs.Var(outputDir, "output-dir", "`directory` for the results (created if missing; default: a new one, results/DATE-TIME-CONFIG, and results/latest links to it)")
+	fs.Var(outputDir, "output-dir", "`directory` for the results (created if missing;\ndefault: a new one, results/DATE-TIME-CONFIG, and results/latest links to it)")
 	fs.Var(&onceFlag{value: &o.backend}, "backend", "auto, nccl or mpi (default: the config's backend key, else auto)")
 	history := &onceFlag{value: &o.history}
-	fs.Var(history, "history", "append the ended run to the history database `file` (docs/history.md; default: RSAG_HISTORY, else the config's history key)")
+	fs.Var(history, "history", "append the ended run to the history database `file` (docs/history.md;\ndefault: RSAG_HISTORY, else the config's history key)")
 	fs.BoolVar(&o.overwrite, "overwrite", false, "replace the results of an earlier run in -output-dir (without it, rsag refuses to touch them)")
-	fs.Var(&sets, "set", "override a config key: `section.key=value`, value in TOML syntax, e.g. -set 'timing.sizes_bytes=[1024,65536]', or run.NAME.key=value for the [[run]] named NAME (repeatable)")
+	fs.Var(&sets, "set", "override a config key: `section.key=value`, value in TOML syntax, e.g. -set 'timing.sizes_bytes=[1024,65536]',\nor run.NAME.key=value for the [[run]] named NAME (repeatable)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"rsag/internal/fold"
 )
 
 func TestContradictoryFlags(t *testing.T) {
@@ -50,6 +52,11 @@ func TestHelp(t *testing.T) {
 	for _, line := range strings.Split(help, "\n") {
 		if strings.Count(line, "default") > 1 {
 			t.Errorf("a line says its default twice: %q", line)
+		}
+		// Laid out to fit the terminal, as the flag package indents (a tab
+		// after four spaces: column 8), rather than left to fold (fold).
+		if n := len(strings.Replace(line, "    \t", "        ", 1)); n > fold.Width {
+			t.Errorf("a line of %d columns, above %d: %q", n, fold.Width, line)
 		}
 	}
 }

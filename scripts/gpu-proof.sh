@@ -172,10 +172,14 @@ if want proof; then
   run hierarchy 240 RSAG_WAIT=poll -- -config configs/hierarchy.toml "${shared[@]}" -set hierarchy.group_size=2
 fi
 
-# said NAME PATTERN: what the last run said that matches, into the table.
+# said NAME PATTERN: what the last run said that matches, into the table;
+# rsag's folded lines (at 120 columns, each continuation indented by two)
+# joined again, so that a message is matched and shown whole.
 said() {
   echo "$1: it said:" >>"$table"
-  sed -n "/=== .* $1: /,\$p" "$out/proof.log" | grep -E "$2" | head -4 | cut -c1-400 | tee -a "$table"
+  sed -n "/=== .* $1: /,\$p" "$out/proof.log" |
+    awk 'NR > 1 && /^  [^ ]/ { l = l " " substr($0, 3); next } NR > 1 { print l } { l = $0 } END { if (NR) print l }' |
+    grep -E "$2" | head -4 | cut -c1-400 | tee -a "$table"
 }
 
 # gone PID: a process the job left behind is named and killed.

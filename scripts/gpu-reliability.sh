@@ -32,6 +32,10 @@ rank_pid() {
     tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" && { echo "$p"; return; }
   done
 }
+# unfolded FILE: rsag's stderr with its folded lines joined again (rsag folds
+# what it says at 120 columns, each continuation indented by two), so that a
+# grep sees each message whole.
+unfolded() { awk 'NR > 1 && /^  [^ ]/ { l = l " " substr($0, 3); next } NR > 1 { print l } { l = $0 } END { if (NR) print l }' "$1"; }
 # wait_for FILE TEXT SECONDS: wait until FILE contains TEXT.
 wait_for() {
   for _ in $(seq $(( $3 * 10 ))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
@@ -64,8 +68,8 @@ echo "exit $rc, $took ms after the stop"
 why=ok
 [ -n "${victim:-}" ] || why="rank 1 not found or the run never reached timing"
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || why="exit $rc"
-grep -Eq 'watchdog: timing [a-z +-]+( at 65536 bytes)? did not finish within 10s \(waited [0-9.]+s\); aborting the job' "$out/watchdog.err" || why="no watchdog message"
-[ "$backend" != nccl ] || grep -q "communicator aborted" "$out/watchdog.err" || why="no ncclCommAbort on the waiting rank"
+grep -Eq 'watchdog: timing [a-z +-]+( at 65536 bytes)? did not finish within 10s \(waited [0-9.]+s\); aborting the job' <(unfolded "$out/watchdog.err") || why="no watchdog message"
+[ "$backend" != nccl ] || grep -q "communicator aborted" <(unfolded "$out/watchdog.err") || why="no ncclCommAbort on the waiting rank"
 [ "$(status_of "$d")" = failed ] || why="run.json status '$(status_of "$d")'"
 [ "$took" -lt 60000 ] || why="took $took ms"
 verdict "watchdog fires on a stopped rank, names the timing step at 65536 bytes, aborts NCCL, exits non-zero" "$why"
@@ -118,10 +122,10 @@ d="$out/big"; rm -rf "$d"
 timeout 120 "${mpirun[@]}" -x NCCL_NVLS_ENABLE "$bin" -config configs/smoke.toml -backend "$backend" -set 'memory.payload_bytes="400G"' \
   -set timing.enabled=false -output-dir "$d" >"$out/big.out" 2>"$out/big.err"
 rc=$?
-grep "^rsag:" "$out/big.err"; echo "exit $rc"; ls -A "$d" 2>/dev/null
+grep "^rsag:" <(unfolded "$out/big.err"); echo "exit $rc"; ls -A "$d" 2>/dev/null
 why=ok
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || why="exit $rc"
-[ "$(grep -c 'payload too large on rank(s)' "$out/big.err")" -ge "$np" ] || why="not every rank named the payload"
+[ "$(grep -c 'payload too large on rank(s)' <(unfolded "$out/big.err"))" -ge "$np" ] || why="not every rank named the payload"
 [ ! -e "$d/run.json" ] || why="run.json was written for a refused input"
 verdict "payload too large: refused on every rank, nothing written" "$why"
 fi

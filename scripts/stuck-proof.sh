@@ -55,6 +55,17 @@ left() { echo $((budget - ($(date +%s) - began))); }
 
 # stamp: every line of stdin with the time it came.
 stamp() { local l; while IFS= read -r l; do printf '%s %s\n' "$EPOCHREALTIME" "$l"; done; }
+# unfolded LOG...: stamped logs with rsag's folded lines joined again (rsag
+# folds what it says at 120 columns, each continuation indented by two), each
+# message on one line under its first line's stamp, so that a grep sees it
+# whole.
+unfolded() {
+  awk '{ text = substr($0, index($0, " ") + 1) }
+    NR > 1 && text ~ /^  [^ ]/ { l = l " " substr(text, 3); next }
+    NR > 1 { print l }
+    { l = $0 }
+    END { if (NR) print l }' "$@"
+}
 
 # beat DIR RANK: rank RANK's entry of node 0's heartbeat file ("" until it has one).
 beat() {
@@ -109,7 +120,7 @@ rsag_base=$(basename "$rsag")
 # "" when none does.
 named() {
   awk -v t0="$t_fault" -v t1="${named_cut:-9e18}" -v r="$R" -v p="$pid" '
-    $1 >= t0 && $1 < t1 && index($0, " rsag: ") && (index($0, "rank " r " on ") || index($0, "rank " r " (")) && index($0, "pid " p ")") { print $1; exit }' "$log"
+    $1 >= t0 && $1 < t1 && index($0, " rsag: ") && (index($0, "rank " r " on ") || index($0, "rank " r " (")) && index($0, "pid " p ")") { print $1; exit }' <(unfolded "$log")
 }
 
 # outputs: what each output says of the rank: run.json failed naming rank R
@@ -134,7 +145,7 @@ record() {
   dn=- de=-
   [ -n "$tn" ] && dn=$(awk -v a="$t_fault" -v b="$tn" 'BEGIN { printf "%.2f", b - a }')
   de=$(awk -v a="$t_fault" -v b="$t_end" 'BEGIN { printf "%.2f", b - a }')
-  early=$(grep -c "stuck rank, named early" "$log")
+  early=$(grep -c "stuck rank, named early" <(unfolded "$log"))
   local line="$1 phase=$2 run=$3 rank=$R pid=$pid named_s=$dn end_s=$de exit=$code early_lines=$early $(outputs) log=runs/$(basename "$log")"
   echo "$line" >>"$raw"
   say "$line"
@@ -262,7 +273,7 @@ for piece in $pieces; do
       start "clean-$i" -config "$configs/smoke.toml" "${common[@]}" -set timing.cycles=200 -set 'timing.sizes_bytes=[4096]' -set memory.enabled=false
       t_fault=$EPOCHREALTIME
       finish
-      early=$(grep -c "stuck rank, named early\|no rank is behind" "$log")
+      early=$(grep -c "stuck rank, named early\|no rank is behind" <(unfolded "$log"))
       st=$(grep -o '"status": "[a-z]*"' "$dir/run.json" 2>/dev/null | cut -d'"' -f4)
       line="clean phase=timing run=$i exit=$code status=${st:-none} early_lines=$early stuck_in_run_json=$(grep -c '"stuck"' "$dir/run.json" 2>/dev/null) s=$(awk -v a="$t_fault" -v b="$t_end" 'BEGIN { printf "%.1f", b - a }') log=runs/$(basename "$log")"
       echo "$line" >>"$raw"; say "$line"
@@ -322,7 +333,7 @@ done
   cat "$raw"
   echo
   echo "# the naming lines"
-  grep -h " rsag: .*\(named early\|hang: \|no rank is behind\)" "$out"/runs/*.log 2>/dev/null | cut -c1-400 | head -200
+  unfolded "$out"/runs/*.log 2>/dev/null | grep " rsag: .*\(named early\|hang: \|no rank is behind\)" | cut -c1-400 | head -200
 } >"$out/stuck.txt"
 # Every run's dir and stamped log in one file; the dirs themselves go.
 tar czf "$out/runs.tgz" -C "$out" runs && rm -rf "$out"/runs/*.d

@@ -227,7 +227,7 @@ func TestASpinningRankIsNamedBehind(t *testing.T) {
 		t.Errorf("named %d times, want once matching %s:\n%s", n, said, end.stderr)
 	}
 	blamesOnly(t, "stderr", stderr, 1)
-	for _, l := range strings.Split(end.stderr, "\n") {
+	for _, l := range strings.Split(end.rawStderr, "\n") {
 		if strings.HasPrefix(strings.TrimLeft(l, " "), "rsag: rank 0") && strings.Contains(l, "named early") || strings.HasPrefix(l, "  ") {
 			if len(l) > outdir.StuckWidth {
 				t.Errorf("%d columns, above %d: %q", len(l), outdir.StuckWidth, l)

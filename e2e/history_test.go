@@ -506,12 +506,14 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// Two runs of one command line started together (each in its own working
-// directory, -output-dir relative) both reach the history: the run key is
-// rank 0's host, process id and start. Then, with the history held by
-// another writer: the run's start does not wait on it, the append at the
-// end says it waits, and a SIGTERM then ends rank 0 non-zero with the
-// command that adds the run, which does.
+// Two runs of one command line started together both reach the history:
+// the run key is rank 0's host, process id and start. One is under mpirun,
+// in a working directory of its own with -output-dir relative; the other's
+// ranks are in this process (its output dir absolute: the process has one
+// working directory), whose pid is not the job's rank 0's. Then, with the
+// history held by another writer: the run's start does not wait on it, the
+// append at the end says it waits, and a SIGTERM then ends rank 0 non-zero
+// with the command that adds the run, which does.
 func TestHistoryKeepsEveryRunAndASignalLeavesTheAddCommand(t *testing.T) {
 	tmp := t.TempDir()
 	db := filepath.Join(tmp, "h.db")
@@ -542,18 +544,17 @@ func TestHistoryKeepsEveryRunAndASignalLeavesTheAddCommand(t *testing.T) {
 		t.Cleanup(func() { _ = cmd.Process.Kill() })
 		return cmd
 	}
-	var outs [2]strings.Builder
-	var cmds [2]*exec.Cmd
-	for i := range cmds {
-		cmds[i] = start(filepath.Join(tmp, fmt.Sprint("job", i)), &outs[i], &outs[i])
+	var out0 strings.Builder
+	job0 := start(filepath.Join(tmp, "job0"), &out0, &out0)
+	r1 := inproc(t, 2, 2*time.Minute, append(append([]string{}, argv[3:len(argv)-4]...), "-output-dir", filepath.Join(tmp, "job1", "out"), "-history", db)...)
+	if err := job0.Wait(); err != nil {
+		t.Fatalf("the job under mpirun: %v\n%s", err, out0.String())
 	}
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("job %d: %v\n%s", i, err, outs[i].String())
-		}
+	if r1.code != 0 {
+		t.Fatalf("the job in this process: exit %d\n%s%s", r1.code, r1.stdout, r1.stderr)
 	}
 	if runs := historyRuns(t, db); len(runs) != 2 {
-		t.Fatalf("%d runs in the history after two runs started together, want 2: %+v\n%s\n%s", len(runs), runs, outs[0].String(), outs[1].String())
+		t.Fatalf("%d runs in the history after two runs started together, want 2: %+v\n%s\n%s%s", len(runs), runs, out0.String(), r1.stdout, r1.stderr)
 	}
 	// A 4-rank run is judged against no 2-rank run: refused, the
 	// difference named, never SLOWER.

@@ -28,7 +28,7 @@ import (
 // test's 4-rank run is on ranks in this process whose backend refuses and
 // lacks what MPI's does (inprocMPI): the sweep's cases, files and checks
 // are the run's logic, and the MPI backend on 4 ranks is
-// TestCh7ShapeOnFourRanks' and TestSoak's.
+// TestCh7ShapeOnFourRanks'.
 func TestSweepOnTheMPIBackend(t *testing.T) {
 	t.Parallel()
 	dtypes := []string{"int8", "uint8", "int32", "uint32", "int64", "uint64", "float32", "float64"}

@@ -31,11 +31,14 @@ import (
 // runs it on the product binary (c.fastBin is then RSAG_BIN).
 func (c *cluster) testStoppedRank(t *testing.T) {
 	dir := c.submitDir(t)
-	id := c.startTiming(t, dir, c.fastBin, "timeout_s=1.5")
-	beat := cadence.RealBeatEvery
+	// timeout_s scales with the cadence: on the product binary (the full
+	// tier) a stopped rank is seen as such only after its neighbour's next
+	// beats, and 1.5 s would fire first, naming it by its step alone.
+	beat, timeout := cadence.RealBeatEvery, 1.5*cadence.FastBy
 	if c.fastBin != c.rsagBin {
-		beat /= cadence.FastBy
+		beat, timeout = beat/cadence.FastBy, 1.5
 	}
+	id := c.startTiming(t, dir, c.fastBin, fmt.Sprintf("timeout_s=%g", timeout))
 	time.Sleep(3 * beat) // into the timing phase, a few beats
 	pid := 0
 	for _, p := range c.hosts.PIDs(t, "node2") {
@@ -60,7 +63,7 @@ func (c *cluster) testStoppedRank(t *testing.T) {
 	// machine stretches; without the watchdog the job would time for
 	// minutes (50 million cycles, rank 2 stopped till the test's end).
 	if took := time.Since(at); j.fields["JobState"] != "FAILED" || took > 40*time.Second {
-		t.Errorf("JobState=%s %.1f s after the stop, want FAILED within timeout_s (1.5 s) and some seconds", j.fields["JobState"], took.Seconds())
+		t.Errorf("JobState=%s %.1f s after the stop, want FAILED within timeout_s (%g s) and some seconds", j.fields["JobState"], took.Seconds(), timeout)
 	}
 	t.Logf("the job ended %.1f s after rank 2 was stopped", time.Since(at).Seconds())
 	// Stopped, as rank 3 sees it in /proc, or, when slurmstepd woke it

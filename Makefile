@@ -64,10 +64,11 @@ vet: deps
 
 # The end-to-end and Slurm tests run the binary built here under mpirun and
 # under a local one-node Slurm cluster, and open its report.html in Chromium.
-# -parallel 4: most of e2e's parallel tests (refusals, signals, the output
-# dir) wait on mpirun starting and ending, not on the processors, so four
-# at a time on two cores end sooner than go test's two (one a core); the
-# tests that measure run alone, whatever this says.
+# -parallel 8: most of e2e's parallel tests (refusals, signals, the hangs,
+# the output dir) wait on mpirun starting and ending or on a deadline, not
+# on the processors (at 4, e2e used 47% of two cores), so eight at a time
+# on two cores end sooner than go test's two (one a core); the tests that
+# measure run alone, whatever this says.
 # It prints how many mpirun jobs the tests launched (scripts/count-launches.sh).
 # RSAG_FAST_BIN is the short-cadence twin (build-fast).
 test: test-deps build build-fast vet

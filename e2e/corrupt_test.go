@@ -232,6 +232,7 @@ func TestTheSoakLocalizesInjectedFaults(t *testing.T) {
 // every 4th AllReduce of rank 1 fails a quarter of the iterations, no
 // more, no fewer, in summary.json and soak.csv.
 func TestTheSoakCountsTheInjectedRate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := launchWith(t, 2, 2*time.Minute, corrupt(t, "RANK=1", "CALL=Allreduce", "EVERY=4"), soakArgs(dir, 40, "-set", "soak.fail_after=0")...)
 	failedWith(t, r, dir, "(10 of 40 iterations found a wrong element)")

@@ -196,6 +196,7 @@ func TestARunAppendsItselfToTheHistory(t *testing.T) {
 // flagged is logged, not asserted (it is timing): the gate's false-positive
 // rate is measured on known distributions in package baseline.
 func TestHistoryOfRunsShowsAPlantedStep(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	db := filepath.Join(tmp, "history.db")
 	const floor = "Allreduce:3360:20000,Allreduce:215040:20000,Reduce_scatter_block:1680:20000,Reduce_scatter_block:107520:20000," +
@@ -515,6 +516,7 @@ func (b *lockedBuffer) String() string {
 // append at the end says it waits, and a SIGTERM then ends rank 0 non-zero
 // with the command that adds the run, which does.
 func TestHistoryKeepsEveryRunAndASignalLeavesTheAddCommand(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	db := filepath.Join(tmp, "h.db")
 	script, err := filepath.Abs("../scripts/mpirun.sh")

@@ -189,6 +189,13 @@ func run(o Options, comm World, end *watchdog.Ender, startup time.Duration, proc
 				// at 8,192 ranks is a line, not 8,192.
 				end.EndQuietly(ExitWatchdog, msg, "")
 			}
+			// Rank 0 is silent (stopped, frozen or dead) and this rank
+			// speaks instead: it names every rank's part as rank 0 would.
+			// Rank 0's guard's line may come too late on a loaded
+			// machine, or be lost as the launcher ends the job.
+			if h, _ := s.hang(); h != "" {
+				msg = strings.TrimSuffix(msg, "; aborting the job") + "; hang: " + h + "; aborting the job"
+			}
 		}
 		end.End(ExitWatchdog, msg, "")
 	})

@@ -271,6 +271,7 @@ func TestTheSoakCountsTheInjectedRate(t *testing.T) {
 // clean soak's verdict is the run's logic; the full tier 20 s on 2 and on 4
 // ranks under mpirun.
 func TestASoakWithoutAFaultFindsNothing(t *testing.T) {
+	t.Parallel()
 	// make test: goroutine ranks, on the real cadence (this test binary's);
 	// the full tier: the real binary under mpirun.
 	every := int(cadence.SoakProgress / time.Second)

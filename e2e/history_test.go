@@ -196,7 +196,6 @@ func TestARunAppendsItselfToTheHistory(t *testing.T) {
 // flagged is logged, not asserted (it is timing): the gate's false-positive
 // rate is measured on known distributions in package baseline.
 func TestHistoryOfRunsShowsAPlantedStep(t *testing.T) {
-	t.Parallel()
 	tmp := t.TempDir()
 	db := filepath.Join(tmp, "history.db")
 	const floor = "Allreduce:3360:20000,Allreduce:215040:20000,Reduce_scatter_block:1680:20000,Reduce_scatter_block:107520:20000," +

@@ -37,6 +37,10 @@ import (
 // hundred times slower at 64K; a twentieth of a core), so that the cases
 // are unmistakable and fast.
 func TestLocateFindsTheBadNode(t *testing.T) {
+	// Beside the other tests: each fault stands hundreds of times above
+	// a healthy unit, or is a deadline, and a step the load makes too
+	// noisy to judge says inconclusive, which the cases allow.
+	t.Parallel()
 	l := newLocateRun(t, 4)
 
 	t.Run("no fault", func(t *testing.T) {

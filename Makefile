@@ -73,7 +73,7 @@ vet: deps
 # RSAG_FAST_BIN is the short-cadence twin (build-fast).
 test: test-deps build build-fast vet
 	RSAG_BIN=$(CURDIR)/$(BIN) RSAG_FAST_BIN=$(CURDIR)/$(FAST_BIN) RSAG_SLURM_TESTS=1 GO="$(GO)" scripts/count-launches.sh \
-	  scripts/with-mpi-flags.sh $(GO) test -count=1 -parallel 4 -timeout 20m ./...
+	  scripts/with-mpi-flags.sh $(GO) test -count=1 -parallel 8 -timeout 20m ./...
 
 # The full tier: the real sizes (ch7 at 256 MiB), the real cadences and the
 # placement and fleet tables that make test samples; run and recorded

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"rsag/internal/termsafe"
 
 	"bytes"
@@ -481,7 +482,7 @@ func (g GateResult) statisticText() string {
 
 // Failure says why the case failed the gate.
 func (g GateResult) Failure() string {
-	return fmt.Sprintf("%s: AllReduce busbw%s %.2f GB/s < min_busbw_gbps %.2f", g.Name(), g.statisticText(), g.BusBWGBps(), g.MinGBps)
+	return fmt.Sprintf("%s: AllReduce busbw%s %s GB/s < min_busbw_gbps %s", g.Name(), g.statisticText(), gbps(g.BusBWGBps()), gbps(g.MinGBps))
 }
 
 // Held says the case met the gate: "1 MiB ... 40.33 GB/s at p99 >= 40.00".
@@ -605,4 +606,13 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n-3] + "..."
+}
+
+// gbps writes a bandwidth to two decimals, or to three significant digits
+// below 0.01 GB/s, where two decimals would say a gate of 0.002 is 0.00.
+func gbps(v float64) string {
+	if v != 0 && math.Abs(v) < 0.01 {
+		return fmt.Sprintf("%.3g", v)
+	}
+	return fmt.Sprintf("%.2f", v)
 }

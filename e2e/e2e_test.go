@@ -209,12 +209,14 @@ func TestCh7OnFourRanks(t *testing.T) {
 
 // The fast twin of TestCh7OnFourRanks: the seed's config, its phases,
 // contracts, modes and memory modes, at sizes of 1 KiB to 1 MiB and a
-// 1 MiB payload. What 256 MiB adds (the memory study's real payload) is the
-// full tier's to prove.
+// 1 MiB payload, on 4 ranks of this process (inprocMPI: the files, rows and
+// checks are the run's logic; the MPI backend's own runs are the sweep's
+// and smoke's). What 256 MiB adds (the memory study's real payload) is the
+// full tier's to prove, under mpirun.
 func TestCh7ShapeOnFourRanks(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	r := mpirun(t, 4, 2*time.Minute, "-config", "../configs/ch7.toml", "-output-dir", dir, "-backend", "mpi",
+	r := inprocMPI(t, 4, 2*time.Minute, "-config", "../configs/ch7.toml", "-output-dir", dir, "-backend", "mpi",
 		"-set", "timing.sizes_bytes=[1024, 65536, 1048576]", "-set", "memory.payload_bytes=1048576",
 		"-set", "timing.warmups=0", "-set", "timing.cycles=2")
 	if r.code != 0 {

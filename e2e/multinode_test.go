@@ -55,22 +55,25 @@ func TestMultiNode(t *testing.T) {
 		hosts []string // of ranks 0..3
 	}{
 		{"block 2+2", true, []string{"--host", "node1:2,node2:2", "--map-by", "slot"}, []string{"node1", "node1", "node2", "node2"}},
-		{"cyclic 2+2", false, []string{"--host", "node1:2,node2:2", "--map-by", "node"}, []string{"node1", "node2", "node1", "node2"}},
 		{"uneven 3+1", true, []string{"--host", "node1:3,node2:1"}, []string{"node1", "node1", "node1", "node2"}},
 	} {
 		t.Run(p.name, func(t *testing.T) {
-			if p.full {
-				onlyInFullTier(t, "TestMultiNode/cyclic_2+2")
-			}
+			onlyInFullTier(t, "TestMultiNode/cyclic_2+2")
 			t.Parallel()
-			m.testPlacement(t, p.args, p.hosts)
+			m.testPlacement(t, p.args, p.hosts, nil)
 		})
 	}
+	// The cyclic placement also carries the network variables: rank 0's
+	// summary.json shows only what mpirun forwarded (-x), as over ssh.
+	t.Run("cyclic 2+2", func(t *testing.T) {
+		t.Parallel()
+		m.testPlacement(t, []string{"--host", "node1:2,node2:2", "--map-by", "node", "-x", "NCCL_SOCKET_IFNAME"},
+			[]string{"node1", "node2", "node1", "node2"}, []string{"NCCL_SOCKET_IFNAME=eth0", "NCCL_DEBUG=WARN"})
+	})
 	for _, c := range []struct {
 		name string
 		test func(*testing.T)
 	}{
-		{"network variables reach remote ranks only with -x", m.testNetworkVariables},
 		{"no shared memory between nodes", m.testNoSharedMemory},
 		{"node-local output dir is refused", m.testNodeLocalOutputDir},
 		{"hangs name who they wait for", m.testHangsAcrossHosts},
@@ -190,9 +193,9 @@ func (m *multi) commandOf(ctx context.Context, bin string, env, mpiArgs []string
 // testPlacement: every rank on the host the placement puts it, node-local
 // ranks 0..k-1 on every host, the host column of the combined CSVs, and
 // every contract and check passed.
-func (m *multi) testPlacement(t *testing.T, mpiArgs, want []string) {
+func (m *multi) testPlacement(t *testing.T, mpiArgs, want, env []string) {
 	dir := filepath.Join(m.shared, strings.NewReplacer(" ", "-", "+", "-").Replace(t.Name()))
-	r := m.mpirun(t, 2*time.Minute, nil, mpiArgs, "-output-dir", dir)
+	r := m.mpirun(t, 2*time.Minute, env, mpiArgs, "-output-dir", dir)
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -210,6 +213,9 @@ func (m *multi) testPlacement(t *testing.T, mpiArgs, want []string) {
 			t.Errorf("stdout lacks %q:\n%s", s, r.stdout)
 		}
 	}
+	if env != nil {
+		m.forwardedOnly(t, dir)
+	}
 	t.Logf("%s took %.1f s; header:\n%s", strings.Join(mpiArgs, " "), r.took.Seconds(), header(r.stdout))
 }
 
@@ -223,18 +229,12 @@ func header(stdout string) string {
 	return stdout[start:end]
 }
 
-// Ranks on other nodes get only what mpirun forwards (-x), as over ssh:
-// docs/multi-node.md tells users to forward NCCL_SOCKET_IFNAME and its kind.
-// The contracts alone: summary.json has rank 0's network variables whatever
-// phases run.
-func (m *multi) testNetworkVariables(t *testing.T) {
-	dir := filepath.Join(m.shared, "netvars")
-	r := m.mpirun(t, 2*time.Minute, []string{"NCCL_SOCKET_IFNAME=eth0", "NCCL_DEBUG=WARN"},
-		[]string{"--host", "node1:2,node2:2", "-x", "NCCL_SOCKET_IFNAME"}, "-output-dir", dir,
-		"-set", "timing.enabled=false", "-set", "memory.enabled=false")
-	if r.code != 0 {
-		t.Fatalf("exit %d\nstderr:\n%s", r.code, r.stderr)
-	}
+// forwardedOnly asserts what ranks on other nodes get of the network
+// variables: only what mpirun forwards (-x), as over ssh; docs/multi-node.md
+// tells users to forward NCCL_SOCKET_IFNAME and its kind. rank 0 (on node1)
+// was given NCCL_SOCKET_IFNAME=eth0 and NCCL_DEBUG=WARN, and -x the first.
+func (m *multi) forwardedOnly(t *testing.T, dir string) {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, report.SummaryFile))
 	if err != nil {
 		t.Fatal(err)

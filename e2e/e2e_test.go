@@ -148,17 +148,16 @@ func runWithin(t *testing.T, limit time.Duration, what string, newCmd func(conte
 	return r
 }
 
-// The smoke config on 2 ranks under mpirun, and on 3 and 4 ranks of this
-// process (inproc), whose backend says inmem.
+// The smoke config on 2, 3 and 4 ranks of this process (inproc), whose
+// backend says inmem. The same config under mpirun on the MPI backend is
+// the README's command (TestTheREADMESmokeCommandRunsTwice, 4 ranks,
+// twice); the MPI backend's 2-rank run is the sweep's.
 func TestSmokeOnTwoThreeAndFourRanks(t *testing.T) {
 	t.Parallel()
 	for _, np := range []int{2, 3, 4} {
 		t.Run(fmt.Sprintf("np%d", np), func(t *testing.T) {
 			dir := t.TempDir()
-			run, backend := mpirun, "backend mpi"
-			if np > 2 {
-				run, backend = inproc, "backend inmem"
-			}
+			run, backend := inproc, "backend inmem"
 			r := run(t, np, 2*time.Minute, "-config", "../configs/smoke.toml", "-output-dir", dir, "-backend", "mpi")
 			if r.code != 0 {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)

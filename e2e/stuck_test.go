@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"rsag/internal/cadence"
 	"rsag/outdir"
 )
 
@@ -22,16 +23,19 @@ import (
 // stopped. Faults from outside: SIGSTOP, and testdata/stall.c in every
 // rank. (docs/failure-behaviour.md, "A stuck rank, named early".)
 
-// stopRank starts np ranks on args(dir), in a new dir, and stops rank
-// once its heartbeat says timing, cycle 1 or later, and a beat later; it
-// waits for the job's end, within limit, and returns the dir, the rank's
-// pid, the exit code and what the job said.
+// stopRank starts np ranks of the short-cadence build (fastRsag) on
+// args(dir), in a new dir, and stops rank once its heartbeat says timing,
+// cycle 1 or later, and a beat later; it waits for the job's end, within
+// limit, and returns the dir, the rank's pid, the exit code and what the
+// job said. (The real cadence of the same naming is
+// TestAStoppedRankIsNamedRealCadence's.)
 func stopRank(t *testing.T, np, rank int, limit time.Duration, args func(dir string) []string) (dir string, pid, code int, stderr string) {
 	t.Helper()
 	var j *job
+	bin := fastRsag(t)
 	pastStartup(t, func() string {
 		dir = t.TempDir()
-		j = startJob(t, np, nil, args(dir)...)
+		j = startJobOf(t, bin, np, nil, args(dir)...)
 		if waitTiming(t, j, dir, rank, time.Minute) {
 			return ""
 		}
@@ -41,7 +45,11 @@ func stopRank(t *testing.T, np, rank int, limit time.Duration, args func(dir str
 		}
 		return stderr
 	})
-	time.Sleep(outdir.BeatEvery)
+	beat := fastBeat
+	if bin == rsagBin { // the full tier
+		beat = cadence.RealBeatEvery
+	}
+	time.Sleep(beat)
 	pid = j.rankPID(t, rank)
 	at := keepStopped(t, pid)
 	code = j.wait(t, limit)
@@ -68,12 +76,17 @@ func blamesOnly(t *testing.T, what, text string, rank int) {
 // for it are not blamed (issue 57: "rank 1 waits in ... instead").
 func TestAStoppedRankZeroIsNamed(t *testing.T) {
 	t.Parallel()
-	// timeout_s 10, not hangTiming's 5: the guard names rank 0 once its
-	// beat is silent (3 s) and seen so twice a beat apart, about 4 to 5 s
-	// after the stop; beside a loaded suite the others' 5 s deadline came
-	// first, the launcher woke rank 0 as it ended the job, and no line
-	// said it was stopped.
-	dir, pid, code, stderr := stopRank(t, 4, 0, time.Minute, func(dir string) []string { return hangTimingWithin(dir, "10") })
+	// timeout_s twice what the guard takes to name rank 0: once its beat
+	// is silent (three beats) and seen so twice a beat apart, about four
+	// to five beats after the stop (0.8 to 1 s on the short cadence, 4 to
+	// 5 s on the real one). At 5 s on the real cadence, beside a loaded
+	// suite, the others' deadline came first, the launcher woke rank 0 as
+	// it ended the job, and no line said it was stopped.
+	timeout := "2"
+	if fullTier() {
+		timeout = "10"
+	}
+	dir, pid, code, stderr := stopRank(t, 4, 0, time.Minute, func(dir string) []string { return hangTimingWithin(dir, timeout) })
 	stderr = unfold(stderr)
 	if code == 0 {
 		t.Fatalf("exit 0 with rank 0 stopped\n%s", stderr)

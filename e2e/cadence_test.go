@@ -33,6 +33,17 @@ import (
 // fastBeat is a beat of fastRsag's build.
 const fastBeat = cadence.RealBeatEvery / cadence.FastBy
 
+// within is -set timeout_s's value for a test on fastRsag: s seconds on
+// the short cadence, FastBy times that in the full tier, whose fastRsag is
+// the product binary: its beats and silences are that much longer, and a
+// deadline of the short cadence's fires before a stopped rank is known.
+func within(s float64) string {
+	if fullTier() {
+		s *= cadence.FastBy
+	}
+	return strconv.FormatFloat(s, 'f', -1, 64)
+}
+
 var fastBuild struct {
 	once     sync.Once
 	dir, bin string

@@ -51,7 +51,7 @@ func TestACutLinkBlamesNoRank(t *testing.T) {
 
 	dir := filepath.Join(shared, "cut-link")
 	cmd := m.commandOf(context.Background(), bin, nil, []string{"--host", "node1:1,node2:1,node3:1,node4:1"},
-		append([]string{"-output-dir", dir, "-set", "timeout_s=1.5", "-set", "startup_timeout_s=60"}, longTiming[4:]...)...)
+		append([]string{"-output-dir", dir, "-set", "timeout_s=" + within(1.5), "-set", "startup_timeout_s=60"}, longTiming[4:]...)...)
 	j := startCmd(t, cmd)
 	j.waitLine(t, "contracts: 5 held on every rank", time.Minute)
 	time.Sleep(3 * fastBeat) // into the timing phase, a few beats

@@ -176,7 +176,7 @@ func TestAStoppedRankIsNamedInSamplesTakenInOneCall(t *testing.T) {
 		// Samples of 10 operations, one warm-up: a sample is a step of its
 		// own, and 5 warm-ups of bench-imb's 100 once overran timeout_s on
 		// a loaded machine, before the fault.
-		return startJobOf(t, bin, 2, nil, "-output-dir", dir, "-set", "timeout_s=2", "-set", "startup_timeout_s=60",
+		return startJobOf(t, bin, 2, nil, "-output-dir", dir, "-set", "timeout_s="+within(2), "-set", "startup_timeout_s=60",
 			"-config", "../configs/bench-imb.toml", "-set", "timing.sizes_bytes=[4096]", "-set", "timing.cycles=1000000",
 			"-set", "timing.batch=10", "-set", "timing.warmups=1")
 	})
@@ -203,7 +203,7 @@ func TestARankThatExitsWithoutAWordIsNamed(t *testing.T) {
 		// The rank exits at its 301st AllReduce, which a loaded machine
 		// reaches late (its 3001st took over 3 minutes beside busy loops
 		// on both cores): the limit bounds a hang, not the run's pace.
-		r = launchWithOf(t, bin, 2, 2*time.Minute, args, hangTimingWithin(dir, "2")...)
+		r = launchWithOf(t, bin, 2, 2*time.Minute, args, hangTimingWithin(dir, within(2))...)
 		if startupOverran(r.stderr) {
 			return r.stderr
 		}
@@ -267,7 +267,7 @@ func (m *multi) testHangsAcrossHosts(t *testing.T) {
 			t.Parallel()
 			dir := filepath.Join(m.shared, "hang-"+strings.ReplaceAll(c.name, " ", "-"))
 			cmd := m.commandOf(context.Background(), bin, nil, append([]string{"--host", "node1:2,node2:2", "--map-by", "slot"}, c.mpirun...),
-				append([]string{"-output-dir", dir, "-set", "timeout_s=1.5", "-set", "startup_timeout_s=60"}, longTiming[4:]...)...)
+				append([]string{"-output-dir", dir, "-set", "timeout_s=" + within(1.5), "-set", "startup_timeout_s=60"}, longTiming[4:]...)...)
 			j := startCmd(t, cmd)
 			at, limit := time.Now(), time.Minute // from its start: the rank exits at its 51st AllReduce
 			if c.fault != nil {

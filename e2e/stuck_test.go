@@ -82,11 +82,7 @@ func TestAStoppedRankZeroIsNamed(t *testing.T) {
 	// 5 s on the real one). At 5 s on the real cadence, beside a loaded
 	// suite, the others' deadline came first, the launcher woke rank 0 as
 	// it ended the job, and no line said it was stopped.
-	timeout := "2"
-	if fullTier() {
-		timeout = "10"
-	}
-	dir, pid, code, stderr := stopRank(t, 4, 0, time.Minute, func(dir string) []string { return hangTimingWithin(dir, timeout) })
+	dir, pid, code, stderr := stopRank(t, 4, 0, time.Minute, func(dir string) []string { return hangTimingWithin(dir, within(2)) })
 	stderr = unfold(stderr)
 	if code == 0 {
 		t.Fatalf("exit 0 with rank 0 stopped\n%s", stderr)
@@ -233,7 +229,7 @@ func TestASpinningRankIsNamedBehind(t *testing.T) {
 	bin := fastRsag(t)
 	end := runStalled(t, 3*time.Minute, func() *job {
 		dir = t.TempDir()
-		return startStalledOf(t, bin, 4, nil, args, append([]string{"-output-dir", dir, "-set", "timeout_s=10", "-set", "startup_timeout_s=60",
+		return startStalledOf(t, bin, 4, nil, args, append([]string{"-output-dir", dir, "-set", "timeout_s=" + within(10), "-set", "startup_timeout_s=60",
 			"-set", "end_on_stuck_rank=true"}, longTiming...)...)
 	})
 	if end.code == 0 || !strings.Contains(end.stderr, "spin.c: rank 1 spins") {
@@ -280,7 +276,7 @@ func TestNoRankIsBehind(t *testing.T) {
 	bin := fastRsag(t)
 	end := runStalled(t, 2*time.Minute, func() *job {
 		dir = t.TempDir()
-		return startStalledOf(t, bin, np, nil, args, "-config", "../configs/smoke.toml", "-backend", "mpi", "-output-dir", dir, "-set", "timeout_s=2",
+		return startStalledOf(t, bin, np, nil, args, "-config", "../configs/smoke.toml", "-backend", "mpi", "-output-dir", dir, "-set", "timeout_s="+within(2),
 			"-set", "startup_timeout_s=60")
 	})
 	if end.code == 0 || strings.Count(end.stderr, "stall.c: rank") != np {

@@ -37,10 +37,9 @@ import (
 // hundred times slower at 64K; a twentieth of a core), so that the cases
 // are unmistakable and fast.
 func TestLocateFindsTheBadNode(t *testing.T) {
-	// Beside the other tests: each fault stands hundreds of times above
-	// a healthy unit, or is a deadline, and a step the load makes too
-	// noisy to judge says inconclusive, which the cases allow.
-	t.Parallel()
+	// Alone: beside the other tests (at 2fcd29f) a healthy link,
+	// node1-node4, came out at 0.24x latency in all 3 repeats beside
+	// node3's slow network, and was named with it.
 	l := newLocateRun(t, 4)
 
 	t.Run("no fault", func(t *testing.T) {

@@ -173,12 +173,13 @@ func TestAStoppedRankIsNamedInSamplesTakenInOneCall(t *testing.T) {
 	t.Parallel()
 	bin := fastRsag(t)
 	dir, pid, stderr := stopRankOne(t, fastBeat, func(dir string) *job {
-		// Samples of 10 operations, one warm-up: a sample is a step of its
+		// Samples of 2 operations, one warm-up: a sample is a step of its
 		// own, and 5 warm-ups of bench-imb's 100 once overran timeout_s on
-		// a loaded machine, before the fault.
+		// a loaded machine, before the fault, as did one warm-up of 10
+		// (2.4 s) beside a second suite.
 		return startJobOf(t, bin, 2, nil, "-output-dir", dir, "-set", "timeout_s="+within(2), "-set", "startup_timeout_s=60",
 			"-config", "../configs/bench-imb.toml", "-set", "timing.sizes_bytes=[4096]", "-set", "timing.cycles=1000000",
-			"-set", "timing.batch=10", "-set", "timing.warmups=1")
+			"-set", "timing.batch=2", "-set", "timing.warmups=1")
 	})
 	host := regexp.QuoteMeta(hostname(t))
 	hangSaid(t, stderr, dir, regexp.MustCompile(`hang: rank 0 waits in timing all-reduce #\d+ \(4096 bytes, direct, cycle [1-9]\d*\) for [0-9.]+ s; `+

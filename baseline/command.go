@@ -135,7 +135,7 @@ func check(name string, args []string, stdout, stderr io.Writer) error {
 	var why []string
 	r.Notes, why = crowdedNotes(append([]crowding{{"the run's", run.Summary.Nodes}}, crowds...))
 	if len(why) > 0 {
-		crowded(cases, strings.Join(why, " and "))
+		r.Held = crowded(cases, strings.Join(why, " and "))
 	}
 	if r.Compared() == 0 {
 		return exitcode.New(ExitBadInput, fmt.Errorf("%s and the baseline (%s) have no timing case in common", o.run, what))
@@ -213,6 +213,8 @@ func record(file string, run history.Run, r Result, stdout, stderr io.Writer) {
 	switch {
 	case r.Count(Slower) > 0:
 		verdict = history.VerdictFlagged
+	case r.Held > 0:
+		verdict = history.VerdictHeld
 	case r.Count(Inconclusive) > 0:
 		verdict = history.VerdictInconclusive
 	}
@@ -230,6 +232,9 @@ func record(file string, run history.Run, r Result, stdout, stderr io.Writer) {
 		fmt.Fprintf(stderr, "rsag check: the verdict above stands, but it was not recorded in %s: %v\n", file, err)
 	case verdict == history.VerdictFlagged:
 		fmt.Fprintf(stdout, "recorded in %s: the run is flagged, and no baseline until: rsag history -accept %s %s\n", file, run.Dir, file)
+	case verdict == history.VerdictHeld:
+		fmt.Fprintf(stdout, "recorded in %s: inconclusive, and held back: %d case(s) looked slower on crowded ranks; no baseline until: "+
+			"rsag history -accept %s %s\n", file, r.Held, run.Dir, file)
 	default:
 		fmt.Fprintf(stdout, "recorded in %s: %s\n", file, verdict)
 	}
@@ -445,6 +450,10 @@ type Result struct {
 	Cases         []Case
 	Runs          int      // baseline runs
 	Notes         []string // what makes the comparison less fair: ranks that took turns on processors, or waited for them
+	// Held is how many cases would have been called slower but for
+	// crowded ranks (crowded): the run is then no baseline until accepted,
+	// as a flagged one, or the slowdown would become its own baseline.
+	Held int
 }
 
 // Count is the number of cases with verdict v.
@@ -522,14 +531,19 @@ func (r Result) Write(w io.Writer) error {
 // turn-taking as much as the collective. Beside a CPU hog, 4 ranks on 2
 // processors called identical runs 2 to 4 times slower in 2 of 20 pairs,
 // and 2 ranks in 2 of 20 too (docs/history.md); a gate acts only on
-// evidence that survives the machine's noise.
-func crowded(cases []Case, why string) {
+// evidence that survives the machine's noise. It returns how many cases
+// it took from slower.
+func crowded(cases []Case, why string) (held int) {
 	for i, c := range cases {
 		if c.Verdict == Slower || c.Verdict == Faster {
+			if c.Verdict == Slower {
+				held++
+			}
 			cases[i].Verdict = Inconclusive
 			cases[i].Why = fmt.Sprintf("%.3gx, %s", c.Ratio, why)
 		}
 	}
+	return held
 }
 
 // oneRunNote is said of every judgement against one baseline run.

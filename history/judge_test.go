@@ -86,6 +86,23 @@ func TestBaselineIsOfTheRunsKindAndLeavesFlaggedRunsOut(t *testing.T) {
 	if got, _, _ := db.Baseline(5, run.Key(), run.Summary.Started, run.Kind()); len(got) != 4 {
 		t.Errorf("with run 4 accepted: %v, want 4 runs", ids(got))
 	}
+	// Held (a case looked slower on crowded ranks) is left out as flagged
+	// is; an inconclusive run is not.
+	if err := db.Record(keys[2], VerdictHeld, "inconclusive", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Record(keys[1], VerdictInconclusive, "inconclusive", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := db.Baseline(5, run.Key(), run.Summary.Started, run.Kind()); len(got) != 3 || got[1].ID != 2 {
+		t.Errorf("with run 3 held, run 2 inconclusive: %v, want 4, 2, 1", ids(got))
+	}
+	if err := Command([]string{"-accept", "3", path}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := db.Baseline(5, run.Key(), run.Summary.Started, run.Kind()); len(got) != 4 {
+		t.Errorf("with run 3 accepted: %v, want 4 runs", ids(got))
+	}
 	// A run of 4 ranks against a history of 2.
 	four := run
 	four.Summary.WorldSize = 4

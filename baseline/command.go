@@ -16,6 +16,7 @@ import (
 	"rsag/coll"
 	"rsag/history"
 	"rsag/internal/exitcode"
+	"rsag/internal/fold"
 	"rsag/internal/termsafe"
 	"rsag/outdir"
 	"rsag/report"
@@ -227,16 +228,17 @@ func record(file string, run history.Run, r Result, stdout, stderr io.Writer) {
 			err = cerr
 		}
 	}
+	say := func(format string, a ...any) { fmt.Fprintln(stdout, fold.Line(fmt.Sprintf(format, a...), fold.Width)) }
 	switch {
 	case err != nil:
 		fmt.Fprintf(stderr, "rsag check: the verdict above stands, but it was not recorded in %s: %v\n", file, err)
 	case verdict == history.VerdictFlagged:
-		fmt.Fprintf(stdout, "recorded in %s: the run is flagged, and no baseline until: rsag history -accept %s %s\n", file, run.Dir, file)
+		say("recorded in %s: the run is flagged, and no baseline until: rsag history -accept %s %s", file, run.Dir, file)
 	case verdict == history.VerdictHeld:
-		fmt.Fprintf(stdout, "recorded in %s: inconclusive, and held back: %d case(s) looked slower on crowded ranks; no baseline until: "+
-			"rsag history -accept %s %s\n", file, r.Held, run.Dir, file)
+		say("recorded in %s: inconclusive, and held back: %d case(s) looked slower on crowded ranks; no baseline until: "+
+			"rsag history -accept %s %s", file, r.Held, run.Dir, file)
 	default:
-		fmt.Fprintf(stdout, "recorded in %s: %s\n", file, verdict)
+		say("recorded in %s: %s", file, verdict)
 	}
 }
 

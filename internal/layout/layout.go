@@ -34,7 +34,7 @@ var Packages = []Package{
 	{"job", "this rank's part of one rsag job over its `World` (MPI's, or goroutine ranks in a test): MPI's start, the agreed inputs, the backend, the output dir, the registered phases through one wrapper (`job/phases.go`), the outputs, run.json",
 		[]string{"coll", "config", "history", "internal/atomicfile", "internal/cadence", "internal/fold", "internal/rankset", "internal/stopped", "mpi", "mpibackend", "ncclx", "outdir", "phase", "phases", "report", "report/page", "report/plot", "watchdog"}},
 	{"baseline", "the one judge of a slower run, `rsag check -baseline` and `rsag compare A B` its two front-ends: a run's cases against a baseline run or a history's last runs of its kind, judged against their spread from run to run (inconclusive when it cannot be), the verdict recorded in the history",
-		[]string{"coll", "history", "internal/exitcode", "internal/quantile", "internal/termsafe", "outdir", "report", "report/page"}},
+		[]string{"coll", "history", "internal/exitcode", "internal/fold", "internal/quantile", "internal/termsafe", "outdir", "report", "report/page"}},
 	{"history", "`rsag history`: a SQLite database of finished runs (a run appends itself with -history), each case's median over them and each node's record as a suspect, as tables and a page",
 		[]string{"coll", "internal/exitcode", "internal/quantile", "outdir", "report", "report/page", "report/plot", "report/runfile"}},
 	{"report/suspects", "`rsag suspects DIR`: a complete locate run's suspects and which to drain (the rule: figure beyond the healthy spread by a margin, from a step that could judge, not the fabric), as JSON, NUL-separated fields or escaped lines",

@@ -309,7 +309,7 @@ func total(db *DB, shown int) int {
 func baselineWord(r RunRow) string {
 	switch {
 	case r.BaselineOK && r.Flagged:
-		return "flagged" // or held: no baseline until accepted
+		return r.Held // flagged or held: no baseline until accepted
 	case r.BaselineOK:
 		return "yes"
 	}

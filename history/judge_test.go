@@ -97,6 +97,9 @@ func TestBaselineIsOfTheRunsKindAndLeavesFlaggedRunsOut(t *testing.T) {
 	if got, _, _ := db.Baseline(5, run.Key(), run.Summary.Started, run.Kind()); len(got) != 3 || got[1].ID != 2 {
 		t.Errorf("with run 3 held, run 2 inconclusive: %v, want 4, 2, 1", ids(got))
 	}
+	if runs, _ := db.Runs(0); !runs[2].Flagged || runs[2].Held != VerdictHeld || baselineWord(runs[2]) != "held" || runs[1].Flagged {
+		t.Errorf("run 3 held, run 2 inconclusive: %+v and %+v; want run 3 no baseline, said held", runs[2], runs[1])
+	}
 	if err := Command([]string{"-accept", "3", path}, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}

@@ -21,9 +21,12 @@ type RunRow struct {
 	Started, Ended, Status string
 	Reason                 string
 	BaselineOK             bool
-	// Flagged: rsag check found it slower than its baseline, and no one
-	// has accepted it since (rsag history -accept): it is no baseline.
+	// Flagged: rsag check found it slower than its baseline, or held it
+	// (a case looked slower on crowded ranks), and no one has accepted it
+	// since (rsag history -accept): it is no baseline. Held is which of
+	// the words it was ("flagged", "held"; "accepted" or "" otherwise).
 	Flagged         bool
+	Held            string
 	Version, Commit string
 	Backend         string
 	WorldSize       int
@@ -109,19 +112,25 @@ const runColumns = `r.id, r.started, r.ended, r.status, r.reason, r.baseline_ok,
 // flaggedSQL is 1 when run r's last word from rsag check or an operator is
 // "flagged" or "held" (not since accepted).
 func (h *DB) flaggedSQL() string {
+	return `(` + h.heldSQL() + ` IN ('flagged', 'held'))`
+}
+
+// heldSQL is run r's last word of flagged, held or accepted, "" when none.
+func (h *DB) heldSQL() string {
 	if !h.hasVerdicts {
-		return "0"
+		return "''"
 	}
-	return `(COALESCE((SELECT v.verdict FROM verdicts v WHERE v.run_key = r.run_key AND v.verdict IN ('flagged', 'held', 'accepted')
-		ORDER BY v.rowid DESC LIMIT 1), '') IN ('flagged', 'held'))`
+	return `COALESCE((SELECT v.verdict FROM verdicts v WHERE v.run_key = r.run_key AND v.verdict IN ('flagged', 'held', 'accepted')
+		ORDER BY v.rowid DESC LIMIT 1), '')`
 }
 
 func scanRun(s scanner, r *RunRow) error {
 	var hosts, shared string
 	if err := s.Scan(&r.ID, &r.Started, &r.Ended, &r.Status, &r.Reason, &r.BaselineOK, &r.Version, &r.Commit, &r.Backend,
-		&r.WorldSize, &hosts, &r.Dir, &r.Kind.ConfigDigest, &r.Kind.Nodes, &shared, &r.Flagged); err != nil {
+		&r.WorldSize, &hosts, &r.Dir, &r.Kind.ConfigDigest, &r.Kind.Nodes, &shared, &r.Held); err != nil {
 		return err
 	}
+	r.Flagged = r.Held == VerdictFlagged || r.Held == VerdictHeld
 	r.Kind.GPUShared = shared != ""
 	_ = json.Unmarshal([]byte(hosts), &r.Hosts)
 	r.Kind.WorldSize, r.Kind.Backend = r.WorldSize, r.Backend
@@ -136,7 +145,7 @@ func (h *DB) Runs(last int) ([]RunRow, error) {
 		limit = last
 	}
 	var out []RunRow
-	err := h.each(`SELECT `+runColumns+`, `+h.flaggedSQL()+` FROM runs r ORDER BY r.started DESC, r.id DESC LIMIT ?`, func(s scanner) error {
+	err := h.each(`SELECT `+runColumns+`, `+h.heldSQL()+` FROM runs r ORDER BY r.started DESC, r.id DESC LIMIT ?`, func(s scanner) error {
 		var r RunRow
 		if err := scanRun(s, &r); err != nil {
 			return err
@@ -368,7 +377,7 @@ func (h *DB) Baseline(n int, except, before string, kind Kind) (out []BaselineRu
 		return nil, other, err
 	}
 	if len(out) == 0 {
-		err := h.each(`SELECT `+runColumns+`, 0 FROM runs r WHERE `+where+` ORDER BY r.started DESC, r.id DESC LIMIT 1`, func(s scanner) error {
+		err := h.each(`SELECT `+runColumns+`, '' FROM runs r WHERE `+where+` ORDER BY r.started DESC, r.id DESC LIMIT 1`, func(s scanner) error {
 			return scanRun(s, &other)
 		}, except, before)
 		return nil, other, err

@@ -33,6 +33,15 @@ import (
 // fastBeat is a beat of fastRsag's build.
 const fastBeat = cadence.RealBeatEvery / cadence.FastBy
 
+// beatOf is a beat of bin's build: fastBeat for the short-cadence build,
+// the real one for the product binary (which fastRsag is in the full tier).
+func beatOf(bin string) time.Duration {
+	if bin == rsagBin {
+		return cadence.RealBeatEvery
+	}
+	return fastBeat
+}
+
 // within is -set timeout_s's value for a test on fastRsag: s seconds on
 // the short cadence, FastBy times that in the full tier, whose fastRsag is
 // the product binary: its beats and silences are that much longer, and a

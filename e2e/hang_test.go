@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"rsag/internal/cadence"
 	"rsag/outdir"
 )
 
@@ -172,7 +171,7 @@ func TestAStoppedRankIsNamedRealCadence(t *testing.T) {
 func TestAStoppedRankIsNamedInSamplesTakenInOneCall(t *testing.T) {
 	t.Parallel()
 	bin := fastRsag(t)
-	dir, pid, stderr := stopRankOne(t, fastBeat, func(dir string) *job {
+	dir, pid, stderr := stopRankOne(t, beatOf(bin), func(dir string) *job {
 		// Samples of 2 operations, one warm-up: a sample is a step of its
 		// own, and 5 warm-ups of bench-imb's 100 once overran timeout_s on
 		// a loaded machine, before the fault, as did one warm-up of 10
@@ -244,10 +243,8 @@ func pastStartup(t testing.TB, try func() (overran string)) {
 // short cadence (fastRsag: beats of 0.2 s, a rank silent after 0.6 s) with
 // timeout_s 1.5; TestAStoppedRankIsNamedRealCadence keeps the real one.
 func (m *multi) testHangsAcrossHosts(t *testing.T) {
-	bin, beat := fastRsag(t), fastBeat
-	if bin == rsagBin { // the full tier
-		beat = cadence.FastBy * fastBeat
-	}
+	bin := fastRsag(t)
+	beat := beatOf(bin)
 	for _, c := range []struct {
 		name   string
 		mpirun []string

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"rsag/internal/cadence"
 	"rsag/outdir"
 )
 
@@ -45,11 +44,7 @@ func stopRank(t *testing.T, np, rank int, limit time.Duration, args func(dir str
 		}
 		return stderr
 	})
-	beat := fastBeat
-	if bin == rsagBin { // the full tier
-		beat = cadence.RealBeatEvery
-	}
-	time.Sleep(beat)
+	time.Sleep(beatOf(bin))
 	pid = j.rankPID(t, rank)
 	at := keepStopped(t, pid)
 	code = j.wait(t, limit)

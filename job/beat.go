@@ -318,6 +318,16 @@ func (s *session) hang() (text string, done bool) {
 	return h.Text(), done
 }
 
+// withHang is a watchdog's message with every rank's part of the hang, as
+// this rank's heartbeats tell it, before its "; aborting the job".
+func (s *session) withHang(msg string) string {
+	h, _ := s.hang()
+	if h == "" {
+		return msg
+	}
+	return strings.TrimSuffix(msg, "; aborting the job") + "; hang: " + h + "; aborting the job"
+}
+
 // look is every rank's heartbeat as this rank sees it now (its own
 // fresh, its node's from node-local memory).
 func (b *beater) look(world int) outdir.Hang {

@@ -17,7 +17,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -170,9 +169,7 @@ func run(o Options, comm World, end *watchdog.Ender, startup time.Duration, proc
 	wd := watchdog.New(startup, func(msg string) {
 		// Rank 0 names every rank's part, from their heartbeats.
 		if comm.Rank() == 0 {
-			if h, _ := s.hang(); h != "" {
-				msg = strings.TrimSuffix(msg, "; aborting the job") + "; hang: " + h + "; aborting the job"
-			}
+			msg = s.withHang(msg)
 		}
 		if b := s.beats.Load(); b != nil {
 			b.endAs(msg, true) // its last beat holds the step that overran
@@ -193,9 +190,7 @@ func run(o Options, comm World, end *watchdog.Ender, startup time.Duration, proc
 			// speaks instead: it names every rank's part as rank 0 would.
 			// Rank 0's guard's line may come too late on a loaded
 			// machine, or be lost as the launcher ends the job.
-			if h, _ := s.hang(); h != "" {
-				msg = strings.TrimSuffix(msg, "; aborting the job") + "; hang: " + h + "; aborting the job"
-			}
+			msg = s.withHang(msg)
 		}
 		end.End(ExitWatchdog, msg, "")
 	})
